@@ -1,0 +1,219 @@
+/* tracekit.h: public API of libtracekit (event model, readers, writers). */
+#ifndef TRACEKIT_H
+#define TRACEKIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TK_VERSION_MAJOR 0
+#define TK_VERSION_MINOR 1
+#define TK_VERSION_PATCH 0
+#define TK_VERSION_STRING "0.1.0"
+
+#if defined(__GNUC__) && !defined(TK_STATIC_ONLY)
+#define TK_API __attribute__((visibility("default")))
+#else
+#define TK_API
+#endif
+
+/* Return codes. Values are pinned: they never change between versions. */
+enum {
+	TK_OK = 0,
+	TK_EOF = 1,            /* end of stream (tk_reader_next) */
+	TK_ERR_IO = -1,        /* read/write/open failed; message names the file */
+	TK_ERR_FORMAT = -2,    /* input is not valid for its format */
+	TK_ERR_NOMEM = -3,     /* allocation failed */
+	TK_ERR_TRUNCATED = -4, /* input ended early (strict mode only) */
+	TK_ERR_ARG = -5,       /* bad argument from the caller */
+	TK_ERR_LIMIT = -6,     /* a configured limit (size, depth) was exceeded */
+	TK_ERR_UNSUPPORTED = -7
+};
+
+/* A string view. `ptr` is always NUL-terminated; `len` excludes the NUL and may
+ * be smaller than strlen() only when the string holds a NUL byte. ptr == NULL
+ * means "absent". */
+typedef struct tk_sv {
+	const char *ptr;
+	size_t len;
+} tk_sv;
+
+/* pid, tid and id values are numbers or strings in Chrome JSON. */
+enum { TK_ID_NONE = 0, TK_ID_INT = 1, TK_ID_STR = 2 };
+typedef struct tk_id {
+	int kind;    /* TK_ID_NONE, TK_ID_INT or TK_ID_STR */
+	int64_t num; /* TK_ID_INT */
+	tk_sv str;   /* TK_ID_STR: interned, lives as long as its reader */
+} tk_id;
+
+/* Bits of tk_event.has: which optional fields are present. */
+enum {
+	TK_HAS_TS = 1u << 0,
+	TK_HAS_DUR = 1u << 1,
+	TK_HAS_NAME = 1u << 2,
+	TK_HAS_CAT = 1u << 3,
+	TK_HAS_PH = 1u << 4,
+	/* set by tracekit readers: args and extra are known to be valid compact
+	 * JSON, so writers copy them without checking */
+	TK_HAS_VALID_JSON = 1u << 5
+};
+
+/* One trace event. Times are integer nanoseconds, parsed from the decimal
+ * text of the input (Chrome JSON stores microseconds), never through a
+ * double. Strings are interned by the reader (stable until the reader is
+ * freed); `args` and `extra` point into per-event storage that lives until
+ * the next tk_reader_next() call: use tk_event_dup() to keep an event. */
+typedef struct tk_event {
+	char ph;      /* phase: 'X', 'i', 's', 'f', 'M', 'C', 'B', 'E', ... */
+	unsigned has; /* TK_HAS_* */
+	int64_t ts;   /* ns */
+	int64_t dur;  /* ns */
+	tk_sv name;
+	tk_sv cat;
+	tk_id pid;
+	tk_id tid;
+	tk_id id; /* flow / async id */
+	/* The "args" object as compact, valid JSON text including its braces
+	 * (ptr NULL when the event has no args). */
+	tk_sv args;
+	/* Every other member of the event object, as compact JSON members
+	 * without the surrounding braces: "s":"g","bp":"e" (ptr NULL if none). */
+	tk_sv extra;
+} tk_event;
+
+/* ---- Input ---------------------------------------------------------- */
+
+typedef struct tk_reader tk_reader;
+
+typedef struct tk_reader_opts {
+	int strict;               /* truncated input is an error, not a warning */
+	size_t max_value_bytes;   /* largest single event or metadata value; 0 = 256 MiB */
+	unsigned max_depth;       /* deepest JSON nesting accepted; 0 = 1000 */
+} tk_reader_opts;
+
+typedef struct tk_reader_stats {
+	uint64_t events;           /* events returned so far */
+	uint64_t bytes_in;         /* bytes read from the source (compressed) */
+	uint64_t bytes_decoded;    /* bytes after decompression */
+	uint64_t repaired_strings; /* strings with invalid UTF-8 replaced by U+FFFD */
+	int truncated;             /* input ended early and was accepted (non-strict) */
+	uint64_t dropped_bytes;    /* bytes after the last complete event when truncated */
+} tk_reader_stats;
+
+/* Open a trace. `path` "-" is standard input. The format and any gzip
+ * layer are detected from the bytes, never from the name. On failure *out
+ * may still hold a reader whose tk_reader_error() says why; free it. */
+TK_API int tk_reader_open_path(tk_reader **out, const char *path, const tk_reader_opts *opts);
+/* `name` is used in messages. The fd is not closed by the reader. */
+TK_API int tk_reader_open_fd(tk_reader **out, int fd, const char *name, const tk_reader_opts *opts);
+/* The buffer must stay valid for the reader's life. */
+TK_API int tk_reader_open_memory(tk_reader **out, const void *buf, size_t len, const char *name,
+                                 const tk_reader_opts *opts);
+
+/* Next event: TK_OK and *ev set, TK_EOF at the end, or a negative error. */
+TK_API int tk_reader_next(tk_reader *r, const tk_event **ev);
+
+/* The last error, or the last warning when no error occurred; "" if none. */
+TK_API const char *tk_reader_error(const tk_reader *r);
+/* Warnings (e.g. truncated input) accumulate; index from 0. NULL past the end. */
+TK_API const char *tk_reader_warning(const tk_reader *r, size_t i);
+TK_API const tk_reader_stats *tk_reader_get_stats(const tk_reader *r);
+/* Name of the detected format: "json", "json.gz", ... */
+TK_API const char *tk_reader_format(const tk_reader *r);
+TK_API const char *tk_reader_name(const tk_reader *r);
+
+/* Top-level metadata: every member of the top-level object other than
+ * "traceEvents", in input order, values as compact JSON. Members that follow
+ * the events become visible once they are reached (at the latest at
+ * TK_EOF) and report *after_events = 1. */
+TK_API size_t tk_reader_meta_count(const tk_reader *r);
+TK_API int tk_reader_meta_get(const tk_reader *r, size_t i, tk_sv *key, tk_sv *json,
+                              int *after_events);
+/* Value of a metadata key, or ptr NULL. */
+TK_API tk_sv tk_reader_meta_find(const tk_reader *r, const char *key);
+/* 1 if the input was a bare JSON array (no top-level object). */
+TK_API int tk_reader_is_bare_array(const tk_reader *r);
+
+TK_API void tk_reader_free(tk_reader *r);
+
+/* ---- Output --------------------------------------------------------- */
+
+typedef struct tk_writer tk_writer;
+
+enum { TK_FORMAT_AUTO = 0, TK_FORMAT_JSON = 1, TK_FORMAT_TKB = 2 };
+
+typedef struct tk_writer_opts {
+	int format;     /* TK_FORMAT_*; AUTO picks from the path's name, else JSON */
+	int gzip;       /* -1 = from the name (".gz"), 0 = no, 1 = yes */
+	int gzip_level; /* 1..9, 0 = default (6) */
+} tk_writer_opts;
+
+/* Write to `path` ("-" = standard output). A file is written under a
+ * temporary name beside it and renamed on tk_writer_close(); a writer freed
+ * without a successful close leaves nothing behind. */
+TK_API int tk_writer_open_path(tk_writer **out, const char *path, const tk_writer_opts *opts);
+/* Write to an fd that the writer does not close; `name` for messages. */
+TK_API int tk_writer_open_fd(tk_writer **out, int fd, const char *name, const tk_writer_opts *opts);
+
+/* Add a top-level metadata member. Added before the first event it is
+ * written before "traceEvents", afterwards it is written after the events
+ * (the order of the input is kept). `json` must be one JSON value. */
+TK_API int tk_writer_add_meta(tk_writer *w, tk_sv key, tk_sv json);
+TK_API int tk_writer_write(tk_writer *w, const tk_event *ev);
+/* Finish the output (and rename it into place). */
+TK_API int tk_writer_close(tk_writer *w);
+TK_API const char *tk_writer_error(const tk_writer *w);
+/* Strings whose invalid UTF-8 the writer replaced with U+FFFD. */
+TK_API uint64_t tk_writer_repaired_strings(const tk_writer *w);
+/* Frees; removes the temporary file if close did not succeed. */
+TK_API void tk_writer_free(tk_writer *w);
+
+/* Copy every metadata member the reader has made visible and that has not
+ * yet been copied (track with *copied, start at 0). */
+TK_API int tk_copy_meta(tk_writer *w, const tk_reader *r, size_t *copied);
+
+/* ---- Events and arguments ------------------------------------------- */
+
+/* A self-contained copy in one allocation; free with tk_event_free(). */
+TK_API tk_event *tk_event_dup(const tk_event *ev);
+TK_API void tk_event_free(tk_event *ev);
+/* 1 if both events hold the same fields, strings, args and extra members. */
+TK_API int tk_event_equal(const tk_event *a, const tk_event *b);
+
+/* Find a top-level member of a compact JSON object (`args`): its value's
+ * text in *val. Returns 0 if found, TK_EOF if absent, TK_ERR_FORMAT if
+ * `obj` is not an object. */
+TK_API int tk_json_obj_find(tk_sv obj, const char *key, tk_sv *val);
+TK_API int tk_args_find(const tk_event *ev, const char *key, tk_sv *val);
+/* Integer argument (JSON integer only). */
+TK_API int tk_args_get_int(const tk_event *ev, const char *key, int64_t *out);
+/* String argument, decoded into buf (NUL-terminated, truncated to cap). The
+ * decoded length is stored in *len. */
+TK_API int tk_args_get_str(const tk_event *ev, const char *key, char *buf, size_t cap, size_t *len);
+
+/* Nested integer lists such as "Input Dims": [[8,1024],[],[1024,1024]].
+ * Items that are not lists of integers (null, scalars, nested deeper) come
+ * back as an item with n == -1. */
+typedef struct tk_dims {
+	size_t n_items;
+	int *item_len;    /* per item: count of integers, or -1 if not a list */
+	int64_t **items;  /* per item: pointer into values */
+	int64_t *values;  /* backing store */
+} tk_dims;
+TK_API int tk_args_get_dims(const tk_event *ev, const char *key, tk_dims *out);
+TK_API void tk_dims_free(tk_dims *d);
+
+/* ---- Misc ----------------------------------------------------------- */
+
+TK_API const char *tk_version(void);
+/* "zlib 1.2.13" etc. for --version output. */
+TK_API const char *tk_dependency_versions(void);
+TK_API const char *tk_strerror(int code);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

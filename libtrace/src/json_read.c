@@ -1,0 +1,441 @@
+/* json_read.c: streaming reader for Chrome Trace Event JSON (object or bare array, any dialect). */
+#include <stdlib.h>
+
+#include "internal.h"
+
+enum { ST_START, ST_OBJ_FIRST, ST_OBJ_NEXT, ST_EV_FIRST, ST_EV_NEXT, ST_DONE, ST_END };
+/* step() results besides TK__J_OK / MORE / BAD */
+enum { STEP_EVENT = 10, STEP_END = 11 };
+
+typedef struct jstate {
+	int st;
+	int seen_events; /* the traceEvents array was entered */
+	int events_done;
+	uint64_t rounded; /* timestamps rounded to a nanosecond */
+	tk__jerr je;
+	tk__buf key;
+} jstate;
+
+static int json_bid(const unsigned char *p, size_t n)
+{
+	size_t i = 0;
+	if (n >= 3 && p[0] == 0xEF && p[1] == 0xBB && p[2] == 0xBF)
+		i = 3;
+	while (i < n && (p[i] == ' ' || p[i] == '\n' || p[i] == '\r' || p[i] == '\t'))
+		i++;
+	if (i < n && (p[i] == '{' || p[i] == '['))
+		return 10;
+	return 0;
+}
+
+static int json_open(tk_reader *r)
+{
+	jstate *s = calloc(1, sizeof *s);
+	if (!s)
+		return tk__reader_fail(r, TK_ERR_NOMEM, "%s: out of memory", r->name);
+	r->fs = s;
+	return 0;
+}
+
+static void json_free(tk_reader *r)
+{
+	jstate *s = r->fs;
+	if (s)
+		tk__buf_free(&s->key);
+	free(s);
+	r->fs = NULL;
+}
+
+static int jbad(jstate *s, const unsigned char *at, const char *msg)
+{
+	s->je.at = at;
+	s->je.msg = msg;
+	return TK__J_BAD;
+}
+
+/* A string value: decoded and interned. */
+static int intern_string(tk_reader *r, const unsigned char *p, const unsigned char *e, tk_sv *out,
+                         const unsigned char **endp)
+{
+	jstate *s = r->fs;
+	int plain;
+	int rc = tk__json_decode_string(p + 1, e, &r->scratch, endp, &plain, &s->je);
+	if (rc)
+		return rc;
+	if (plain)
+		*out = tk__strtab_intern(&r->strs, (const char *)p + 1, (size_t)(*endp - p - 2));
+	else
+		*out = tk__strtab_intern(&r->strs, r->scratch.p, r->scratch.len);
+	if (!out->ptr)
+		return jbad(s, p, "out of memory");
+	return TK__J_OK;
+}
+
+/* Append "key":value (canonical) to the event's extra members. */
+static int put_extra(tk_reader *r, const unsigned char *kp, size_t kn, const unsigned char *p,
+                     const unsigned char *e, const unsigned char **endp)
+{
+	jstate *s = r->fs;
+	tk__buf *x = &r->extra;
+	size_t mark = x->len;
+	if ((x->len && tk__buf_putc(x, ',')) || tk__buf_putc(x, '"'))
+		return jbad(s, p, "out of memory");
+	const unsigned char *ke;
+	int rc = tk__json_canon_string(kp, kp + kn + 1, x, &ke, &s->je);
+	if (rc) {
+		x->len = mark;
+		return rc == TK__J_MORE ? jbad(s, kp, "malformed key") : rc;
+	}
+	if (tk__buf_append(x, "\":", 2))
+		return jbad(s, p, "out of memory");
+	return tk__json_canon_value(p, e, x, endp, r->opts.max_depth, &s->je);
+}
+
+/* pid / tid / id: an integer or a string; anything else is kept in extra. */
+static int parse_id(tk_reader *r, const unsigned char *p, const unsigned char *e, tk_id *id,
+                    const unsigned char **endp, int *fallback)
+{
+	*fallback = 0;
+	if (*p == '"') {
+		id->kind = TK_ID_STR;
+		return intern_string(r, p, e, &id->str, endp);
+	}
+	const unsigned char *q = tk__json_scan_number(p, e);
+	if (q == e)
+		return TK__J_MORE;
+	if (!q || tk__parse_int64(p, q, &id->num)) {
+		*fallback = 1;
+		return TK__J_OK;
+	}
+	id->kind = TK_ID_INT;
+	*endp = q;
+	return TK__J_OK;
+}
+
+static int parse_time(tk_reader *r, const unsigned char *p, const unsigned char *e, int64_t *out,
+                      const unsigned char **endp, int *fallback)
+{
+	jstate *s = r->fs;
+	*fallback = 0;
+	const unsigned char *q = tk__json_scan_number(p, e);
+	if (q == e)
+		return TK__J_MORE;
+	if (!q) {
+		*fallback = 1; /* not a number: kept as an extra member */
+		return TK__J_OK;
+	}
+	int rc = tk__parse_us_to_ns(p, q, out);
+	if (rc < 0)
+		return jbad(s, p, "time value out of range (must fit in int64 nanoseconds)");
+	s->rounded += (uint64_t)rc;
+	*endp = q;
+	return TK__J_OK;
+}
+
+#define KEY(s) (kn == sizeof(s) - 1 && memcmp(kp, s, sizeof(s) - 1) == 0)
+
+/* One member of an event object; kp/kn is the raw key text. */
+static int event_member(tk_reader *r, const unsigned char *kp, size_t kn, int kplain,
+                        const unsigned char *p, const unsigned char *e, const unsigned char **endp)
+{
+	tk_event *ev = &r->ev;
+	int fb = 0, rc = TK__J_OK;
+	if (!kplain)
+		goto extra;
+	if (KEY("ph") && *p == '"') {
+		if (e - p < 3)
+			return TK__J_MORE;
+		if (p[2] != '"' || p[1] < 0x20 || p[1] >= 0x7f || p[1] == '"' || p[1] == '\\')
+			goto extra;
+		ev->ph = (char)p[1];
+		ev->has |= TK_HAS_PH;
+		*endp = p + 3;
+		return TK__J_OK;
+	}
+	if (KEY("name") && *p == '"') {
+		ev->has |= TK_HAS_NAME;
+		return intern_string(r, p, e, &ev->name, endp);
+	}
+	if (KEY("cat") && *p == '"') {
+		ev->has |= TK_HAS_CAT;
+		return intern_string(r, p, e, &ev->cat, endp);
+	}
+	if (KEY("ts")) {
+		rc = parse_time(r, p, e, &ev->ts, endp, &fb);
+		if (!rc && !fb)
+			ev->has |= TK_HAS_TS;
+	} else if (KEY("dur")) {
+		rc = parse_time(r, p, e, &ev->dur, endp, &fb);
+		if (!rc && !fb)
+			ev->has |= TK_HAS_DUR;
+	} else if (KEY("pid")) {
+		rc = parse_id(r, p, e, &ev->pid, endp, &fb);
+	} else if (KEY("tid")) {
+		rc = parse_id(r, p, e, &ev->tid, endp, &fb);
+	} else if (KEY("id")) {
+		rc = parse_id(r, p, e, &ev->id, endp, &fb);
+	} else if (KEY("args") && *p == '{') {
+		r->args.len = 0;
+		return tk__json_canon_value(p, e, &r->args, endp, r->opts.max_depth, &((jstate *)r->fs)->je);
+	} else {
+		goto extra;
+	}
+	if (rc || !fb)
+		return rc;
+extra:
+	return put_extra(r, kp, kn, p, e, endp);
+}
+
+/* Parse one event object at p ('{'). */
+static int parse_event(tk_reader *r, const unsigned char *p, const unsigned char *e,
+                       const unsigned char **endp)
+{
+	jstate *s = r->fs;
+	tk_event *ev = &r->ev;
+	memset(ev, 0, sizeof *ev);
+	r->args.len = 0;
+	r->extra.len = 0;
+	p = tk__skip_ws(p + 1, e);
+	if (p >= e)
+		return TK__J_MORE;
+	if (*p == '}')
+		goto done;
+	for (;;) {
+		if (*p != '"')
+			return jbad(s, p, "expected a string key in event object");
+		const unsigned char *kp = p + 1, *ke;
+		int kplain, rc = tk__json_decode_string(kp, e, &s->key, &ke, &kplain, &s->je);
+		if (rc)
+			return rc;
+		size_t kn = (size_t)(ke - kp - 1);
+		p = tk__skip_ws(ke, e);
+		if (p >= e)
+			return TK__J_MORE;
+		if (*p != ':')
+			return jbad(s, p, "expected ':' after key in event object");
+		p = tk__skip_ws(p + 1, e);
+		if (p >= e)
+			return TK__J_MORE;
+		rc = event_member(r, kp, kn, kplain, p, e, &p);
+		if (rc)
+			return rc;
+		p = tk__skip_ws(p, e);
+		if (p >= e)
+			return TK__J_MORE;
+		if (*p == '}')
+			break;
+		if (*p != ',')
+			return jbad(s, p, "expected ',' or '}' after a member of an event object");
+		p = tk__skip_ws(p + 1, e);
+		if (p >= e)
+			return TK__J_MORE;
+	}
+done:
+	if (r->args.len) {
+		if (tk__buf_putc(&r->args, 0))
+			return jbad(s, p, "out of memory");
+		ev->args = (tk_sv){r->args.p, r->args.len - 1};
+		r->args.len--;
+	}
+	if (r->extra.len) {
+		if (tk__buf_putc(&r->extra, 0))
+			return jbad(s, p, "out of memory");
+		ev->extra = (tk_sv){r->extra.p, r->extra.len - 1};
+		r->extra.len--;
+	}
+	*endp = p + 1;
+	return TK__J_OK;
+}
+
+/* A member of the top-level object at p ('"'). */
+static int top_member(tk_reader *r, const unsigned char *p, const unsigned char *e,
+                      const unsigned char **endp)
+{
+	jstate *s = r->fs;
+	const unsigned char *kp = p + 1, *ke;
+	int kplain;
+	int rc = tk__json_decode_string(kp, e, &s->key, &ke, &kplain, &s->je);
+	if (rc)
+		return rc;
+	const char *key = kplain ? (const char *)kp : s->key.p;
+	size_t kn = kplain ? (size_t)(ke - kp - 1) : s->key.len;
+	p = tk__skip_ws(ke, e);
+	if (p >= e)
+		return TK__J_MORE;
+	if (*p != ':')
+		return jbad(s, p, "expected ':' after key in top-level object");
+	p = tk__skip_ws(p + 1, e);
+	if (p >= e)
+		return TK__J_MORE;
+	if (kn == 11 && memcmp(key, "traceEvents", 11) == 0) {
+		if (s->seen_events)
+			return jbad(s, kp, "\"traceEvents\" appears twice");
+		if (*p != '[')
+			return jbad(s, p, "\"traceEvents\" must be an array");
+		s->seen_events = 1;
+		s->st = ST_EV_FIRST;
+		*endp = p + 1;
+		return TK__J_OK;
+	}
+	r->scratch.len = 0;
+	rc = tk__json_canon_value(p, e, &r->scratch, endp, r->opts.max_depth, &s->je);
+	if (rc)
+		return rc;
+	/* key was decoded into s->key or lies in the buffer: both survive this call */
+	if (tk__reader_add_meta(r, key, kn, r->scratch.p, r->scratch.len, s->seen_events))
+		return jbad(s, p, "out of memory");
+	s->st = ST_OBJ_NEXT;
+	return TK__J_OK;
+}
+
+static void describe(const unsigned char *p, const unsigned char *e, char *d, size_t cap)
+{
+	if (p >= e)
+		snprintf(d, cap, "end of input");
+	else if (*p >= 0x20 && *p < 0x7f)
+		snprintf(d, cap, "'%c'", *p);
+	else
+		snprintf(d, cap, "byte 0x%02x", *p);
+}
+
+/* Parse the next unit (structure token, metadata member or event). */
+static int step(tk_reader *r, const unsigned char **endp)
+{
+	jstate *s = r->fs;
+	const unsigned char *p = r->buf + r->pos, *e = r->buf + r->end;
+	if (s->st == ST_START && e - p >= 3 && p[0] == 0xEF && p[1] == 0xBB && p[2] == 0xBF)
+		p += 3;
+	p = tk__skip_ws(p, e);
+	if (p >= e)
+		return s->st == ST_DONE || s->st == ST_END ? (r->eof ? STEP_END : TK__J_MORE) : TK__J_MORE;
+	switch (s->st) {
+	case ST_START:
+		s->st = *p == '{' ? ST_OBJ_FIRST : ST_EV_FIRST;
+		r->bare_array = *p == '[';
+		if (r->bare_array)
+			s->seen_events = 1;
+		*endp = p + 1;
+		return TK__J_OK;
+	case ST_OBJ_FIRST:
+	case ST_OBJ_NEXT:
+		if (*p == '}') {
+			if (!s->seen_events)
+				return jbad(s, p, "the top-level object has no \"traceEvents\" array");
+			s->st = ST_DONE;
+			*endp = p + 1;
+			return TK__J_OK;
+		}
+		if (s->st == ST_OBJ_NEXT) {
+			if (*p != ',')
+				return jbad(s, p, "expected ',' or '}' after a top-level member");
+			p = tk__skip_ws(p + 1, e);
+			if (p >= e)
+				return TK__J_MORE;
+		}
+		if (*p != '"')
+			return jbad(s, p, "expected a string key in the top-level object");
+		return top_member(r, p, e, endp);
+	case ST_EV_FIRST:
+	case ST_EV_NEXT:
+		if (*p == ']') {
+			s->events_done = 1;
+			s->st = r->bare_array ? ST_DONE : ST_OBJ_NEXT;
+			*endp = p + 1;
+			return TK__J_OK;
+		}
+		if (s->st == ST_EV_NEXT) {
+			if (*p != ',')
+				return jbad(s, p, "expected ',' or ']' after an event");
+			p = tk__skip_ws(p + 1, e);
+			if (p >= e)
+				return TK__J_MORE;
+		}
+		if (*p != '{')
+			return jbad(s, p, "expected an event object");
+		{
+			int rc = parse_event(r, p, e, endp);
+			if (rc)
+				return rc;
+		}
+		s->st = ST_EV_NEXT;
+		return STEP_EVENT;
+	case ST_DONE:
+		return jbad(s, p, "unexpected data after the end of the trace");
+	default:
+		return STEP_END;
+	}
+}
+
+static int truncated(tk_reader *r)
+{
+	jstate *s = r->fs;
+	uint64_t at = r->base + r->pos, line, col;
+	tk__reader_linecol(r, at, &line, &col);
+	const char *where = !s->seen_events       ? "before \"traceEvents\""
+	                    : !s->events_done      ? "inside \"traceEvents\""
+	                                           : "after \"traceEvents\"";
+	const char *gz = r->src.gz_truncated ? " (the gzip stream is cut off)" : "";
+	uint64_t dropped = r->stats.bytes_decoded - at;
+	if (r->opts.strict)
+		return tk__reader_fail_at(r, TK_ERR_TRUNCATED, at,
+		                          "input ends early %s%s; %llu complete events before that point",
+		                          where, gz, (unsigned long long)r->stats.events);
+	r->stats.truncated = 1;
+	r->stats.dropped_bytes = dropped;
+	s->st = ST_END;
+	if (tk__reader_warn(r,
+	                    "%s:%llu:%llu: input ends early %s%s at byte %llu: kept %llu complete events, "
+	                    "dropped the last %llu bytes",
+	                    r->name, (unsigned long long)line, (unsigned long long)col, where, gz,
+	                    (unsigned long long)r->stats.bytes_decoded, (unsigned long long)r->stats.events,
+	                    (unsigned long long)dropped))
+		return TK_ERR_NOMEM;
+	return TK_EOF;
+}
+
+static int finish(tk_reader *r)
+{
+	jstate *s = r->fs;
+	if (s->rounded)
+		tk__reader_warn(r, "%s: %llu time values had digits below a nanosecond and were rounded",
+		                r->name, (unsigned long long)s->rounded);
+	s->st = ST_END;
+	return TK_EOF;
+}
+
+static int json_next(tk_reader *r, const tk_event **ev)
+{
+	jstate *s = r->fs;
+	if (s->st == ST_END)
+		return TK_EOF;
+	for (;;) {
+		const unsigned char *endp = NULL;
+		s->je.repaired = 0;
+		int rc = step(r, &endp);
+		if (rc == TK__J_MORE) {
+			if (r->eof)
+				return truncated(r);
+			int m = tk__reader_more(r);
+			if (m < 0)
+				return m;
+			continue;
+		}
+		if (rc == TK__J_BAD) {
+			char found[32];
+			describe(s->je.at, r->buf + r->end, found, sizeof found);
+			int code = strstr(s->je.msg, "deeper") ? TK_ERR_LIMIT : TK_ERR_FORMAT;
+			return tk__reader_fail_at(r, code, r->base + (uint64_t)(s->je.at - r->buf),
+			                          "%s, found %s", s->je.msg, found);
+		}
+		if (rc == STEP_END)
+			return finish(r);
+		r->pos = (size_t)(endp - r->buf);
+		r->stats.repaired_strings += (uint64_t)s->je.repaired;
+		if (rc == STEP_EVENT) {
+			*ev = &r->ev;
+			return TK_OK;
+		}
+	}
+}
+
+const tk__fmt tk__fmt_json = {"json", json_bid, json_open, json_next, json_free};

@@ -1,0 +1,636 @@
+/* json_text.c: JSON lexical work: string scanning, canonical compact values, numbers. */
+#include <emmintrin.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+static const char hexd[] = "0123456789abcdef";
+
+/* First byte at or after p that is '"', '\\', a control character or >= 0x80.
+ * Reads up to 15 bytes past e (callers keep TK__PAD readable bytes there). */
+static inline const unsigned char *scan_special(const unsigned char *p, const unsigned char *e)
+{
+	const __m128i q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\'), sp = _mm_set1_epi8(0x20);
+	while (p < e) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, q), _mm_cmpeq_epi8(v, bs)),
+		                         _mm_cmplt_epi8(v, sp));
+		int mask = _mm_movemask_epi8(m);
+		if (mask) {
+			p += __builtin_ctz((unsigned)mask);
+			return p < e ? p : e;
+		}
+		p += 16;
+	}
+	return e;
+}
+
+/* Length of the valid UTF-8 sequence at p (lead byte >= 0x80): 2..4, 0 if
+ * invalid, -1 if it runs past e. */
+static int utf8_seq(const unsigned char *p, const unsigned char *e)
+{
+	unsigned c = p[0];
+	int n;
+	unsigned lo = 0x80, hi = 0xBF;
+	if (c < 0xC2)
+		return 0;
+	else if (c < 0xE0)
+		n = 2;
+	else if (c < 0xF0) {
+		n = 3;
+		if (c == 0xE0)
+			lo = 0xA0;
+		if (c == 0xED)
+			hi = 0x9F;
+	} else if (c < 0xF5) {
+		n = 4;
+		if (c == 0xF0)
+			lo = 0x90;
+		if (c == 0xF4)
+			hi = 0x8F;
+	} else
+		return 0;
+	for (int i = 1; i < n; i++) {
+		if (p + i >= e)
+			return -1;
+		unsigned b = p[i];
+		if (i == 1 ? (b < lo || b > hi) : (b & 0xC0) != 0x80)
+			return 0;
+	}
+	return n;
+}
+
+int tk__utf8_valid(const unsigned char *p, size_t n)
+{
+	const unsigned char *e = p + n;
+	while (p < e) {
+		if (*p < 0x80) {
+			p++;
+			continue;
+		}
+		int k = utf8_seq(p, e);
+		if (k <= 0)
+			return 0;
+		p += k;
+	}
+	return 1;
+}
+
+static int hexval(unsigned c)
+{
+	if (c - '0' < 10)
+		return (int)(c - '0');
+	c |= 0x20;
+	if (c - 'a' < 6)
+		return (int)(c - 'a' + 10);
+	return -1;
+}
+
+/* Parse \uXXXX at p (p[0] == '\\', p[1] == 'u'). -1 bad, -2 needs more. */
+static long parse_u(const unsigned char *p, const unsigned char *e)
+{
+	if (p + 6 > e)
+		return -2;
+	long v = 0;
+	for (int i = 2; i < 6; i++) {
+		int h = hexval(p[i]);
+		if (h < 0)
+			return -1;
+		v = v * 16 + h;
+	}
+	return v;
+}
+
+static int bad(tk__jerr *je, const unsigned char *at, const char *msg)
+{
+	je->at = at;
+	je->msg = msg;
+	return TK__J_BAD;
+}
+
+/* Handle a backslash escape at p. Sets *cp to the code point (or -1 for a
+ * simple escape kept as is, with *simple its decoded byte), *len to the bytes
+ * consumed. Lone surrogates become U+FFFD with *repaired set. */
+static int escape_at(const unsigned char *p, const unsigned char *e, long *cp, char *simple,
+                     int *len, int *repaired, tk__jerr *je)
+{
+	if (p + 2 > e)
+		return TK__J_MORE;
+	*cp = -1;
+	*len = 2;
+	switch (p[1]) {
+	case '"': *simple = '"'; return TK__J_OK;
+	case '\\': *simple = '\\'; return TK__J_OK;
+	case '/': *simple = '/'; return TK__J_OK;
+	case 'b': *simple = '\b'; return TK__J_OK;
+	case 'f': *simple = '\f'; return TK__J_OK;
+	case 'n': *simple = '\n'; return TK__J_OK;
+	case 'r': *simple = '\r'; return TK__J_OK;
+	case 't': *simple = '\t'; return TK__J_OK;
+	case 'u': break;
+	default: return bad(je, p, "invalid escape in string (a backslash must be followed by one of \"\\/bfnrtu)");
+	}
+	long v = parse_u(p, e);
+	if (v == -2)
+		return TK__J_MORE;
+	if (v < 0)
+		return bad(je, p, "invalid \\u escape in string (needs four hex digits)");
+	*len = 6;
+	if (v >= 0xD800 && v <= 0xDBFF) {
+		if (p + 12 > e)
+			return TK__J_MORE;
+		long lo = (p[6] == '\\' && p[7] == 'u') ? parse_u(p + 6, e) : -1;
+		if (lo >= 0xDC00 && lo <= 0xDFFF) {
+			*len = 12;
+			v = 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00);
+		} else {
+			v = 0xFFFD;
+			*repaired = 1;
+		}
+	} else if (v >= 0xDC00 && v <= 0xDFFF) {
+		v = 0xFFFD;
+		*repaired = 1;
+	}
+	*cp = v;
+	return TK__J_OK;
+}
+
+static size_t put_utf8(char *d, long v)
+{
+	if (v < 0x80) {
+		d[0] = (char)v;
+		return 1;
+	}
+	if (v < 0x800) {
+		d[0] = (char)(0xC0 | (v >> 6));
+		d[1] = (char)(0x80 | (v & 0x3F));
+		return 2;
+	}
+	if (v < 0x10000) {
+		d[0] = (char)(0xE0 | (v >> 12));
+		d[1] = (char)(0x80 | ((v >> 6) & 0x3F));
+		d[2] = (char)(0x80 | (v & 0x3F));
+		return 3;
+	}
+	d[0] = (char)(0xF0 | (v >> 18));
+	d[1] = (char)(0x80 | ((v >> 12) & 0x3F));
+	d[2] = (char)(0x80 | ((v >> 6) & 0x3F));
+	d[3] = (char)(0x80 | (v & 0x3F));
+	return 4;
+}
+
+static int put_ctl(tk__buf *out, unsigned c)
+{
+	char t[6] = {'\\', 'u', '0', '0', hexd[c >> 4], hexd[c & 15]};
+	switch (c) {
+	case '\n': return tk__buf_append(out, "\\n", 2);
+	case '\r': return tk__buf_append(out, "\\r", 2);
+	case '\t': return tk__buf_append(out, "\\t", 2);
+	case '\b': return tk__buf_append(out, "\\b", 2);
+	case '\f': return tk__buf_append(out, "\\f", 2);
+	default: return tk__buf_append(out, t, 6);
+	}
+}
+
+#define TK__FFFD "\xEF\xBF\xBD"
+
+int tk__json_canon_string(const unsigned char *p, const unsigned char *e, tk__buf *out,
+                          const unsigned char **endp, tk__jerr *je)
+{
+	int repaired = 0;
+	for (;;) {
+		const unsigned char *q = scan_special(p, e);
+		if (q > p && tk__buf_append(out, p, (size_t)(q - p)))
+			return bad(je, q, "out of memory");
+		p = q;
+		if (p >= e)
+			return TK__J_MORE;
+		unsigned c = *p;
+		if (c == '"') {
+			*endp = p + 1;
+			je->repaired += repaired;
+			return TK__J_OK;
+		}
+		if (c == '\\') {
+			long cp;
+			char simple;
+			int len, rep = 0, rc = escape_at(p, e, &cp, &simple, &len, &rep, je);
+			if (rc)
+				return rc;
+			if (rep) {
+				repaired = 1;
+				rc = tk__buf_append(out, "\\ufffd", 6);
+			} else {
+				rc = tk__buf_append(out, p, (size_t)len);
+			}
+			if (rc)
+				return bad(je, p, "out of memory");
+			p += len;
+		} else if (c < 0x20) {
+			if (put_ctl(out, c))
+				return bad(je, p, "out of memory");
+			p++;
+		} else {
+			int n = utf8_seq(p, e);
+			if (n < 0)
+				return TK__J_MORE;
+			if (n == 0) {
+				repaired = 1;
+				if (tk__buf_append(out, TK__FFFD, 3))
+					return bad(je, p, "out of memory");
+				p++;
+			} else {
+				if (tk__buf_append(out, p, (size_t)n))
+					return bad(je, p, "out of memory");
+				p += n;
+			}
+		}
+	}
+}
+
+int tk__json_decode_string(const unsigned char *p, const unsigned char *e, tk__buf *out,
+                           const unsigned char **endp, int *plain, tk__jerr *je)
+{
+	const unsigned char *start = p;
+	int repaired = 0, copied = 0;
+	*plain = 0;
+	for (;;) {
+		const unsigned char *q = scan_special(p, e);
+		if (q >= e)
+			return TK__J_MORE;
+		unsigned c = *q;
+		if (c == '"' && !copied) {
+			*plain = 1;
+			*endp = q + 1;
+			return TK__J_OK;
+		}
+		if (!copied) {
+			out->len = 0;
+			copied = 1;
+			if (tk__buf_append(out, start, (size_t)(q - start)))
+				return bad(je, q, "out of memory");
+		} else if (q > p && tk__buf_append(out, p, (size_t)(q - p))) {
+			return bad(je, q, "out of memory");
+		}
+		p = q;
+		if (c == '"') {
+			*endp = p + 1;
+			je->repaired += repaired;
+			return TK__J_OK;
+		}
+		char tmp[4];
+		size_t tn;
+		if (c == '\\') {
+			long cp;
+			char simple;
+			int len, rc = escape_at(p, e, &cp, &simple, &len, &repaired, je);
+			if (rc)
+				return rc;
+			if (cp < 0) {
+				tmp[0] = simple;
+				tn = 1;
+			} else {
+				tn = put_utf8(tmp, cp);
+			}
+			p += len;
+		} else if (c < 0x20) {
+			tmp[0] = (char)c;
+			tn = 1;
+			p++;
+		} else {
+			int n = utf8_seq(p, e);
+			if (n < 0)
+				return TK__J_MORE;
+			if (n == 0) {
+				repaired = 1;
+				memcpy(tmp, TK__FFFD, 3);
+				tn = 3;
+				p++;
+			} else {
+				memcpy(tmp, p, (size_t)n);
+				tn = (size_t)n;
+				p += n;
+			}
+		}
+		if (tk__buf_append(out, tmp, tn))
+			return bad(je, p, "out of memory");
+	}
+}
+
+const unsigned char *tk__json_scan_number(const unsigned char *p, const unsigned char *e)
+{
+	if (p < e && *p == '-')
+		p++;
+	if (p >= e)
+		return NULL;
+	if (*p == '0')
+		p++;
+	else if (*p >= '1' && *p <= '9')
+		while (p < e && *p >= '0' && *p <= '9')
+			p++;
+	else
+		return NULL;
+	if (p < e && *p == '.') {
+		p++;
+		if (p >= e || *p < '0' || *p > '9')
+			return NULL;
+		while (p < e && *p >= '0' && *p <= '9')
+			p++;
+	}
+	if (p < e && (*p == 'e' || *p == 'E')) {
+		p++;
+		if (p < e && (*p == '+' || *p == '-'))
+			p++;
+		if (p >= e || *p < '0' || *p > '9')
+			return NULL;
+		while (p < e && *p >= '0' && *p <= '9')
+			p++;
+	}
+	return p;
+}
+
+/* Copy a literal, or say it needs more / is bad. */
+static int literal(const unsigned char *p, const unsigned char *e, const char *lit, size_t n,
+                   tk__buf *out, const unsigned char **endp, tk__jerr *je)
+{
+	size_t have = (size_t)(e - p) < n ? (size_t)(e - p) : n;
+	if (memcmp(p, lit, have) != 0)
+		return bad(je, p, "expected a JSON value (string, number, object, array, true, false or null)");
+	if (have < n)
+		return TK__J_MORE;
+	if (tk__buf_append(out, lit, n))
+		return bad(je, p, "out of memory");
+	*endp = p + n;
+	return TK__J_OK;
+}
+
+static int scalar(const unsigned char *p, const unsigned char *e, tk__buf *out,
+                  const unsigned char **endp, tk__jerr *je)
+{
+	switch (*p) {
+	case '"':
+		if (tk__buf_putc(out, '"'))
+			return bad(je, p, "out of memory");
+		{
+			int rc = tk__json_canon_string(p + 1, e, out, endp, je);
+			if (rc)
+				return rc;
+		}
+		return tk__buf_putc(out, '"') ? bad(je, p, "out of memory") : TK__J_OK;
+	case 't': return literal(p, e, "true", 4, out, endp, je);
+	case 'f': return literal(p, e, "false", 5, out, endp, je);
+	case 'n': return literal(p, e, "null", 4, out, endp, je);
+	default: break;
+	}
+	const unsigned char *q = tk__json_scan_number(p, e);
+	if (q == e)
+		return TK__J_MORE;
+	if (!q || q == p) {
+		if (*p == 'N' || *p == 'I' || (*p == '-' && p + 1 < e && p[1] == 'I'))
+			return bad(je, p, "NaN and Infinity are not valid JSON numbers");
+		return bad(je, p, "expected a JSON value (string, number, object, array, true, false or null)");
+	}
+	if (tk__buf_append(out, p, (size_t)(q - p)))
+		return bad(je, p, "out of memory");
+	*endp = q;
+	return TK__J_OK;
+}
+
+#define TK__MAXDEPTH 4096
+
+/* Iterative, so nesting depth costs no C stack. States below form one loop. */
+int tk__json_canon_value(const unsigned char *p, const unsigned char *e, tk__buf *out,
+                         const unsigned char **endp, unsigned max_depth, tk__jerr *je)
+{
+	unsigned char stack[TK__MAXDEPTH];
+	unsigned depth = 0;
+	if (max_depth > TK__MAXDEPTH)
+		max_depth = TK__MAXDEPTH;
+	int rc;
+value:
+	p = tk__skip_ws(p, e);
+	if (p >= e)
+		return TK__J_MORE;
+	if (*p == '{' || *p == '[') {
+		if (depth >= max_depth) {
+			je->at = p;
+			je->msg = "JSON nested deeper than the limit";
+			return TK__J_BAD;
+		}
+		int is_obj = *p == '{';
+		stack[depth++] = (unsigned char)is_obj;
+		if (tk__buf_putc(out, (char)*p))
+			return bad(je, p, "out of memory");
+		p = tk__skip_ws(p + 1, e);
+		if (p >= e)
+			return TK__J_MORE;
+		if (*p == (is_obj ? '}' : ']')) {
+			depth--;
+			if (tk__buf_putc(out, (char)*p))
+				return bad(je, p, "out of memory");
+			p++;
+			goto after;
+		}
+		if (is_obj)
+			goto key;
+		goto value;
+	}
+	rc = scalar(p, e, out, &p, je);
+	if (rc)
+		return rc;
+after:
+	if (!depth) {
+		*endp = p;
+		return TK__J_OK;
+	}
+	p = tk__skip_ws(p, e);
+	if (p >= e)
+		return TK__J_MORE;
+	if (*p == ',') {
+		if (tk__buf_putc(out, ','))
+			return bad(je, p, "out of memory");
+		p++;
+		if (stack[depth - 1])
+			goto key;
+		goto value;
+	}
+	if (*p == (stack[depth - 1] ? '}' : ']')) {
+		depth--;
+		if (tk__buf_putc(out, (char)*p))
+			return bad(je, p, "out of memory");
+		p++;
+		goto after;
+	}
+	return bad(je, p, stack[depth - 1] ? "expected ',' or '}' after an object member"
+	                                   : "expected ',' or ']' after an array element");
+key:
+	p = tk__skip_ws(p, e);
+	if (p >= e)
+		return TK__J_MORE;
+	if (*p != '"')
+		return bad(je, p, "expected a string key in object");
+	if (tk__buf_putc(out, '"'))
+		return bad(je, p, "out of memory");
+	rc = tk__json_canon_string(p + 1, e, out, &p, je);
+	if (rc)
+		return rc;
+	if (tk__buf_append(out, "\":", 2))
+		return bad(je, p, "out of memory");
+	p = tk__skip_ws(p, e);
+	if (p >= e)
+		return TK__J_MORE;
+	if (*p != ':')
+		return bad(je, p, "expected ':' after object key");
+	p++;
+	goto value;
+}
+
+static const uint64_t pow10u[] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull,
+                                  10000000ull, 100000000ull, 1000000000ull, 10000000000ull,
+                                  100000000000ull, 1000000000000ull, 10000000000000ull,
+                                  100000000000000ull, 1000000000000000ull, 10000000000000000ull,
+                                  100000000000000000ull, 1000000000000000000ull};
+
+int tk__parse_us_to_ns(const unsigned char *p, const unsigned char *e, int64_t *out)
+{
+	int neg = 0, inexact = 0;
+	uint64_t m = 0;
+	long ex = 3; /* microseconds -> nanoseconds */
+	if (p < e && *p == '-') {
+		neg = 1;
+		p++;
+	}
+	const unsigned char *d0 = p;
+	for (; p < e && *p >= '0' && *p <= '9'; p++) {
+		if (m < 100000000000000000ull)
+			m = m * 10 + (uint64_t)(*p - '0');
+		else
+			ex++;
+	}
+	if (p == d0)
+		return -1;
+	if (p < e && *p == '.') {
+		p++;
+		const unsigned char *f0 = p;
+		for (; p < e && *p >= '0' && *p <= '9'; p++) {
+			if (m < 100000000000000000ull) {
+				m = m * 10 + (uint64_t)(*p - '0');
+				ex--;
+			} else if (*p != '0') {
+				inexact = 1;
+			}
+		}
+		if (p == f0)
+			return -1;
+	}
+	if (p < e && (*p == 'e' || *p == 'E')) {
+		p++;
+		int eneg = 0;
+		long ev = 0;
+		if (p < e && (*p == '+' || *p == '-'))
+			eneg = *p++ == '-';
+		const unsigned char *x0 = p;
+		for (; p < e && *p >= '0' && *p <= '9'; p++)
+			if (ev < 100000)
+				ev = ev * 10 + (*p - '0');
+		if (p == x0)
+			return -1;
+		ex += eneg ? -ev : ev;
+	}
+	if (p != e)
+		return -1;
+	if (m == 0) {
+		*out = 0;
+		return 0;
+	}
+	if (ex >= 0) {
+		if (ex > 18)
+			return -1;
+		uint64_t f = pow10u[ex];
+		if (m > (uint64_t)INT64_MAX / f)
+			return -1;
+		m *= f;
+	} else {
+		if (ex < -18) {
+			*out = 0;
+			return 1;
+		}
+		uint64_t f = pow10u[-ex], q = m / f, r = m % f;
+		if (r)
+			inexact = 1;
+		if (r * 2 >= f)
+			q++;
+		m = q;
+	}
+	if (m > (uint64_t)INT64_MAX)
+		return -1;
+	*out = neg ? -(int64_t)m : (int64_t)m;
+	return inexact;
+}
+
+int tk__parse_int64(const unsigned char *p, const unsigned char *e, int64_t *out)
+{
+	int neg = 0;
+	uint64_t v = 0;
+	if (p < e && *p == '-') {
+		neg = 1;
+		p++;
+	}
+	if (p >= e)
+		return -1;
+	for (; p < e; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		unsigned d = *p - '0';
+		if (v > (UINT64_MAX - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	if (neg ? v > (uint64_t)INT64_MAX + 1 : v > (uint64_t)INT64_MAX)
+		return -1;
+	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
+	return 0;
+}
+
+int tk__json_escape(tk__buf *out, const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s, *e = p + n;
+	int repaired = 0;
+	if (tk__buf_reserve(out, n + 16))
+		return TK_ERR_NOMEM;
+	while (p < e) {
+		/* scan_special may look 15 bytes past e: only use it with room */
+		const unsigned char *q = p;
+		if (e - p >= 16)
+			q = scan_special(p, e - 15);
+		while (q < e && *q != '"' && *q != '\\' && *q >= 0x20 && *q < 0x80)
+			q++;
+		if (q > p && tk__buf_append(out, p, (size_t)(q - p)))
+			return TK_ERR_NOMEM;
+		p = q;
+		if (p >= e)
+			break;
+		unsigned c = *p;
+		int rc;
+		if (c == '"')
+			rc = tk__buf_append(out, "\\\"", 2), p++;
+		else if (c == '\\')
+			rc = tk__buf_append(out, "\\\\", 2), p++;
+		else if (c < 0x20)
+			rc = put_ctl(out, c), p++;
+		else {
+			int k = utf8_seq(p, e);
+			if (k <= 0) {
+				repaired = 1;
+				rc = tk__buf_append(out, TK__FFFD, 3);
+				p++;
+			} else {
+				rc = tk__buf_append(out, p, (size_t)k);
+				p += k;
+			}
+		}
+		if (rc)
+			return TK_ERR_NOMEM;
+	}
+	return repaired;
+}

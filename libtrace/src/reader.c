@@ -1,0 +1,360 @@
+/* reader.c: the generic reader: input window, format bidding, errors, warnings, metadata. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define TK__BUF0 (1024 * 1024)
+
+static const tk__fmt *const formats[] = {&tk__fmt_json};
+
+static int reader_new(tk_reader **out, const char *name, const tk_reader_opts *opts)
+{
+	tk_reader *r = calloc(1, sizeof *r);
+	*out = r;
+	if (!r)
+		return TK_ERR_NOMEM;
+	r->src.fd = -1;
+	if (opts)
+		r->opts = *opts;
+	if (!r->opts.max_value_bytes)
+		r->opts.max_value_bytes = (size_t)256 << 20;
+	if (!r->opts.max_depth)
+		r->opts.max_depth = 1000;
+	r->name = tk__strdup(name ? name : "(input)");
+	r->cap = TK__BUF0;
+	r->buf = malloc(r->cap + TK__PAD);
+	r->line = 1;
+	if (!r->name || !r->buf) {
+		snprintf(r->err, sizeof r->err, "out of memory");
+		return r->failed = TK_ERR_NOMEM;
+	}
+	memset(r->buf, 0, TK__PAD);
+	return 0;
+}
+
+static int reader_start(tk_reader *r)
+{
+	int rc = tk__reader_fill(r, 16);
+	if (rc)
+		return rc;
+	if (r->end == r->pos)
+		return tk__reader_fail(r, TK_ERR_FORMAT, "%s: empty input", r->name);
+	int best = 0;
+	for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+		int b = formats[i]->bid(r->buf + r->pos, r->end - r->pos);
+		if (b > best) {
+			best = b;
+			r->fmt = formats[i];
+		}
+	}
+	if (!r->fmt) {
+		const unsigned char *p = r->buf + r->pos;
+		size_t n = r->end - r->pos;
+		return tk__reader_fail(r, TK_ERR_FORMAT,
+		                       "%s: not a trace tracekit reads (starts with bytes %02x %02x %02x %02x)",
+		                       r->name, p[0], n > 1 ? p[1] : 0, n > 2 ? p[2] : 0, n > 3 ? p[3] : 0);
+	}
+	snprintf(r->fmtname, sizeof r->fmtname, "%s%s", r->fmt->name, r->src.gz > 0 ? ".gz" : "");
+	rc = r->fmt->open(r);
+	if (rc < 0 && !r->failed)
+		r->failed = rc;
+	return rc < 0 ? rc : 0;
+}
+
+int tk_reader_open_fd(tk_reader **out, int fd, const char *name, const tk_reader_opts *opts)
+{
+	int rc = reader_new(out, name, opts);
+	if (rc)
+		return rc;
+	(*out)->src.fd = fd;
+	return reader_start(*out);
+}
+
+int tk_reader_open_path(tk_reader **out, const char *path, const tk_reader_opts *opts)
+{
+	if (!path)
+		return TK_ERR_ARG;
+	int is_stdin = strcmp(path, "-") == 0;
+	int rc = reader_new(out, is_stdin ? "(stdin)" : path, opts);
+	if (rc)
+		return rc;
+	tk_reader *r = *out;
+	if (is_stdin) {
+		r->src.fd = 0;
+	} else {
+		r->src.fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (r->src.fd < 0)
+			return tk__reader_fail(r, TK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+		r->src.own_fd = 1;
+		struct stat st;
+		if (fstat(r->src.fd, &st) == 0 && S_ISDIR(st.st_mode))
+			return tk__reader_fail(r, TK_ERR_IO, "%s: is a directory", path);
+#ifdef POSIX_FADV_SEQUENTIAL
+		posix_fadvise(r->src.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
+	}
+	return reader_start(r);
+}
+
+int tk_reader_open_memory(tk_reader **out, const void *buf, size_t len, const char *name,
+                          const tk_reader_opts *opts)
+{
+	int rc = reader_new(out, name ? name : "(memory)", opts);
+	if (rc)
+		return rc;
+	(*out)->src.mem = buf ? buf : (const void *)"";
+	(*out)->src.mem_len = len;
+	return reader_start(*out);
+}
+
+/* Drop consumed bytes, keeping line accounting for messages. */
+static void compact(tk_reader *r)
+{
+	if (!r->pos)
+		return;
+	const unsigned char *p = r->buf, *e = r->buf + r->pos, *nl;
+	while ((nl = memchr(p, '\n', (size_t)(e - p)))) {
+		r->line++;
+		r->line_at = r->base + (uint64_t)(nl - r->buf) + 1;
+		p = nl + 1;
+	}
+	memmove(r->buf, r->buf + r->pos, r->end - r->pos);
+	r->base += r->pos;
+	r->end -= r->pos;
+	r->pos = 0;
+}
+
+int tk__reader_more(tk_reader *r)
+{
+	if (r->failed)
+		return r->failed;
+	if (r->eof)
+		return 0;
+	if (r->pos && (r->pos >= r->cap / 2 || r->end == r->cap))
+		compact(r);
+	if (r->end == r->cap) {
+		if (r->cap >= r->opts.max_value_bytes + TK__BUF0)
+			return tk__reader_fail_at(r, TK_ERR_LIMIT, r->base + r->pos,
+			                          "a single value is larger than the limit of %zu bytes",
+			                          r->opts.max_value_bytes);
+		size_t ncap = r->cap * 2;
+		unsigned char *nb = realloc(r->buf, ncap + TK__PAD);
+		if (!nb)
+			return tk__reader_fail(r, TK_ERR_NOMEM, "%s: out of memory", r->name);
+		r->buf = nb;
+		r->cap = ncap;
+	}
+	long n = tk__src_read(&r->src, r->buf + r->end, r->cap - r->end);
+	if (n < 0)
+		return tk__reader_fail(r, TK_ERR_IO, "%s: %s", r->name, r->src.err);
+	r->stats.bytes_in = r->src.bytes_in;
+	if (n == 0) {
+		r->eof = 1;
+		memset(r->buf + r->end, 0, TK__PAD);
+		return 0;
+	}
+	r->end += (size_t)n;
+	r->stats.bytes_decoded += (uint64_t)n;
+	memset(r->buf + r->end, 0, TK__PAD);
+	return 1;
+}
+
+int tk__reader_fill(tk_reader *r, size_t need)
+{
+	while (r->end - r->pos < need) {
+		int rc = tk__reader_more(r);
+		if (rc <= 0)
+			return rc;
+	}
+	return 0;
+}
+
+void tk__reader_linecol(const tk_reader *r, uint64_t at, uint64_t *line, uint64_t *col)
+{
+	uint64_t ln = r->line, la = r->line_at;
+	size_t lim = at >= r->base ? (size_t)(at - r->base) : 0;
+	if (lim > r->end)
+		lim = r->end;
+	const unsigned char *p = r->buf, *e = r->buf + lim, *nl;
+	while ((nl = memchr(p, '\n', (size_t)(e - p)))) {
+		ln++;
+		la = r->base + (uint64_t)(nl - r->buf) + 1;
+		p = nl + 1;
+	}
+	*line = ln;
+	*col = at >= la ? at - la + 1 : 1;
+}
+
+int tk__reader_fail(tk_reader *r, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	tk__fmt_msg(r->err, sizeof r->err, fmt, ap);
+	va_end(ap);
+	r->failed = code;
+	return code;
+}
+
+int tk__reader_fail_at(tk_reader *r, int code, uint64_t at, const char *fmt, ...)
+{
+	char msg[TK__ERRLEN / 2];
+	va_list ap;
+	va_start(ap, fmt);
+	tk__fmt_msg(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	uint64_t line, col;
+	tk__reader_linecol(r, at, &line, &col);
+	snprintf(r->err, sizeof r->err, "%.200s:%llu:%llu: %s (byte %llu)", r->name,
+	         (unsigned long long)line, (unsigned long long)col, msg, (unsigned long long)at);
+	r->failed = code;
+	return code;
+}
+
+int tk__reader_warn(tk_reader *r, const char *fmt, ...)
+{
+	char msg[TK__ERRLEN];
+	va_list ap;
+	va_start(ap, fmt);
+	tk__fmt_msg(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	char **nw = realloc(r->warnings, (r->n_warnings + 1) * sizeof *nw);
+	if (!nw)
+		return TK_ERR_NOMEM;
+	r->warnings = nw;
+	if (!(nw[r->n_warnings] = tk__strdup(msg)))
+		return TK_ERR_NOMEM;
+	r->n_warnings++;
+	return 0;
+}
+
+int tk__reader_add_meta(tk_reader *r, const char *key, size_t klen, const char *json, size_t jlen,
+                        int after)
+{
+	if (r->n_meta == r->meta_cap) {
+		size_t nc = r->meta_cap ? r->meta_cap * 2 : 16;
+		tk__meta *nm = realloc(r->meta, nc * sizeof *nm);
+		if (!nm)
+			return tk__reader_fail(r, TK_ERR_NOMEM, "%s: out of memory", r->name);
+		r->meta = nm;
+		r->meta_cap = nc;
+	}
+	tk__meta *m = &r->meta[r->n_meta];
+	m->key = tk__strtab_intern(&r->strs, key, klen);
+	m->json = malloc(jlen + 1);
+	if (!m->key.ptr || !m->json) {
+		free(m->json);
+		return tk__reader_fail(r, TK_ERR_NOMEM, "%s: out of memory", r->name);
+	}
+	memcpy(m->json, json, jlen);
+	m->json[jlen] = 0;
+	m->json_len = jlen;
+	m->after = after;
+	r->n_meta++;
+	return 0;
+}
+
+int tk_reader_next(tk_reader *r, const tk_event **ev)
+{
+	if (!r)
+		return TK_ERR_ARG;
+	if (r->failed)
+		return r->failed;
+	if (!r->fmt)
+		return TK_ERR_ARG;
+	int rc = r->fmt->next(r, ev);
+	if (rc == TK_OK)
+		r->stats.events++;
+	else if (rc < 0 && !r->failed)
+		r->failed = rc;
+	r->stats.bytes_in = r->src.bytes_in;
+	return rc;
+}
+
+const char *tk_reader_error(const tk_reader *r)
+{
+	if (!r)
+		return "no reader";
+	if (r->err[0])
+		return r->err;
+	if (r->n_warnings)
+		return r->warnings[r->n_warnings - 1];
+	return "";
+}
+
+const char *tk_reader_warning(const tk_reader *r, size_t i)
+{
+	return r && i < r->n_warnings ? r->warnings[i] : NULL;
+}
+
+const tk_reader_stats *tk_reader_get_stats(const tk_reader *r)
+{
+	return &r->stats;
+}
+
+const char *tk_reader_format(const tk_reader *r)
+{
+	return r && r->fmt ? r->fmtname : "unknown";
+}
+
+const char *tk_reader_name(const tk_reader *r)
+{
+	return r ? r->name : "";
+}
+
+size_t tk_reader_meta_count(const tk_reader *r)
+{
+	return r ? r->n_meta : 0;
+}
+
+int tk_reader_meta_get(const tk_reader *r, size_t i, tk_sv *key, tk_sv *json, int *after)
+{
+	if (!r || i >= r->n_meta)
+		return TK_ERR_ARG;
+	if (key)
+		*key = r->meta[i].key;
+	if (json)
+		*json = (tk_sv){r->meta[i].json, r->meta[i].json_len};
+	if (after)
+		*after = r->meta[i].after;
+	return 0;
+}
+
+tk_sv tk_reader_meta_find(const tk_reader *r, const char *key)
+{
+	size_t kl = strlen(key);
+	for (size_t i = 0; r && i < r->n_meta; i++)
+		if (r->meta[i].key.len == kl && memcmp(r->meta[i].key.ptr, key, kl) == 0)
+			return (tk_sv){r->meta[i].json, r->meta[i].json_len};
+	return (tk_sv){NULL, 0};
+}
+
+int tk_reader_is_bare_array(const tk_reader *r)
+{
+	return r ? r->bare_array : 0;
+}
+
+void tk_reader_free(tk_reader *r)
+{
+	if (!r)
+		return;
+	if (r->fmt && r->fmt->free)
+		r->fmt->free(r);
+	tk__src_close(&r->src);
+	tk__strtab_free(&r->strs);
+	tk__buf_free(&r->args);
+	tk__buf_free(&r->extra);
+	tk__buf_free(&r->scratch);
+	for (size_t i = 0; i < r->n_meta; i++)
+		free(r->meta[i].json);
+	free(r->meta);
+	for (size_t i = 0; i < r->n_warnings; i++)
+		free(r->warnings[i]);
+	free(r->warnings);
+	free(r->buf);
+	free(r->name);
+	free(r);
+}

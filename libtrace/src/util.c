@@ -1,0 +1,87 @@
+/* util.c: growable buffers, message formatting, version strings. */
+#include <archive.h>
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+int tk__buf_reserve(tk__buf *b, size_t extra)
+{
+	if (b->len + extra + 1 <= b->cap)
+		return 0;
+	size_t ncap = b->cap ? b->cap : 256;
+	while (ncap < b->len + extra + 1) {
+		if (ncap > SIZE_MAX / 2)
+			return TK_ERR_NOMEM;
+		ncap *= 2;
+	}
+	char *np = realloc(b->p, ncap);
+	if (!np)
+		return TK_ERR_NOMEM;
+	b->p = np;
+	b->cap = ncap;
+	return 0;
+}
+
+int tk__buf_append(tk__buf *b, const void *s, size_t n)
+{
+	if (tk__buf_reserve(b, n))
+		return TK_ERR_NOMEM;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	return 0;
+}
+
+void tk__buf_free(tk__buf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
+
+void tk__fmt_msg(char *dst, size_t cap, const char *fmt, va_list ap)
+{
+	int n = vsnprintf(dst, cap, fmt, ap);
+	if (n < 0)
+		snprintf(dst, cap, "(message formatting failed)");
+}
+
+char *tk__strdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = malloc(n);
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
+const char *tk_version(void)
+{
+	return TK_VERSION_STRING;
+}
+
+const char *tk_dependency_versions(void)
+{
+	static char v[256];
+	if (!v[0])
+		snprintf(v, sizeof v, "zlib %s, sqlite %s, %s", zlibVersion(), sqlite3_libversion(),
+		         archive_version_string());
+	return v;
+}
+
+const char *tk_strerror(int code)
+{
+	switch (code) {
+	case TK_OK: return "success";
+	case TK_EOF: return "end of stream";
+	case TK_ERR_IO: return "input/output error";
+	case TK_ERR_FORMAT: return "invalid input";
+	case TK_ERR_NOMEM: return "out of memory";
+	case TK_ERR_TRUNCATED: return "input ended early";
+	case TK_ERR_ARG: return "invalid argument";
+	case TK_ERR_LIMIT: return "limit exceeded";
+	case TK_ERR_UNSUPPORTED: return "unsupported";
+	default: return "unknown error";
+	}
+}

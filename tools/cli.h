@@ -1,0 +1,46 @@
+/* cli.h: the option table, --help and message helpers the tools share. */
+#ifndef TK_CLI_H
+#define TK_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct cli_opt {
+	int id;           /* returned by cli_next; a printable char for a short option */
+	char short_name;  /* 0 if none */
+	const char *name; /* long name without "--" */
+	const char *arg;  /* argument placeholder, NULL if the option takes none */
+	const char *help;
+} cli_opt;
+
+typedef struct cli_tool {
+	const char *name;     /* "trace-convert" */
+	const char *synopsis; /* "IN -o OUT [options]" */
+	const char *about;    /* one paragraph */
+	const cli_opt *opts;
+	const char *footer;   /* examples, may be NULL */
+} cli_tool;
+
+/* Parses argv; returns the option id, -1 at the end (positional arguments
+ * are then argv[*optind_out..argc)), or -2 after printing a usage error.
+ * --help and --version are handled (printed, exit 0). */
+int cli_next(const cli_tool *t, int argc, char **argv, const char **arg, int *optind_out);
+void cli_help(const cli_tool *t, FILE *f);
+/* "trace-convert: msg\nsee 'trace-convert --help'" on stderr. */
+void cli_usage_error(const cli_tool *t, const char *fmt, ...);
+void cli_err(const char *tool, const char *fmt, ...);
+void cli_warn(const char *tool, const char *fmt, ...);
+/* "500M", "2G", "1024" -> bytes; -1 if malformed. */
+int64_t cli_parse_size(const char *s);
+
+/* Progress on stderr, only when it is a terminal and the work is long. */
+typedef struct cli_progress {
+	int enabled;
+	double start, last;
+	int shown;
+} cli_progress;
+void cli_progress_init(cli_progress *p, int quiet);
+void cli_progress_update(cli_progress *p, const char *what, uint64_t bytes, uint64_t events);
+void cli_progress_done(cli_progress *p);
+
+#endif

@@ -1,0 +1,156 @@
+/* trace-convert.c: convert a trace between the formats tracekit reads and writes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "tracekit/tracekit.h"
+
+enum { O_OUT = 'o', O_QUIET = 'q', O_FORMAT = 0x100, O_LEVEL, O_STRICT };
+
+static const cli_opt opts[] = {
+	{O_OUT, 'o', "output", "FILE", "write to FILE ('-' for standard output); required"},
+	{O_FORMAT, 0, "to", "FORMAT", "output format: json or json.gz (default: from FILE's name)"},
+	{O_LEVEL, 0, "gzip-level", "N", "gzip compression level 1-9 (default 6)"},
+	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
+	{O_QUIET, 'q', "quiet", NULL, "no progress output and no warnings"},
+	{0, 0, NULL, NULL, NULL},
+};
+
+static const cli_tool tool = {
+	"trace-convert",
+	"IN -o OUT [options]",
+	"Convert a trace from IN to OUT. The input format (Chrome trace JSON, plain or\n"
+	"gzip) is detected from its bytes; IN '-' reads standard input. The output\n"
+	"format follows OUT's name (*.json, *.json.gz) unless --to is given. Every\n"
+	"event, argument and top-level metadata member is kept. OUT is written under a\n"
+	"temporary name and renamed when complete, so a failed run leaves no file.",
+	opts,
+	"exit status: 0 success (warnings may be printed), 1 data or I/O error, 2 usage error.\n\n"
+	"examples:\n"
+	"  trace-convert rank0.json -o rank0.json.gz\n"
+	"  zcat big.json.gz | trace-convert - -o big.json\n",
+};
+
+typedef struct convert_opts {
+	const char *in, *out;
+	tk_writer_opts wopts;
+	tk_reader_opts ropts;
+	int quiet;
+} convert_opts;
+
+static void print_warnings(const convert_opts *o, tk_reader *r)
+{
+	if (o->quiet)
+		return;
+	for (size_t i = 0; tk_reader_warning(r, i); i++)
+		cli_warn(tool.name, "%s", tk_reader_warning(r, i));
+	const tk_reader_stats *st = tk_reader_get_stats(r);
+	if (st->repaired_strings)
+		cli_warn(tool.name, "%s: %llu strings held invalid UTF-8 and were repaired with U+FFFD",
+		         tk_reader_name(r), (unsigned long long)st->repaired_strings);
+}
+
+static int copy_events(const convert_opts *o, tk_reader *r, tk_writer *w)
+{
+	size_t copied = 0;
+	const tk_event *ev;
+	cli_progress prog;
+	cli_progress_init(&prog, o->quiet);
+	int rc;
+	while ((rc = tk_reader_next(r, &ev)) == TK_OK) {
+		if (!copied && tk_copy_meta(w, r, &copied) && !copied)
+			break;
+		if (tk_writer_write(w, ev))
+			break;
+		const tk_reader_stats *st = tk_reader_get_stats(r);
+		if ((st->events & 0xffff) == 0)
+			cli_progress_update(&prog, o->in, st->bytes_in, st->events);
+	}
+	cli_progress_done(&prog);
+	if (rc < 0) {
+		cli_err(tool.name, "%s", tk_reader_error(r));
+		return 1;
+	}
+	if (rc == TK_EOF && tk_copy_meta(w, r, &copied) == 0 && tk_writer_close(w) == 0)
+		return 0;
+	cli_err(tool.name, "%s", tk_writer_error(w));
+	return 1;
+}
+
+static int run_convert(const convert_opts *o)
+{
+	tk_reader *r = NULL;
+	tk_writer *w = NULL;
+	int status = 1;
+	if (tk_reader_open_path(&r, o->in, &o->ropts)) {
+		cli_err(tool.name, "%s", tk_reader_error(r));
+		goto out;
+	}
+	if (tk_writer_open_path(&w, o->out, &o->wopts)) {
+		cli_err(tool.name, "%s", tk_writer_error(w));
+		goto out;
+	}
+	status = copy_events(o, r, w);
+	print_warnings(o, r);
+	if (!status && tk_writer_repaired_strings(w) && !o->quiet)
+		cli_warn(tool.name, "%s: %llu strings held invalid UTF-8 and were repaired with U+FFFD",
+		         o->out, (unsigned long long)tk_writer_repaired_strings(w));
+out:
+	tk_writer_free(w); /* removes the temporary file unless closed */
+	tk_reader_free(r);
+	return status;
+}
+
+static int parse_args(int argc, char **argv, convert_opts *o)
+{
+	const char *arg;
+	int c, ind;
+	memset(o, 0, sizeof *o);
+	o->wopts.gzip = -1;
+	while ((c = cli_next(&tool, argc, argv, &arg, &ind)) != -1) {
+		switch (c) {
+		case O_OUT: o->out = arg; break;
+		case O_QUIET: o->quiet = 1; break;
+		case O_STRICT: o->ropts.strict = 1; break;
+		case O_LEVEL:
+			o->wopts.gzip_level = atoi(arg);
+			if (o->wopts.gzip_level < 1 || o->wopts.gzip_level > 9) {
+				cli_usage_error(&tool, "--gzip-level takes 1 to 9, not '%s'", arg);
+				return 2;
+			}
+			break;
+		case O_FORMAT:
+			if (strcmp(arg, "json") == 0) {
+				o->wopts.format = TK_FORMAT_JSON;
+				o->wopts.gzip = 0;
+			} else if (strcmp(arg, "json.gz") == 0) {
+				o->wopts.format = TK_FORMAT_JSON;
+				o->wopts.gzip = 1;
+			} else {
+				cli_usage_error(&tool, "unknown output format '%s' (json, json.gz)", arg);
+				return 2;
+			}
+			break;
+		default: return 2;
+		}
+	}
+	if (argc - ind != 1) {
+		cli_usage_error(&tool, argc - ind ? "takes exactly one input" : "missing input file");
+		return 2;
+	}
+	o->in = argv[ind];
+	if (!o->out) {
+		cli_usage_error(&tool, "missing -o OUT");
+		return 2;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	convert_opts o;
+	int rc = parse_args(argc, argv, &o);
+	if (rc)
+		return rc;
+	return run_convert(&o);
+}
