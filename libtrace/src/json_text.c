@@ -319,10 +319,11 @@ int tk__json_decode_string(const unsigned char *p, const unsigned char *e, tk__b
 
 const unsigned char *tk__json_scan_number(const unsigned char *p, const unsigned char *e)
 {
+	/* reaching e returns e: the number may go on in bytes not read yet */
 	if (p < e && *p == '-')
 		p++;
 	if (p >= e)
-		return NULL;
+		return e;
 	if (*p == '0')
 		p++;
 	else if (*p >= '1' && *p <= '9')
@@ -332,7 +333,9 @@ const unsigned char *tk__json_scan_number(const unsigned char *p, const unsigned
 		return NULL;
 	if (p < e && *p == '.') {
 		p++;
-		if (p >= e || *p < '0' || *p > '9')
+		if (p >= e)
+			return e;
+		if (*p < '0' || *p > '9')
 			return NULL;
 		while (p < e && *p >= '0' && *p <= '9')
 			p++;
@@ -341,7 +344,9 @@ const unsigned char *tk__json_scan_number(const unsigned char *p, const unsigned
 		p++;
 		if (p < e && (*p == '+' || *p == '-'))
 			p++;
-		if (p >= e || *p < '0' || *p > '9')
+		if (p >= e)
+			return e;
+		if (*p < '0' || *p > '9')
 			return NULL;
 		while (p < e && *p >= '0' && *p <= '9')
 			p++;
@@ -502,7 +507,7 @@ int tk__parse_us_to_ns(const unsigned char *p, const unsigned char *e, int64_t *
 	}
 	const unsigned char *d0 = p;
 	for (; p < e && *p >= '0' && *p <= '9'; p++) {
-		if (m < 100000000000000000ull)
+		if (m < UINT64_MAX / 10 - 1)
 			m = m * 10 + (uint64_t)(*p - '0');
 		else
 			ex++;
@@ -513,7 +518,7 @@ int tk__parse_us_to_ns(const unsigned char *p, const unsigned char *e, int64_t *
 		p++;
 		const unsigned char *f0 = p;
 		for (; p < e && *p >= '0' && *p <= '9'; p++) {
-			if (m < 100000000000000000ull) {
+			if (m < UINT64_MAX / 10 - 1) {
 				m = m * 10 + (uint64_t)(*p - '0');
 				ex--;
 			} else if (*p != '0') {
