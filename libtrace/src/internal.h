@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <emmintrin.h>
 #include <zlib.h>
 
 #include "tracekit/tracekit.h"
@@ -29,7 +30,14 @@ typedef struct tk__buf {
 	size_t len, cap;
 } tk__buf;
 int tk__buf_reserve(tk__buf *b, size_t extra);
-int tk__buf_append(tk__buf *b, const void *s, size_t n);
+static inline int tk__buf_append(tk__buf *b, const void *s, size_t n)
+{
+	if (TK__UNLIKELY(b->len + n + 1 > b->cap) && tk__buf_reserve(b, n))
+		return TK_ERR_NOMEM;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	return 0;
+}
 static inline int tk__buf_putc(tk__buf *b, char c)
 {
 	if (TK__UNLIKELY(b->len + 1 >= b->cap) && tk__buf_reserve(b, 1))
@@ -165,6 +173,25 @@ int tk__json_decode_string(const unsigned char *p, const unsigned char *e, tk__b
 /* Canonicalize one JSON value starting at p (after whitespace) into out. */
 int tk__json_canon_value(const unsigned char *p, const unsigned char *e, tk__buf *out,
                          const unsigned char **endp, unsigned max_depth, tk__jerr *je);
+/* First byte at or after p that is '"', '\\', a control character or >= 0x80
+ * (e if none before e). Reads up to 15 bytes past e: callers keep TK__PAD
+ * readable bytes there. */
+static inline const unsigned char *tk__scan_special(const unsigned char *p, const unsigned char *e)
+{
+	const __m128i q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\'), sp = _mm_set1_epi8(0x20);
+	while (p < e) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, q), _mm_cmpeq_epi8(v, bs)),
+		                         _mm_cmplt_epi8(v, sp));
+		int mask = _mm_movemask_epi8(m);
+		if (mask) {
+			p += __builtin_ctz((unsigned)mask);
+			return p < e ? p : e;
+		}
+		p += 16;
+	}
+	return e;
+}
 /* Skip JSON whitespace. */
 static inline const unsigned char *tk__skip_ws(const unsigned char *p, const unsigned char *e)
 {

@@ -58,10 +58,15 @@ static int intern_string(tk_reader *r, const unsigned char *p, const unsigned ch
                          const unsigned char **endp)
 {
 	jstate *s = r->fs;
-	int plain;
-	int rc = tk__json_decode_string(p + 1, e, &r->scratch, endp, &plain, &s->je);
-	if (rc)
-		return rc;
+	int plain = 1;
+	const unsigned char *q = tk__scan_special(p + 1, e);
+	if (q < e && *q == '"') {
+		*endp = q + 1;
+	} else {
+		int rc = tk__json_decode_string(p + 1, e, &r->scratch, endp, &plain, &s->je);
+		if (rc)
+			return rc;
+	}
 	if (plain)
 		*out = tk__strtab_intern(&r->strs, (const char *)p + 1, (size_t)(*endp - p - 2));
 	else
@@ -203,10 +208,13 @@ static int parse_event(tk_reader *r, const unsigned char *p, const unsigned char
 	for (;;) {
 		if (*p != '"')
 			return jbad(s, p, "expected a string key in event object");
-		const unsigned char *kp = p + 1, *ke;
-		int kplain, rc = tk__json_decode_string(kp, e, &s->key, &ke, &kplain, &s->je);
-		if (rc)
+		const unsigned char *kp = p + 1, *ke = tk__scan_special(kp, e);
+		int kplain = 1, rc;
+		if (ke < e && *ke == '"') {
+			ke++;
+		} else if ((rc = tk__json_decode_string(kp, e, &s->key, &ke, &kplain, &s->je))) {
 			return rc;
+		}
 		size_t kn = (size_t)(ke - kp - 1);
 		p = tk__skip_ws(ke, e);
 		if (p >= e)

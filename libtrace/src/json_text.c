@@ -1,29 +1,11 @@
 /* json_text.c: JSON lexical work: string scanning, canonical compact values, numbers. */
-#include <emmintrin.h>
 #include <stdlib.h>
 
 #include "internal.h"
 
 static const char hexd[] = "0123456789abcdef";
 
-/* First byte at or after p that is '"', '\\', a control character or >= 0x80.
- * Reads up to 15 bytes past e (callers keep TK__PAD readable bytes there). */
-static inline const unsigned char *scan_special(const unsigned char *p, const unsigned char *e)
-{
-	const __m128i q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\'), sp = _mm_set1_epi8(0x20);
-	while (p < e) {
-		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, q), _mm_cmpeq_epi8(v, bs)),
-		                         _mm_cmplt_epi8(v, sp));
-		int mask = _mm_movemask_epi8(m);
-		if (mask) {
-			p += __builtin_ctz((unsigned)mask);
-			return p < e ? p : e;
-		}
-		p += 16;
-	}
-	return e;
-}
+#define scan_special tk__scan_special
 
 /* Length of the valid UTF-8 sequence at p (lead byte >= 0x80): 2..4, 0 if
  * invalid, -1 if it runs past e. */

@@ -1,4 +1,5 @@
 /* reader.c: the generic reader: input window, format bidding, errors, warnings, metadata. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -111,17 +112,44 @@ int tk_reader_open_memory(tk_reader **out, const void *buf, size_t len, const ch
 	return reader_start(*out);
 }
 
+static uint64_t count_nl(const unsigned char *p, size_t n)
+{
+	/* byte counters summed every 255 blocks: SSE2 only, no popcnt needed */
+	const __m128i nl = _mm_set1_epi8('\n'), zero = _mm_setzero_si128();
+	uint64_t c = 0;
+	size_t i = 0;
+	while (i + 16 <= n) {
+		__m128i acc = zero;
+		for (int k = 0; k < 255 && i + 16 <= n; k++, i += 16) {
+			__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+			acc = _mm_sub_epi8(acc, _mm_cmpeq_epi8(v, nl));
+		}
+		__m128i sum = _mm_sad_epu8(acc, zero);
+		c += (uint64_t)_mm_cvtsi128_si32(sum) + (uint64_t)_mm_cvtsi128_si32(_mm_srli_si128(sum, 8));
+	}
+	for (; i < n; i++)
+		c += p[i] == '\n';
+	return c;
+}
+
+/* Advance line accounting over buf[0..n): line of buf[n], start of that line. */
+static void lines_upto(const tk_reader *r, size_t n, uint64_t *line, uint64_t *line_at)
+{
+	uint64_t k = count_nl(r->buf, n);
+	*line = r->line + k;
+	*line_at = r->line_at;
+	if (k) {
+		const unsigned char *nl = memrchr(r->buf, '\n', n);
+		*line_at = r->base + (uint64_t)(nl - r->buf) + 1;
+	}
+}
+
 /* Drop consumed bytes, keeping line accounting for messages. */
 static void compact(tk_reader *r)
 {
 	if (!r->pos)
 		return;
-	const unsigned char *p = r->buf, *e = r->buf + r->pos, *nl;
-	while ((nl = memchr(p, '\n', (size_t)(e - p)))) {
-		r->line++;
-		r->line_at = r->base + (uint64_t)(nl - r->buf) + 1;
-		p = nl + 1;
-	}
+	lines_upto(r, r->pos, &r->line, &r->line_at);
 	memmove(r->buf, r->buf + r->pos, r->end - r->pos);
 	r->base += r->pos;
 	r->end -= r->pos;
@@ -175,17 +203,11 @@ int tk__reader_fill(tk_reader *r, size_t need)
 
 void tk__reader_linecol(const tk_reader *r, uint64_t at, uint64_t *line, uint64_t *col)
 {
-	uint64_t ln = r->line, la = r->line_at;
+	uint64_t la;
 	size_t lim = at >= r->base ? (size_t)(at - r->base) : 0;
 	if (lim > r->end)
 		lim = r->end;
-	const unsigned char *p = r->buf, *e = r->buf + lim, *nl;
-	while ((nl = memchr(p, '\n', (size_t)(e - p)))) {
-		ln++;
-		la = r->base + (uint64_t)(nl - r->buf) + 1;
-		p = nl + 1;
-	}
-	*line = ln;
+	lines_upto(r, lim, line, &la);
 	*col = at >= la ? at - la + 1 : 1;
 }
 

@@ -24,15 +24,6 @@ int tk__buf_reserve(tk__buf *b, size_t extra)
 	return 0;
 }
 
-int tk__buf_append(tk__buf *b, const void *s, size_t n)
-{
-	if (tk__buf_reserve(b, n))
-		return TK_ERR_NOMEM;
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	return 0;
-}
-
 void tk__buf_free(tk__buf *b)
 {
 	free(b->p);

@@ -1,0 +1,72 @@
+/* fuzz_json.c: fuzz harness for the JSON reader (libFuzzer, or a plain main() over files). */
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "tracekit/tracekit.h"
+
+static void touch_args(const tk_event *ev)
+{
+	int64_t v;
+	char buf[64];
+	size_t n;
+	tk_dims d;
+	tk_args_get_int(ev, "External id", &v);
+	tk_args_get_str(ev, "name", buf, sizeof buf, &n);
+	if (tk_args_get_dims(ev, "Input Dims", &d) == 0)
+		tk_dims_free(&d);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static int devnull = -1;
+	if (devnull < 0)
+		devnull = open("/dev/null", O_WRONLY);
+	tk_reader_opts ro = {0};
+	ro.max_value_bytes = 1 << 20;
+	tk_reader *r = NULL;
+	tk_writer *w = NULL;
+	if (tk_reader_open_memory(&r, data, size, "fuzz", &ro) == 0 &&
+	    tk_writer_open_fd(&w, devnull, "/dev/null", NULL) == 0) {
+		const tk_event *ev;
+		size_t copied = 0;
+		while (tk_reader_next(r, &ev) == TK_OK) {
+			touch_args(ev);
+			tk_event *dup = tk_event_dup(ev);
+			if (dup && !tk_event_equal(dup, ev))
+				abort(); /* a copy must equal its original */
+			tk_event_free(dup);
+			tk_copy_meta(w, r, &copied);
+			if (tk_writer_write(w, ev))
+				abort(); /* events from the reader are always writable */
+		}
+		tk_copy_meta(w, r, &copied);
+		tk_writer_close(w);
+	}
+	tk_writer_free(w);
+	tk_reader_free(r);
+	return 0;
+}
+
+#ifndef TK_LIBFUZZER
+/* Without libFuzzer: run the harness over the files named on the command line. */
+int main(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		FILE *f = fopen(argv[i], "rb");
+		if (!f)
+			continue;
+		fseek(f, 0, SEEK_END);
+		long n = ftell(f);
+		fseek(f, 0, SEEK_SET);
+		uint8_t *b = malloc(n > 0 ? (size_t)n : 1);
+		if (b && fread(b, 1, (size_t)n, f) == (size_t)n)
+			LLVMFuzzerTestOneInput(b, (size_t)n);
+		free(b);
+		fclose(f);
+	}
+	return 0;
+}
+#endif
