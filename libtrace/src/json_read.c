@@ -108,10 +108,13 @@ static int parse_id(tk_reader *r, const unsigned char *p, const unsigned char *e
 	const unsigned char *q = tk__json_scan_number(p, e);
 	if (q == e)
 		return TK__J_MORE;
-	if (!q || tk__parse_int64(p, q, &id->num)) {
-		*fallback = 1;
+	if (!q || memchr(p, '.', (size_t)(q - p)) || memchr(p, 'e', (size_t)(q - p)) ||
+	    memchr(p, 'E', (size_t)(q - p))) {
+		*fallback = 1; /* not an integer: kept as an extra member */
 		return TK__J_OK;
 	}
+	if (tk__parse_int64(p, q, &id->num))
+		return jbad(r->fs, p, "integer id out of range (must fit in int64)");
 	id->kind = TK_ID_INT;
 	*endp = q;
 	return TK__J_OK;
