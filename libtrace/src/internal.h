@@ -193,9 +193,27 @@ static inline const unsigned char *tk__scan_special(const unsigned char *p, cons
 	return e;
 }
 /* Skip JSON whitespace. */
+#define TK__IS_WS(c) ((c) == ' ' || (c) == '\n' || (c) == '\r' || (c) == '\t')
 static inline const unsigned char *tk__skip_ws(const unsigned char *p, const unsigned char *e)
 {
-	while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+	if (TK__LIKELY(p < e && *p > ' '))
+		return p;
+	for (int i = 0; i < 8; i++, p++)
+		if (p >= e || !TK__IS_WS(*p))
+			return p;
+	/* long indentation runs (pretty-printed files): 16 bytes at a time */
+	const __m128i sp = _mm_set1_epi8(' '), nl = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'),
+	              tb = _mm_set1_epi8('\t');
+	while (e - p >= 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+		__m128i w = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, sp), _mm_cmpeq_epi8(v, nl)),
+		                         _mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, tb)));
+		unsigned m = (unsigned)_mm_movemask_epi8(w) ^ 0xffffu;
+		if (m)
+			return p + __builtin_ctz(m);
+		p += 16;
+	}
+	while (p < e && TK__IS_WS(*p))
 		p++;
 	return p;
 }

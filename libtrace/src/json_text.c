@@ -299,7 +299,8 @@ int tk__json_decode_string(const unsigned char *p, const unsigned char *e, tk__b
 	}
 }
 
-const unsigned char *tk__json_scan_number(const unsigned char *p, const unsigned char *e)
+static inline __attribute__((always_inline)) const unsigned char *
+scan_number(const unsigned char *p, const unsigned char *e)
 {
 	/* reaching e returns e: the number may go on in bytes not read yet */
 	if (p < e && *p == '-')
@@ -336,6 +337,11 @@ const unsigned char *tk__json_scan_number(const unsigned char *p, const unsigned
 	return p;
 }
 
+const unsigned char *tk__json_scan_number(const unsigned char *p, const unsigned char *e)
+{
+	return scan_number(p, e);
+}
+
 /* Copy a literal, or say it needs more / is bad. */
 static int literal(const unsigned char *p, const unsigned char *e, const char *lit, size_t n,
                    tk__buf *out, const unsigned char **endp, tk__jerr *je)
@@ -369,7 +375,7 @@ static int scalar(const unsigned char *p, const unsigned char *e, tk__buf *out,
 	case 'n': return literal(p, e, "null", 4, out, endp, je);
 	default: break;
 	}
-	const unsigned char *q = tk__json_scan_number(p, e);
+	const unsigned char *q = scan_number(p, e);
 	if (q == e)
 		return TK__J_MORE;
 	if (!q || q == p) {
