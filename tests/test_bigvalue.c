@@ -1,0 +1,5 @@
+/* test_bigvalue.c: placeholder. */
+int main(void)
+{
+	return 0;
+}

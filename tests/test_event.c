@@ -1,0 +1,5 @@
+/* test_event.c: placeholder. */
+int main(void)
+{
+	return 0;
+}

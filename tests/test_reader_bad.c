@@ -1,0 +1,5 @@
+/* test_reader_bad.c: placeholder. */
+int main(void)
+{
+	return 0;
+}

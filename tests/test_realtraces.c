@@ -1,0 +1,5 @@
+/* test_realtraces.c: placeholder. */
+int main(void)
+{
+	return 0;
+}

@@ -1,0 +1,5 @@
+/* test_writer.c: placeholder. */
+int main(void)
+{
+	return 0;
+}

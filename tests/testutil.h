@@ -1,0 +1,55 @@
+/* testutil.h: helpers shared by the cmocka tests: test data, temporary files, gzip, event lists. */
+#ifndef TK_TESTUTIL_H
+#define TK_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "tracekit/tracekit.h"
+
+/* A testdata file without its first line (the comment saying what it holds). */
+char *tu_load(const char *name, size_t *len);
+char *tu_read_file(const char *path, size_t *len);
+void tu_write_file(const char *path, const void *p, size_t n);
+/* A fresh directory for this process's files, removed by tu_cleanup(). */
+const char *tu_tmpdir(void);
+/* tu_tmpdir()/name in a static buffer that the next call overwrites. */
+const char *tu_path(const char *name);
+void tu_cleanup(void);
+/* Number of entries in dir whose name starts with prefix. */
+int tu_count_prefix(const char *dir, const char *prefix);
+
+/* One gzip member holding p[0..n), made with zlib; free() the result. */
+unsigned char *tu_gzip(const void *p, size_t n, size_t *out_len);
+/* Every member of a gzip stream inflated, as far as the data goes. */
+char *tu_gunzip(const void *p, size_t n, size_t *out_len);
+
+/* Owned copies of every event a reader returns. */
+typedef struct tu_events {
+	tk_event **ev;
+	size_t n, cap;
+	int rc; /* what the last tk_reader_next returned */
+} tu_events;
+/* Reads until TK_EOF or an error; returns that code. */
+int tu_read_all(tk_reader *r, tu_events *out);
+void tu_events_free(tu_events *e);
+/* Opens a memory reader that must succeed; fails the test otherwise. */
+tk_reader *tu_open_mem(const void *p, size_t n, const char *name, const tk_reader_opts *o);
+/* Reads a whole JSON text: the events and the final code. */
+int tu_read_text(const char *text, tu_events *out);
+
+int tu_utf8_valid(const void *p, size_t n);
+/* 1 if s holds "needle" as a substring (and prints both when it does not). */
+int tu_contains(const char *s, const char *needle);
+/* 1-based line and byte column of offset `at` in text. */
+void tu_linecol(const char *text, size_t at, unsigned long *line, unsigned long *col);
+/* A tk_sv over a C string. */
+tk_sv tu_sv(const char *s);
+/* 1 if the string view holds exactly s. */
+int tu_sv_is(tk_sv v, const char *s);
+
+#endif
