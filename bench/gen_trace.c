@@ -2730,6 +2730,15 @@ static uint64_t choose_steps(gen_t *g, uint64_t seed, int rank, int world, uint6
 		return choose_steps(g, seed, rank, world, target);
 	}
 	uint64_t n = target > fixed ? (target - fixed + per / 2) / per : 1;
+	if (n <= 2)
+		return n ? n : 1;
+	/* Ids and times grow longer along the trace: correct with one exact count. */
+	uint64_t got = measure(g, n);
+	uint64_t step = (got - fixed) / n;
+	if (got > target)
+		n -= (got - target + step / 2) / step;
+	else
+		n += (target - got + step / 2) / step;
 	return n ? n : 1;
 }
 
