@@ -2071,7 +2071,7 @@ static void optimizer(gen_t *g)
 	for (int i = 0; i < 8; i++) {
 		op_open(g, ops[i], SIG(g, specs[i], 0));
 		for (int k = 0; k < chunks; k++)
-			launch_elem(g, F_MTA, (uint64_t)i * 3 + (uint64_t)(specs[i][2] == 'P') + (specs[i][4] == 'P'), g->c.param_elems / (uint64_t)chunks);
+			launch_elem(g, F_MTA, (uint64_t)i * 3 + strlen(specs[i]), g->c.param_elems / (uint64_t)chunks);
 		ev_close(g);
 	}
 	close_n(g, 4);
