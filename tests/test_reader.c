@@ -159,6 +159,26 @@ static void test_kineto_small(void **state)
 	free(t);
 }
 
+/* The header promises readers mark args and extra as valid compact JSON,
+ * so writers can copy them without checking them again. */
+static void test_reader_marks_valid_json(void **state)
+{
+	(void)state;
+	size_t n;
+	char *t;
+	tk_reader *r = load_reader("kineto_small.json", &t, &n);
+	const tk_event *e;
+	int rc, i = 0;
+	while ((rc = tk_reader_next(r, &e)) == TK_OK) {
+		if ((e->args.ptr || e->extra.ptr) && !(e->has & TK_HAS_VALID_JSON))
+			fail_msg("event %d has args or extra but not TK_HAS_VALID_JSON", i);
+		i++;
+	}
+	assert_int_equal(rc, TK_EOF);
+	tk_reader_free(r);
+	free(t);
+}
+
 /* ---- other dialects ---- */
 
 static void test_bare_array_2020(void **state)
@@ -718,6 +738,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kineto_small),
+		cmocka_unit_test(test_reader_marks_valid_json),
 		cmocka_unit_test(test_bare_array_2020),
 		cmocka_unit_test(test_legacy_torch1),
 		cmocka_unit_test(test_meta_after_events),
