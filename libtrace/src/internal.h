@@ -198,10 +198,11 @@ static inline const unsigned char *tk__skip_ws(const unsigned char *p, const uns
 {
 	if (TK__LIKELY(p < e && *p > ' '))
 		return p;
-	for (int i = 0; i < 8; i++, p++)
-		if (p >= e || !TK__IS_WS(*p))
-			return p;
-	/* long indentation runs (pretty-printed files): 16 bytes at a time */
+	/* one space, as after ':' and ',' in pretty-printed files (the byte
+	 * after e is readable padding) */
+	if (*p == ' ' && p[1] > ' ' && p + 1 < e)
+		return p + 1;
+	/* longer runs (newline and indentation): 16 bytes at a time */
 	const __m128i sp = _mm_set1_epi8(' '), nl = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'),
 	              tb = _mm_set1_epi8('\t');
 	while (e - p >= 16) {

@@ -96,6 +96,55 @@ static int put_extra(tk_reader *r, const unsigned char *kp, size_t kn, const uns
 	return tk__json_canon_value(p, e, x, endp, r->opts.max_depth, &s->je);
 }
 
+#define DIGIT(c) ((unsigned)((c) - '0') < 10)
+
+/* The common number forms in one pass: an integer of at most 15 digits and
+ * at most 3 decimals (Kineto's microseconds), scaled by 10^scale. Returns 1
+ * with *out and *endp set, 0 to take the general path. */
+static inline int fast_number(const unsigned char *p, const unsigned char *e, int decimals,
+                              int64_t *out, const unsigned char **endp)
+{
+	static const int64_t scale[] = {1000, 100, 10, 1};
+	const unsigned char *q = p;
+	int neg = *q == '-';
+	q += neg;
+	const unsigned char *d0 = q;
+	uint64_t v = 0;
+	if (e - q >= 8) {
+		/* eight digits at once (SWAR); the input is little-endian text */
+		uint64_t c;
+		memcpy(&c, q, 8);
+		if (((c & 0xF0F0F0F0F0F0F0F0ull) | (((c + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) ==
+		    0x3333333333333333ull) {
+			c -= 0x3030303030303030ull;
+			c = (c * 10 + (c >> 8)) & 0x00FF00FF00FF00FFull;
+			c = (c * 100 + (c >> 16)) & 0x0000FFFF0000FFFFull;
+			c = (c * 10000 + (c >> 32)) & 0xFFFFFFFFull;
+			v = c;
+			q += 8;
+		}
+	}
+	while (q < e && DIGIT(*q) && q - d0 < 15)
+		v = v * 10 + (uint64_t)(*q++ - '0');
+	if (q == d0 || (*d0 == '0' && q - d0 > 1))
+		return 0;
+	int frac = 0;
+	if (decimals && q < e && *q == '.') {
+		q++;
+		while (q < e && DIGIT(*q) && frac < 3)
+			v = v * 10 + (uint64_t)(*q++ - '0'), frac++;
+		if (!frac)
+			return 0;
+	}
+	if (q >= e || DIGIT(*q) || *q == '.' || *q == 'e' || *q == 'E')
+		return 0;
+	if (decimals)
+		v *= (uint64_t)scale[frac];
+	*out = neg ? -(int64_t)v : (int64_t)v;
+	*endp = q;
+	return 1;
+}
+
 /* pid / tid / id: an integer or a string; anything else is kept in extra. */
 static int parse_id(tk_reader *r, const unsigned char *p, const unsigned char *e, tk_id *id,
                     const unsigned char **endp, int *fallback)
@@ -104,6 +153,10 @@ static int parse_id(tk_reader *r, const unsigned char *p, const unsigned char *e
 	if (*p == '"') {
 		id->kind = TK_ID_STR;
 		return intern_string(r, p, e, &id->str, endp);
+	}
+	if (fast_number(p, e, 0, &id->num, endp)) {
+		id->kind = TK_ID_INT;
+		return TK__J_OK;
 	}
 	const unsigned char *q = tk__json_scan_number(p, e);
 	if (q == e)
@@ -125,6 +178,8 @@ static int parse_time(tk_reader *r, const unsigned char *p, const unsigned char 
 {
 	jstate *s = r->fs;
 	*fallback = 0;
+	if (fast_number(p, e, 1, out, endp))
+		return TK__J_OK;
 	const unsigned char *q = tk__json_scan_number(p, e);
 	if (q == e)
 		return TK__J_MORE;

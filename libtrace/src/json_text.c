@@ -161,34 +161,93 @@ static size_t put_utf8(char *d, long v)
 	return 4;
 }
 
+
+/* Output cursor for canonicalization. Compact output is never longer than
+ * the input it comes from, except where a control character or invalid
+ * UTF-8 is expanded: so after wo_start() plain copies need no checks, and the
+ * expanding paths call wo_room() first. */
+typedef struct wout {
+	char *o, *lim;
+	tk__buf *b;
+} wout;
+
+static int wo_start(wout *w, tk__buf *b, size_t need)
+{
+	if (tk__buf_reserve(b, need + 64))
+		return -1;
+	w->b = b;
+	w->o = b->p + b->len;
+	w->lim = b->p + b->cap - 1;
+	return 0;
+}
+
+static void wo_end(wout *w)
+{
+	w->b->len = (size_t)(w->o - w->b->p);
+}
+
+/* Room for n bytes now plus `rest` input bytes still to copy. */
+static int wo_room(wout *w, size_t n, size_t rest)
+{
+	if ((size_t)(w->lim - w->o) >= n + rest)
+		return 0;
+	wo_end(w);
+	return wo_start(w, w->b, n + rest);
+}
+
+static int ctl_escape(char *d, unsigned c)
+{
+	d[0] = '\\';
+	switch (c) {
+	case '\n': d[1] = 'n'; return 2;
+	case '\r': d[1] = 'r'; return 2;
+	case '\t': d[1] = 't'; return 2;
+	case '\b': d[1] = 'b'; return 2;
+	case '\f': d[1] = 'f'; return 2;
+	default:
+		memcpy(d + 1, "u00", 3);
+		d[4] = hexd[c >> 4];
+		d[5] = hexd[c & 15];
+		return 6;
+	}
+}
+
 static int put_ctl(tk__buf *out, unsigned c)
 {
-	char t[6] = {'\\', 'u', '0', '0', hexd[c >> 4], hexd[c & 15]};
-	switch (c) {
-	case '\n': return tk__buf_append(out, "\\n", 2);
-	case '\r': return tk__buf_append(out, "\\r", 2);
-	case '\t': return tk__buf_append(out, "\\t", 2);
-	case '\b': return tk__buf_append(out, "\\b", 2);
-	case '\f': return tk__buf_append(out, "\\f", 2);
-	default: return tk__buf_append(out, t, 6);
-	}
+	char t[6];
+	return tk__buf_append(out, t, (size_t)ctl_escape(t, c));
 }
 
 #define TK__FFFD "\xEF\xBF\xBD"
 
-int tk__json_canon_string(const unsigned char *p, const unsigned char *e, tk__buf *out,
-                          const unsigned char **endp, tk__jerr *je)
+/* The string body at p (after the opening quote) to w, closing quote included. */
+static int canon_str(const unsigned char *p, const unsigned char *e, wout *w,
+                     const unsigned char **endp, tk__jerr *je)
 {
 	int repaired = 0;
+	const __m128i vq = _mm_set1_epi8('"'), vb = _mm_set1_epi8('\\'), vs = _mm_set1_epi8(0x20);
 	for (;;) {
-		const unsigned char *q = scan_special(p, e);
-		if (q > p && tk__buf_append(out, p, (size_t)(q - p)))
-			return bad(je, q, "out of memory");
-		p = q;
+		/* copy 16 bytes while looking for the first special one: the input
+		 * has readable padding and the output 64 bytes of slack */
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+		_mm_storeu_si128((__m128i *)(void *)w->o, v);
+		unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(
+		    _mm_or_si128(_mm_cmpeq_epi8(v, vq), _mm_cmpeq_epi8(v, vb)), _mm_cmplt_epi8(v, vs)));
+		if (!m) {
+			p += 16;
+			w->o += 16;
+			if (p >= e)
+				return TK__J_MORE;
+			continue;
+		}
+		unsigned k = (unsigned)__builtin_ctz(m);
+		p += k;
+		w->o += k;
 		if (p >= e)
 			return TK__J_MORE;
 		unsigned c = *p;
 		if (c == '"') {
+			*w->o++ = '"';
 			*endp = p + 1;
 			je->repaired += repaired;
 			return TK__J_OK;
@@ -201,16 +260,17 @@ int tk__json_canon_string(const unsigned char *p, const unsigned char *e, tk__bu
 				return rc;
 			if (rep) {
 				repaired = 1;
-				rc = tk__buf_append(out, "\\ufffd", 6);
+				memcpy(w->o, "\\ufffd", 6);
+				w->o += 6;
 			} else {
-				rc = tk__buf_append(out, p, (size_t)len);
+				memcpy(w->o, p, (size_t)len);
+				w->o += len;
 			}
-			if (rc)
-				return bad(je, p, "out of memory");
 			p += len;
 		} else if (c < 0x20) {
-			if (put_ctl(out, c))
+			if (wo_room(w, 6, (size_t)(e - p)))
 				return bad(je, p, "out of memory");
+			w->o += ctl_escape(w->o, c);
 			p++;
 		} else {
 			int n = utf8_seq(p, e);
@@ -218,16 +278,31 @@ int tk__json_canon_string(const unsigned char *p, const unsigned char *e, tk__bu
 				return TK__J_MORE;
 			if (n == 0) {
 				repaired = 1;
-				if (tk__buf_append(out, TK__FFFD, 3))
+				if (wo_room(w, 3, (size_t)(e - p)))
 					return bad(je, p, "out of memory");
+				memcpy(w->o, TK__FFFD, 3);
+				w->o += 3;
 				p++;
 			} else {
-				if (tk__buf_append(out, p, (size_t)n))
-					return bad(je, p, "out of memory");
+				memcpy(w->o, p, (size_t)n);
+				w->o += n;
 				p += n;
 			}
 		}
 	}
+}
+
+int tk__json_canon_string(const unsigned char *p, const unsigned char *e, tk__buf *out,
+                          const unsigned char **endp, tk__jerr *je)
+{
+	wout w;
+	if (wo_start(&w, out, (size_t)(e - p)))
+		return bad(je, p, "out of memory");
+	int rc = canon_str(p, e, &w, endp, je);
+	if (rc == TK__J_OK)
+		w.o--; /* callers add the closing quote themselves */
+	wo_end(&w);
+	return rc;
 }
 
 int tk__json_decode_string(const unsigned char *p, const unsigned char *e, tk__buf *out,
@@ -344,35 +419,29 @@ const unsigned char *tk__json_scan_number(const unsigned char *p, const unsigned
 
 /* Copy a literal, or say it needs more / is bad. */
 static int literal(const unsigned char *p, const unsigned char *e, const char *lit, size_t n,
-                   tk__buf *out, const unsigned char **endp, tk__jerr *je)
+                   wout *w, const unsigned char **endp, tk__jerr *je)
 {
 	size_t have = (size_t)(e - p) < n ? (size_t)(e - p) : n;
 	if (memcmp(p, lit, have) != 0)
 		return bad(je, p, "expected a JSON value (string, number, object, array, true, false or null)");
 	if (have < n)
 		return TK__J_MORE;
-	if (tk__buf_append(out, lit, n))
-		return bad(je, p, "out of memory");
+	memcpy(w->o, lit, n);
+	w->o += n;
 	*endp = p + n;
 	return TK__J_OK;
 }
 
-static int scalar(const unsigned char *p, const unsigned char *e, tk__buf *out,
+static int scalar(const unsigned char *p, const unsigned char *e, wout *w,
                   const unsigned char **endp, tk__jerr *je)
 {
 	switch (*p) {
 	case '"':
-		if (tk__buf_putc(out, '"'))
-			return bad(je, p, "out of memory");
-		{
-			int rc = tk__json_canon_string(p + 1, e, out, endp, je);
-			if (rc)
-				return rc;
-		}
-		return tk__buf_putc(out, '"') ? bad(je, p, "out of memory") : TK__J_OK;
-	case 't': return literal(p, e, "true", 4, out, endp, je);
-	case 'f': return literal(p, e, "false", 5, out, endp, je);
-	case 'n': return literal(p, e, "null", 4, out, endp, je);
+		*w->o++ = '"';
+		return canon_str(p + 1, e, w, endp, je);
+	case 't': return literal(p, e, "true", 4, w, endp, je);
+	case 'f': return literal(p, e, "false", 5, w, endp, je);
+	case 'n': return literal(p, e, "null", 4, w, endp, je);
 	default: break;
 	}
 	const unsigned char *q = scan_number(p, e);
@@ -383,17 +452,18 @@ static int scalar(const unsigned char *p, const unsigned char *e, tk__buf *out,
 			return bad(je, p, "NaN and Infinity are not valid JSON numbers");
 		return bad(je, p, "expected a JSON value (string, number, object, array, true, false or null)");
 	}
-	if (tk__buf_append(out, p, (size_t)(q - p)))
-		return bad(je, p, "out of memory");
+	memcpy(w->o, p, (size_t)(q - p));
+	w->o += q - p;
 	*endp = q;
 	return TK__J_OK;
 }
 
 #define TK__MAXDEPTH 4096
 
-/* Iterative, so nesting depth costs no C stack. States below form one loop. */
-int tk__json_canon_value(const unsigned char *p, const unsigned char *e, tk__buf *out,
-                         const unsigned char **endp, unsigned max_depth, tk__jerr *je)
+/* Iterative, so nesting depth costs no C stack: the labels below are the
+ * states of one loop (value, after a value, object key). */
+static int canon_value(const unsigned char *p, const unsigned char *e, wout *w,
+                       const unsigned char **endp, unsigned max_depth, tk__jerr *je)
 {
 	unsigned char stack[TK__MAXDEPTH];
 	unsigned depth = 0;
@@ -405,30 +475,24 @@ value:
 	if (p >= e)
 		return TK__J_MORE;
 	if (*p == '{' || *p == '[') {
-		if (depth >= max_depth) {
-			je->at = p;
-			je->msg = "JSON nested deeper than the limit";
-			return TK__J_BAD;
-		}
+		if (depth >= max_depth)
+			return bad(je, p, "JSON nested deeper than the limit");
 		int is_obj = *p == '{';
 		stack[depth++] = (unsigned char)is_obj;
-		if (tk__buf_putc(out, (char)*p))
-			return bad(je, p, "out of memory");
+		*w->o++ = (char)*p;
 		p = tk__skip_ws(p + 1, e);
 		if (p >= e)
 			return TK__J_MORE;
 		if (*p == (is_obj ? '}' : ']')) {
 			depth--;
-			if (tk__buf_putc(out, (char)*p))
-				return bad(je, p, "out of memory");
-			p++;
+			*w->o++ = (char)*p++;
 			goto after;
 		}
 		if (is_obj)
 			goto key;
 		goto value;
 	}
-	rc = scalar(p, e, out, &p, je);
+	rc = scalar(p, e, w, &p, je);
 	if (rc)
 		return rc;
 after:
@@ -440,8 +504,7 @@ after:
 	if (p >= e)
 		return TK__J_MORE;
 	if (*p == ',') {
-		if (tk__buf_putc(out, ','))
-			return bad(je, p, "out of memory");
+		*w->o++ = ',';
 		p++;
 		if (stack[depth - 1])
 			goto key;
@@ -449,9 +512,7 @@ after:
 	}
 	if (*p == (stack[depth - 1] ? '}' : ']')) {
 		depth--;
-		if (tk__buf_putc(out, (char)*p))
-			return bad(je, p, "out of memory");
-		p++;
+		*w->o++ = (char)*p++;
 		goto after;
 	}
 	return bad(je, p, stack[depth - 1] ? "expected ',' or '}' after an object member"
@@ -462,20 +523,29 @@ key:
 		return TK__J_MORE;
 	if (*p != '"')
 		return bad(je, p, "expected a string key in object");
-	if (tk__buf_putc(out, '"'))
-		return bad(je, p, "out of memory");
-	rc = tk__json_canon_string(p + 1, e, out, &p, je);
+	*w->o++ = '"';
+	rc = canon_str(p + 1, e, w, &p, je);
 	if (rc)
 		return rc;
-	if (tk__buf_append(out, "\":", 2))
-		return bad(je, p, "out of memory");
 	p = tk__skip_ws(p, e);
 	if (p >= e)
 		return TK__J_MORE;
 	if (*p != ':')
 		return bad(je, p, "expected ':' after object key");
+	*w->o++ = ':';
 	p++;
 	goto value;
+}
+
+int tk__json_canon_value(const unsigned char *p, const unsigned char *e, tk__buf *out,
+                         const unsigned char **endp, unsigned max_depth, tk__jerr *je)
+{
+	wout w;
+	if (wo_start(&w, out, (size_t)(e - p)))
+		return bad(je, p, "out of memory");
+	int rc = canon_value(p, e, &w, endp, max_depth, je);
+	wo_end(&w);
+	return rc;
 }
 
 static const uint64_t pow10u[] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull,

@@ -112,20 +112,30 @@ int tk_reader_open_memory(tk_reader **out, const void *buf, size_t len, const ch
 	return reader_start(*out);
 }
 
+static uint64_t sum_bytes(__m128i acc)
+{
+	__m128i sum = _mm_sad_epu8(acc, _mm_setzero_si128());
+	return (uint64_t)_mm_cvtsi128_si32(sum) + (uint64_t)_mm_cvtsi128_si32(_mm_srli_si128(sum, 8));
+}
+
 static uint64_t count_nl(const unsigned char *p, size_t n)
 {
-	/* byte counters summed every 255 blocks: SSE2 only, no popcnt needed */
-	const __m128i nl = _mm_set1_epi8('\n'), zero = _mm_setzero_si128();
+	/* per-byte counters (at most 4 per block, 63 blocks < 256), summed with
+	 * SAD: SSE2 only, no popcnt needed */
+	const __m128i nl = _mm_set1_epi8('\n');
 	uint64_t c = 0;
 	size_t i = 0;
-	while (i + 16 <= n) {
-		__m128i acc = zero;
-		for (int k = 0; k < 255 && i + 16 <= n; k++, i += 16) {
-			__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
-			acc = _mm_sub_epi8(acc, _mm_cmpeq_epi8(v, nl));
+	while (i + 64 <= n) {
+		__m128i acc = _mm_setzero_si128();
+		for (int k = 0; k < 63 && i + 64 <= n; k++, i += 64) {
+			const __m128i *b = (const __m128i *)(const void *)(p + i);
+			__m128i x = _mm_add_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(b), nl),
+			                         _mm_cmpeq_epi8(_mm_loadu_si128(b + 1), nl));
+			__m128i y = _mm_add_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(b + 2), nl),
+			                         _mm_cmpeq_epi8(_mm_loadu_si128(b + 3), nl));
+			acc = _mm_sub_epi8(acc, _mm_add_epi8(x, y));
 		}
-		__m128i sum = _mm_sad_epu8(acc, zero);
-		c += (uint64_t)_mm_cvtsi128_si32(sum) + (uint64_t)_mm_cvtsi128_si32(_mm_srli_si128(sum, 8));
+		c += sum_bytes(acc);
 	}
 	for (; i < n; i++)
 		c += p[i] == '\n';
