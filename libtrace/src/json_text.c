@@ -212,11 +212,6 @@ static int ctl_escape(char *d, unsigned c)
 	}
 }
 
-static int put_ctl(tk__buf *out, unsigned c)
-{
-	char t[6];
-	return tk__buf_append(out, t, (size_t)ctl_escape(t, c));
-}
 
 #define TK__FFFD "\xEF\xBF\xBD"
 
@@ -658,42 +653,60 @@ int tk__parse_int64(const unsigned char *p, const unsigned char *e, int64_t *out
 int tk__json_escape(tk__buf *out, const char *s, size_t n)
 {
 	const unsigned char *p = (const unsigned char *)s, *e = p + n;
+	const __m128i vq = _mm_set1_epi8('"'), vb = _mm_set1_epi8('\\'), vs = _mm_set1_epi8(0x20);
 	int repaired = 0;
-	if (tk__buf_reserve(out, n + 16))
+	wout w;
+	if (wo_start(&w, out, n + 16))
 		return TK_ERR_NOMEM;
 	while (p < e) {
-		/* scan_special may look 15 bytes past e: only use it with room */
-		const unsigned char *q = p;
-		if (e - p >= 16)
-			q = scan_special(p, e - 15);
-		while (q < e && *q != '"' && *q != '\\' && *q >= 0x20 && *q < 0x80)
-			q++;
-		if (q > p && tk__buf_append(out, p, (size_t)(q - p)))
-			return TK_ERR_NOMEM;
-		p = q;
-		if (p >= e)
+		/* 16 bytes at a time; a short tail is scanned from a padded copy,
+		 * since the caller's string may end at the end of a page */
+		__m128i v;
+		if (e - p >= 16) {
+			v = _mm_loadu_si128((const __m128i *)(const void *)p);
+		} else {
+			unsigned char t[16];
+			memset(t, 'a', sizeof t);
+			memcpy(t, p, (size_t)(e - p));
+			v = _mm_loadu_si128((const __m128i *)(const void *)t);
+		}
+		_mm_storeu_si128((__m128i *)(void *)w.o, v);
+		unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(
+		    _mm_or_si128(_mm_cmpeq_epi8(v, vq), _mm_cmpeq_epi8(v, vb)), _mm_cmplt_epi8(v, vs)));
+		unsigned k = m ? (unsigned)__builtin_ctz(m) : 16;
+		if (k >= (size_t)(e - p)) {
+			w.o += e - p;
 			break;
+		}
+		p += k;
+		w.o += k;
+		if (!m)
+			continue;
 		unsigned c = *p;
-		int rc;
-		if (c == '"')
-			rc = tk__buf_append(out, "\\\"", 2), p++;
-		else if (c == '\\')
-			rc = tk__buf_append(out, "\\\\", 2), p++;
-		else if (c < 0x20)
-			rc = put_ctl(out, c), p++;
-		else {
-			int k = utf8_seq(p, e);
-			if (k <= 0) {
+		if (wo_room(&w, 6, (size_t)(e - p) + 16)) /* wo_end/wo_start keep w.o */
+			return TK_ERR_NOMEM;
+		if (c == '"' || c == '\\') {
+			w.o[0] = '\\';
+			w.o[1] = (char)c;
+			w.o += 2;
+			p++;
+		} else if (c < 0x20) {
+			w.o += ctl_escape(w.o, c);
+			p++;
+		} else {
+			int q = utf8_seq(p, e);
+			if (q <= 0) {
 				repaired = 1;
-				rc = tk__buf_append(out, TK__FFFD, 3);
+				memcpy(w.o, TK__FFFD, 3);
+				w.o += 3;
 				p++;
 			} else {
-				rc = tk__buf_append(out, p, (size_t)k);
-				p += k;
+				memcpy(w.o, p, (size_t)q);
+				w.o += q;
+				p += q;
 			}
 		}
-		if (rc)
-			return TK_ERR_NOMEM;
 	}
+	wo_end(&w);
 	return repaired;
 }
