@@ -272,6 +272,7 @@ typedef struct tk__wfmt {
 	int (*open)(tk_writer *w);
 	int (*add_meta)(tk_writer *w, tk_sv key, tk_sv json);
 	int (*write)(tk_writer *w, const tk_event *ev);
+	int (*begin_events)(tk_writer *w); /* may be NULL */
 	int (*close)(tk_writer *w);
 	void (*free)(tk_writer *w);
 } tk__wfmt;

@@ -605,7 +605,7 @@ int tk__parse_us_to_ns(const unsigned char *p, const unsigned char *e, int64_t *
 		if (ex > 18)
 			return -1;
 		uint64_t f = pow10u[ex];
-		if (m > (uint64_t)INT64_MAX / f)
+		if (m > ((uint64_t)INT64_MAX + (uint64_t)neg) / f)
 			return -1;
 		m *= f;
 	} else {
@@ -620,9 +620,9 @@ int tk__parse_us_to_ns(const unsigned char *p, const unsigned char *e, int64_t *
 			q++;
 		m = q;
 	}
-	if (m > (uint64_t)INT64_MAX)
+	if (m > (uint64_t)INT64_MAX + (uint64_t)neg)
 		return -1;
-	*out = neg ? -(int64_t)m : (int64_t)m;
+	*out = neg ? (int64_t)(0 - m) : (int64_t)m;
 	return inexact;
 }
 

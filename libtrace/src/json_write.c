@@ -221,6 +221,12 @@ static int members(tk_writer *w, tk__buf *o, const tk_event *ev)
 	return 0;
 }
 
+static int jw_begin(tk_writer *w)
+{
+	jw *s = w->fs;
+	return s->header_done ? 0 : header(w);
+}
+
 static int jw_write(tk_writer *w, const tk_event *ev)
 {
 	jw *s = w->fs;
@@ -258,4 +264,4 @@ static int jw_close(tk_writer *w)
 	return tk__buf_append(o, "}\n", 2);
 }
 
-const tk__wfmt tk__wfmt_json = {"json", jw_open, jw_add_meta, jw_write, jw_close, jw_free};
+const tk__wfmt tk__wfmt_json = {"json", jw_open, jw_add_meta, jw_write, jw_begin, jw_close, jw_free};

@@ -96,6 +96,18 @@ int tk_writer_write(tk_writer *w, const tk_event *ev)
 	return 0;
 }
 
+int tk_writer_begin_events(tk_writer *w)
+{
+	if (!w)
+		return TK_ERR_ARG;
+	if (w->failed)
+		return w->failed;
+	if (!w->fmt->begin_events)
+		return 0;
+	int rc = w->fmt->begin_events(w);
+	return rc ? (w->failed ? w->failed : tk__writer_fail(w, rc, "out of memory")) : 0;
+}
+
 int tk_writer_close(tk_writer *w)
 {
 	if (!w)
@@ -145,8 +157,11 @@ int tk_copy_meta(tk_writer *w, const tk_reader *r, size_t *copied)
 	size_t n = tk_reader_meta_count(r);
 	for (size_t i = copied ? *copied : 0; i < n; i++) {
 		tk_sv k, v;
-		tk_reader_meta_get(r, i, &k, &v, NULL);
-		int rc = tk_writer_add_meta(w, k, v);
+		int after = 0, rc;
+		tk_reader_meta_get(r, i, &k, &v, &after);
+		if (after && (rc = tk_writer_begin_events(w)))
+			return rc;
+		rc = tk_writer_add_meta(w, k, v);
 		if (rc)
 			return rc;
 		if (copied)

@@ -163,6 +163,10 @@ TK_API int tk_writer_open_fd(tk_writer **out, int fd, const char *name, const tk
  * (the order of the input is kept). `json` must be one JSON value. */
 TK_API int tk_writer_add_meta(tk_writer *w, tk_sv key, tk_sv json);
 TK_API int tk_writer_write(tk_writer *w, const tk_event *ev);
+/* Start the event list now: metadata added from here on is written after
+ * the events, even if no event follows (tk_copy_meta calls this for members
+ * that came after the events in its input). */
+TK_API int tk_writer_begin_events(tk_writer *w);
 /* Finish the output (and rename it into place). */
 TK_API int tk_writer_close(tk_writer *w);
 TK_API const char *tk_writer_error(const tk_writer *w);
