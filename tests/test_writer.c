@@ -298,6 +298,41 @@ static void test_no_events(void **state)
 	assert_int_equal(back.n, 0);
 	assert_true(tu_sv_is(tk_reader_meta_find(r, "a"), "[1]"));
 	tk_reader_free(r);
+
+	/* metadata after tk_writer_begin_events goes after the (empty) list */
+	w = open_writer(path, NULL);
+	assert_int_equal(tk_writer_add_meta(w, tu_sv("a"), tu_sv("1")), 0);
+	assert_int_equal(tk_writer_begin_events(w), 0);
+	assert_int_equal(tk_writer_add_meta(w, tu_sv("b"), tu_sv("2")), 0);
+	close_ok(w);
+	back = read_back(path, &r);
+	assert_int_equal(tk_reader_meta_count(r), 2);
+	tk_sv k;
+	int after;
+	assert_int_equal(tk_reader_meta_get(r, 0, &k, NULL, &after), 0);
+	assert_true(tu_sv_is(k, "a"));
+	assert_int_equal(after, 0);
+	assert_int_equal(tk_reader_meta_get(r, 1, &k, NULL, &after), 0);
+	assert_true(tu_sv_is(k, "b"));
+	assert_int_equal(after, 1);
+	tk_reader_free(r);
+
+	/* and tk_copy_meta keeps a member that followed an empty event list after it */
+	const char *in = "{\"a\":1,\"traceEvents\":[],\"b\":{\"c\":2}}";
+	tk_reader *src = tu_open_mem(in, strlen(in), "in.json", NULL);
+	tu_events none = {0};
+	assert_int_equal(tu_read_all(src, &none), TK_EOF);
+	w = open_writer(path, NULL);
+	size_t copied = 0;
+	assert_int_equal(tk_copy_meta(w, src, &copied), 0);
+	close_ok(w);
+	tk_reader_free(src);
+	back = read_back(path, &r);
+	assert_int_equal(tk_reader_meta_count(r), 2);
+	assert_int_equal(tk_reader_meta_get(r, 1, &k, NULL, &after), 0);
+	assert_true(tu_sv_is(k, "b"));
+	assert_int_equal(after, 1);
+	tk_reader_free(r);
 }
 
 /* Invalid input from the caller is refused with TK_ERR_ARG, and a writer
