@@ -241,7 +241,7 @@ int tk_args_get_str(const tk_event *ev, const char *key, char *buf, size_t cap, 
 		char c = p[1], t[4];
 		const char *map = "\"\"\\\\//b\bf\fn\nr\rt\t";
 		const char *m = strchr(map, c);
-		if (c != 'u' && m && ((m - map) % 2) == 0) {
+		if (c && c != 'u' && m && ((m - map) % 2) == 0) {
 			put(buf, cap, &n, m + 1, 1);
 			p++;
 			continue;

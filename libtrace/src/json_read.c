@@ -463,6 +463,19 @@ static int truncated(tk_reader *r)
 static int finish(tk_reader *r)
 {
 	jstate *s = r->fs;
+	if (r->src.gz_truncated) {
+		/* the JSON is complete but the gzip stream lost its end (and checksum) */
+		if (r->opts.strict)
+			return tk__reader_fail(r, TK_ERR_TRUNCATED,
+			                       "%s: the gzip stream is cut off at byte %llu of its input", r->name,
+			                       (unsigned long long)r->src.bytes_in);
+		r->stats.truncated = 1;
+		tk__reader_warn(r,
+		                "%s: the gzip stream is cut off at byte %llu of its input (its end and "
+		                "checksum are missing); kept %llu complete events",
+		                r->name, (unsigned long long)r->src.bytes_in,
+		                (unsigned long long)r->stats.events);
+	}
 	if (s->rounded)
 		tk__reader_warn(r, "%s: %llu time values had digits below a nanosecond and were rounded",
 		                r->name, (unsigned long long)s->rounded);
@@ -496,6 +509,10 @@ static int json_next(tk_reader *r, const tk_event **ev)
 		}
 		if (rc == STEP_END)
 			return finish(r);
+		if ((size_t)(endp - (r->buf + r->pos)) > r->opts.max_value_bytes)
+			return tk__reader_fail_at(r, TK_ERR_LIMIT, r->base + r->pos,
+			                          "a single value is larger than the limit of %zu bytes",
+			                          r->opts.max_value_bytes);
 		r->pos = (size_t)(endp - r->buf);
 		r->stats.repaired_strings += (uint64_t)s->je.repaired;
 		if (rc == STEP_EVENT) {

@@ -172,13 +172,15 @@ int tk__reader_more(tk_reader *r)
 		return r->failed;
 	if (r->eof)
 		return 0;
+	/* more is asked for while one unit (an event, a metadata value) is
+	 * incomplete: everything unread belongs to it */
+	if (r->end - r->pos > r->opts.max_value_bytes)
+		return tk__reader_fail_at(r, TK_ERR_LIMIT, r->base + r->pos,
+		                          "a single value is larger than the limit of %zu bytes",
+		                          r->opts.max_value_bytes);
 	if (r->pos && (r->pos >= r->cap / 2 || r->end == r->cap))
 		compact(r);
 	if (r->end == r->cap) {
-		if (r->cap >= r->opts.max_value_bytes + TK__BUF0)
-			return tk__reader_fail_at(r, TK_ERR_LIMIT, r->base + r->pos,
-			                          "a single value is larger than the limit of %zu bytes",
-			                          r->opts.max_value_bytes);
 		size_t ncap = r->cap * 2;
 		unsigned char *nb = realloc(r->buf, ncap + TK__PAD);
 		if (!nb)
