@@ -119,9 +119,12 @@ static int escape_at(const unsigned char *p, const unsigned char *e, long *cp, c
 		return bad(je, p, "invalid \\u escape in string (needs four hex digits)");
 	*len = 6;
 	if (v >= 0xD800 && v <= 0xDBFF) {
-		if (p + 12 > e)
+		/* wait for more input only while what follows could still be "\\uD" */
+		const unsigned char *n = p + 6;
+		if (p + 12 > e && (n >= e || (n[0] == '\\' && (n + 1 >= e || (n[1] == 'u' &&
+		                                                              (n + 2 >= e || (n[2] | 0x20) == 'd'))))))
 			return TK__J_MORE;
-		long lo = (p[6] == '\\' && p[7] == 'u') ? parse_u(p + 6, e) : -1;
+		long lo = (p + 12 <= e && p[6] == '\\' && p[7] == 'u') ? parse_u(p + 6, e) : -1;
 		if (lo >= 0xDC00 && lo <= 0xDFFF) {
 			*len = 12;
 			v = 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00);

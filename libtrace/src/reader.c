@@ -188,19 +188,25 @@ int tk__reader_more(tk_reader *r)
 		r->buf = nb;
 		r->cap = ncap;
 	}
-	long n = tk__src_read(&r->src, r->buf + r->end, r->cap - r->end);
-	if (n < 0)
-		return tk__reader_fail(r, TK_ERR_IO, "%s: %s", r->name, r->src.err);
-	r->stats.bytes_in = r->src.bytes_in;
-	if (n == 0) {
-		r->eof = 1;
-		memset(r->buf + r->end, 0, TK__PAD);
-		return 0;
+	/* Fill the whole free space (pipes deliver small blocks): a unit that is
+	 * parsed again from its start after each call then costs linear time
+	 * overall, as the window doubles whenever it is full. */
+	size_t added = 0;
+	while (r->end < r->cap) {
+		long n = tk__src_read(&r->src, r->buf + r->end, r->cap - r->end);
+		if (n < 0)
+			return tk__reader_fail(r, TK_ERR_IO, "%s: %s", r->name, r->src.err);
+		if (n == 0) {
+			r->eof = 1;
+			break;
+		}
+		r->end += (size_t)n;
+		added += (size_t)n;
 	}
-	r->end += (size_t)n;
-	r->stats.bytes_decoded += (uint64_t)n;
+	r->stats.bytes_in = r->src.bytes_in;
+	r->stats.bytes_decoded += added;
 	memset(r->buf + r->end, 0, TK__PAD);
-	return 1;
+	return added ? 1 : 0;
 }
 
 int tk__reader_fill(tk_reader *r, size_t need)
