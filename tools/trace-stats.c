@@ -8,8 +8,8 @@
 #include "tracekit/stats.h"
 #include "tracekit/tracekit.h"
 
-enum { O_OUT = 'o', O_QUIET = 'q', O_SORT = 's', O_LIMIT = 'n', O_SHAPES = 0x100, O_UNIT,
-       O_CAT, O_NAME, O_WINDOW, O_STEPS, O_FLOPS, O_FORMAT, O_TABLES, O_PENDING };
+enum { O_OUT = 'o', O_QUIET = 'q', O_SORT = 's', O_LIMIT = 'n', O_FORMAT = 'f', O_TABLES = 't',
+       O_SHAPES = 0x100, O_UNIT, O_CAT, O_NAME, O_WINDOW, O_STEPS, O_FLOPS, O_PENDING };
 
 static const cli_opt opts[] = {
 	{O_SORT, 's', "sort", "KEY", "sort rows by a torch key: self_cpu_time_total, cpu_time_total,\n"

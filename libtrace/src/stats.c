@@ -147,6 +147,7 @@ void tk_stats_free(tk_stats *s)
 	}
 	free(s->threads);
 	tk__hmap_free(&s->thread_index);
+	free(s->defer);
 	for (int i = 0; i < 6; i++)
 		free(s->sum_order[i]);
 	tk__buf_free(&s->scratch);
@@ -334,10 +335,60 @@ static tk__frame *parent_frame(tk__thread *t, const tk__pend *p, int late)
 	return NULL;
 }
 
+/* Attribute a GPU activity's time to the ops on call path `c`. */
+static void attribute(tk_stats *s, uint32_t c, int64_t dur)
+{
+	s->ops[s->chain_key[c] - 1].pub.self_dev += dur;
+	for (; c; c = s->chain_parent[c])
+		s->ops[s->chain_key[c] - 1].pub.dev_total += dur;
+}
+
+/* Call path of the launching op: by External id when the trace links it
+ * (some Kineto builds write External id == correlation, unlinked), else
+ * through the runtime call with the same correlation. */
+static uint32_t resolve(const tk_stats *s, int64_t ext, int64_t corr)
+{
+	uint32_t c = 0;
+	if (ext > 0 && ext != corr)
+		c = tk__idmap_get(&s->ext_map, (uint64_t)ext);
+	if (!c && corr > 0)
+		c = tk__idmap_get(&s->corr_map, (uint64_t)corr);
+	return c;
+}
+
+/* Retry deferred GPU activities; with `final`, the rest are unattributed. */
+static void retry_deferred(tk_stats *s, int final)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < s->n_defer; i++) {
+		tk__defer *d = &s->defer[i];
+		uint32_t c = resolve(s, d->ext, d->corr);
+		if (c)
+			attribute(s, c, d->dur);
+		else if (final)
+			s->info.unattributed++;
+		else
+			s->defer[k++] = *d;
+	}
+	s->n_defer = k;
+}
+
+/* An API call processed after later ops: its op is found by External id. */
+static tk__frame *late_api_parent(tk_stats *s, const tk__pend *p, tk__frame *tmp)
+{
+	uint32_t c = p->ext > 0 && p->ext != p->corr ? tk__idmap_get(&s->ext_map, (uint64_t)p->ext) : 0;
+	if (!c)
+		return NULL;
+	*tmp = (tk__frame){0, 0, s->chain_key[c], c, 0};
+	return tmp;
+}
+
 static int process_op(tk_stats *s, tk__thread *t, const tk__pend *p)
 {
 	int late = t->started && p->ts < t->frontier;
-	tk__frame *par = parent_frame(t, p, late);
+	tk__frame tmp, *par = parent_frame(t, p, late);
+	if (late && p->api && !par)
+		par = late_api_parent(s, p, &tmp);
 	tk__oprow *row = &s->ops[p->key - 1];
 	row->pub.count++;
 	row->pub.cpu_total += p->dur;
@@ -350,8 +401,11 @@ static int process_op(tk_stats *s, tk__thread *t, const tk__pend *p)
 	if (s->opts.flops == TK_FLOPS_EXTENDED && counted)
 		fl = 0; /* the outermost counted op has these FLOPs already */
 	row->pub.flops += fl;
-	uint32_t chain = chain_of(s, p->key, par ? par->chain : 0);
-	if (!chain || (p->ext > 0 && tk__idmap_put(&s->ext_map, (uint64_t)p->ext, chain)))
+	/* an API call adds no level: its kernels belong to the enclosing op */
+	uint32_t chain = p->api ? (par ? par->chain : 0) : chain_of(s, p->key, par ? par->chain : 0);
+	if (!p->api && (!chain || (p->ext > 0 && tk__idmap_put(&s->ext_map, (uint64_t)p->ext, chain))))
+		return TK_ERR_NOMEM;
+	if (p->api && chain && p->corr > 0 && tk__idmap_put(&s->corr_map, (uint64_t)p->corr, chain))
 		return TK_ERR_NOMEM;
 	if (late) {
 		s->info.late++;
@@ -365,7 +419,7 @@ static int process_op(tk_stats *s, tk__thread *t, const tk__pend *p)
 	return 0;
 }
 
-/* Sort a thread's pending ops and process the first `n` of them. */
+/* Sort a thread's pending events and process the first `n` of them. */
 static int flush_thread(tk_stats *s, tk__thread *t, size_t n)
 {
 	qsort(t->pend, t->n_pend, sizeof *t->pend, cmp_pend);
@@ -380,6 +434,8 @@ static int flush_thread(tk_stats *s, tk__thread *t, size_t n)
 	return 0;
 }
 
+/* Process every pending event; deferred GPU activities that still find no
+ * op will not find one later (Kineto writes CPU events first). */
 static int flush_all(tk_stats *s)
 {
 	for (size_t i = 0; i < s->n_threads; i++) {
@@ -387,7 +443,19 @@ static int flush_all(tk_stats *s)
 		if (rc)
 			return rc;
 	}
+	retry_deferred(s, 1);
 	return 0;
+}
+
+/* Keep memory bounded: process the older half of the fullest thread, or
+ * everything when deferred GPU activities fill the budget. */
+static int over_budget(tk_stats *s, tk__thread *t)
+{
+	if (s->n_defer > s->opts.max_pending / 2 || !t)
+		return flush_all(s);
+	int rc = flush_thread(s, t, t->n_pend / 2 + 1);
+	retry_deferred(s, 0);
+	return rc;
 }
 
 static int get_ext(const tk_event *ev, const char *key, const char *alt, int64_t *v)
@@ -417,7 +485,8 @@ static uint32_t op_key(tk_stats *s, const tk_event *ev, tk_sv name)
 	return key;
 }
 
-static int add_op(tk_stats *s, const tk_event *ev, tk_sv name)
+/* CPU ops and API calls wait on their thread to be nested by time. */
+static int add_cpu(tk_stats *s, const tk_event *ev, tk_sv name, int api)
 {
 	uint32_t key = op_key(s, ev, name);
 	tk__thread *t = key ? thread_of(s, ev) : NULL;
@@ -427,52 +496,19 @@ static int add_op(tk_stats *s, const tk_event *ev, tk_sv name)
 	p->ts = ev->ts;
 	p->dur = ev->has & TK_HAS_DUR ? ev->dur : 0;
 	get_ext(ev, "External id", "external id", &p->ext);
-	p->flops = s->opts.flops ? tk_flops_event(ev, s->opts.flops) : 0;
+	get_ext(ev, "correlation", NULL, &p->corr);
+	p->flops = s->opts.flops && !api ? tk_flops_event(ev, s->opts.flops) : 0;
 	p->key = key;
-	s->info.ops++;
-	if (++s->n_pending > s->opts.max_pending)
-		return flush_thread(s, t, t->n_pend / 2 + 1);
-	return 0;
-}
-
-/* The call path of the op with External id `ext`, flushing pending ops once
- * when it is not known yet (Kineto writes every CPU op before GPU events). */
-static uint32_t chain_for_ext(tk_stats *s, int64_t ext, int *rc)
-{
-	*rc = 0;
-	if (ext <= 0)
-		return 0;
-	uint32_t c = tk__idmap_get(&s->ext_map, (uint64_t)ext);
-	if (!c && s->n_pending) {
-		*rc = flush_all(s);
-		c = tk__idmap_get(&s->ext_map, (uint64_t)ext);
+	p->api = api;
+	if (api) {
+		s->info.apis++;
+		if (sum_add(s, name, TK_STATS_API, p->dur, 0))
+			return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
+	} else {
+		s->info.ops++;
 	}
-	return c;
-}
-
-static int add_api(tk_stats *s, const tk_event *ev, tk_sv name)
-{
-	int64_t dur = ev->has & TK_HAS_DUR ? ev->dur : 0, ext, corr;
-	uint32_t r = op_row(s, name, (tk_sv){NULL, 0}, 0);
-	if (!r)
-		return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
-	tk__oprow *row = &s->ops[r - 1];
-	row->pub.count++;
-	row->pub.cpu_total += dur;
-	row->pub.self_cpu += dur;
-	first_seen(row, ev->ts, dur);
-	s->info.apis++;
-	int rc;
-	get_ext(ev, "External id", "external id", &ext);
-	uint32_t c = chain_for_ext(s, ext, &rc);
-	if (rc)
-		return rc;
-	if (c)
-		s->ops[s->chain_key[c] - 1].pub.self_cpu -= dur;
-	if (c && get_ext(ev, "correlation", NULL, &corr) && tk__idmap_put(&s->corr_map, (uint64_t)corr, c))
-		return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
-	if (sum_add(s, name, TK_STATS_API, dur, 0))
-		return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
+	if (++s->n_pending + s->n_defer > s->opts.max_pending)
+		return over_budget(s, t);
 	return 0;
 }
 
@@ -488,18 +524,20 @@ static int add_device(tk_stats *s, const tk_event *ev, tk_sv name, int cls)
 	row->pub.dev_total += dur;
 	first_seen(row, ev->ts, dur);
 	s->info.device++;
-	int rc;
-	uint32_t c = chain_for_ext(s, get_ext(ev, "External id", "external id", &ext) ? ext : 0, &rc);
-	if (rc)
-		return rc;
-	if (!c && get_ext(ev, "correlation", NULL, &corr))
-		c = tk__idmap_get(&s->corr_map, (uint64_t)corr);
-	if (c)
-		s->ops[s->chain_key[c] - 1].pub.self_dev += dur;
-	else
+	get_ext(ev, "External id", "external id", &ext);
+	get_ext(ev, "correlation", NULL, &corr);
+	uint32_t c = resolve(s, ext, corr);
+	if (c) {
+		attribute(s, c, dur);
+	} else if (s->n_pending) {
+		if (grow((void **)&s->defer, &s->cap_defer, s->n_defer + 1, sizeof *s->defer))
+			return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
+		s->defer[s->n_defer++] = (tk__defer){dur, ext, corr};
+		if (s->n_pending + s->n_defer > s->opts.max_pending && over_budget(s, NULL))
+			return TK_ERR_NOMEM;
+	} else {
 		s->info.unattributed++;
-	for (; c; c = s->chain_parent[c])
-		s->ops[s->chain_key[c] - 1].pub.dev_total += dur;
+	}
 	if (cls != TK_STATS_KERNEL && tk_args_get_int(ev, "bytes", &bytes))
 		bytes = 0;
 	if (sum_add(s, name, cls, dur, bytes > 0 ? (uint64_t)bytes : 0))
@@ -527,8 +565,8 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 	if (cls == TK_STATS_OP && name.len > 13 && memcmp(name.ptr, "ProfilerStep#", 13) == 0)
 		name = (tk_sv){"ProfilerStep*", 13};
 	switch (cls) {
-	case TK_STATS_OP: return add_op(s, ev, name);
-	case TK_STATS_API: return add_api(s, ev, name);
+	case TK_STATS_OP: return add_cpu(s, ev, name, 0);
+	case TK_STATS_API: return add_cpu(s, ev, name, 1);
 	default: return add_device(s, ev, name, cls);
 	}
 }

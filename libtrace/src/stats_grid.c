@@ -98,7 +98,7 @@ static int put_cell(tk__buf *o, const char *s, size_t w, int left)
 		return TK_ERR_NOMEM;
 	if (tk__buf_append(o, s, n))
 		return TK_ERR_NOMEM;
-	return left ? pad(o, ' ', fill) : 0;
+	return left > 0 ? pad(o, ' ', fill) : 0;
 }
 
 static int text_line(const tk__grid *g, tk__buf *o, const size_t *w, long r)
@@ -106,7 +106,9 @@ static int text_line(const tk__grid *g, tk__buf *o, const size_t *w, long r)
 	int rc = g->torch ? 0 : tk__buf_putc(o, ' ');
 	for (size_t c = 0; c < g->n_cols && !rc; c++) {
 		const char *s = r < 0 ? g->cols[c].head : cell(g, (size_t)r, c, 0);
-		rc = put_cell(o, s, w[c], r < 0 && !g->torch ? g->cols[c].left : g->cols[c].left);
+		/* a left-aligned last column is not padded (nsys look) */
+		int left = g->cols[c].left && c + 1 == g->n_cols && !g->torch ? -1 : g->cols[c].left;
+		rc = put_cell(o, s, w[c], left);
 		if (!rc && (g->torch || c + 1 < g->n_cols))
 			rc = pad(o, ' ', 2);
 	}

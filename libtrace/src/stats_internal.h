@@ -54,12 +54,18 @@ typedef struct tk__sumrow {
 	tk__durs durs;
 } tk__sumrow;
 
-/* A CPU op waiting to be sorted by time on its thread. */
+/* A CPU op or API call waiting to be sorted by time on its thread. */
 typedef struct tk__pend {
-	int64_t ts, dur, ext;
+	int64_t ts, dur, ext, corr;
 	uint64_t flops;
 	uint32_t key;
+	int api;
 } tk__pend;
+
+/* A GPU activity whose launching op is not known yet. */
+typedef struct tk__defer {
+	int64_t dur, ext, corr;
+} tk__defer;
 
 /* An op open on a thread's stack. */
 typedef struct tk__frame {
@@ -96,6 +102,8 @@ struct tk_stats {
 	size_t n_threads, cap_threads;
 	tk__hmap thread_index;
 	size_t n_pending;
+	tk__defer *defer;
+	size_t n_defer, cap_defer;
 	/* results, built by tk_stats_finish */
 	int finished;
 	size_t *sum_order[6];
