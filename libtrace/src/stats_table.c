@@ -68,7 +68,7 @@ static void add_op(tk_stats_op *d, const tk_stats_op *s)
 }
 
 /* Match rows of every rank by (name, shapes, device); order by first rank seen. */
-static int merge_rows(optable *t, tk_stats *const *s, size_t n, const char *glob)
+static int merge_rows(optable *t, tk_stats *const *s, size_t n)
 {
 	size_t cap = 0;
 	for (size_t i = 0; i < n; i++)
@@ -82,8 +82,6 @@ static int merge_rows(optable *t, tk_stats *const *s, size_t n, const char *glob
 	for (size_t i = 0; i < n && !rc; i++) {
 		for (size_t j = 0; j < tk_stats_op_count(s[i]) && !rc; j++) {
 			const tk_stats_op *o = tk_stats_op_get(s[i], j);
-			if (glob && fnmatch(glob, o->name, 0) != 0)
-				continue;
 			kb.len = 0;
 			rc = tk__buf_append(&kb, o->name, strlen(o->name) + 1) ||
 			     tk__buf_append(&kb, o->shapes, strlen(o->shapes) + 1) ||
@@ -110,6 +108,17 @@ static int merge_rows(optable *t, tk_stats *const *s, size_t n, const char *glob
 	tk__buf_free(&kb);
 	t->n_ranks = n;
 	return rc ? TK_ERR_NOMEM : 0;
+}
+
+/* --name keeps matching rows; percentages still divide by every row's time. */
+static void filter_rows(optable *t, const char *glob)
+{
+	size_t k = 0;
+	for (size_t i = 0; glob && i < t->n_rows; i++)
+		if (fnmatch(glob, t->rows[i].op.name, 0) == 0)
+			t->rows[k++] = t->rows[i];
+	if (glob)
+		t->n_rows = k;
 }
 
 static void totals(optable *t)
@@ -400,8 +409,9 @@ int tk_stats_format_ops(tk_stats *const *s, size_t n, const tk_table_opts *o, ch
 	optable t = {0};
 	if ((t.sort = sort_index(o->sort_by)) == -2)
 		return tk__stats_fail(s[0], TK_ERR_ARG, "unknown sort key '%s'", o->sort_by);
-	int rc = merge_rows(&t, s, n, o->name_glob);
+	int rc = merge_rows(&t, s, n);
 	totals(&t);
+	filter_rows(&t, o->name_glob);
 	g_sort = t.sort;
 	if (!rc)
 		qsort(t.rows, t.n_rows, sizeof *t.rows, cmp_rows);
