@@ -277,7 +277,37 @@ static uint32_t chain_of(tk_stats *s, uint32_t row, uint32_t parent)
 
 /* ---- CPU ops: per-thread time order and nesting ---- */
 
+static int same_id(const tk_id *a, const tk_id *b)
+{
+	if (a->kind != b->kind || a->num != b->num)
+		return 0;
+	return a->kind != TK_ID_STR ||
+	       (a->str.len == b->str.len && memcmp(a->str.ptr, b->str.ptr, a->str.len) == 0);
+}
+
+static int keep_id(tk_stats *s, tk_id *dst, const tk_id *src)
+{
+	*dst = *src;
+	if (src->kind == TK_ID_STR && !(dst->str = intern(s, src->str.ptr, src->str.len)).ptr)
+		return TK_ERR_NOMEM;
+	return 0;
+}
+
+static tk__thread *thread_lookup(tk_stats *s, const tk_event *ev);
+
+/* Consecutive events mostly share a thread: compare before building a key. */
 static tk__thread *thread_of(tk_stats *s, const tk_event *ev)
+{
+	if (s->last_thread && same_id(&s->last_pid, &ev->pid) && same_id(&s->last_tid, &ev->tid))
+		return &s->threads[s->last_thread - 1];
+	tk__thread *t = thread_lookup(s, ev);
+	if (!t || keep_id(s, &s->last_pid, &ev->pid) || keep_id(s, &s->last_tid, &ev->tid))
+		return NULL;
+	s->last_thread = (size_t)(t - s->threads) + 1;
+	return t;
+}
+
+static tk__thread *thread_lookup(tk_stats *s, const tk_event *ev)
 {
 	/* pid/tid strings are interned by the reader, but a stats object may
 	 * outlive readers: the key is built from the text. */

@@ -101,6 +101,8 @@ struct tk_stats {
 	tk__thread *threads;
 	size_t n_threads, cap_threads;
 	tk__hmap thread_index;
+	tk_id last_pid, last_tid; /* strings held in strs */
+	size_t last_thread;       /* index + 1 of the thread of the last CPU event */
 	size_t n_pending;
 	tk__defer *defer;
 	size_t n_defer, cap_defer;
