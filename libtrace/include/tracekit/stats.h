@@ -1,0 +1,127 @@
+/* stats.h: operator, kernel and API summaries of a trace (torch key_averages, nsys *_sum). */
+#ifndef TRACEKIT_STATS_H
+#define TRACEKIT_STATS_H
+
+#include <stdint.h>
+
+#include "tracekit.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* FLOP counting modes. TORCH counts exactly the ops torch's with_flops counts;
+ * EXTENDED also counts linear, matmul, conv1d/3d/convolution, attention and
+ * in-place variants, giving the FLOPs to the outermost counted op only
+ * (docs/flops.md). */
+enum { TK_FLOPS_NONE = 0, TK_FLOPS_TORCH = 1, TK_FLOPS_EXTENDED = 2 };
+
+/* How an event takes part, decided from its category (tk_stats_event_class). */
+enum {
+	TK_STATS_SKIP = 0, /* not counted */
+	TK_STATS_OP = 1,   /* CPU op or annotation: nests by time on its thread */
+	TK_STATS_API = 2,  /* runtime/driver call: child of the op named by its External id */
+	TK_STATS_KERNEL = 3,
+	TK_STATS_MEMCPY = 4,
+	TK_STATS_MEMSET = 5
+};
+
+typedef struct tk_stats_opts {
+	int group_by_shapes; /* key rows by (name, Input Dims) as torch's group_by_input_shape */
+	int flops;           /* TK_FLOPS_*; 0 = none */
+	/* Categories to count, comma separated ("cpu_op,kernel"); NULL = the
+	 * default set (see tk_stats_event_class). */
+	const char *cats;
+	/* Only events starting in [t_begin, t_end) (ns, the trace's own clock)
+	 * count; t_end == 0 means no window. */
+	int64_t t_begin, t_end;
+	/* Most CPU events held for sorting by time per stats object; 0 = 1<<19.
+	 * Results are exact while every thread's ops fit (see docs). */
+	size_t max_pending;
+} tk_stats_opts;
+
+typedef struct tk_stats tk_stats;
+
+TK_API int tk_stats_new(tk_stats **out, const tk_stats_opts *opts);
+/* Feed one event (borrowed; nothing is kept past the call). */
+TK_API int tk_stats_add(tk_stats *s, const tk_event *ev);
+/* Read every event of `r` into `s`. Returns 0, or the reader's error code. */
+TK_API int tk_stats_add_reader(tk_stats *s, tk_reader *r);
+/* Finish: flush pending ops and build the sorted result rows. Call once. */
+TK_API int tk_stats_finish(tk_stats *s);
+TK_API const char *tk_stats_error(const tk_stats *s);
+TK_API void tk_stats_free(tk_stats *s);
+/* Classify a category for the default set: TK_STATS_* value. */
+TK_API int tk_stats_event_class(tk_sv cat, int has_cat);
+
+/* One operator row (torch FunctionEventAvg). Times in ns. */
+typedef struct tk_stats_op {
+	const char *name;   /* ProfilerStep#N already folded to ProfilerStep* */
+	const char *shapes; /* torch's str(input_shapes), "" when not grouped */
+	int is_device;      /* a GPU activity row (kernel, memcpy, memset) */
+	uint64_t count;
+	int64_t self_cpu, cpu_total, self_dev, dev_total;
+	uint64_t flops;
+	uint64_t first; /* order of first appearance by (start, -end) */
+} tk_stats_op;
+
+/* One summary row (nsys cuda_gpu_kern_sum / cuda_api_sum shape). */
+typedef struct tk_stats_sum {
+	const char *name;
+	uint64_t count;
+	int64_t total, min, max;
+	double avg, med, stddev; /* stddev: sample (n-1), 0 for one instance */
+	uint64_t bytes;          /* memcpy/memset: bytes moved */
+} tk_stats_sum;
+
+/* Which summary: TK_STATS_KERNEL, TK_STATS_MEMCPY (memcpy and memset rows),
+ * TK_STATS_API. Rows are sorted by total time, largest first. */
+TK_API size_t tk_stats_op_count(const tk_stats *s);
+TK_API const tk_stats_op *tk_stats_op_get(const tk_stats *s, size_t i);
+TK_API size_t tk_stats_sum_count(const tk_stats *s, int which);
+TK_API const tk_stats_sum *tk_stats_sum_get(const tk_stats *s, int which, size_t i);
+
+/* Counters a caller may want to warn about. */
+typedef struct tk_stats_info {
+	uint64_t events, ops, apis, device;
+	uint64_t unattributed; /* GPU activities whose launching op was not found */
+	uint64_t late;         /* ops that arrived after their time was processed */
+	int64_t ts_min, ts_max;
+} tk_stats_info;
+TK_API const tk_stats_info *tk_stats_get_info(const tk_stats *s);
+
+/* ---- FLOPs ---- */
+
+/* FLOPs of one op from its Input Dims and (conv) Concrete Inputs; 0 when
+ * the op is not counted in `mode` or its shapes do not fit. */
+TK_API uint64_t tk_flops(const char *name, const tk_dims *dims, const tk_dims *concrete, int mode);
+/* Same, reading "Input Dims" (or "Input dims") and "Concrete Inputs" from args. */
+TK_API uint64_t tk_flops_event(const tk_event *ev, int mode);
+
+/* ---- Tables ---- */
+
+enum { TK_TABLE_TEXT = 0, TK_TABLE_CSV = 1, TK_TABLE_JSON = 2, TK_TABLE_MARKDOWN = 3 };
+
+typedef struct tk_table_opts {
+	int format;          /* TK_TABLE_* */
+	const char *sort_by; /* torch attribute name; NULL = first appearance */
+	long row_limit;      /* < 0 = all rows; torch's default is 100 */
+	const char *time_unit; /* "s", "ms", "us", "ns" or NULL (auto, as torch) */
+	const char *name_glob; /* only rows whose name matches (fnmatch); NULL = all */
+	int flops;             /* show FLOP columns when any row has FLOPs */
+	const char *const *labels; /* one label per stats object ("rank 0"); may be NULL */
+} tk_table_opts;
+
+/* Render the operator table of one or several stats objects (several = ranks:
+ * a combined table with per-rank columns and the rank that spent the most).
+ * *out is malloc'd, NUL-terminated; free() it. */
+TK_API int tk_stats_format_ops(tk_stats *const *s, size_t n, const tk_table_opts *o, char **out,
+                               size_t *len);
+/* Render a summary table (TK_STATS_KERNEL, TK_STATS_MEMCPY, TK_STATS_API). */
+TK_API int tk_stats_format_sum(tk_stats *const *s, size_t n, int which, const tk_table_opts *o,
+                               char **out, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

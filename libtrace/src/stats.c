@@ -1,0 +1,652 @@
+/* stats.c: streaming accumulation of operator rows, call paths and GPU attribution. */
+#include <stdlib.h>
+
+#include "stats_internal.h"
+
+#define TK__DEFAULT_PENDING (1u << 19)
+
+int tk__stats_fail(tk_stats *s, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	tk__fmt_msg(s->err, sizeof s->err, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t nc = *cap ? *cap : 16;
+	while (nc < need)
+		nc *= 2;
+	void *np = realloc(*p, nc * elem);
+	if (!np)
+		return TK_ERR_NOMEM;
+	*p = np;
+	*cap = nc;
+	return 0;
+}
+
+/* ---- classification ---- */
+
+static int sv_is(tk_sv s, const char *lit)
+{
+	size_t n = strlen(lit);
+	return s.len == n && memcmp(s.ptr, lit, n) == 0;
+}
+
+int tk_stats_event_class(tk_sv cat, int has_cat)
+{
+	static const struct { const char *cat; int cls; } tab[] = {
+		{"cpu_op", TK_STATS_OP}, {"Operator", TK_STATS_OP}, {"user_annotation", TK_STATS_OP},
+		{"cuda_runtime", TK_STATS_API}, {"Runtime", TK_STATS_API}, {"cuda_driver", TK_STATS_API},
+		{"mtia_runtime", TK_STATS_API}, {"privateuse1_runtime", TK_STATS_API},
+		{"kernel", TK_STATS_KERNEL}, {"Kernel", TK_STATS_KERNEL},
+		{"mtia_ccp_events", TK_STATS_KERNEL},
+		{"gpu_memcpy", TK_STATS_MEMCPY}, {"Memcpy", TK_STATS_MEMCPY},
+		{"gpu_memset", TK_STATS_MEMSET}, {"Memset", TK_STATS_MEMSET},
+	};
+	if (!has_cat || !cat.ptr)
+		return TK_STATS_OP; /* the legacy autograd exporter writes no categories */
+	for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+		if (sv_is(cat, tab[i].cat))
+			return tab[i].cls;
+	return TK_STATS_SKIP;
+}
+
+/* Explicit --cat lists: known categories keep their class, unknown ones are ops. */
+static int classify(const tk_stats *s, const tk_event *ev)
+{
+	int has = (ev->has & TK_HAS_CAT) != 0;
+	int cls = tk_stats_event_class(ev->cat, has);
+	if (!s->cats)
+		return cls;
+	char buf[128];
+	if (!has || ev->cat.len + 3 > sizeof buf)
+		return TK_STATS_SKIP;
+	buf[0] = ',';
+	memcpy(buf + 1, ev->cat.ptr, ev->cat.len);
+	memcpy(buf + 1 + ev->cat.len, ",", 2);
+	if (!strstr(s->cats, buf))
+		return TK_STATS_SKIP;
+	return cls ? cls : TK_STATS_OP;
+}
+
+/* torch's _filter_name: utility ops dropped before the tree is built. */
+static int filtered_name(tk_sv n)
+{
+	static const char *const names[] = {
+		"[memory]", "[OutOfMemory]", "profiler::_record_function_enter",
+		"profiler::_record_function_enter_new", "profiler::_record_function_exit",
+		"profiler::_call_end_callbacks_on_jit_fut", "aten::is_leaf", "aten::output_nr",
+		"aten::_version",
+	};
+	if (!n.len || (n.ptr[0] != '[' && n.ptr[0] != 'p' && n.ptr[0] != 'a'))
+		return 0;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (sv_is(n, names[i]))
+			return 1;
+	return 0;
+}
+
+/* ---- lifecycle ---- */
+
+int tk_stats_new(tk_stats **out, const tk_stats_opts *opts)
+{
+	*out = NULL;
+	tk_stats *s = calloc(1, sizeof *s);
+	if (!s)
+		return TK_ERR_NOMEM;
+	if (opts)
+		s->opts = *opts;
+	if (!s->opts.max_pending)
+		s->opts.max_pending = TK__DEFAULT_PENDING;
+	if (s->opts.cats) {
+		size_t n = strlen(s->opts.cats);
+		if (!(s->cats = malloc(n + 3))) {
+			free(s);
+			return TK_ERR_NOMEM;
+		}
+		snprintf(s->cats, n + 3, ",%s,", s->opts.cats);
+		s->opts.cats = NULL;
+	}
+	s->n_chains = 1; /* chain 0 = no op */
+	if (grow((void **)&s->chain_key, &s->cap_chains, 1024, sizeof *s->chain_key) ||
+	    !(s->chain_parent = malloc(s->cap_chains * sizeof *s->chain_parent))) {
+		tk_stats_free(s);
+		return TK_ERR_NOMEM;
+	}
+	s->info.ts_min = INT64_MAX;
+	s->info.ts_max = INT64_MIN;
+	*out = s;
+	return 0;
+}
+
+void tk_stats_free(tk_stats *s)
+{
+	if (!s)
+		return;
+	free(s->cats);
+	tk__strtab_free(&s->strs);
+	free(s->ops);
+	tk__hmap_free(&s->op_index);
+	for (size_t i = 0; i < s->n_sums; i++)
+		tk__durs_free(&s->sums[i].durs);
+	free(s->sums);
+	tk__hmap_free(&s->sum_index);
+	free(s->chain_key);
+	free(s->chain_parent);
+	tk__hmap_free(&s->chain_index);
+	tk__idmap_free(&s->ext_map);
+	tk__idmap_free(&s->corr_map);
+	for (size_t i = 0; i < s->n_threads; i++) {
+		free(s->threads[i].pend);
+		free(s->threads[i].stack);
+	}
+	free(s->threads);
+	tk__hmap_free(&s->thread_index);
+	free(s->defer);
+	for (int i = 0; i < 6; i++)
+		free(s->sum_order[i]);
+	tk__buf_free(&s->scratch);
+	free(s);
+}
+
+const char *tk_stats_error(const tk_stats *s)
+{
+	return s ? s->err : "out of memory";
+}
+
+const tk_stats_info *tk_stats_get_info(const tk_stats *s)
+{
+	return &s->info;
+}
+
+/* ---- rows, summaries and call paths ---- */
+
+static tk_sv intern(tk_stats *s, const char *p, size_t n)
+{
+	return tk__strtab_intern(&s->strs, p, n);
+}
+
+/* Row index + 1 for (name, shapes, device); 0 on allocation failure. */
+static uint32_t op_row(tk_stats *s, tk_sv name, tk_sv shapes, int dev)
+{
+	tk_sv nm = intern(s, name.ptr, name.len);
+	if (!nm.ptr)
+		return 0;
+	uint64_t key = (uint64_t)(uintptr_t)nm.ptr;
+	tk_sv sh = {"", 0};
+	if (shapes.ptr) {
+		tk__buf *b = &s->scratch;
+		b->len = 0;
+		if (tk__buf_append(b, name.ptr, name.len) || tk__buf_putc(b, '\x1f') ||
+		    tk__buf_append(b, shapes.ptr, shapes.len))
+			return 0;
+		tk_sv both = intern(s, b->p, b->len);
+		if (!both.ptr)
+			return 0;
+		key = (uint64_t)(uintptr_t)both.ptr;
+		sh = (tk_sv){both.ptr + name.len + 1, shapes.len};
+	}
+	key = key * 2 + (dev != 0);
+	uint32_t r = tk__hmap_get(&s->op_index, key);
+	if (r)
+		return r;
+	if (grow((void **)&s->ops, &s->cap_ops, s->n_ops + 1, sizeof *s->ops))
+		return 0;
+	tk__oprow *row = &s->ops[s->n_ops++];
+	memset(row, 0, sizeof *row);
+	row->pub.name = nm.ptr;
+	row->pub.shapes = sh.ptr;
+	row->pub.is_device = dev;
+	row->first_ts = INT64_MAX;
+	if (tk__hmap_put(&s->op_index, key, (uint32_t)s->n_ops))
+		return 0;
+	return (uint32_t)s->n_ops;
+}
+
+static void first_seen(tk__oprow *row, int64_t ts, int64_t dur)
+{
+	if (ts < row->first_ts || (ts == row->first_ts && ts + dur > row->first_end)) {
+		row->first_ts = ts;
+		row->first_end = ts + dur;
+	}
+}
+
+static tk__sumrow *sum_row(tk_stats *s, tk_sv name, int cls)
+{
+	tk_sv nm = intern(s, name.ptr, name.len);
+	if (!nm.ptr)
+		return NULL;
+	uint64_t key = (uint64_t)(uintptr_t)nm.ptr * 8 + (unsigned)cls;
+	uint32_t r = tk__hmap_get(&s->sum_index, key);
+	if (r)
+		return &s->sums[r - 1];
+	if (grow((void **)&s->sums, &s->cap_sums, s->n_sums + 1, sizeof *s->sums))
+		return NULL;
+	tk__sumrow *row = &s->sums[s->n_sums++];
+	memset(row, 0, sizeof *row);
+	row->pub.name = nm.ptr;
+	row->pub.min = INT64_MAX;
+	row->pub.max = INT64_MIN;
+	row->cls = cls;
+	if (tk__hmap_put(&s->sum_index, key, (uint32_t)s->n_sums))
+		return NULL;
+	return row;
+}
+
+static int sum_add(tk_stats *s, tk_sv name, int cls, int64_t dur, uint64_t bytes)
+{
+	tk__sumrow *r = sum_row(s, name, cls);
+	if (!r)
+		return TK_ERR_NOMEM;
+	r->pub.count++;
+	r->pub.total += dur;
+	r->pub.bytes += bytes;
+	if (dur < r->pub.min)
+		r->pub.min = dur;
+	if (dur > r->pub.max)
+		r->pub.max = dur;
+	return tk__durs_add(&r->durs, dur);
+}
+
+/* Chain id for (row, parent chain); 0 on allocation failure. */
+static uint32_t chain_of(tk_stats *s, uint32_t row, uint32_t parent)
+{
+	uint64_t key = (uint64_t)row << 32 | parent;
+	uint32_t c = tk__hmap_get(&s->chain_index, key);
+	if (c)
+		return c;
+	size_t cap = s->cap_chains;
+	if (grow((void **)&s->chain_key, &s->cap_chains, s->n_chains + 1, sizeof *s->chain_key))
+		return 0;
+	if (cap != s->cap_chains) {
+		uint32_t *np = realloc(s->chain_parent, s->cap_chains * sizeof *np);
+		if (!np)
+			return 0;
+		s->chain_parent = np;
+	}
+	c = (uint32_t)s->n_chains++;
+	s->chain_key[c] = row;
+	s->chain_parent[c] = parent;
+	return tk__hmap_put(&s->chain_index, key, c) ? 0 : c;
+}
+
+/* ---- CPU ops: per-thread time order and nesting ---- */
+
+static int same_id(const tk_id *a, const tk_id *b)
+{
+	if (a->kind != b->kind || a->num != b->num)
+		return 0;
+	return a->kind != TK_ID_STR ||
+	       (a->str.len == b->str.len && memcmp(a->str.ptr, b->str.ptr, a->str.len) == 0);
+}
+
+static int keep_id(tk_stats *s, tk_id *dst, const tk_id *src)
+{
+	*dst = *src;
+	if (src->kind == TK_ID_STR && !(dst->str = intern(s, src->str.ptr, src->str.len)).ptr)
+		return TK_ERR_NOMEM;
+	return 0;
+}
+
+static tk__thread *thread_lookup(tk_stats *s, const tk_event *ev);
+
+/* Consecutive events mostly share a thread: compare before building a key. */
+static tk__thread *thread_of(tk_stats *s, const tk_event *ev)
+{
+	if (s->last_thread && same_id(&s->last_pid, &ev->pid) && same_id(&s->last_tid, &ev->tid))
+		return &s->threads[s->last_thread - 1];
+	tk__thread *t = thread_lookup(s, ev);
+	if (!t || keep_id(s, &s->last_pid, &ev->pid) || keep_id(s, &s->last_tid, &ev->tid))
+		return NULL;
+	s->last_thread = (size_t)(t - s->threads) + 1;
+	return t;
+}
+
+static tk__thread *thread_lookup(tk_stats *s, const tk_event *ev)
+{
+	/* pid/tid strings are interned by the reader, but a stats object may
+	 * outlive readers: the key is built from the text. */
+	tk__buf *b = &s->scratch;
+	b->len = 0;
+	char tmp[48];
+	const tk_id *ids[2] = {&ev->pid, &ev->tid};
+	for (int i = 0; i < 2; i++) {
+		int n = snprintf(tmp, sizeof tmp, "%d:%lld:", ids[i]->kind, (long long)ids[i]->num);
+		if (tk__buf_append(b, tmp, (size_t)n) ||
+		    (ids[i]->kind == TK_ID_STR && tk__buf_append(b, ids[i]->str.ptr, ids[i]->str.len)) ||
+		    tk__buf_putc(b, '\x1f'))
+			return NULL;
+	}
+	tk_sv k = intern(s, b->p, b->len);
+	if (!k.ptr)
+		return NULL;
+	uint32_t t = tk__hmap_get(&s->thread_index, (uintptr_t)k.ptr);
+	if (t)
+		return &s->threads[t - 1];
+	if (grow((void **)&s->threads, &s->cap_threads, s->n_threads + 1, sizeof *s->threads))
+		return NULL;
+	tk__thread *th = &s->threads[s->n_threads++];
+	memset(th, 0, sizeof *th);
+	if (tk__hmap_put(&s->thread_index, (uintptr_t)k.ptr, (uint32_t)s->n_threads))
+		return NULL;
+	return th;
+}
+
+static int cmp_pend(const void *a, const void *b)
+{
+	const tk__pend *x = a, *y = b;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return (x->dur < y->dur) - (x->dur > y->dur); /* longer (outer) first */
+}
+
+/* Innermost open op that encloses [ts, end); pops ops that cannot (torch's rule). */
+static tk__frame *parent_frame(tk__thread *t, const tk__pend *p, int late)
+{
+	int64_t end = p->ts + p->dur;
+	if (late) {
+		for (size_t i = t->depth; i-- > 0;)
+			if (t->stack[i].start <= p->ts && p->ts < t->stack[i].end && end <= t->stack[i].end)
+				return &t->stack[i];
+		return NULL;
+	}
+	while (t->depth) {
+		tk__frame *top = &t->stack[t->depth - 1];
+		if (p->ts >= top->end || end > top->end)
+			t->depth--;
+		else
+			return top;
+	}
+	return NULL;
+}
+
+/* Attribute a GPU activity's time to the ops on call path `c`. */
+static void attribute(tk_stats *s, uint32_t c, int64_t dur)
+{
+	s->ops[s->chain_key[c] - 1].pub.self_dev += dur;
+	for (; c; c = s->chain_parent[c])
+		s->ops[s->chain_key[c] - 1].pub.dev_total += dur;
+}
+
+/* Call path of the launching op: by External id when the trace links it
+ * (some Kineto builds write External id == correlation, unlinked), else
+ * through the runtime call with the same correlation. */
+static uint32_t resolve(const tk_stats *s, int64_t ext, int64_t corr)
+{
+	uint32_t c = 0;
+	if (ext > 0 && ext != corr)
+		c = tk__idmap_get(&s->ext_map, (uint64_t)ext);
+	if (!c && corr > 0)
+		c = tk__idmap_get(&s->corr_map, (uint64_t)corr);
+	return c;
+}
+
+/* Retry deferred GPU activities; with `final`, the rest are unattributed. */
+static void retry_deferred(tk_stats *s, int final)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < s->n_defer; i++) {
+		tk__defer *d = &s->defer[i];
+		uint32_t c = resolve(s, d->ext, d->corr);
+		if (c)
+			attribute(s, c, d->dur);
+		else if (final)
+			s->info.unattributed++;
+		else
+			s->defer[k++] = *d;
+	}
+	s->n_defer = k;
+}
+
+/* An API call processed after later ops: its op is found by External id. */
+static tk__frame *late_api_parent(tk_stats *s, const tk__pend *p, tk__frame *tmp)
+{
+	uint32_t c = p->ext > 0 && p->ext != p->corr ? tk__idmap_get(&s->ext_map, (uint64_t)p->ext) : 0;
+	if (!c)
+		return NULL;
+	*tmp = (tk__frame){0, 0, s->chain_key[c], c, 0};
+	return tmp;
+}
+
+static int process_op(tk_stats *s, tk__thread *t, const tk__pend *p)
+{
+	int late = t->started && p->ts < t->frontier;
+	tk__frame tmp, *par = parent_frame(t, p, late);
+	if (late && p->api && !par)
+		par = late_api_parent(s, p, &tmp);
+	tk__oprow *row = &s->ops[p->key - 1];
+	row->pub.count++;
+	row->pub.cpu_total += p->dur;
+	row->pub.self_cpu += p->dur;
+	first_seen(row, p->ts, p->dur);
+	if (par)
+		s->ops[par->key - 1].pub.self_cpu -= p->dur;
+	uint64_t fl = p->flops;
+	int counted = par && par->counted;
+	if (s->opts.flops == TK_FLOPS_EXTENDED && counted)
+		fl = 0; /* the outermost counted op has these FLOPs already */
+	row->pub.flops += fl;
+	/* an API call adds no level: its kernels belong to the enclosing op */
+	uint32_t chain = p->api ? (par ? par->chain : 0) : chain_of(s, p->key, par ? par->chain : 0);
+	if (!p->api && (!chain || (p->ext > 0 && tk__idmap_put(&s->ext_map, (uint64_t)p->ext, chain))))
+		return TK_ERR_NOMEM;
+	if (p->api && chain && p->corr > 0 && tk__idmap_put(&s->corr_map, (uint64_t)p->corr, chain))
+		return TK_ERR_NOMEM;
+	if (late) {
+		s->info.late++;
+		return 0;
+	}
+	t->started = 1;
+	t->frontier = p->ts;
+	if (grow((void **)&t->stack, &t->cap_stack, t->depth + 1, sizeof *t->stack))
+		return TK_ERR_NOMEM;
+	t->stack[t->depth++] = (tk__frame){p->ts, p->ts + p->dur, p->key, chain, counted || fl > 0};
+	return 0;
+}
+
+/* Sort a thread's pending events and process the first `n` of them. */
+static int flush_thread(tk_stats *s, tk__thread *t, size_t n)
+{
+	qsort(t->pend, t->n_pend, sizeof *t->pend, cmp_pend);
+	for (size_t i = 0; i < n; i++) {
+		int rc = process_op(s, t, &t->pend[i]);
+		if (rc)
+			return tk__stats_fail(s, rc, "out of memory");
+	}
+	memmove(t->pend, t->pend + n, (t->n_pend - n) * sizeof *t->pend);
+	t->n_pend -= n;
+	s->n_pending -= n;
+	return 0;
+}
+
+/* Process every pending event; deferred GPU activities that still find no
+ * op will not find one later (Kineto writes CPU events first). */
+static int flush_all(tk_stats *s)
+{
+	for (size_t i = 0; i < s->n_threads; i++) {
+		int rc = flush_thread(s, &s->threads[i], s->threads[i].n_pend);
+		if (rc)
+			return rc;
+	}
+	retry_deferred(s, 1);
+	return 0;
+}
+
+/* Keep memory bounded: process the older half of the fullest thread, or
+ * everything when deferred GPU activities fill the budget. */
+static int over_budget(tk_stats *s, tk__thread *t)
+{
+	if (s->n_defer > s->opts.max_pending / 2 || !t)
+		return flush_all(s);
+	int rc = flush_thread(s, t, t->n_pend / 2 + 1);
+	retry_deferred(s, 0);
+	return rc;
+}
+
+static int get_ext(const tk_event *ev, const char *key, const char *alt, int64_t *v)
+{
+	*v = 0;
+	if (tk_args_get_int(ev, key, v) && (!alt || tk_args_get_int(ev, alt, v)))
+		*v = 0;
+	return *v > 0;
+}
+
+/* Row of an op, keyed by name and, when grouping, torch's shapes text. */
+static uint32_t op_key(tk_stats *s, const tk_event *ev, tk_sv name)
+{
+	if (!s->opts.group_by_shapes)
+		return op_row(s, name, (tk_sv){NULL, 0}, 0);
+	tk_sv dims;
+	s->scratch.len = 0;
+	if (tk_args_find(ev, "Input Dims", &dims) && tk_args_find(ev, "Input dims", &dims))
+		dims = (tk_sv){"[]", 2};
+	if (tk__shapes_repr(dims, &s->scratch))
+		return 0;
+	char *copy = tk__strdup(s->scratch.p); /* op_row reuses scratch */
+	if (!copy)
+		return 0;
+	uint32_t key = op_row(s, name, (tk_sv){copy, strlen(copy)}, 0);
+	free(copy);
+	return key;
+}
+
+/* CPU ops and API calls wait on their thread to be nested by time. */
+static int add_cpu(tk_stats *s, const tk_event *ev, tk_sv name, int api)
+{
+	uint32_t key = op_key(s, ev, name);
+	tk__thread *t = key ? thread_of(s, ev) : NULL;
+	if (!t || grow((void **)&t->pend, &t->cap_pend, t->n_pend + 1, sizeof *t->pend))
+		return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
+	tk__pend *p = &t->pend[t->n_pend++];
+	p->ts = ev->ts;
+	p->dur = ev->has & TK_HAS_DUR ? ev->dur : 0;
+	get_ext(ev, "External id", "external id", &p->ext);
+	get_ext(ev, "correlation", NULL, &p->corr);
+	p->flops = s->opts.flops && !api ? tk_flops_event(ev, s->opts.flops) : 0;
+	p->key = key;
+	p->api = api;
+	if (api) {
+		s->info.apis++;
+		if (sum_add(s, name, TK_STATS_API, p->dur, 0))
+			return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
+	} else {
+		s->info.ops++;
+	}
+	if (++s->n_pending + s->n_defer > s->opts.max_pending)
+		return over_budget(s, t);
+	return 0;
+}
+
+static int add_device(tk_stats *s, const tk_event *ev, tk_sv name, int cls)
+{
+	int64_t dur = ev->has & TK_HAS_DUR ? ev->dur : 0, ext, corr, bytes = 0;
+	uint32_t r = op_row(s, name, (tk_sv){NULL, 0}, 1);
+	if (!r)
+		return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
+	tk__oprow *row = &s->ops[r - 1];
+	row->pub.count++;
+	row->pub.self_dev += dur;
+	row->pub.dev_total += dur;
+	first_seen(row, ev->ts, dur);
+	s->info.device++;
+	get_ext(ev, "External id", "external id", &ext);
+	get_ext(ev, "correlation", NULL, &corr);
+	uint32_t c = resolve(s, ext, corr);
+	if (c) {
+		attribute(s, c, dur);
+	} else if (s->n_pending) {
+		if (grow((void **)&s->defer, &s->cap_defer, s->n_defer + 1, sizeof *s->defer))
+			return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
+		s->defer[s->n_defer++] = (tk__defer){dur, ext, corr};
+		if (s->n_pending + s->n_defer > s->opts.max_pending && over_budget(s, NULL))
+			return TK_ERR_NOMEM;
+	} else {
+		s->info.unattributed++;
+	}
+	if (cls != TK_STATS_KERNEL && tk_args_get_int(ev, "bytes", &bytes))
+		bytes = 0;
+	if (sum_add(s, name, cls, dur, bytes > 0 ? (uint64_t)bytes : 0))
+		return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
+	return 0;
+}
+
+int tk_stats_add(tk_stats *s, const tk_event *ev)
+{
+	if (!s || !ev || s->finished)
+		return TK_ERR_ARG;
+	if (ev->ph != 'X' || !(ev->has & TK_HAS_TS) || !ev->name.ptr)
+		return 0;
+	int cls = classify(s, ev);
+	if (cls == TK_STATS_SKIP || filtered_name(ev->name))
+		return 0;
+	if (s->opts.t_end && (ev->ts < s->opts.t_begin || ev->ts >= s->opts.t_end))
+		return 0;
+	s->info.events++;
+	if (ev->ts < s->info.ts_min)
+		s->info.ts_min = ev->ts;
+	if (ev->ts + ev->dur > s->info.ts_max)
+		s->info.ts_max = ev->ts + ev->dur;
+	tk_sv name = ev->name;
+	if (cls == TK_STATS_OP && name.len > 13 && memcmp(name.ptr, "ProfilerStep#", 13) == 0)
+		name = (tk_sv){"ProfilerStep*", 13};
+	switch (cls) {
+	case TK_STATS_OP: return add_cpu(s, ev, name, 0);
+	case TK_STATS_API: return add_cpu(s, ev, name, 1);
+	default: return add_device(s, ev, name, cls);
+	}
+}
+
+int tk_stats_add_reader(tk_stats *s, tk_reader *r)
+{
+	const tk_event *ev;
+	int rc;
+	while ((rc = tk_reader_next(r, &ev)) == TK_OK)
+		if ((rc = tk_stats_add(s, ev)) != 0)
+			return rc;
+	if (rc < 0)
+		return tk__stats_fail(s, rc, "%s", tk_reader_error(r));
+	return 0;
+}
+
+static int cmp_first(const void *a, const void *b)
+{
+	const tk__oprow *x = a, *y = b;
+	if (x->first_ts != y->first_ts)
+		return x->first_ts < y->first_ts ? -1 : 1;
+	return (x->first_end < y->first_end) - (x->first_end > y->first_end);
+}
+
+int tk_stats_finish(tk_stats *s)
+{
+	if (!s || s->finished)
+		return TK_ERR_ARG;
+	int rc = flush_all(s);
+	if (rc)
+		return rc;
+	s->finished = 1;
+	/* rows in torch's order: by the first event's (start, -end); the
+	 * indexes into ops change, so the key index is dropped */
+	qsort(s->ops, s->n_ops, sizeof *s->ops, cmp_first);
+	for (size_t i = 0; i < s->n_ops; i++)
+		s->ops[i].pub.first = i;
+	tk__hmap_free(&s->op_index);
+	tk__hmap_free(&s->chain_index);
+	tk__idmap_free(&s->ext_map);
+	tk__idmap_free(&s->corr_map);
+	return tk__stats_finish_sums(s);
+}
+
+size_t tk_stats_op_count(const tk_stats *s)
+{
+	return s->finished ? s->n_ops : 0;
+}
+
+const tk_stats_op *tk_stats_op_get(const tk_stats *s, size_t i)
+{
+	return s->finished && i < s->n_ops ? &s->ops[i].pub : NULL;
+}

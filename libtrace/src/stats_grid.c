@@ -1,0 +1,227 @@
+/* stats_grid.c: renders a grid of cells as torch/nsys text, CSV, strict JSON or Markdown. */
+#include <stdlib.h>
+
+#include "stats_grid.h"
+
+int tk__grid_col(tk__grid *g, const char *head, const char *id, int width, int left, int isnum)
+{
+	if (g->n_cols == TK__GRID_COLS || g->n_rows)
+		return TK_ERR_LIMIT;
+	size_t c = g->n_cols++;
+	snprintf(g->heads[c], sizeof g->heads[c], "%s", head);
+	g->cols[c].head = g->heads[c];
+	snprintf(g->cols[c].id, sizeof g->cols[c].id, "%s", id);
+	g->cols[c].width = width;
+	g->cols[c].left = left;
+	unsigned char *n = realloc(g->isnum, g->n_cols);
+	if (!n)
+		return TK_ERR_NOMEM;
+	g->isnum = n;
+	g->isnum[c] = (unsigned char)isnum;
+	return 0;
+}
+
+int tk__grid_row(tk__grid *g)
+{
+	size_t per = 2 * g->n_cols;
+	if (g->n_rows == g->cap_rows) {
+		size_t nc = g->cap_rows ? g->cap_rows * 2 : 64;
+		char **n = realloc(g->cells, nc * per * sizeof *n);
+		if (!n)
+			return TK_ERR_NOMEM;
+		g->cells = n;
+		g->cap_rows = nc;
+	}
+	memset(g->cells + g->n_rows * per, 0, per * sizeof *g->cells);
+	g->n_rows++;
+	return 0;
+}
+
+int tk__grid_set(tk__grid *g, size_t col, const char *disp, const char *raw)
+{
+	char **row = g->cells + (g->n_rows - 1) * 2 * g->n_cols;
+	row[col] = tk__strdup(disp);
+	row[g->n_cols + col] = tk__strdup(raw ? raw : disp);
+	return row[col] && row[g->n_cols + col] ? 0 : TK_ERR_NOMEM;
+}
+
+/* A JSON string with quotes; invalid UTF-8 is repaired by the escaper. */
+static int jstr(tk__buf *o, const char *s)
+{
+	if (tk__buf_putc(o, '"') || tk__json_escape(o, s, strlen(s)) < 0)
+		return TK_ERR_NOMEM;
+	return tk__buf_putc(o, '"');
+}
+
+int tk__grid_footer(tk__grid *g, const char *line, const char *key, const char *val)
+{
+	if (tk__buf_append(&g->foot, line, strlen(line)) || tk__buf_putc(&g->foot, '\n'))
+		return TK_ERR_NOMEM;
+	if (!key)
+		return 0;
+	if (g->foot_json.len && tk__buf_putc(&g->foot_json, ','))
+		return TK_ERR_NOMEM;
+	if (jstr(&g->foot_json, key) || tk__buf_putc(&g->foot_json, ':'))
+		return TK_ERR_NOMEM;
+	return tk__buf_append(&g->foot_json, val, strlen(val));
+}
+
+void tk__grid_free(tk__grid *g)
+{
+	for (size_t i = 0; i < g->n_rows * 2 * g->n_cols; i++)
+		free(g->cells[i]);
+	free(g->cells);
+	free(g->isnum);
+	tk__buf_free(&g->foot);
+	tk__buf_free(&g->foot_json);
+}
+
+static const char *cell(const tk__grid *g, size_t r, size_t c, int raw)
+{
+	const char *s = g->cells[r * 2 * g->n_cols + (raw ? g->n_cols : 0) + c];
+	return s ? s : "";
+}
+
+static int pad(tk__buf *o, char ch, size_t n)
+{
+	while (n--)
+		if (tk__buf_putc(o, ch))
+			return TK_ERR_NOMEM;
+	return 0;
+}
+
+/* One cell of the text form: right-aligned unless the column is left-aligned. */
+static int put_cell(tk__buf *o, const char *s, size_t w, int left)
+{
+	size_t n = strlen(s), fill = n < w ? w - n : 0;
+	if (!left && pad(o, ' ', fill))
+		return TK_ERR_NOMEM;
+	if (tk__buf_append(o, s, n))
+		return TK_ERR_NOMEM;
+	return left > 0 ? pad(o, ' ', fill) : 0;
+}
+
+static int text_line(const tk__grid *g, tk__buf *o, const size_t *w, long r)
+{
+	int rc = g->torch ? 0 : tk__buf_putc(o, ' ');
+	for (size_t c = 0; c < g->n_cols && !rc; c++) {
+		const char *s = r < 0 ? g->cols[c].head : cell(g, (size_t)r, c, 0);
+		/* a left-aligned last column is not padded (nsys look) */
+		int left = g->cols[c].left && c + 1 == g->n_cols && !g->torch ? -1 : g->cols[c].left;
+		rc = put_cell(o, s, w[c], left);
+		if (!rc && (g->torch || c + 1 < g->n_cols))
+			rc = pad(o, ' ', 2);
+	}
+	return rc ? rc : tk__buf_putc(o, '\n');
+}
+
+static int text_sep(const tk__grid *g, tk__buf *o, const size_t *w)
+{
+	int rc = g->torch ? 0 : tk__buf_putc(o, ' ');
+	for (size_t c = 0; c < g->n_cols && !rc; c++) {
+		rc = pad(o, '-', w[c]);
+		if (!rc && (g->torch || c + 1 < g->n_cols))
+			rc = pad(o, ' ', 2);
+	}
+	return rc ? rc : tk__buf_putc(o, '\n');
+}
+
+/* torch's _build_table look (fixed widths) or nsys's (fit the widest cell). */
+static int render_text(const tk__grid *g, tk__buf *o)
+{
+	size_t w[TK__GRID_COLS];
+	for (size_t c = 0; c < g->n_cols; c++) {
+		w[c] = g->cols[c].width > 0 ? (size_t)g->cols[c].width : strlen(g->cols[c].head);
+		for (size_t r = 0; !g->cols[c].width && r < g->n_rows; r++)
+			if (strlen(cell(g, r, c, 0)) > w[c])
+				w[c] = strlen(cell(g, r, c, 0));
+	}
+	int rc = g->torch ? text_sep(g, o, w) : 0;
+	rc = rc ? rc : text_line(g, o, w, -1);
+	rc = rc ? rc : text_sep(g, o, w);
+	for (size_t r = 0; r < g->n_rows && !rc; r++)
+		rc = text_line(g, o, w, (long)r);
+	if (!rc && g->torch)
+		rc = text_sep(g, o, w);
+	return rc ? rc : tk__buf_append(o, g->foot.p ? g->foot.p : "", g->foot.len);
+}
+
+static int csv_field(tk__buf *o, const char *s)
+{
+	if (!strpbrk(s, ",\"\n\r"))
+		return tk__buf_append(o, s, strlen(s));
+	int rc = tk__buf_putc(o, '"');
+	for (; *s && !rc; s++)
+		rc = (*s == '"' ? tk__buf_putc(o, '"') : 0) || tk__buf_putc(o, *s);
+	return rc ? TK_ERR_NOMEM : tk__buf_putc(o, '"');
+}
+
+static int render_csv(const tk__grid *g, tk__buf *o)
+{
+	int rc = 0;
+	for (long r = -1; r < (long)g->n_rows && !rc; r++) {
+		for (size_t c = 0; c < g->n_cols && !rc; c++) {
+			rc = (c ? tk__buf_putc(o, ',') : 0) ||
+			     csv_field(o, r < 0 ? g->cols[c].id : cell(g, (size_t)r, c, 1));
+		}
+		rc = rc ? rc : tk__buf_putc(o, '\n');
+	}
+	return rc ? TK_ERR_NOMEM : 0;
+}
+
+static int render_json(const tk__grid *g, tk__buf *o)
+{
+	int rc = tk__buf_append(o, "{\"rows\":[", 9);
+	for (size_t r = 0; r < g->n_rows && !rc; r++) {
+		rc = tk__buf_append(o, r ? ",{" : "{", r ? 2 : 1);
+		for (size_t c = 0; c < g->n_cols && !rc; c++) {
+			const char *v = cell(g, r, c, 1);
+			rc = (c ? tk__buf_putc(o, ',') : 0) ||
+			     jstr(o, g->cols[c].id) || tk__buf_putc(o, ':') ||
+			     (g->isnum[c] && *v ? tk__buf_append(o, v, strlen(v)) : jstr(o, v));
+		}
+		rc = rc ? rc : tk__buf_putc(o, '}');
+	}
+	rc = rc ? rc : tk__buf_append(o, "],\"totals\":{", 12);
+	rc = rc ? rc : tk__buf_append(o, g->foot_json.p ? g->foot_json.p : "", g->foot_json.len);
+	return rc ? TK_ERR_NOMEM : tk__buf_append(o, "}}\n", 3);
+}
+
+static int md_escape(tk__buf *o, const char *s)
+{
+	int rc = 0;
+	for (; *s && !rc; s++)
+		rc = (*s == '|' ? tk__buf_putc(o, '\\') : 0) || tk__buf_putc(o, *s);
+	return rc ? TK_ERR_NOMEM : 0;
+}
+
+static int render_md(const tk__grid *g, tk__buf *o)
+{
+	int rc = 0;
+	for (long r = -2; r < (long)g->n_rows && !rc; r++) {
+		rc = tk__buf_putc(o, '|');
+		for (size_t c = 0; c < g->n_cols && !rc; c++) {
+			if (r == -1)
+				rc = tk__buf_append(o, g->cols[c].left ? ":---|" : "---:|", 5);
+			else
+				rc = tk__buf_putc(o, ' ') ||
+				     md_escape(o, r < 0 ? g->cols[c].head : cell(g, (size_t)r, c, 0)) ||
+				     tk__buf_append(o, " |", 2);
+		}
+		rc = rc ? rc : tk__buf_putc(o, '\n');
+	}
+	if (!rc && g->foot.len)
+		rc = tk__buf_putc(o, '\n') || tk__buf_append(o, g->foot.p, g->foot.len);
+	return rc ? TK_ERR_NOMEM : 0;
+}
+
+int tk__grid_render(const tk__grid *g, int format, tk__buf *out)
+{
+	switch (format) {
+	case TK_TABLE_TEXT: return render_text(g, out);
+	case TK_TABLE_CSV: return render_csv(g, out);
+	case TK_TABLE_JSON: return render_json(g, out);
+	case TK_TABLE_MARKDOWN: return render_md(g, out);
+	default: return TK_ERR_ARG;
+	}
+}

@@ -1,0 +1,36 @@
+/* stats_grid.h: a table of display and raw cells rendered as text, CSV, JSON or Markdown. */
+#ifndef TK_STATS_GRID_H
+#define TK_STATS_GRID_H
+
+#include "stats_internal.h"
+
+#define TK__GRID_COLS 48
+
+typedef struct tk__gcol {
+	const char *head; /* display header */
+	char id[48];      /* CSV/JSON key */
+	int width;        /* text width; 0 = fit the widest cell (nsys look) */
+	int left;         /* left-aligned */
+} tk__gcol;
+
+typedef struct tk__grid {
+	int torch;            /* torch's look: fixed widths, trailing spaces */
+	tk__gcol cols[TK__GRID_COLS];
+	size_t n_cols;
+	char **cells;         /* per row: n_cols display strings then n_cols raw strings */
+	unsigned char *isnum; /* per column: raw value is a JSON number */
+	size_t n_rows, cap_rows;
+	tk__buf foot;         /* display footer lines */
+	tk__buf foot_json;    /* "key":value,... */
+	char heads[TK__GRID_COLS][48];
+} tk__grid;
+
+int tk__grid_col(tk__grid *g, const char *head, const char *id, int width, int left, int isnum);
+/* Start a row; then set each column with tk__grid_set. */
+int tk__grid_row(tk__grid *g);
+int tk__grid_set(tk__grid *g, size_t col, const char *disp, const char *raw);
+int tk__grid_footer(tk__grid *g, const char *line, const char *json_key, const char *json_val);
+int tk__grid_render(const tk__grid *g, int format, tk__buf *out);
+void tk__grid_free(tk__grid *g);
+
+#endif

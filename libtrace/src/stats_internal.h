@@ -1,0 +1,123 @@
+/* stats_internal.h: private structures shared by the stats_*.c sources. */
+#ifndef TK_STATS_INTERNAL_H
+#define TK_STATS_INTERNAL_H
+
+#include "internal.h"
+#include "tracekit/stats.h"
+
+/* ---- small maps (stats_map.c) ---- */
+
+/* Open addressing from a 64-bit key (never 0 after mixing) to a u32 value. */
+typedef struct tk__hmap {
+	uint64_t *keys;
+	uint32_t *vals;
+	size_t n_slots, n;
+} tk__hmap;
+/* Returns the value, or 0 if absent (values are stored +1 by callers). */
+uint32_t tk__hmap_get(const tk__hmap *m, uint64_t key);
+int tk__hmap_put(tk__hmap *m, uint64_t key, uint32_t val);
+void tk__hmap_free(tk__hmap *m);
+
+/* Dense ids (External id, correlation) -> u32, in pages of 4096 entries: 4
+ * bytes per id when ids are dense, as Kineto's are. */
+typedef struct tk__idmap {
+	tk__hmap dir; /* page number + 1 -> page index + 1 */
+	uint32_t **pages;
+	size_t n_pages, pages_cap;
+} tk__idmap;
+uint32_t tk__idmap_get(const tk__idmap *m, uint64_t id);
+int tk__idmap_put(tk__idmap *m, uint64_t id, uint32_t val);
+void tk__idmap_free(tk__idmap *m);
+
+/* Durations kept exactly for medians: u32 ns, wider values apart. */
+typedef struct tk__durs {
+	uint32_t *small;
+	size_t n_small, cap_small;
+	int64_t *big;
+	size_t n_big, cap_big;
+} tk__durs;
+int tk__durs_add(tk__durs *d, int64_t v);
+/* All values sorted into a new array of d's count; NULL on failure. */
+int64_t *tk__durs_sorted(const tk__durs *d);
+void tk__durs_free(tk__durs *d);
+
+/* ---- the stats object (stats.c) ---- */
+
+typedef struct tk__oprow {
+	tk_stats_op pub;
+	int64_t first_ts, first_end; /* earliest (start, -end) seen */
+} tk__oprow;
+
+typedef struct tk__sumrow {
+	tk_stats_sum pub;
+	int cls;
+	tk__durs durs;
+} tk__sumrow;
+
+/* A CPU op or API call waiting to be sorted by time on its thread. */
+typedef struct tk__pend {
+	int64_t ts, dur, ext, corr;
+	uint64_t flops;
+	uint32_t key;
+	int api;
+} tk__pend;
+
+/* A GPU activity whose launching op is not known yet. */
+typedef struct tk__defer {
+	int64_t dur, ext, corr;
+} tk__defer;
+
+/* An op open on a thread's stack. */
+typedef struct tk__frame {
+	int64_t start, end;
+	uint32_t key, chain;
+	int counted; /* it or an ancestor counts FLOPs (extended mode) */
+} tk__frame;
+
+typedef struct tk__thread {
+	tk__pend *pend;
+	size_t n_pend, cap_pend;
+	tk__frame *stack;
+	size_t depth, cap_stack;
+	int64_t frontier; /* start of the last op processed */
+	int started;
+} tk__thread;
+
+struct tk_stats {
+	tk_stats_opts opts;
+	char *cats; /* owned copy of opts.cats, ",a,b," */
+	tk__strtab strs;
+	tk__oprow *ops;
+	size_t n_ops, cap_ops;
+	tk__hmap op_index;
+	tk__sumrow *sums;
+	size_t n_sums, cap_sums;
+	tk__hmap sum_index;
+	/* call paths: chain i = (chain_key[i], chain_parent[i]); 0 = none */
+	uint32_t *chain_key, *chain_parent;
+	size_t n_chains, cap_chains;
+	tk__hmap chain_index;
+	tk__idmap ext_map, corr_map;
+	tk__thread *threads;
+	size_t n_threads, cap_threads;
+	tk__hmap thread_index;
+	tk_id last_pid, last_tid; /* strings held in strs */
+	size_t last_thread;       /* index + 1 of the thread of the last CPU event */
+	size_t n_pending;
+	tk__defer *defer;
+	size_t n_defer, cap_defer;
+	/* results, built by tk_stats_finish */
+	int finished;
+	size_t *sum_order[6];
+	size_t n_sum_order[6];
+	tk_stats_info info;
+	tk__buf scratch;
+	char err[TK__ERRLEN];
+};
+
+int tk__stats_fail(tk_stats *s, int code, const char *fmt, ...) TK__PRINTF(3, 4);
+/* Python's repr of the Input Dims list: "[[8, 1024], [], [1024, 1024]]". */
+int tk__shapes_repr(tk_sv dims_json, tk__buf *out);
+int tk__stats_finish_sums(tk_stats *s);
+
+#endif

@@ -1,0 +1,271 @@
+/* test_stats.c: FLOP formulas, self/total times and GPU attribution of libtracekit's stats. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tracekit/stats.h"
+
+/* Build dims from a literal list: n items, each "len, v0, v1, ..." (-1 = not a list). */
+static tk_dims mk(int n, ...)
+{
+	static int64_t vals_[4][64];
+	static int64_t *items_[4][16];
+	static int lens_[4][16];
+	static int slot; /* a few dims may be alive at once */
+	int64_t *vals = vals_[slot], **items = items_[slot];
+	int *lens = lens_[slot];
+	slot = (slot + 1) % 4;
+	va_list ap;
+	va_start(ap, n);
+	size_t nv = 0;
+	for (int i = 0; i < n; i++) {
+		lens[i] = va_arg(ap, int);
+		items[i] = vals + nv;
+		for (int k = 0; k < lens[i]; k++)
+			vals[nv++] = va_arg(ap, int);
+	}
+	va_end(ap);
+	return (tk_dims){(size_t)n, lens, items, vals};
+}
+
+static uint64_t fl(const char *name, tk_dims d, int mode)
+{
+	return tk_flops(name, &d, NULL, mode);
+}
+
+static void test_flops_torch_set(void **st)
+{
+	(void)st;
+	/* mm [3,5]x[5,7]: 2*3*5*7 = 210 */
+	assert_int_equal(fl("aten::mm", mk(2, 2, 3, 5, 2, 5, 7), TK_FLOPS_TORCH), 210);
+	/* addmm bias ignored, inputs 1 and 2: 2*4*8*16 = 1024 */
+	assert_int_equal(fl("aten::addmm", mk(3, 1, 16, 2, 4, 8, 2, 8, 16), TK_FLOPS_TORCH), 1024);
+	/* bmm [2,3,5]x[2,5,7]: 2*2*3*5*7 = 420 */
+	assert_int_equal(fl("aten::bmm", mk(2, 3, 2, 3, 5, 3, 2, 5, 7), TK_FLOPS_TORCH), 420);
+	/* baddbmm inputs 1 and 2 */
+	assert_int_equal(fl("aten::baddbmm", mk(3, 3, 2, 3, 7, 3, 2, 3, 5, 3, 2, 5, 7), TK_FLOPS_TORCH), 420);
+	/* mul/add: numel of input 0 = 4*16 = 64; a 0-d tensor counts 1 */
+	assert_int_equal(fl("aten::mul", mk(2, 2, 4, 16, 2, 4, 16), TK_FLOPS_TORCH), 64);
+	assert_int_equal(fl("aten::add", mk(2, 0, 0), TK_FLOPS_TORCH), 1);
+	/* shapes that do not fit and ops torch does not count give 0 */
+	assert_int_equal(fl("aten::mm", mk(2, 3, 1, 3, 5, 2, 5, 7), TK_FLOPS_TORCH), 0);
+	assert_int_equal(fl("aten::linear", mk(2, 2, 4, 8, 2, 16, 8), TK_FLOPS_TORCH), 0);
+	assert_int_equal(fl("aten::mul_", mk(1, 1, 10), TK_FLOPS_TORCH), 0);
+	assert_int_equal(fl("aten::mm", mk(2, 2, 3, 5, 2, 5, 7), TK_FLOPS_NONE), 0);
+}
+
+static void test_flops_conv2d(void **st)
+{
+	(void)st;
+	/* input [10,256,14,14], weight [512,256,3,3], stride 2, pad 1, dil 1, groups 1:
+	 * out = (14 + 2 - 2 - 1)/2 + 1 = 7; 2*10*7*7*3*3*256*512 = 1,156,055,040 */
+	tk_dims d = mk(2, 4, 10, 256, 14, 14, 4, 512, 256, 3, 3);
+	tk_dims c = mk(7, -1, -1, -1, 2, 2, 2, 2, 1, 1, 2, 1, 1, 1, 1);
+	assert_int_equal(tk_flops("aten::conv2d", &d, &c, TK_FLOPS_TORCH), 1156055040ull);
+	/* no Concrete Inputs: stride 1, pad 0: out 12; 2*10*12*12*9*256*512 = 3,397,386,240 */
+	assert_int_equal(tk_flops("aten::conv2d", &d, NULL, TK_FLOPS_TORCH), 3397386240ull);
+	/* groups 2 halves it (torch keeps the full input channels and divides) */
+	tk_dims g = mk(7, -1, -1, -1, 2, 2, 2, 2, 1, 1, 2, 1, 1, 1, 2);
+	assert_int_equal(tk_flops("aten::conv2d", &d, &g, TK_FLOPS_TORCH), 578027520ull);
+}
+
+static void test_flops_extended(void **st)
+{
+	(void)st;
+	/* linear [4,8] x weight [16,8]: 2*32*16 = 1024; [2,3,8] input: 2*48*16 = 1536 */
+	assert_int_equal(fl("aten::linear", mk(3, 2, 4, 8, 2, 16, 8, 1, 16), TK_FLOPS_EXTENDED), 1024);
+	assert_int_equal(fl("aten::linear", mk(2, 3, 2, 3, 8, 2, 16, 8), TK_FLOPS_EXTENDED), 1536);
+	/* matmul broadcast [2,1,3,5] x [4,5,7]: batch 2*4, 2*8*3*5*7 = 1680 */
+	assert_int_equal(fl("aten::matmul", mk(2, 4, 2, 1, 3, 5, 3, 4, 5, 7), TK_FLOPS_EXTENDED), 1680);
+	/* matmul vector cases: [5]x[5] = 10; [3,5]x[5] = 30 */
+	assert_int_equal(fl("aten::matmul", mk(2, 1, 5, 1, 5), TK_FLOPS_EXTENDED), 10);
+	assert_int_equal(fl("aten::matmul", mk(2, 2, 3, 5, 1, 5), TK_FLOPS_EXTENDED), 30);
+	/* in-place variants */
+	assert_int_equal(fl("aten::mul_", mk(1, 1, 10), TK_FLOPS_EXTENDED), 10);
+	assert_int_equal(fl("aten::add_", mk(1, 2, 3, 3), TK_FLOPS_EXTENDED), 9);
+	assert_int_equal(fl("aten::addmm_", mk(3, 2, 4, 16, 2, 4, 8, 2, 8, 16), TK_FLOPS_EXTENDED), 1024);
+	assert_int_equal(fl("aten::baddbmm_", mk(3, 0, 3, 2, 3, 5, 3, 2, 5, 7), TK_FLOPS_EXTENDED), 420);
+	/* conv1d [2,4,10] w [8,4,3], stride 1: out 8; 2*2*8*3*4*8 = 3072 */
+	assert_int_equal(fl("aten::conv1d", mk(2, 3, 2, 4, 10, 3, 8, 4, 3), TK_FLOPS_EXTENDED), 3072);
+	/* conv3d [1,2,4,4,4] w [3,2,3,3,3]: out 2^3; 2*1*8*27*2*3 = 2592 */
+	assert_int_equal(fl("aten::conv3d", mk(2, 5, 1, 2, 4, 4, 4, 5, 3, 2, 3, 3, 3), TK_FLOPS_EXTENDED),
+	                 2592);
+	/* sdpa q,k,v [2,4,16,8]: 2*8*16*16*(8+8) = 65536; backward (grad first): 2*8*16*16*40 */
+	tk_dims a = mk(3, 4, 2, 4, 16, 8, 4, 2, 4, 16, 8, 4, 2, 4, 16, 8);
+	assert_int_equal(tk_flops("aten::scaled_dot_product_attention", &a, NULL, TK_FLOPS_EXTENDED),
+	                 65536);
+	assert_int_equal(tk_flops("aten::scaled_dot_product_attention", &a, NULL, TK_FLOPS_TORCH), 0);
+	tk_dims b = mk(4, 4, 2, 4, 16, 8, 4, 2, 4, 16, 8, 4, 2, 4, 16, 8, 4, 2, 4, 16, 8);
+	assert_int_equal(tk_flops("aten::_scaled_dot_product_flash_attention_backward", &b, NULL,
+	                          TK_FLOPS_EXTENDED), 163840);
+}
+
+static void test_flops_transposed_convolution(void **st)
+{
+	(void)st;
+	/* aten::convolution, transposed: input [1,4,5,5], weight [4,2,3,3] (Cin, Cout/g):
+	 * 2*1*25*9*4*2 = 3600 */
+	tk_dims d = mk(2, 4, 1, 4, 5, 5, 4, 4, 2, 3, 3);
+	tk_dims c = mk(9, -1, -1, -1, 1, 1, 1, 0, 1, 1, 1, 1, 0, 1, 1);
+	assert_int_equal(tk_flops("aten::convolution", &d, &c, TK_FLOPS_EXTENDED), 3600);
+}
+
+static tk_stats *load(const char *name, tk_stats_opts *o)
+{
+	char path[1024];
+	snprintf(path, sizeof path, "%s/%s", TK_TESTDATA, name);
+	tk_reader *r = NULL;
+	tk_stats *s = NULL;
+	assert_int_equal(tk_reader_open_path(&r, path, NULL), 0);
+	assert_int_equal(tk_stats_new(&s, o), 0);
+	assert_int_equal(tk_stats_add_reader(s, r), 0);
+	assert_int_equal(tk_stats_finish(s), 0);
+	tk_reader_free(r);
+	return s;
+}
+
+static const tk_stats_op *row(const tk_stats *s, const char *name)
+{
+	for (size_t i = 0; i < tk_stats_op_count(s); i++)
+		if (strcmp(tk_stats_op_get(s, i)->name, name) == 0)
+			return tk_stats_op_get(s, i);
+	fail_msg("no row %s", name);
+	return NULL;
+}
+
+/* tiny_gpu.json, by hand (µs):
+ *   ProfilerStep#1 [0,100) > linear [10,60) > addmm [15,55) > cudaLaunchKernel [20,30)
+ *                          > mul [70,90) > cudaLaunchKernel [75,80); is_leaf dropped;
+ *   python_function not counted by default.
+ *   self: step 100-50-20 = 30, linear 50-40 = 10, addmm 40-10 = 30, mul 20-5 = 15,
+ *         launches 10+5 = 15; sum 100.
+ *   GPU: gemm 8 (addmm, via External id 3), mul_kernel 4 (mul), memcpy 2 unattributed.
+ *   CUDA total: addmm 8, linear 8, step 12, mul 4; self CUDA total 14.
+ *   FLOPs (torch): addmm 2*4*8*16 = 1024, mul 64; extended: linear 1024, addmm 0. */
+static void check_tiny(const tk_stats *s, int extended)
+{
+	const tk_stats_op *o = row(s, "ProfilerStep*");
+	assert_int_equal(o->self_cpu, 30000);
+	assert_int_equal(o->cpu_total, 100000);
+	assert_int_equal(o->dev_total, 12000);
+	assert_int_equal(o->self_dev, 0);
+	o = row(s, "aten::linear");
+	assert_int_equal(o->self_cpu, 10000);
+	assert_int_equal(o->dev_total, 8000);
+	assert_int_equal(o->flops, extended ? 1024 : 0);
+	o = row(s, "aten::addmm");
+	assert_int_equal(o->self_cpu, 30000);
+	assert_int_equal(o->self_dev, 8000);
+	assert_int_equal(o->flops, extended ? 0 : 1024);
+	o = row(s, "cudaLaunchKernel");
+	assert_int_equal(o->count, 2);
+	assert_int_equal(o->self_cpu, 15000);
+	o = row(s, "aten::mul");
+	assert_int_equal(o->self_cpu, 15000);
+	assert_int_equal(o->self_dev, 4000);
+	assert_int_equal(o->flops, 64);
+	assert_true(row(s, "gemm")->is_device);
+	assert_int_equal(tk_stats_get_info(s)->unattributed, 1);
+}
+
+static void test_tiny_gpu(void **st)
+{
+	(void)st;
+	tk_stats_opts o = {0};
+	o.flops = TK_FLOPS_TORCH;
+	tk_stats *s = load("tiny_gpu.json", &o);
+	check_tiny(s, 0);
+	assert_string_equal(tk_stats_op_get(s, 0)->name, "ProfilerStep*"); /* first by start */
+	const tk_stats_sum *k = tk_stats_sum_get(s, TK_STATS_KERNEL, 0);
+	assert_string_equal(k->name, "gemm");
+	assert_int_equal(k->total, 8000);
+	const tk_stats_sum *a = tk_stats_sum_get(s, TK_STATS_API, 0);
+	assert_int_equal(a->count, 2);
+	assert_true(a->med == 7500.0);
+	assert_int_equal(tk_stats_sum_get(s, TK_STATS_MEMCPY, 0)->bytes, 1000);
+	tk_stats_free(s);
+	o.flops = TK_FLOPS_EXTENDED;
+	s = load("tiny_gpu.json", &o);
+	check_tiny(s, 1);
+	tk_stats_free(s);
+}
+
+/* With room for only 2 pending events the late ProfilerStep is processed
+ * after its children: it is counted as a late op. */
+static void test_small_budget(void **st)
+{
+	(void)st;
+	tk_stats_opts o = {0};
+	o.max_pending = 2;
+	tk_stats *s = load("tiny_gpu.json", &o);
+	assert_true(tk_stats_get_info(s)->late > 0);
+	assert_int_equal(row(s, "ProfilerStep*")->cpu_total, 100000);
+	assert_int_equal(row(s, "aten::addmm")->self_dev, 8000);
+	tk_stats_free(s);
+}
+
+/* Median and sample stddev are exact: 1,2,3,10 -> median 2.5 */
+static void test_median(void **st)
+{
+	(void)st;
+	tk_stats *s = NULL;
+	assert_int_equal(tk_stats_new(&s, NULL), 0);
+	int64_t d[] = {3, 1, 10, 2};
+	for (int i = 0; i < 4; i++) {
+		tk_event ev = {0};
+		ev.ph = 'X';
+		ev.has = TK_HAS_TS | TK_HAS_DUR | TK_HAS_NAME | TK_HAS_CAT;
+		ev.ts = i * 100;
+		ev.dur = d[i];
+		ev.name = (tk_sv){"k", 1};
+		ev.cat = (tk_sv){"kernel", 6};
+		assert_int_equal(tk_stats_add(s, &ev), 0);
+	}
+	assert_int_equal(tk_stats_finish(s), 0);
+	const tk_stats_sum *k = tk_stats_sum_get(s, TK_STATS_KERNEL, 0);
+	assert_true(k->med == 2.5);
+	assert_int_equal(k->min, 1);
+	assert_int_equal(k->max, 10);
+	/* mean 4; squares 9+1+36+4 = 50 over 3 */
+	assert_true(k->stddev > 4.0824 && k->stddev < 4.0825);
+	tk_stats_free(s);
+}
+
+static void test_format_json(void **st)
+{
+	(void)st;
+	tk_stats *s = load("tiny_gpu.json", NULL);
+	tk_table_opts o = {0};
+	o.format = TK_TABLE_JSON;
+	o.row_limit = -1;
+	o.sort_by = "bogus";
+	char *out = NULL;
+	assert_int_equal(tk_stats_format_ops(&s, 1, &o, &out, NULL), TK_ERR_ARG);
+	assert_non_null(strstr(tk_stats_error(s), "bogus"));
+	o.sort_by = "self_cpu_time_total";
+	assert_int_equal(tk_stats_format_ops(&s, 1, &o, &out, NULL), 0);
+	assert_non_null(strstr(out, "\"self_cpu_time_total_ns\":100000"));
+	free(out);
+	tk_stats_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_flops_torch_set),
+		cmocka_unit_test(test_flops_conv2d),
+		cmocka_unit_test(test_flops_extended),
+		cmocka_unit_test(test_flops_transposed_convolution),
+		cmocka_unit_test(test_tiny_gpu),
+		cmocka_unit_test(test_small_budget),
+		cmocka_unit_test(test_median),
+		cmocka_unit_test(test_format_json),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,343 @@
+/* trace-stats.c: torch's operator table, nsys-style kernel/memcpy/API summaries and FLOPs. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "tracekit/stats.h"
+#include "tracekit/tracekit.h"
+
+enum { O_OUT = 'o', O_QUIET = 'q', O_SORT = 's', O_LIMIT = 'n', O_FORMAT = 'f', O_TABLES = 't',
+       O_SHAPES = 0x100, O_UNIT, O_CAT, O_NAME, O_WINDOW, O_STEPS, O_FLOPS, O_PENDING };
+
+static const cli_opt opts[] = {
+	{O_SORT, 's', "sort", "KEY", "sort rows by a torch key: self_cpu_time_total, cpu_time_total,\n"
+	 "                             self_cuda_time_total, cuda_time_total, count, flops, cpu_time,\n"
+	 "                             cuda_time, none (default: none, first appearance, as torch)"},
+	{O_LIMIT, 'n', "row-limit", "N", "print at most N rows per table (default 100; -1 = all)"},
+	{O_SHAPES, 0, "group-by-input-shape", NULL, "one row per (name, Input Dims), with Input Shapes"},
+	{O_UNIT, 0, "time-unit", "UNIT", "print times in s, ms, us or ns (default: torch's choice)"},
+	{O_CAT, 0, "cat", "LIST", "count only these categories (comma separated)"},
+	{O_NAME, 0, "name", "GLOB", "show only rows whose name matches GLOB"},
+	{O_WINDOW, 0, "window", "BEGIN:END", "only events starting in [BEGIN, END) µs of the trace clock"},
+	{O_STEPS, 0, "steps", "A[-B]", "only events inside ProfilerStep#A..#B (reads each input twice)"},
+	{O_FLOPS, 0, "flops", "MODE", "torch (default), extended or none (see docs/flops.md)"},
+	{O_FORMAT, 'f', "format", "FMT", "text (default), csv, json or md"},
+	{O_TABLES, 't', "tables", "LIST", "ops,kernels,memcpy,api (default: all that have rows)"},
+	{O_PENDING, 0, "max-pending", "N", "CPU ops held for time sorting (default 524288)"},
+	{O_OUT, 'o', "output", "FILE", "write to FILE instead of standard output"},
+	{O_QUIET, 'q', "quiet", NULL, "no warnings"},
+	{0, 0, NULL, NULL, NULL},
+};
+
+static const cli_tool tool = {
+	"trace-stats",
+	"TRACE... [options]",
+	"Summarise PyTorch profiler traces without Python: the operator table that\n"
+	"prof.key_averages().table() prints (self and total CPU and CUDA time, calls,\n"
+	"FLOPs), then kernel, memcpy/memset and runtime API summaries in the shape of\n"
+	"nsys cuda_gpu_kern_sum. Several traces are treated as ranks: the tables are\n"
+	"combined and get one column per rank and the rank that spent the most.",
+	opts,
+	"exit status: 0 success, 1 data or I/O error (other inputs are still read), 2 usage error.\n\n"
+	"examples:\n"
+	"  trace-stats rank0.json.gz --sort self_cuda_time_total --row-limit 10\n"
+	"  trace-stats --group-by-input-shape --flops extended -t ops trace.json\n"
+	"  trace-stats worker*.json --sort cuda_time_total -f md > summary.md\n",
+};
+
+typedef struct stats_opts {
+	char **in;
+	int n_in;
+	const char *out;
+	tk_stats_opts sopts;
+	tk_table_opts topts;
+	int tables; /* bits: 1 ops, 2 kernels, 4 memcpy, 8 api */
+	int tables_given;
+	long step_a, step_b; /* -1 = no step filter */
+	int quiet;
+} stats_opts;
+
+/* ---- options ---- */
+
+static int parse_window(const char *arg, tk_stats_opts *so)
+{
+	char *end;
+	double a = strtod(arg, &end);
+	if (*end != ':')
+		return -1;
+	double b = strtod(end + 1, &end);
+	if (*end || b <= a)
+		return -1;
+	so->t_begin = (int64_t)(a * 1000.0);
+	so->t_end = (int64_t)(b * 1000.0);
+	return 0;
+}
+
+static int parse_tables(const char *arg)
+{
+	static const char *const names[] = {"ops", "kernels", "memcpy", "api"};
+	int bits = 0;
+	char buf[128];
+	snprintf(buf, sizeof buf, "%s", arg);
+	for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+		int found = 0;
+		for (int i = 0; i < 4; i++)
+			if (strcmp(t, names[i]) == 0)
+				bits |= 1 << i, found = 1;
+		if (!found)
+			return -1;
+	}
+	return bits;
+}
+
+static int parse_enum(const char *arg, const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(arg, names[i]) == 0)
+			return i;
+	return -1;
+}
+
+static int parse_one(stats_opts *o, int c, const char *arg)
+{
+	static const char *const flops[] = {"none", "torch", "extended"};
+	static const char *const fmts[] = {"text", "csv", "json", "md"};
+	static const char *const units[] = {"s", "ms", "us", "ns"};
+	char *end;
+	switch (c) {
+	case O_SORT: o->topts.sort_by = arg; return 0;
+	case O_LIMIT: o->topts.row_limit = strtol(arg, &end, 10); return *end ? -1 : 0;
+	case O_SHAPES: o->sopts.group_by_shapes = 1; return 0;
+	case O_UNIT: o->topts.time_unit = arg; return parse_enum(arg, units, 4) < 0 ? -1 : 0;
+	case O_CAT: o->sopts.cats = arg; return 0;
+	case O_NAME: o->topts.name_glob = arg; return 0;
+	case O_WINDOW: return parse_window(arg, &o->sopts);
+	case O_STEPS:
+		o->step_a = o->step_b = strtol(arg, &end, 10);
+		if (*end == '-')
+			o->step_b = strtol(end + 1, &end, 10);
+		return *end || o->step_a < 0 || o->step_b < o->step_a ? -1 : 0;
+	case O_FLOPS: o->sopts.flops = parse_enum(arg, flops, 3); return o->sopts.flops < 0 ? -1 : 0;
+	case O_FORMAT: o->topts.format = parse_enum(arg, fmts, 4); return o->topts.format < 0 ? -1 : 0;
+	case O_TABLES: o->tables = parse_tables(arg); o->tables_given = 1; return o->tables < 0 ? -1 : 0;
+	case O_PENDING: o->sopts.max_pending = strtoul(arg, &end, 10); return *end ? -1 : 0;
+	case O_OUT: o->out = arg; return 0;
+	case O_QUIET: o->quiet = 1; return 0;
+	default: return -2;
+	}
+}
+
+static int parse_args(int argc, char **argv, stats_opts *o)
+{
+	const char *arg;
+	int c, ind;
+	memset(o, 0, sizeof *o);
+	o->topts.row_limit = 100;
+	o->sopts.flops = TK_FLOPS_TORCH;
+	o->topts.flops = 1;
+	o->tables = 15;
+	o->step_a = o->step_b = -1;
+	while ((c = cli_next(&tool, argc, argv, &arg, &ind)) != -1) {
+		int rc = c == -2 ? -2 : parse_one(o, c, arg);
+		if (rc == -1)
+			cli_usage_error(&tool, "bad value '%s' for %s", arg, argv[ind - 1]);
+		if (rc)
+			return 2;
+	}
+	if (ind >= argc) {
+		cli_usage_error(&tool, "missing input trace");
+		return 2;
+	}
+	o->in = argv + ind;
+	o->n_in = argc - ind;
+	for (int i = 0; i < o->n_in && o->step_a >= 0; i++)
+		if (strcmp(o->in[i], "-") == 0) {
+			cli_usage_error(&tool, "--steps reads each input twice and cannot read standard input");
+			return 2;
+		}
+	return 0;
+}
+
+/* ---- reading ---- */
+
+static void warn_reader(const stats_opts *o, tk_reader *r)
+{
+	for (size_t i = 0; !o->quiet && tk_reader_warning(r, i); i++)
+		cli_warn(tool.name, "%s", tk_reader_warning(r, i));
+}
+
+/* First pass for --steps: the time span of ProfilerStep#A..#B. */
+static int step_window(const stats_opts *o, const char *path, tk_stats_opts *so)
+{
+	tk_reader *r = NULL;
+	const tk_event *ev;
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	int rc = tk_reader_open_path(&r, path, NULL);
+	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK) {
+		if (ev->ph != 'X' || ev->name.len < 14 || memcmp(ev->name.ptr, "ProfilerStep#", 13))
+			continue;
+		long n = strtol(ev->name.ptr + 13, NULL, 10);
+		if (n < o->step_a || n > o->step_b)
+			continue;
+		lo = ev->ts < lo ? ev->ts : lo;
+		hi = ev->ts + ev->dur > hi ? ev->ts + ev->dur : hi;
+	}
+	if (rc < 0)
+		cli_err(tool.name, "%s", r ? tk_reader_error(r) : tk_strerror(rc));
+	tk_reader_free(r);
+	if (rc < 0)
+		return 1;
+	if (lo > hi) {
+		cli_err(tool.name, "%s: no ProfilerStep#%ld..#%ld events", path, o->step_a, o->step_b);
+		return 1;
+	}
+	so->t_begin = lo;
+	so->t_end = hi + 1;
+	return 0;
+}
+
+/* "rank N" from distributedInfo when the trace has it. */
+static void rank_label(tk_reader *r, int index, char *buf, size_t cap)
+{
+	tk_sv di = tk_reader_meta_find(r, "distributedInfo"), v;
+	if (di.ptr && tk_json_obj_find(di, "rank", &v) == 0 && v.len < 20)
+		snprintf(buf, cap, "rank %.*s", (int)v.len, v.ptr);
+	else
+		snprintf(buf, cap, "trace %d", index);
+}
+
+static int read_one(const stats_opts *o, int i, tk_stats **out, char *label, size_t cap)
+{
+	tk_stats_opts so = o->sopts;
+	if (o->step_a >= 0 && step_window(o, o->in[i], &so))
+		return 1;
+	tk_reader *r = NULL;
+	int rc = tk_reader_open_path(&r, o->in[i], NULL);
+	if (rc) {
+		cli_err(tool.name, "%s", r ? tk_reader_error(r) : tk_strerror(rc));
+		tk_reader_free(r);
+		return 1;
+	}
+	rc = tk_stats_new(out, &so);
+	if (!rc && (rc = tk_stats_add_reader(*out, r)) == 0)
+		rc = tk_stats_finish(*out);
+	if (rc)
+		cli_err(tool.name, "%s: %s", o->in[i], *out ? tk_stats_error(*out) : tk_strerror(rc));
+	warn_reader(o, r);
+	rank_label(r, i, label, cap);
+	tk_reader_free(r);
+	if (!rc && !o->quiet && tk_stats_get_info(*out)->late)
+		cli_warn(tool.name, "%s: %llu ops arrived after their time was processed; raise "
+		         "--max-pending for exact self times", o->in[i],
+		         (unsigned long long)tk_stats_get_info(*out)->late);
+	return rc ? 1 : 0;
+}
+
+/* ---- output ---- */
+
+static const char *const titles[] = {
+	NULL, "CUDA GPU Kernel Summary (cuda_gpu_kern_sum):",
+	"CUDA GPU MemOps Summary (cuda_gpu_mem_time_sum, with bytes):",
+	"CUDA API Summary (cuda_api_sum):"};
+static const char *const json_keys[] = {"ops", "kernels", "memcpy", "api"};
+static const int which[] = {0, TK_STATS_KERNEL, TK_STATS_MEMCPY, TK_STATS_API};
+
+static int has_rows(tk_stats *const *s, size_t n, int t)
+{
+	for (size_t i = 0; i < n; i++)
+		if (t ? tk_stats_sum_count(s[i], which[t]) : tk_stats_op_count(s[i]))
+			return 1;
+	return 0;
+}
+
+static int emit(const stats_opts *o, tk_stats *const *s, size_t n, FILE *f)
+{
+	int json = o->topts.format == TK_TABLE_JSON, first = 1;
+	if (json)
+		fputc('{', f);
+	for (int t = 0; t < 4; t++) {
+		if (!(o->tables & (1 << t)) || (!o->tables_given && !has_rows(s, n, t)))
+			continue;
+		char *txt = NULL;
+		size_t len = 0;
+		int rc = t ? tk_stats_format_sum(s, n, which[t], &o->topts, &txt, &len)
+		           : tk_stats_format_ops(s, n, &o->topts, &txt, &len);
+		if (rc) {
+			cli_err(tool.name, "%s", rc == TK_ERR_ARG ? tk_stats_error(s[0]) : tk_strerror(rc));
+			return rc == TK_ERR_ARG ? 2 : 1;
+		}
+		if (json)
+			fprintf(f, "%s\"%s\":%.*s", first ? "" : ",", json_keys[t],
+			        (int)(len && txt[len - 1] == '\n' ? len - 1 : len), txt);
+		else if (o->topts.format == TK_TABLE_CSV || !titles[t])
+			fprintf(f, "%s%s", first ? "" : "\n", txt);
+		else
+			fprintf(f, "%s%s\n\n%s", first ? "" : "\n", titles[t], txt);
+		first = 0;
+		free(txt);
+	}
+	if (json)
+		fputs("}\n", f);
+	return 0;
+}
+
+static int write_out(const stats_opts *o, tk_stats *const *s, size_t n)
+{
+	if (!o->out || strcmp(o->out, "-") == 0)
+		return emit(o, s, n, stdout) || fflush(stdout) ? 1 : 0;
+	char tmp[4096];
+	snprintf(tmp, sizeof tmp, "%s.tmp%ld", o->out, (long)getpid());
+	FILE *f = fopen(tmp, "w");
+	if (!f) {
+		cli_err(tool.name, "%s: %s", tmp, strerror(errno));
+		return 1;
+	}
+	int rc = emit(o, s, n, f);
+	if (fclose(f) || rc || rename(tmp, o->out)) {
+		if (!rc)
+			cli_err(tool.name, "%s: %s", o->out, strerror(errno));
+		remove(tmp);
+		return rc ? rc : 1;
+	}
+	return 0;
+}
+
+static int run_stats(const stats_opts *o)
+{
+	tk_stats **s = calloc((size_t)o->n_in, sizeof *s);
+	char (*labels)[32] = calloc((size_t)o->n_in, sizeof *labels);
+	const char **lp = calloc((size_t)o->n_in, sizeof *lp);
+	int status = s && labels && lp ? 0 : 1;
+	size_t n = 0;
+	for (int i = 0; i < o->n_in && s && labels && lp; i++) {
+		tk_stats *st = NULL;
+		if (read_one(o, i, &st, labels[n], sizeof labels[n])) {
+			tk_stats_free(st);
+			status = 1;
+			continue;
+		}
+		lp[n] = labels[n];
+		s[n++] = st;
+	}
+	stats_opts oo = *o;
+	oo.topts.labels = lp;
+	if (n) {
+		int rc = write_out(&oo, s, n);
+		status = rc ? rc : status;
+	}
+	for (size_t i = 0; i < n; i++)
+		tk_stats_free(s[i]);
+	free(s);
+	free(labels);
+	free(lp);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	stats_opts o;
+	int rc = parse_args(argc, argv, &o);
+	return rc ? rc : run_stats(&o);
+}
