@@ -11,7 +11,7 @@ static const cli_opt opts[] = {
 	{O_OUT, 'o', "output", "FILE", "write to FILE ('-' for standard output); required"},
 	{O_FORMAT, 0, "to", "FORMAT", "output format: json, json.gz or tkb (default: from FILE's name)"},
 	{O_COMPRESS, 0, "compress", NULL, "tkb output: zlib-compress each chunk"},
-	{O_LEVEL, 0, "gzip-level", "N", "gzip or zlib compression level 1-9 (default 6)"},
+	{O_LEVEL, 0, "gzip-level", "N", "compression level 1-9 (default: gzip 6, tkb chunks 1)"},
 	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
 	{O_QUIET, 'q', "quiet", NULL, "no progress output and no warnings"},
 	{0, 0, NULL, NULL, NULL},

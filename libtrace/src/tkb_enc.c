@@ -11,7 +11,7 @@ int tk__tkb_enc_init(tk__tkb_enc *e, const tk_tkb_opts *o)
 	memset(e, 0, sizeof *e);
 	e->chunk_bytes = o && o->chunk_bytes ? o->chunk_bytes : TK__TKB_CHUNK0;
 	e->compress = o ? o->compress : 0;
-	e->level = o && o->level > 0 && o->level <= 9 ? o->level : 6;
+	e->level = o && o->level > 0 && o->level <= 9 ? o->level : 1;
 	if (e->compress) {
 		if (deflateInit(&e->z, e->level) != Z_OK)
 			return TK_ERR_NOMEM;
@@ -281,14 +281,40 @@ static int sid(tk__tkb_enc *e, const char *s, size_t n, uint32_t *id)
 	return 0;
 }
 
+/* sid() for strings that readers intern (names, categories): the same
+ * pointer usually comes back, and comparing bytes is cheaper than hashing
+ * them. The cache only saves work; the bytes are always compared. */
+static int sid_cached(tk__tkb_enc *e, const char *s, size_t n, uint32_t *id)
+{
+	size_t h = (((uintptr_t)s >> 4) ^ n) & (TK__TKB_IDCACHE - 1);
+	tk__tkb_idc *c = &e->idcache[h];
+	if (s && c->ptr == s && c->len == n) {
+		tk_sv v = e->strs.ents[c->id];
+		if (v.len == n && memcmp(v.ptr, s, n) == 0) {
+			*id = c->id;
+			return 0;
+		}
+	}
+	if (sid(e, s, n, id))
+		return TK_ERR_NOMEM;
+	*c = (tk__tkb_idc){s, n, *id};
+	return 0;
+}
+
+/* p just after an opening quote: the closing quote, or NULL. */
 static const char *skip_str(const char *p, const char *e)
 {
-	while (p < e) {
-		if (*p == '"')
-			return p;
-		p += *p == '\\' ? 2 : 1;
+	for (;;) {
+		const char *q = memchr(p, '"', (size_t)(e - p));
+		if (!q)
+			return NULL;
+		size_t bs = 0; /* an odd run of backslashes escapes the quote */
+		while (q - bs > p && q[-1 - (ptrdiff_t)bs] == '\\')
+			bs++;
+		if (!(bs & 1))
+			return q;
+		p = q + 1;
 	}
-	return NULL;
 }
 
 /* End of the compact JSON value at p: the ',' or '}' that follows it, or NULL. */
@@ -546,7 +572,7 @@ static int id_mode(tk__tkb_enc *e, int i, const tk_id *v)
 	if (v->kind != TK_ID_STR)
 		return TK__ID_ABSENT;
 	uint32_t k;
-	if (sid(e, v->str.ptr, v->str.len, &k))
+	if (sid_cached(e, v->str.ptr, v->str.len, &k))
 		return -1;
 	if (pv->kind == TK_ID_STR && (uint32_t)pv->num == k)
 		return TK__ID_SAME;
@@ -618,9 +644,9 @@ int tk__tkb_enc_event(tk__tkb_enc *e, const tk_event *ev)
 		rc = m < 0;
 		f |= (unsigned)m << (TK__E_PID + 2 * i);
 	}
-	rc = rc || ((f & TK__E_NAME) && sid(e, ev->name.ptr, ev->name.len, &nm));
-	rc = rc || ((f & TK__E_CAT) && sid(e, ev->cat.ptr, ev->cat.len, &ct));
-	rc = rc || ((f & TK__E_EXTRA) && sid(e, extra.ptr, extra.len, &xs));
+	rc = rc || ((f & TK__E_NAME) && sid_cached(e, ev->name.ptr, ev->name.len, &nm));
+	rc = rc || ((f & TK__E_CAT) && sid_cached(e, ev->cat.ptr, ev->cat.len, &ct));
+	rc = rc || ((f & TK__E_EXTRA) && sid_cached(e, extra.ptr, extra.len, &xs));
 	tk__buf *o = &e->ev;
 	rc = rc || put_v(o, f) || ((f & TK__E_PH) && tk__buf_putc(o, ev->ph));
 	if (!rc && (f & TK__E_TS)) {

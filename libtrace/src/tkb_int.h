@@ -99,6 +99,13 @@ typedef struct tk__tkb_slot {
 	int scale;   /* TK__V_DEC */
 } tk__tkb_slot;
 
+#define TK__TKB_IDCACHE 256
+typedef struct tk__tkb_idc {
+	const char *ptr;
+	size_t len;
+	uint32_t id;
+} tk__tkb_idc;
+
 typedef struct tk__tkb_enc {
 	tk__strtab strs;   /* string id = index */
 	tk__strtab shapes; /* shape key text (keys and types) -> shape id */
@@ -118,6 +125,7 @@ typedef struct tk__tkb_enc {
 	uint64_t idval[3];
 	tk__buf cargs, cextra;        /* canonicalized args/extra of the current event */
 	int broken;
+	tk__tkb_idc idcache[TK__TKB_IDCACHE]; /* string pointer -> id, checked */
 	int compress, level, z_init;
 	z_stream z;
 	size_t chunk_bytes;

@@ -36,7 +36,7 @@ typedef struct tk_tkb_header {
 
 typedef struct tk_tkb_opts {
 	int compress;       /* 1 = zlib-compress each chunk */
-	int level;          /* zlib level 1..9, 0 = 6 */
+	int level;          /* zlib level 1..9, 0 = 1 (fast; level 6 saves about 10% more) */
 	size_t chunk_bytes; /* events are cut into chunks of about this many encoded bytes; 0 = 256 KiB */
 } tk_tkb_opts;
 
