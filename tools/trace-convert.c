@@ -23,9 +23,9 @@ static const cli_tool tool = {
 	"Convert a trace from IN to OUT. The input format (Chrome trace JSON, plain or\n"
 	"gzip, or the compact binary .tkb) is detected from its bytes; IN '-' reads\n"
 	"standard input. The output format follows OUT's name (*.json, *.json.gz,\n"
-	"*.tkb) unless --to is given. Every\n"
-	"event, argument and top-level metadata member is kept. OUT is written under a\n"
-	"temporary name and renamed when complete, so a failed run leaves no file.",
+	"*.tkb) unless --to is given. Every event, argument and top-level metadata\n"
+	"member is kept. OUT is written under a temporary name and renamed when\n"
+	"complete, so a failed run leaves no file.",
 	opts,
 	"exit status: 0 success (warnings may be printed), 1 data or I/O error, 2 usage error.\n\n"
 	"examples:\n"
