@@ -63,6 +63,8 @@ typedef struct tk__strtab {
 uint64_t tk__hash(const void *p, size_t n);
 /* Interns s; returns the stable copy, or ptr NULL on allocation failure. */
 tk_sv tk__strtab_intern(tk__strtab *t, const char *s, size_t n);
+/* The same, and *id = the string's index in order of first sight. */
+tk_sv tk__strtab_intern_id(tk__strtab *t, const char *s, size_t n, uint32_t *id);
 void tk__strtab_free(tk__strtab *t);
 
 /* ---- sources: bytes from fd / memory, gzip layer detected from the bytes ---- */
@@ -136,6 +138,7 @@ typedef struct tk__fmt {
 } tk__fmt;
 
 extern const tk__fmt tk__fmt_json;
+extern const tk__fmt tk__fmt_tkb;
 
 /* Make at least `need` unread bytes available (fewer only at end of input).
  * May move buf: callers keep offsets, not pointers. Returns 0 or error. */
@@ -228,6 +231,9 @@ int tk__parse_int64(const unsigned char *p, const unsigned char *e, int64_t *out
 /* Append s escaped as a JSON string body (no quotes); invalid UTF-8 is
  * replaced. Returns the number of repairs (0 or 1), <0 on ENOMEM. */
 int tk__json_escape(tk__buf *out, const char *s, size_t n);
+/* 1 if s[0..n) is exactly the canonical compact JSON of its kind: 0 the
+ * body of a string, 1 one value, 2 the members of an object. */
+int tk__json_is_canonical(const char *s, size_t n, int kind);
 /* 1 if the text is valid UTF-8. */
 int tk__utf8_valid(const unsigned char *p, size_t n);
 
@@ -261,11 +267,13 @@ struct tk_writer {
 	tk__buf out; /* pending output, flushed to the sink in large blocks */
 	tk__buf tmp;
 	int started, closed, failed;
+	int begun; /* tk_writer_begin_events was called */
 	uint64_t repaired;
 	uint64_t events;
 	tk__meta *meta;
 	size_t n_meta, meta_cap;
 	char err[TK__ERRLEN];
+	tk_writer_opts opts; /* as resolved by tk_writer_open_* */
 };
 typedef struct tk__wfmt {
 	const char *name;
@@ -277,6 +285,7 @@ typedef struct tk__wfmt {
 	void (*free)(tk_writer *w);
 } tk__wfmt;
 extern const tk__wfmt tk__wfmt_json;
+extern const tk__wfmt tk__wfmt_tkb;
 int tk__writer_flush(tk_writer *w);
 int tk__writer_fail(tk_writer *w, int code, const char *fmt, ...) TK__PRINTF(3, 4);
 

@@ -297,7 +297,7 @@ static int parse_event(tk_reader *r, const unsigned char *p, const unsigned char
 			return TK__J_MORE;
 	}
 done:
-	ev->has |= TK_HAS_VALID_JSON;
+	ev->has |= TK_HAS_VALID_JSON; /* args and extra were canonicalized above */
 	if (r->args.len) {
 		if (tk__buf_putc(&r->args, 0))
 			return jbad(s, p, "out of memory");

@@ -713,3 +713,30 @@ int tk__json_escape(tk__buf *out, const char *s, size_t n)
 	wo_end(&w);
 	return repaired;
 }
+
+int tk__json_is_canonical(const char *s, size_t n, int kind)
+{
+	/* canonicalize a padded copy and compare: canonical text maps to itself */
+	tk__buf in = {0}, out = {0};
+	int ok = 0;
+	if (tk__buf_reserve(&in, n + 4 + TK__PAD))
+		return 0;
+	if (kind == 2)
+		in.p[in.len++] = '{';
+	memcpy(in.p + in.len, s, n);
+	in.len += n;
+	if (kind == 2)
+		in.p[in.len++] = '}';
+	in.p[in.len] = kind == 0 ? '"' : ' ';
+	memset(in.p + in.len + 1, 0, TK__PAD);
+	const unsigned char *p = (const unsigned char *)in.p, *e = p + in.len + 1, *end;
+	tk__jerr je = {0};
+	int rc = kind == 0 ? tk__json_canon_string(p, e, &out, &end, &je)
+	                   : tk__json_canon_value(p, e, &out, &end, 1000, &je);
+	if (rc == TK__J_OK && !je.repaired && end == e - (kind == 0 ? 0 : 1) && out.len == in.len &&
+	    memcmp(out.p, in.p, in.len) == 0)
+		ok = 1;
+	tk__buf_free(&in);
+	tk__buf_free(&out);
+	return ok;
+}
