@@ -32,6 +32,16 @@ int tk__merge_warn(tk_merge *m, const char *fmt, ...)
 	return 0;
 }
 
+/* The sorter gets the budget less what readers, the writer, the merge's read
+ * buffers and the per-rank tables need besides it. */
+size_t tk__merge_sort_budget(const tk_merge *m)
+{
+	size_t reserve = m->o.memory_bytes / 8;
+	if (reserve > (32u << 20))
+		reserve = 32u << 20;
+	return m->o.memory_bytes - reserve;
+}
+
 int tk_merge_new(tk_merge **out, const tk_merge_opts *opts)
 {
 	if (!out || !opts)
@@ -51,7 +61,7 @@ int tk_merge_new(tk_merge **out, const tk_merge_opts *opts)
 	m->o.ranks = m->o.n_ranks ? m->o.ranks : NULL;
 	/* the pointers in opts (ranks, cats) must outlive the merge */
 	/* start and collectives almost always re-sort: leave half for the second sorter */
-	tk_sorter_opts so = {m->o.memory_bytes, m->tmpdir};
+	tk_sorter_opts so = {tk__merge_sort_budget(m), m->tmpdir};
 	if (m->o.align == TK_ALIGN_START || m->o.align == TK_ALIGN_COLLECTIVES)
 		so.memory_bytes /= 2;
 	if (tk_sorter_new(&m->sorter, &so))

@@ -92,6 +92,7 @@ struct tk_merge {
 	char err[TK__ERRLEN];
 };
 
+size_t tk__merge_sort_budget(const tk_merge *m);
 tk__proc *tk__merge_find_proc(const tk__input *in, const tk_id *pid);
 int tk__merge_fail(tk_merge *m, int code, const char *fmt, ...) TK__PRINTF(3, 4);
 int tk__merge_warn(tk_merge *m, const char *fmt, ...) TK__PRINTF(2, 3);

@@ -395,7 +395,8 @@ static int proc_text(const tk__input *in, const tk__proc *p, int labels, tk__buf
 
 static int64_t proc_sort(const tk__input *in, const tk__proc *p)
 {
-	int64_t sub = p->gpu >= 0 ? TK__SORT_GPU + p->gpu : p->pid.kind == TK_ID_INT ? 0 : TK__SORT_OTHER;
+	int host = p->pid.kind == TK_ID_INT || (p->pid.kind == TK_ID_STR && strstr(p->pid.str.ptr, "CPU"));
+	int64_t sub = p->gpu >= 0 ? TK__SORT_GPU + p->gpu : host ? 0 : TK__SORT_OTHER;
 	return in->rank * TK__SORT_RANK + sub;
 }
 
@@ -506,7 +507,7 @@ static int emit(out_ctx *c, const tk_event *ev, tk__input *in)
  * by different amounts after their events were buffered. */
 static int resort(tk_merge *m, tk_sorter **out)
 {
-	tk_sorter_opts so = {m->o.memory_bytes / 2, m->tmpdir};
+	tk_sorter_opts so = {tk__merge_sort_budget(m) / 2, m->tmpdir};
 	int rc = tk_sorter_new(out, &so);
 	const tk_event *ev;
 	uint64_t tag;
