@@ -66,6 +66,7 @@ struct tk_sorter {
 	size_t chunk_bytes;
 	entry *ents;
 	size_t n_ents, ents_cap;
+	size_t n_no_ts; /* buffered events without ts */
 
 	char **runs; /* run file paths, in the order of their events */
 	size_t n_runs, runs_cap, run_seq, spilled;
@@ -279,7 +280,7 @@ static void mem_clear(tk_sorter *s)
 	}
 	s->chunks = s->cur = NULL;
 	s->chunk_bytes = 0;
-	s->n_ents = 0;
+	s->n_ents = s->n_no_ts = 0;
 }
 
 /* Stable LSD radix sort on the key; bytes where every key agrees are skipped
@@ -287,10 +288,8 @@ static void mem_clear(tk_sorter *s)
  * moved to the front and are left alone. */
 static int sort_entries(tk_sorter *s)
 {
-	size_t lo = 0, n = s->n_ents;
+	size_t lo = s->n_no_ts, n = s->n_ents;
 	entry *a = s->ents;
-	while (lo < n && a[lo].key == 0 && !(get_u32(a[lo].rec + 4) & TK_HAS_TS))
-		lo++;
 	if (n - lo < 2)
 		return 0;
 	entry *src = a + lo, *tmp = malloc((n - lo) * sizeof *tmp), *dst = tmp;
@@ -324,9 +323,7 @@ static int sort_entries(tk_sorter *s)
 /* Move the events without ts to the front, keeping the order on both sides. */
 static int partition_no_ts(tk_sorter *s)
 {
-	size_t n_no = 0;
-	for (size_t i = 0; i < s->n_ents; i++)
-		n_no += !(get_u32(s->ents[i].rec + 4) & TK_HAS_TS);
+	size_t n_no = s->n_no_ts;
 	if (!n_no || n_no == s->n_ents)
 		return 0;
 	entry *tmp = malloc(s->n_ents * sizeof *tmp);
@@ -750,6 +747,7 @@ int tk_sorter_add(tk_sorter *s, const tk_event *ev, uint64_t tag)
 		return fail(s, TK_ERR_NOMEM, "sorter: out of memory buffering an event of %zu bytes", n);
 	rec_encode(rec, n, ev, tag);
 	s->ents[s->n_ents++] = (entry){(ev->has & TK_HAS_TS) ? ts_key(ev->ts) : 0, rec};
+	s->n_no_ts += !(ev->has & TK_HAS_TS);
 	return 0;
 }
 
