@@ -5,12 +5,13 @@
 #include "cli.h"
 #include "tracekit/tracekit.h"
 
-enum { O_OUT = 'o', O_QUIET = 'q', O_FORMAT = 0x100, O_LEVEL, O_STRICT };
+enum { O_OUT = 'o', O_QUIET = 'q', O_FORMAT = 0x100, O_LEVEL, O_STRICT, O_COMPRESS };
 
 static const cli_opt opts[] = {
 	{O_OUT, 'o', "output", "FILE", "write to FILE ('-' for standard output); required"},
-	{O_FORMAT, 0, "to", "FORMAT", "output format: json or json.gz (default: from FILE's name)"},
-	{O_LEVEL, 0, "gzip-level", "N", "gzip compression level 1-9 (default 6)"},
+	{O_FORMAT, 0, "to", "FORMAT", "output format: json, json.gz or tkb (default: from FILE's name)"},
+	{O_COMPRESS, 0, "compress", NULL, "tkb output: zlib-compress each chunk"},
+	{O_LEVEL, 0, "gzip-level", "N", "gzip or zlib compression level 1-9 (default 6)"},
 	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
 	{O_QUIET, 'q', "quiet", NULL, "no progress output and no warnings"},
 	{0, 0, NULL, NULL, NULL},
@@ -20,15 +21,17 @@ static const cli_tool tool = {
 	"trace-convert",
 	"IN -o OUT [options]",
 	"Convert a trace from IN to OUT. The input format (Chrome trace JSON, plain or\n"
-	"gzip) is detected from its bytes; IN '-' reads standard input. The output\n"
-	"format follows OUT's name (*.json, *.json.gz) unless --to is given. Every\n"
+	"gzip, or the compact binary .tkb) is detected from its bytes; IN '-' reads\n"
+	"standard input. The output format follows OUT's name (*.json, *.json.gz,\n"
+	"*.tkb) unless --to is given. Every\n"
 	"event, argument and top-level metadata member is kept. OUT is written under a\n"
 	"temporary name and renamed when complete, so a failed run leaves no file.",
 	opts,
 	"exit status: 0 success (warnings may be printed), 1 data or I/O error, 2 usage error.\n\n"
 	"examples:\n"
 	"  trace-convert rank0.json -o rank0.json.gz\n"
-	"  zcat big.json.gz | trace-convert - -o big.json\n",
+	"  zcat big.json.gz | trace-convert - -o big.json\n"
+	"  trace-convert rank0.json.gz -o rank0.tkb --compress\n",
 };
 
 typedef struct convert_opts {
@@ -36,6 +39,7 @@ typedef struct convert_opts {
 	tk_writer_opts wopts;
 	tk_reader_opts ropts;
 	int quiet;
+	int compress;
 } convert_opts;
 
 static void print_warnings(const convert_opts *o, tk_reader *r)
@@ -101,6 +105,23 @@ out:
 	return status;
 }
 
+/* .tkb compresses its chunks with zlib instead of a gzip layer. */
+static int resolve_format(convert_opts *o)
+{
+	size_t n = strlen(o->out);
+	int tkb = o->wopts.format == TK_FORMAT_TKB ||
+	          (o->wopts.format == TK_FORMAT_AUTO && n >= 4 && strcmp(o->out + n - 4, ".tkb") == 0);
+	if (o->compress && !tkb) {
+		cli_usage_error(&tool, "--compress applies to tkb output only (json: use a .gz name)");
+		return 2;
+	}
+	if (tkb) {
+		o->wopts.format = TK_FORMAT_TKB;
+		o->wopts.gzip = o->compress;
+	}
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, convert_opts *o)
 {
 	const char *arg;
@@ -112,6 +133,7 @@ static int parse_args(int argc, char **argv, convert_opts *o)
 		case O_OUT: o->out = arg; break;
 		case O_QUIET: o->quiet = 1; break;
 		case O_STRICT: o->ropts.strict = 1; break;
+		case O_COMPRESS: o->compress = 1; break;
 		case O_LEVEL:
 			o->wopts.gzip_level = atoi(arg);
 			if (o->wopts.gzip_level < 1 || o->wopts.gzip_level > 9) {
@@ -126,8 +148,10 @@ static int parse_args(int argc, char **argv, convert_opts *o)
 			} else if (strcmp(arg, "json.gz") == 0) {
 				o->wopts.format = TK_FORMAT_JSON;
 				o->wopts.gzip = 1;
+			} else if (strcmp(arg, "tkb") == 0) {
+				o->wopts.format = TK_FORMAT_TKB;
 			} else {
-				cli_usage_error(&tool, "unknown output format '%s' (json, json.gz)", arg);
+				cli_usage_error(&tool, "unknown output format '%s' (json, json.gz, tkb)", arg);
 				return 2;
 			}
 			break;
@@ -143,7 +167,7 @@ static int parse_args(int argc, char **argv, convert_opts *o)
 		cli_usage_error(&tool, "missing -o OUT");
 		return 2;
 	}
-	return 0;
+	return resolve_format(o);
 }
 
 int main(int argc, char **argv)

@@ -63,6 +63,8 @@ typedef struct tk__strtab {
 uint64_t tk__hash(const void *p, size_t n);
 /* Interns s; returns the stable copy, or ptr NULL on allocation failure. */
 tk_sv tk__strtab_intern(tk__strtab *t, const char *s, size_t n);
+/* The same, and *id = the string's index in order of first sight. */
+tk_sv tk__strtab_intern_id(tk__strtab *t, const char *s, size_t n, uint32_t *id);
 void tk__strtab_free(tk__strtab *t);
 
 /* ---- sources: bytes from fd / memory, gzip layer detected from the bytes ---- */
@@ -136,6 +138,7 @@ typedef struct tk__fmt {
 } tk__fmt;
 
 extern const tk__fmt tk__fmt_json;
+extern const tk__fmt tk__fmt_tkb;
 
 /* Make at least `need` unread bytes available (fewer only at end of input).
  * May move buf: callers keep offsets, not pointers. Returns 0 or error. */
@@ -265,6 +268,7 @@ struct tk_writer {
 	tk__meta *meta;
 	size_t n_meta, meta_cap;
 	char err[TK__ERRLEN];
+	tk_writer_opts opts; /* as resolved by tk_writer_open_* */
 };
 typedef struct tk__wfmt {
 	const char *name;
@@ -275,6 +279,7 @@ typedef struct tk__wfmt {
 	void (*free)(tk_writer *w);
 } tk__wfmt;
 extern const tk__wfmt tk__wfmt_json;
+extern const tk__wfmt tk__wfmt_tkb;
 int tk__writer_flush(tk_writer *w);
 int tk__writer_fail(tk_writer *w, int code, const char *fmt, ...) TK__PRINTF(3, 4);
 

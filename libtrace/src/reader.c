@@ -10,7 +10,7 @@
 
 #define TK__BUF0 (1024 * 1024)
 
-static const tk__fmt *const formats[] = {&tk__fmt_json};
+static const tk__fmt *const formats[] = {&tk__fmt_json, &tk__fmt_tkb};
 
 static int reader_new(tk_reader **out, const char *name, const tk_reader_opts *opts)
 {

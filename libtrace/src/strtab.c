@@ -81,7 +81,8 @@ static char *store(tk__strtab *t, const char *s, size_t n)
 	return d;
 }
 
-tk_sv tk__strtab_intern(tk__strtab *t, const char *s, size_t n)
+/* Interns s and stores its index (0, 1, 2... in order of first sight) in *id. */
+tk_sv tk__strtab_intern_id(tk__strtab *t, const char *s, size_t n, uint32_t *id)
 {
 	tk_sv none = {NULL, 0};
 	if (t->n * 2 >= t->n_slots && grow(t))
@@ -91,8 +92,10 @@ tk_sv tk__strtab_intern(tk__strtab *t, const char *s, size_t n)
 	while (t->slots[j]) {
 		if (t->hashes[j] == h) {
 			tk_sv *e = &t->ents[t->slots[j] - 1];
-			if (e->len == n && memcmp(e->ptr, s, n) == 0)
+			if (e->len == n && memcmp(e->ptr, s, n) == 0) {
+				*id = t->slots[j] - 1;
 				return *e;
+			}
 		}
 		j = (j + 1) & mask;
 	}
@@ -110,7 +113,14 @@ tk_sv tk__strtab_intern(tk__strtab *t, const char *s, size_t n)
 	t->ents[t->n] = (tk_sv){d, n};
 	t->slots[j] = (uint32_t)(++t->n);
 	t->hashes[j] = h;
+	*id = (uint32_t)(t->n - 1);
 	return t->ents[t->n - 1];
+}
+
+tk_sv tk__strtab_intern(tk__strtab *t, const char *s, size_t n)
+{
+	uint32_t id;
+	return tk__strtab_intern_id(t, s, n, &id);
 }
 
 void tk__strtab_free(tk__strtab *t)

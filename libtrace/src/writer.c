@@ -36,9 +36,12 @@ static int writer_start(tk_writer **out, const char *path, const tk_writer_opts 
 	int fmt = o.format;
 	if (fmt == TK_FORMAT_AUTO)
 		fmt = ends_with(base, ".tkb") ? TK_FORMAT_TKB : TK_FORMAT_JSON;
-	if (fmt != TK_FORMAT_JSON)
-		return tk__writer_fail(w, TK_ERR_UNSUPPORTED, "%s: output format not supported yet", base);
-	w->fmt = &tk__wfmt_json;
+	if (fmt != TK_FORMAT_JSON && fmt != TK_FORMAT_TKB)
+		return tk__writer_fail(w, TK_ERR_UNSUPPORTED, "%s: output format not supported", base);
+	w->fmt = fmt == TK_FORMAT_TKB ? &tk__wfmt_tkb : &tk__wfmt_json;
+	w->opts = (tk_writer_opts){fmt, gz, o.gzip_level};
+	if (fmt == TK_FORMAT_TKB)
+		gz = 0; /* .tkb compresses chunk by chunk, never as a whole */
 	int rc = fd >= 0 ? tk__sink_open_fd(&w->sink, fd, path, gz, o.gzip_level)
 	                 : tk__sink_open_path(&w->sink, path, gz, o.gzip_level);
 	if (rc)

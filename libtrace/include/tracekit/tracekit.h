@@ -147,7 +147,7 @@ enum { TK_FORMAT_AUTO = 0, TK_FORMAT_JSON = 1, TK_FORMAT_TKB = 2 };
 
 typedef struct tk_writer_opts {
 	int format;     /* TK_FORMAT_*; AUTO picks from the path's name, else JSON */
-	int gzip;       /* -1 = from the name (".gz"), 0 = no, 1 = yes */
+	int gzip;       /* -1 = from the name (".gz"), 0 = no, 1 = yes; for TKB: zlib chunks */
 	int gzip_level; /* 1..9, 0 = default (6) */
 } tk_writer_opts;
 

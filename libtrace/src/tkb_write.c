@@ -1,0 +1,356 @@
+/* tkb_write.c: .tkb output: the tk_writer format, and per-thread buffers with a thread-safe writer for collectors. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tkb_int.h"
+
+/* ---- the tk_writer format ---- */
+
+static int tw_open(tk_writer *w)
+{
+	tk__tkb_enc *e = calloc(1, sizeof *e);
+	if (!e)
+		return TK_ERR_NOMEM;
+	w->fs = e;
+	tk_tkb_opts o = {w->opts.gzip > 0, w->opts.gzip_level, 0};
+	if (tk__tkb_enc_init(e, &o))
+		return TK_ERR_NOMEM;
+	return tk__tkb_enc_header(e, &w->out, NULL);
+}
+
+static void tw_free(tk_writer *w)
+{
+	if (w->fs)
+		tk__tkb_enc_free(w->fs);
+	free(w->fs);
+	w->fs = NULL;
+}
+
+static int tw_add_meta(tk_writer *w, tk_sv key, tk_sv json)
+{
+	tk__tkb_enc *e = w->fs;
+	int after = e->events > 0;
+	/* members after the events follow them in the file too */
+	if (after && tk__tkb_enc_flush(e, &w->out))
+		return tk__writer_fail(w, TK_ERR_NOMEM, "out of memory");
+	int rc = tk__tkb_enc_meta(e, key, json, after);
+	if (rc == TK_ERR_ARG)
+		return tk__writer_fail(w, rc, "metadata value is not valid JSON");
+	return rc ? tk__writer_fail(w, rc, "out of memory") : 0;
+}
+
+static int tw_write(tk_writer *w, const tk_event *ev)
+{
+	tk__tkb_enc *e = w->fs;
+	int rc = tk__tkb_enc_event(e, ev);
+	if (!rc && tk__tkb_enc_chunk_full(e))
+		rc = tk__tkb_enc_flush(e, &w->out);
+	return rc ? tk__writer_fail(w, rc, "%s", e->err ? e->err : "out of memory") : 0;
+}
+
+static int tw_close(tk_writer *w)
+{
+	return tk__tkb_enc_end(w->fs, &w->out);
+}
+
+const tk__wfmt tk__wfmt_tkb = {"tkb", tw_open, tw_add_meta, tw_write, tw_close, tw_free};
+
+/* ---- per-thread buffers ---- */
+
+struct tk_tkb_buf {
+	tk_event *evs;
+	size_t n, cap;
+	char *arena;
+	size_t used, arena_cap;
+};
+
+tk_tkb_buf *tk_tkb_buf_new(size_t max_events, size_t arena_bytes)
+{
+	tk_tkb_buf *b = calloc(1, sizeof *b);
+	if (!b)
+		return NULL;
+	b->cap = max_events ? max_events : 1;
+	b->arena_cap = arena_bytes;
+	b->evs = malloc(b->cap * sizeof *b->evs);
+	b->arena = malloc(arena_bytes ? arena_bytes : 1);
+	if (!b->evs || !b->arena) {
+		tk_tkb_buf_free(b);
+		return NULL;
+	}
+	return b;
+}
+
+static size_t sv_need(tk_sv s)
+{
+	return s.ptr ? s.len + 1 : 0;
+}
+
+static tk_sv sv_put(tk_tkb_buf *b, tk_sv s)
+{
+	if (!s.ptr)
+		return s;
+	char *d = b->arena + b->used;
+	memcpy(d, s.ptr, s.len);
+	d[s.len] = 0;
+	b->used += s.len + 1;
+	return (tk_sv){d, s.len};
+}
+
+static size_t id_need(const tk_id *id)
+{
+	return id->kind == TK_ID_STR ? sv_need(id->str) : 0;
+}
+
+static void id_put(tk_tkb_buf *b, tk_id *id)
+{
+	if (id->kind == TK_ID_STR)
+		id->str = sv_put(b, id->str);
+}
+
+int tk_tkb_buf_append(tk_tkb_buf *b, const tk_event *ev)
+{
+	if (!b || !ev)
+		return TK_ERR_ARG;
+	size_t need = sv_need(ev->name) + sv_need(ev->cat) + sv_need(ev->args) + sv_need(ev->extra) +
+	              id_need(&ev->pid) + id_need(&ev->tid) + id_need(&ev->id);
+	if (b->n == b->cap || need > b->arena_cap - b->used)
+		return TK_ERR_LIMIT;
+	tk_event *d = &b->evs[b->n++];
+	*d = *ev;
+	d->name = sv_put(b, ev->name);
+	d->cat = sv_put(b, ev->cat);
+	d->args = sv_put(b, ev->args);
+	d->extra = sv_put(b, ev->extra);
+	id_put(b, &d->pid);
+	id_put(b, &d->tid);
+	id_put(b, &d->id);
+	return 0;
+}
+
+size_t tk_tkb_buf_count(const tk_tkb_buf *b)
+{
+	return b ? b->n : 0;
+}
+
+void tk_tkb_buf_reset(tk_tkb_buf *b)
+{
+	if (b)
+		b->n = b->used = 0;
+}
+
+void tk_tkb_buf_free(tk_tkb_buf *b)
+{
+	if (!b)
+		return;
+	free(b->evs);
+	free(b->arena);
+	free(b);
+}
+
+/* ---- the collector's writer ---- */
+
+struct tk_tkb_writer {
+	pthread_mutex_t mu;
+	int fd, own_fd, failed, closed;
+	char *name;
+	tk__tkb_enc enc;
+	tk__buf out;
+	char err[TK__ERRLEN];
+};
+
+void tk_tkb_anchor_now(tk_tkb_anchor *a, int64_t gpu_ns)
+{
+	struct timespec rt, mt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mt);
+	a->gpu_ns = gpu_ns;
+	a->realtime_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
+	a->monotonic_ns = (int64_t)mt.tv_sec * 1000000000 + mt.tv_nsec;
+}
+
+static int wfail(tk_tkb_writer *w, int code, const char *fmt, ...) TK__PRINTF(3, 4);
+static int wfail(tk_tkb_writer *w, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	tk__fmt_msg(w->err, sizeof w->err, fmt, ap);
+	va_end(ap);
+	if (code != TK_ERR_ARG)
+		w->failed = code;
+	return code;
+}
+
+/* Writes w->out: whole chunks, so a crash leaves at most one partial chunk. */
+static int put_out(tk_tkb_writer *w)
+{
+	const char *p = w->out.p;
+	size_t n = w->out.len;
+	w->out.len = 0;
+	while (n) {
+		ssize_t k = write(w->fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return wfail(w, TK_ERR_IO, "%s: write failed: %s", w->name, strerror(errno));
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+static int wstart(tk_tkb_writer **out, int fd, int own, const char *name, const tk_tkb_header *h,
+                  const tk_tkb_opts *o)
+{
+	tk_tkb_writer *w = calloc(1, sizeof *w);
+	*out = w;
+	if (!w) {
+		if (own)
+			close(fd);
+		return TK_ERR_NOMEM;
+	}
+	w->fd = fd;
+	w->own_fd = own;
+	pthread_mutex_init(&w->mu, NULL);
+	w->name = tk__strdup(name ? name : "(output)");
+	if (!w->name || tk__tkb_enc_init(&w->enc, o) || tk__tkb_enc_header(&w->enc, &w->out, h))
+		return wfail(w, TK_ERR_NOMEM, "out of memory");
+	return put_out(w);
+}
+
+int tk_tkb_writer_open(tk_tkb_writer **out, const char *path, const tk_tkb_header *h,
+                       const tk_tkb_opts *opts)
+{
+	if (!out || !path)
+		return TK_ERR_ARG;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0) {
+		int rc = wstart(out, -1, 0, path, h, opts);
+		if (rc)
+			return rc;
+		return wfail(*out, TK_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+	}
+	return wstart(out, fd, 1, path, h, opts);
+}
+
+int tk_tkb_writer_open_fd(tk_tkb_writer **out, int fd, const char *name, const tk_tkb_header *h,
+                          const tk_tkb_opts *opts)
+{
+	if (!out || fd < 0)
+		return TK_ERR_ARG;
+	return wstart(out, fd, 0, name, h, opts);
+}
+
+int tk_tkb_writer_add_meta(tk_tkb_writer *w, tk_sv key, tk_sv json, int after_events)
+{
+	if (!w || !key.ptr || !json.ptr)
+		return TK_ERR_ARG;
+	pthread_mutex_lock(&w->mu);
+	int rc = w->failed;
+	if (!rc)
+		rc = tk__tkb_enc_meta(&w->enc, key, json, after_events);
+	if (rc == TK_ERR_ARG)
+		wfail(w, rc, "metadata value for key '%.100s' is not valid JSON", key.ptr);
+	else if (rc && !w->failed)
+		wfail(w, rc, "out of memory");
+	pthread_mutex_unlock(&w->mu);
+	return rc;
+}
+
+/* Encodes b's events; an invalid event is skipped and reported at the end. */
+static int submit_locked(tk_tkb_writer *w, tk_tkb_buf *b)
+{
+	int bad = 0;
+	for (size_t i = 0; i < b->n; i++) {
+		int rc = tk__tkb_enc_event(&w->enc, &b->evs[i]);
+		if (rc == TK_ERR_ARG) {
+			bad++;
+			continue;
+		}
+		if (rc)
+			return wfail(w, rc, "out of memory");
+		if (tk__tkb_enc_chunk_full(&w->enc) &&
+		    (tk__tkb_enc_flush(&w->enc, &w->out) || put_out(w)))
+			return w->failed ? w->failed : wfail(w, TK_ERR_NOMEM, "out of memory");
+	}
+	if (tk__tkb_enc_flush(&w->enc, &w->out))
+		return wfail(w, TK_ERR_NOMEM, "out of memory");
+	int rc = put_out(w);
+	if (!rc && bad)
+		rc = wfail(w, TK_ERR_ARG, "%d events had args or extra text that is not valid JSON and were skipped", bad);
+	return rc;
+}
+
+int tk_tkb_writer_submit(tk_tkb_writer *w, tk_tkb_buf *b)
+{
+	if (!w || !b)
+		return TK_ERR_ARG;
+	pthread_mutex_lock(&w->mu);
+	int rc = w->failed ? w->failed : w->closed ? TK_ERR_ARG : submit_locked(w, b);
+	pthread_mutex_unlock(&w->mu);
+	tk_tkb_buf_reset(b);
+	return rc;
+}
+
+int tk_tkb_writer_anchor(tk_tkb_writer *w, const tk_tkb_anchor *a)
+{
+	if (!w || !a)
+		return TK_ERR_ARG;
+	pthread_mutex_lock(&w->mu);
+	int rc = w->failed;
+	if (!rc && tk__tkb_enc_anchor(&w->enc, &w->out, 0, a))
+		rc = wfail(w, TK_ERR_NOMEM, "out of memory");
+	if (!rc)
+		rc = put_out(w);
+	pthread_mutex_unlock(&w->mu);
+	return rc;
+}
+
+int tk_tkb_writer_close(tk_tkb_writer *w, const tk_tkb_anchor *end)
+{
+	if (!w)
+		return TK_ERR_ARG;
+	pthread_mutex_lock(&w->mu);
+	int rc = w->failed;
+	if (!rc && !w->closed) {
+		if (tk__tkb_enc_flush(&w->enc, &w->out) ||
+		    (end && tk__tkb_enc_anchor(&w->enc, &w->out, 2, end)) ||
+		    tk__tkb_enc_end(&w->enc, &w->out))
+			rc = wfail(w, TK_ERR_NOMEM, "out of memory");
+		if (!rc)
+			rc = put_out(w);
+		if (w->own_fd && close(w->fd) && !rc)
+			rc = wfail(w, TK_ERR_IO, "%s: close failed: %s", w->name, strerror(errno));
+		w->own_fd = 0;
+		w->closed = 1;
+	}
+	pthread_mutex_unlock(&w->mu);
+	return rc;
+}
+
+const char *tk_tkb_writer_error(const tk_tkb_writer *w)
+{
+	return w ? w->err : "no writer";
+}
+
+uint64_t tk_tkb_writer_events(const tk_tkb_writer *w)
+{
+	return w ? w->enc.events : 0;
+}
+
+void tk_tkb_writer_free(tk_tkb_writer *w)
+{
+	if (!w)
+		return;
+	if (w->own_fd && w->fd >= 0)
+		close(w->fd);
+	tk__tkb_enc_free(&w->enc);
+	tk__buf_free(&w->out);
+	pthread_mutex_destroy(&w->mu);
+	free(w->name);
+	free(w);
+}
