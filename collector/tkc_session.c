@@ -218,6 +218,10 @@ int tkc_session_open(const tkc_config *cfg, const tkc_cupti *api, char *err, siz
 	}
 	tkc_g.pool.wake_fd = tkc_g.wake[1];
 	tkc_g.w.win = &tkc_g.win;
+	/* without a capture range or schedule everything is kept, also records
+	 * stamped before this moment */
+	if (!cfg->capture_profiler_api && !cfg->sched.on)
+		tkc_windows_open(&tkc_g.win, INT64_MIN);
 	if (open_sink(err, err_size))
 		return -1;
 	if (start_thread()) {
