@@ -515,6 +515,8 @@ static int put_args(tk__tkb_enc *e, const char *p, size_t n)
 	uint32_t id;
 	if (find_shape(e, (size_t)k, &id) || put_v(&e->ev, (uint64_t)id + 1))
 		return TK_ERR_NOMEM;
+	if (!k)
+		return 0;
 	int64_t *prev = e->prev + e->prev_off[id];
 	if (e->epoch[id] != e->chunk_no) {
 		memset(prev, 0, (size_t)k * sizeof *prev);

@@ -676,13 +676,13 @@ static int render_args(tk_reader *r, tshape *sh, const unsigned char **p, int *b
 	tstate *s = r->fs;
 	tk__buf *o = &r->args;
 	o->len = 0;
+	if (!sh->n)
+		return put_sv(o, (tk_sv){"{}", 2}, 0);
 	int64_t *prev = s->prev + sh->first;
 	if (sh->epoch != s->chunk_no) {
 		memset(prev, 0, sh->n * sizeof *prev);
 		sh->epoch = s->chunk_no;
 	}
-	if (!sh->n)
-		return put_sv(o, (tk_sv){"{}", 2}, 0);
 	*miss |= sh->missing;
 	const tslot *sl = s->slots + sh->first;
 	for (uint32_t i = 0; i < sh->n && !*bad; i++) {

@@ -79,7 +79,7 @@ TK_API int tk_tkb_writer_add_meta(tk_tkb_writer *w, tk_sv key, tk_sv json, int a
 /* Encodes the buffer's events into chunks, appends them to the file and
  * empties the buffer (also on failure, so the caller can go on). */
 TK_API int tk_tkb_writer_submit(tk_tkb_writer *w, tk_tkb_buf *b);
-/* Records clock anchors taken during the run (e.g. at the end). */
+/* Records clock anchors taken during the run (written as an anchor chunk). */
 TK_API int tk_tkb_writer_anchor(tk_tkb_writer *w, const tk_tkb_anchor *a);
 /* Writes the end anchors (may be NULL) and the end chunk, closes the file. */
 TK_API int tk_tkb_writer_close(tk_tkb_writer *w, const tk_tkb_anchor *end);
@@ -93,7 +93,7 @@ typedef struct tk_tkb_info {
 	tk_sv producer, host; /* ptr NULL when absent */
 	int64_t pid, rank, world_size; /* -1 when absent */
 	int has_start, has_end;
-	tk_tkb_anchor start, end; /* end: the last anchor chunk read so far */
+	tk_tkb_anchor start, end; /* end: from the end anchor chunk, once read */
 	int complete;          /* the end chunk was read: the writer finished */
 	uint64_t bad_chunks;   /* chunks skipped for a CRC failure or damage */
 	uint64_t skipped_bytes; /* bytes skipped while resynchronising */

@@ -1,0 +1,805 @@
+/* test_tkb.c: the .tkb format: round trips, files cut anywhere, damaged chunks, the collector API. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <pthread.h>
+#include <zlib.h>
+
+#include "tracekit/tkb.h"
+#include "tracekit/tracekit.h"
+
+#ifndef TK_REALTRACES_DIR
+#define TK_REALTRACES_DIR "../shared/realtraces"
+#endif
+
+/* ---- helpers ---- */
+
+static char tmpdir[256];
+
+static const char *tpath(const char *name)
+{
+	static char p[512];
+	if (!tmpdir[0]) {
+		snprintf(tmpdir, sizeof tmpdir, "/tmp/test_tkb.XXXXXX");
+		assert_non_null(mkdtemp(tmpdir));
+	}
+	snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+	return p;
+}
+
+static unsigned char *slurp(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	long len = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	unsigned char *p = malloc((size_t)len + 1);
+	assert_non_null(p);
+	assert_int_equal(fread(p, 1, (size_t)len, f), (size_t)len);
+	fclose(f);
+	*n = (size_t)len;
+	return p;
+}
+
+static tk_sv sv(const char *s)
+{
+	return (tk_sv){s, strlen(s)};
+}
+
+/* Owned events. */
+typedef struct evlist {
+	tk_event **ev;
+	size_t n, cap;
+} evlist;
+
+static void ev_push(evlist *l, const tk_event *ev)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 64;
+		l->ev = realloc(l->ev, l->cap * sizeof *l->ev);
+		assert_non_null(l->ev);
+	}
+	l->ev[l->n] = tk_event_dup(ev);
+	assert_non_null(l->ev[l->n]);
+	l->n++;
+}
+
+static void ev_free(evlist *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		tk_event_free(l->ev[i]);
+	free(l->ev);
+	memset(l, 0, sizeof *l);
+}
+
+/* Reads everything; returns the last code. */
+static int read_all(tk_reader *r, evlist *out)
+{
+	const tk_event *ev;
+	int rc;
+	while ((rc = tk_reader_next(r, &ev)) == TK_OK)
+		ev_push(out, ev);
+	return rc;
+}
+
+static int has_warning(tk_reader *r, const char *needle)
+{
+	for (size_t i = 0; tk_reader_warning(r, i); i++)
+		if (strstr(tk_reader_warning(r, i), needle))
+			return 1;
+	return 0;
+}
+
+/* ---- a seeded generator of varied events ---- */
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static const char *names[] = {"aten::mm", "cudaLaunchKernel", "void gemm<128>(float*)", "",
+                              "ProfilerStep#1", "caf\xc3\xa9 \"quoted\""};
+static const char *cats[] = {"cpu_op", "kernel", "cuda_runtime", "ac2g"};
+static const char *strpool[] = {"\"float\"", "\"\"", "\"a\\\"b\\\\c\\n\"", "\"\\u00e9t\\u00e9\"",
+                                "\"c10::BFloat16\""};
+static const char *arrpool[] = {"[1,1,1]", "[[8,1024],[],[1024,1024]]", "[\"long int\",\"\"]",
+                                "{\"a\":{\"b\":[true,null]}}"};
+static const char *extras[] = {"\"s\":\"t\"", "\"bp\":\"e\"", "\"s\":\"g\",\"x\":[1,{\"y\":2}]"};
+/* Args templates: key and value kind (i int, d decimal, s string, a array, l literal, r raw number). */
+static const char *tmpl[][6] = {
+    {"External id:i", "Record function id:i", "Ev Idx:i", NULL},
+    {"correlation:i", "device:i", "grid:a", "blocks per SM:d", "stream:i", NULL},
+    {"Input type:a", "name:s", "flag:l", NULL},
+    {"bytes:i", "memory bandwidth (GB/s):d", "exp:r", "k\\u0001ey:s", NULL},
+    {NULL},
+};
+#define N_TMPL 5
+
+static void gen_value(char *d, size_t cap, char kind, uint64_t pick, int vary)
+{
+	static const char *lits[] = {"null", "true", "false"};
+	static const char *decs[] = {"0.5", "-0.125", "15.270079512247216", "100.00", "-0.5", "0.0"};
+	switch (kind) {
+	case 'i':
+		snprintf(d, cap, "%lld", vary ? (long long)(rnd() % 2000000) - 1000000 : (long long)pick);
+		break;
+	case 'd': snprintf(d, cap, "%s", decs[pick % 6]); break;
+	case 's': snprintf(d, cap, "%s", strpool[pick % 5]); break;
+	case 'a': snprintf(d, cap, "%s", arrpool[pick % 4]); break;
+	case 'l': snprintf(d, cap, "%s", lits[pick % 3]); break;
+	default: snprintf(d, cap, "%s", pick % 2 ? "1.5e-3" : "-0"); break;
+	}
+}
+
+/* Compact args text for template t; `pick` chooses pooled values. */
+static void gen_args(char *d, size_t cap, int t, uint64_t pick, int vary)
+{
+	size_t n = 0;
+	n += (size_t)snprintf(d + n, cap - n, "{");
+	for (int i = 0; tmpl[t][i]; i++) {
+		const char *c = strrchr(tmpl[t][i], ':');
+		char v[128];
+		gen_value(v, sizeof v, c[1], pick + (uint64_t)i, vary);
+		n += (size_t)snprintf(d + n, cap - n, "%s\"%.*s\":%s", i ? "," : "", (int)(c - tmpl[t][i]),
+		                      tmpl[t][i], v);
+	}
+	snprintf(d + n, cap - n, "}");
+}
+
+/* Event i; for i < 60 every pooled string and template is used in turn. */
+static void gen_event(tk_event *ev, char *args, size_t cap, uint64_t i, int64_t *ts)
+{
+	int warm = i < 60;
+	uint64_t k = warm ? i : rnd();
+	memset(ev, 0, sizeof *ev);
+	static const char phs[] = "XifsMC";
+	ev->has = TK_HAS_TS;
+	if (k % 11 != 3) {
+		ev->ph = phs[k % 6];
+		ev->has |= TK_HAS_PH;
+	}
+	*ts += warm ? 1000 : (int64_t)(rnd() % 5000000) - 1000000;
+	ev->ts = *ts;
+	if (k % 3) {
+		ev->has |= TK_HAS_DUR;
+		ev->dur = (int64_t)(k % 977) * 1001;
+	}
+	if (k % 7 != 5) {
+		ev->has |= TK_HAS_NAME;
+		ev->name = sv(names[k % 6]);
+	}
+	if (k % 5 != 4) {
+		ev->has |= TK_HAS_CAT;
+		ev->cat = sv(cats[k % 4]);
+	}
+	ev->pid = k % 9 == 1 ? (tk_id){TK_ID_STR, 0, sv("Spans")} : (tk_id){TK_ID_INT, (int64_t)(k % 3) * 1000, {0}};
+	ev->tid = k % 8 == 2 ? (tk_id){TK_ID_STR, 0, sv("stream 7")} : (tk_id){TK_ID_INT, (int64_t)(k % 4), {0}};
+	if (k % 4 == 1)
+		ev->id = (tk_id){TK_ID_INT, (int64_t)(i * 3 + 100000), {0}};
+	else if (k % 13 == 2)
+		ev->id = (tk_id){TK_ID_STR, 0, sv("0x7f")};
+	int t = (int)(k % (N_TMPL + 1));
+	if (t < N_TMPL) {
+		gen_args(args, cap, t, warm ? i / N_TMPL : rnd(), !warm);
+		ev->args = sv(args);
+	}
+	if (k % 6 == 1 || k % 6 == 2 || (warm && i == 59))
+		ev->extra = sv(extras[warm && i == 59 ? 2 : k % 6 == 1 ? 0 : 1]);
+}
+
+/* ---- writing test files with the collector API ---- */
+
+typedef struct tfile {
+	unsigned char *p;
+	size_t n;
+	size_t bounds[512]; /* end offset of the header, then of each chunk */
+	size_t n_bounds;
+	size_t ev_end[512]; /* events in the file up to each bound */
+	evlist evs;         /* what was written */
+} tfile;
+
+/* Walks the chunk layout as docs/tkb-format.md describes it. */
+static void walk(tfile *f)
+{
+	uint32_t blen = (uint32_t)f->p[12] | (uint32_t)f->p[13] << 8 | (uint32_t)f->p[14] << 16 |
+	                (uint32_t)f->p[15] << 24;
+	size_t at = 16 + blen + 4, evs = 0;
+	f->n_bounds = 0;
+	f->bounds[f->n_bounds] = at;
+	f->ev_end[f->n_bounds++] = 0;
+	while (at < f->n) {
+		const unsigned char *h = f->p + at;
+		assert_memory_equal(h, "\xd7TKc", 4);
+		uint32_t len = (uint32_t)h[8] | (uint32_t)h[9] << 8 | (uint32_t)h[10] << 16 | (uint32_t)h[11] << 24;
+		uint32_t cnt = (uint32_t)h[16] | (uint32_t)h[17] << 8 | (uint32_t)h[18] << 16 | (uint32_t)h[19] << 24;
+		if (h[4] == 2)
+			evs += cnt;
+		at += 28 + len;
+		assert_true(f->n_bounds < 512);
+		f->bounds[f->n_bounds] = at;
+		f->ev_end[f->n_bounds++] = evs;
+	}
+	assert_int_equal(at, f->n);
+}
+
+/* n events in buffers of `per` events: one events chunk per buffer. */
+static void make_file(tfile *f, size_t n, size_t per, int compress, void (*tweak)(tk_event *, size_t))
+{
+	memset(f, 0, sizeof *f);
+	rng = 88172645463325252ull;
+	tk_tkb_anchor a = {111, 1700000000000000000ll, 5000};
+	tk_tkb_header h = {"test_tkb", "node-1", 4242, 3, 8, &a};
+	tk_tkb_opts o = {compress, 0, 1 << 30};
+	tk_tkb_writer *w;
+	const char *path = tpath("gen.tkb");
+	assert_int_equal(tk_tkb_writer_open(&w, path, &h, &o), TK_OK);
+	assert_int_equal(tk_tkb_writer_add_meta(w, sv("schemaVersion"), sv("1"), 0), TK_OK);
+	tk_tkb_buf *b = tk_tkb_buf_new(per, 1 << 20);
+	int64_t ts = 1000000;
+	for (size_t i = 0; i < n; i++) {
+		tk_event ev;
+		char args[1024];
+		gen_event(&ev, args, sizeof args, i, &ts);
+		if (tweak)
+			tweak(&ev, i);
+		assert_int_equal(tk_tkb_buf_append(b, &ev), TK_OK);
+		ev_push(&f->evs, &ev);
+		if (tk_tkb_buf_count(b) == per)
+			assert_int_equal(tk_tkb_writer_submit(w, b), TK_OK);
+	}
+	assert_int_equal(tk_tkb_writer_submit(w, b), TK_OK);
+	assert_int_equal(tk_tkb_writer_add_meta(w, sv("traceName"), sv("\"t\""), 1), TK_OK);
+	tk_tkb_anchor end = {999, 1700000000000009999ll, 9999};
+	assert_int_equal(tk_tkb_writer_close(w, &end), TK_OK);
+	tk_tkb_writer_free(w);
+	tk_tkb_buf_free(b);
+	f->p = slurp(path, &f->n);
+	walk(f);
+}
+
+static void free_file(tfile *f)
+{
+	free(f->p);
+	ev_free(&f->evs);
+}
+
+/* The events read from p[0..n) must be exactly want[idx[0..k)]. */
+static void expect_events(const evlist *got, const evlist *want, const size_t *idx, size_t k)
+{
+	assert_int_equal(got->n, k);
+	for (size_t i = 0; i < k; i++)
+		if (!tk_event_equal(got->ev[i], want->ev[idx ? idx[i] : i]))
+			fail_msg("event %zu differs from written event %zu", i, idx ? idx[i] : i);
+}
+
+/* ---- tests ---- */
+
+static void test_generated_roundtrip(void **state)
+{
+	(void)state;
+	for (int c = 0; c < 2; c++) {
+		tfile f;
+		make_file(&f, 3000, 250, c, NULL);
+		tk_reader *r;
+		assert_int_equal(tk_reader_open_memory(&r, f.p, f.n, "gen.tkb", NULL), TK_OK);
+		assert_string_equal(tk_reader_format(r), "tkb");
+		evlist got = {0};
+		assert_int_equal(read_all(r, &got), TK_EOF);
+		expect_events(&got, &f.evs, NULL, f.evs.n);
+		assert_null(tk_reader_warning(r, 0));
+		assert_int_equal(tk_reader_get_stats(r)->truncated, 0);
+		tk_tkb_info in;
+		assert_int_equal(tk_reader_tkb_info(r, &in), TK_OK);
+		assert_true(in.complete && in.has_start && in.has_end);
+		assert_int_equal(in.pid, 4242);
+		assert_int_equal(in.rank, 3);
+		assert_int_equal(in.world_size, 8);
+		assert_int_equal(in.start.realtime_ns, 1700000000000000000ll);
+		assert_int_equal(in.end.monotonic_ns, 9999);
+		assert_memory_equal(in.host.ptr, "node-1", 7);
+		assert_memory_equal(in.producer.ptr, "test_tkb", 9);
+		tk_sv key, json;
+		int after;
+		assert_int_equal(tk_reader_meta_count(r), 2);
+		tk_reader_meta_get(r, 1, &key, &json, &after);
+		assert_memory_equal(key.ptr, "traceName", 9);
+		assert_memory_equal(json.ptr, "\"t\"", 3);
+		assert_int_equal(after, 1);
+		ev_free(&got);
+		tk_reader_free(r);
+		free_file(&f);
+	}
+}
+
+/* Every prefix of a small file: exactly the events of its complete chunks. */
+static void test_cut_everywhere(void **state)
+{
+	(void)state;
+	tfile f;
+	make_file(&f, 300, 40, 0, NULL);
+	size_t bi = 0;
+	for (size_t cut = 0; cut <= f.n; cut++) {
+		while (bi + 1 < f.n_bounds && f.bounds[bi + 1] <= cut)
+			bi++;
+		tk_reader *r;
+		int rc = tk_reader_open_memory(&r, f.p, cut, "cut.tkb", NULL);
+		evlist got = {0};
+		if (cut < 4) {
+			assert_int_equal(rc, TK_ERR_FORMAT); /* too short to tell the format */
+			tk_reader_free(r);
+			continue;
+		}
+		assert_int_equal(rc, TK_OK);
+		assert_int_equal(read_all(r, &got), TK_EOF);
+		size_t want = cut < f.bounds[0] ? 0 : f.ev_end[bi];
+		expect_events(&got, &f.evs, NULL, want);
+		const tk_reader_stats *st = tk_reader_get_stats(r);
+		assert_int_equal(st->truncated, cut < f.n);
+		if (cut < f.n && cut >= f.bounds[0]) {
+			assert_int_equal(st->dropped_bytes, cut - f.bounds[bi]);
+			assert_true(has_warning(r, "input ends early"));
+		}
+		ev_free(&got);
+		tk_reader_free(r);
+		tk_reader_opts strict = {1, 0, 0};
+		rc = tk_reader_open_memory(&r, f.p, cut, "cut.tkb", &strict);
+		if (rc == TK_OK)
+			rc = read_all(r, &got);
+		assert_int_equal(rc, cut < f.n ? TK_ERR_TRUNCATED : TK_EOF);
+		ev_free(&got);
+		tk_reader_free(r);
+	}
+	free_file(&f);
+}
+
+/* Random cuts of a larger compressed file. */
+static void test_cut_random(void **state)
+{
+	(void)state;
+	tfile f;
+	make_file(&f, 20000, 700, 1, NULL);
+	uint64_t seed = 12345;
+	for (int k = 0; k < 300; k++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		size_t cut = f.bounds[0] + (size_t)(seed >> 33) % (f.n - f.bounds[0]);
+		size_t bi = 0;
+		while (bi + 1 < f.n_bounds && f.bounds[bi + 1] <= cut)
+			bi++;
+		tk_reader *r;
+		assert_int_equal(tk_reader_open_memory(&r, f.p, cut, "cut.tkb", NULL), TK_OK);
+		evlist got = {0};
+		assert_int_equal(read_all(r, &got), TK_EOF);
+		expect_events(&got, &f.evs, NULL, f.ev_end[bi]);
+		assert_int_equal(tk_reader_get_stats(r)->dropped_bytes, cut - f.bounds[bi]);
+		ev_free(&got);
+		tk_reader_free(r);
+	}
+	free_file(&f);
+}
+
+/* Reads a copy of f with byte `at` flipped; checks which events come back. */
+static void flip_check(const tfile *f, size_t at, size_t lost_chunk, int header)
+{
+	unsigned char *p = malloc(f->n);
+	memcpy(p, f->p, f->n);
+	p[at] ^= 0x5a;
+	tk_reader *r;
+	assert_int_equal(tk_reader_open_memory(&r, p, f->n, "flip.tkb", NULL), TK_OK);
+	evlist got = {0};
+	assert_int_equal(read_all(r, &got), TK_EOF);
+	size_t lo = f->ev_end[lost_chunk - 1], hi = f->ev_end[lost_chunk], k = 0;
+	size_t *idx = malloc(f->evs.n * sizeof *idx);
+	for (size_t i = 0; i < f->evs.n; i++)
+		if (i < lo || i >= hi)
+			idx[k++] = i;
+	expect_events(&got, &f->evs, idx, k);
+	assert_true(has_warning(r, header ? "bad chunk header" : "fails its CRC"));
+	tk_tkb_info in;
+	tk_reader_tkb_info(r, &in);
+	assert_int_equal(in.bad_chunks, 1);
+	assert_true(in.complete);
+	if (!header)
+		assert_int_equal(in.lost_events, hi - lo);
+	ev_free(&got);
+	tk_reader_free(r);
+	tk_reader_opts strict = {1, 0, 0};
+	assert_int_equal(tk_reader_open_memory(&r, p, f->n, "flip.tkb", &strict), TK_OK);
+	assert_int_equal(read_all(r, &got), TK_ERR_FORMAT);
+	ev_free(&got);
+	tk_reader_free(r);
+	free(idx);
+	free(p);
+}
+
+/* A flipped byte in any events chunk after the first (whose dictionary the
+ * others use) loses exactly that chunk's events. */
+static void test_flipped_bytes(void **state)
+{
+	(void)state;
+	for (int c = 0; c < 2; c++) {
+		tfile f;
+		make_file(&f, 2000, 60, c, NULL);
+		/* bounds[1] ends the META chunk, bounds[2] the first events chunk */
+		for (size_t ci = 3; ci + 2 < f.n_bounds; ci++) {
+			size_t start = f.bounds[ci - 1], len = f.bounds[ci] - start;
+			flip_check(&f, start + 28 + (len - 28) / 2, ci, 0); /* payload */
+			flip_check(&f, start + 1 + ci % 27, ci, 1);         /* header */
+		}
+		free_file(&f);
+	}
+}
+
+/* Events 120..179 bring a new name and a new args shape in their own
+ * chunk; later events use them too. */
+static void tweak_new_dict(tk_event *ev, size_t i)
+{
+	static char args[64];
+	if (i >= 120 && i < 180 && i % 2 == 0)
+		ev->name = sv("only-in-chunk-3"), ev->has |= TK_HAS_NAME;
+	if (i >= 120 && i % 10 == 5) {
+		snprintf(args, sizeof args, "{\"new shape\":%zu}", i);
+		ev->args = sv(args);
+	}
+	if (i >= 180 && i % 60 == 2)
+		ev->name = sv("only-in-chunk-3"), ev->has |= TK_HAS_NAME;
+}
+
+/* Losing a chunk that added strings and shapes also loses the later events
+ * that use them; everything else comes back. */
+static void test_lost_dictionary(void **state)
+{
+	(void)state;
+	tfile f;
+	make_file(&f, 600, 60, 0, tweak_new_dict);
+	size_t start = f.bounds[3], len = f.bounds[4] - start; /* events 120..179 */
+	assert_int_equal(f.ev_end[3], 120);
+	unsigned char *p = malloc(f.n);
+	memcpy(p, f.p, f.n);
+	p[start + 28 + len / 2] ^= 1;
+	tk_reader *r;
+	assert_int_equal(tk_reader_open_memory(&r, p, f.n, "lost.tkb", NULL), TK_OK);
+	evlist got = {0};
+	assert_int_equal(read_all(r, &got), TK_EOF);
+	size_t *idx = malloc(f.evs.n * sizeof *idx), k = 0;
+	for (size_t i = 0; i < f.evs.n; i++) {
+		size_t chunk_start = i / 60 * 60;
+		int uses_name = i >= 180 && i % 60 == 2;
+		/* after a use of the lost shape the rest of its chunk is undecodable */
+		int after_shape = i >= 180 && (i - chunk_start) >= 5;
+		if ((i < 120 || i >= 180) && !uses_name && !after_shape)
+			idx[k++] = i;
+	}
+	expect_events(&got, &f.evs, idx, k);
+	assert_true(has_warning(r, "were dropped"));
+	tk_tkb_info in;
+	tk_reader_tkb_info(r, &in);
+	assert_int_equal(in.lost_events, f.evs.n - k);
+	ev_free(&got);
+	tk_reader_free(r);
+	free(idx);
+	free(p);
+	free_file(&f);
+}
+
+/* Garbage between chunks and a damaged sync marker are skipped by scanning. */
+static void test_resync_garbage(void **state)
+{
+	(void)state;
+	tfile f;
+	make_file(&f, 500, 50, 1, NULL);
+	size_t at = f.bounds[4];
+	unsigned char *p = malloc(f.n + 1000);
+	memcpy(p, f.p, at);
+	for (int i = 0; i < 1000; i++)
+		p[at + (size_t)i] = (unsigned char)(i % 7 ? i * 31 : 0xd7);
+	memcpy(p + at + 1000, f.p + at, f.n - at);
+	tk_reader *r;
+	assert_int_equal(tk_reader_open_memory(&r, p, f.n + 1000, "garbage.tkb", NULL), TK_OK);
+	evlist got = {0};
+	assert_int_equal(read_all(r, &got), TK_EOF);
+	expect_events(&got, &f.evs, NULL, f.evs.n);
+	tk_tkb_info in;
+	tk_reader_tkb_info(r, &in);
+	assert_int_equal(in.skipped_bytes, 1000);
+	ev_free(&got);
+	tk_reader_free(r);
+	free(p);
+	free_file(&f);
+}
+
+/* tk_writer: JSON-style metadata order and after flags, args given as
+ * non-canonical JSON, and the .tkb name picking the format. */
+static void test_writer_meta(void **state)
+{
+	(void)state;
+	const char *path = tpath("w.tkb");
+	tk_writer *w;
+	assert_int_equal(tk_writer_open_path(&w, path, NULL), TK_OK);
+	assert_int_equal(tk_writer_add_meta(w, sv("schemaVersion"), sv("1")), TK_OK);
+	assert_int_equal(tk_writer_add_meta(w, sv("deviceProperties"), sv("[ {\"id\" : 0} ]")), TK_OK);
+	tk_event ev = {0};
+	ev.ph = 'X';
+	ev.has = TK_HAS_PH | TK_HAS_TS | TK_HAS_NAME;
+	ev.ts = -5;
+	ev.name = sv("n");
+	ev.args = sv("{ \"a\" : [1, 2],\n \"b\":\"x\" }");
+	ev.extra = sv("\"s\" : \"g\"");
+	assert_int_equal(tk_writer_write(w, &ev), TK_OK);
+	ev.args = sv("[1]"); /* not an object: stored as text */
+	assert_int_equal(tk_writer_write(w, &ev), TK_OK);
+	assert_int_equal(tk_writer_add_meta(w, sv("traceName"), sv("\"x\"")), TK_OK);
+	assert_int_equal(tk_writer_close(w), TK_OK);
+	tk_writer_free(w);
+	tk_reader *r;
+	assert_int_equal(tk_reader_open_path(&r, path, NULL), TK_OK);
+	const tk_event *e;
+	assert_int_equal(tk_reader_next(r, &e), TK_OK);
+	assert_string_equal(e->args.ptr, "{\"a\":[1,2],\"b\":\"x\"}");
+	assert_string_equal(e->extra.ptr, "\"s\":\"g\"");
+	assert_int_equal(e->ts, -5);
+	assert_int_equal(tk_reader_next(r, &e), TK_OK);
+	assert_string_equal(e->args.ptr, "[1]");
+	assert_int_equal(tk_reader_next(r, &e), TK_EOF);
+	const char *keys[] = {"schemaVersion", "deviceProperties", "traceName"};
+	const char *vals[] = {"1", "[{\"id\":0}]", "\"x\""};
+	assert_int_equal(tk_reader_meta_count(r), 3);
+	for (size_t i = 0; i < 3; i++) {
+		tk_sv k, v;
+		int after;
+		tk_reader_meta_get(r, i, &k, &v, &after);
+		assert_string_equal(k.ptr, keys[i]);
+		assert_string_equal(v.ptr, vals[i]);
+		assert_int_equal(after, i == 2);
+	}
+	tk_reader_free(r);
+	unlink(path);
+}
+
+/* Exact text of awkward args values survives. */
+static void test_args_values(void **state)
+{
+	(void)state;
+	static const char *args[] = {
+	    "{}", "{\"a\":-0}", "{\"a\":0.10,\"b\":-0.0,\"c\":1e5,\"d\":-0.5}",
+	    "{\"x\":9223372036854775807,\"y\":-9223372036854775808,\"z\":99999999999999999999}",
+	    "{\"a\":0.123456789012345678,\"b\":1234567890123456789.5}",
+	    "{\"k\":\"\\u0000\",\"k\":\"dup\"}", "{\"\":{}}", "{\"a\":[]}",
+	    "{\"a\":1,\"a\":\"1\"}", "{\"a\":1}",
+	};
+	const char *path = tpath("v.tkb");
+	tk_writer *w;
+	assert_int_equal(tk_writer_open_path(&w, path, NULL), TK_OK);
+	tk_event ev = {0};
+	ev.has = TK_HAS_VALID_JSON;
+	for (size_t i = 0; i < sizeof args / sizeof *args; i++) {
+		ev.args = sv(args[i]);
+		assert_int_equal(tk_writer_write(w, &ev), TK_OK);
+	}
+	assert_int_equal(tk_writer_close(w), TK_OK);
+	tk_writer_free(w);
+	tk_reader *r;
+	assert_int_equal(tk_reader_open_path(&r, path, NULL), TK_OK);
+	const tk_event *e;
+	for (size_t i = 0; i < sizeof args / sizeof *args; i++) {
+		assert_int_equal(tk_reader_next(r, &e), TK_OK);
+		assert_string_equal(e->args.ptr, args[i]);
+		assert_int_equal(e->pid.kind, TK_ID_NONE);
+	}
+	assert_int_equal(tk_reader_next(r, &e), TK_EOF);
+	tk_reader_free(r);
+	unlink(path);
+}
+
+typedef struct tharg {
+	tk_tkb_writer *w;
+	int t;
+} tharg;
+
+static void *producer(void *p)
+{
+	tharg *a = p;
+	tk_tkb_buf *b = tk_tkb_buf_new(64, 4096);
+	char name[32];
+	for (int i = 0; i < 5000; i++) {
+		tk_event ev = {0};
+		ev.ph = 'X';
+		ev.has = TK_HAS_PH | TK_HAS_TS | TK_HAS_NAME | TK_HAS_VALID_JSON;
+		ev.ts = i;
+		snprintf(name, sizeof name, "k%d", i % 17);
+		ev.name = sv(name);
+		ev.tid = (tk_id){TK_ID_INT, a->t, {0}};
+		ev.args = sv("{\"correlation\":1}");
+		if (tk_tkb_buf_append(b, &ev) == TK_ERR_LIMIT) {
+			tk_tkb_writer_submit(a->w, b);
+			tk_tkb_buf_append(b, &ev);
+		}
+	}
+	tk_tkb_writer_submit(a->w, b);
+	tk_tkb_buf_free(b);
+	return NULL;
+}
+
+/* Four threads fill their own buffers and submit them to one writer. */
+static void test_threads(void **state)
+{
+	(void)state;
+	const char *path = tpath("thr.tkb");
+	tk_tkb_writer *w;
+	tk_tkb_opts o = {1, 1, 0};
+	assert_int_equal(tk_tkb_writer_open(&w, path, NULL, &o), TK_OK);
+	pthread_t th[4];
+	tharg a[4];
+	for (int i = 0; i < 4; i++) {
+		a[i] = (tharg){w, i};
+		pthread_create(&th[i], NULL, producer, &a[i]);
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(tk_tkb_writer_close(w, NULL), TK_OK);
+	assert_int_equal(tk_tkb_writer_events(w), 20000);
+	tk_tkb_writer_free(w);
+	tk_reader *r;
+	assert_int_equal(tk_reader_open_path(&r, path, NULL), TK_OK);
+	const tk_event *e;
+	int64_t next[4] = {0, 0, 0, 0};
+	while (tk_reader_next(r, &e) == TK_OK) {
+		assert_true(e->tid.kind == TK_ID_INT && e->tid.num >= 0 && e->tid.num < 4);
+		assert_int_equal(e->ts, next[e->tid.num]++);
+	}
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(next[i], 5000);
+	tk_reader_free(r);
+	unlink(path);
+}
+
+static void test_buf_limits(void **state)
+{
+	(void)state;
+	tk_tkb_buf *b = tk_tkb_buf_new(2, 16);
+	tk_event ev = {0};
+	ev.name = sv("0123456789");
+	assert_int_equal(tk_tkb_buf_append(b, &ev), TK_OK);
+	assert_int_equal(tk_tkb_buf_append(b, &ev), TK_ERR_LIMIT); /* arena */
+	ev.name = sv("x");
+	assert_int_equal(tk_tkb_buf_append(b, &ev), TK_OK);
+	assert_int_equal(tk_tkb_buf_append(b, &ev), TK_ERR_LIMIT); /* slots */
+	assert_int_equal(tk_tkb_buf_count(b), 2);
+	tk_tkb_buf_reset(b);
+	assert_int_equal(tk_tkb_buf_count(b), 0);
+	assert_int_equal(tk_tkb_buf_append(NULL, &ev), TK_ERR_ARG);
+	tk_tkb_buf_free(b);
+	tk_tkb_buf_free(NULL);
+	tk_tkb_writer_free(NULL);
+}
+
+/* ---- the real traces: JSON -> .tkb -> events, compared in lockstep ---- */
+
+static int compare_readers(tk_reader *a, tk_reader *b, const char *f)
+{
+	const tk_event *ea, *eb;
+	int ra, rb;
+	uint64_t n = 0;
+	while ((ra = tk_reader_next(a, &ea)) == TK_OK) {
+		rb = tk_reader_next(b, &eb);
+		if (rb != TK_OK || !tk_event_equal(ea, eb) ||
+		    (ea->args.ptr && strcmp(ea->args.ptr, eb->args.ptr))) {
+			fprintf(stderr, "%s: event %llu differs\n", f, (unsigned long long)n);
+			return 1;
+		}
+		n++;
+	}
+	if (ra != TK_EOF || tk_reader_next(b, &eb) != TK_EOF)
+		return fprintf(stderr, "%s: %s / %s\n", f, tk_reader_error(a), tk_reader_error(b)), 1;
+	if (tk_reader_meta_count(a) != tk_reader_meta_count(b))
+		return fprintf(stderr, "%s: metadata count differs\n", f), 1;
+	for (size_t i = 0; i < tk_reader_meta_count(a); i++) {
+		tk_sv ka, va, kb, vb;
+		int aa, ab;
+		tk_reader_meta_get(a, i, &ka, &va, &aa);
+		tk_reader_meta_get(b, i, &kb, &vb, &ab);
+		if (strcmp(ka.ptr, kb.ptr) || va.len != vb.len || memcmp(va.ptr, vb.ptr, va.len) || aa != ab)
+			return fprintf(stderr, "%s: metadata %zu differs\n", f, i), 1;
+	}
+	return 0;
+}
+
+static int convert(const char *in, const char *out, int compress, uint64_t *bytes)
+{
+	tk_reader *r = NULL;
+	tk_writer *w = NULL;
+	tk_writer_opts wo = {TK_FORMAT_TKB, compress, 0};
+	int rc = tk_reader_open_path(&r, in, NULL);
+	rc = rc ? rc : tk_writer_open_path(&w, out, &wo);
+	const tk_event *ev;
+	size_t copied = 0;
+	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK)
+		rc = tk_copy_meta(w, r, &copied) || tk_writer_write(w, ev);
+	if (rc == TK_EOF)
+		rc = tk_copy_meta(w, r, &copied) || tk_writer_close(w);
+	if (rc)
+		fprintf(stderr, "%s: %s %s\n", in, tk_reader_error(r), w ? tk_writer_error(w) : "");
+	*bytes = tk_reader_get_stats(r)->bytes_decoded;
+	tk_writer_free(w);
+	tk_reader_free(r);
+	return rc;
+}
+
+static int real_one(const char *dir, const char *rel, int compress)
+{
+	char in[8192];
+	snprintf(in, sizeof in, "%s/%s", dir, rel);
+	const char *out = tpath("real.tkb");
+	uint64_t json_bytes;
+	if (convert(in, out, compress, &json_bytes))
+		return 1;
+	tk_reader *a = NULL, *b = NULL;
+	int bad = tk_reader_open_path(&a, in, NULL) || tk_reader_open_path(&b, out, NULL) ||
+	          compare_readers(a, b, rel);
+	size_t n;
+	free(slurp(out, &n));
+	printf("%-90s %s json %12llu  tkb %10zu  %5.2f%%\n", rel, compress ? "zlib" : "raw ",
+	       (unsigned long long)json_bytes, n, 100.0 * (double)n / (double)json_bytes);
+	tk_reader_free(a);
+	tk_reader_free(b);
+	unlink(out);
+	return bad;
+}
+
+static int run_real(void)
+{
+	const char *dir = getenv("TK_REALTRACES");
+	if (!dir || !*dir)
+		dir = TK_REALTRACES_DIR;
+	char idx[1024];
+	snprintf(idx, sizeof idx, "%s/index.tsv", dir);
+	FILE *f = fopen(idx, "r");
+	if (!f) {
+		printf("skipped: no real traces at %s (set TK_REALTRACES)\n", dir);
+		return 77;
+	}
+	char line[4096];
+	int bad = 0, n = 0;
+	while (fgets(line, sizeof line, f)) {
+		char *tab = strchr(line, '\t');
+		if (!tab || !strncmp(line, "path\t", 5))
+			continue;
+		*tab = 0;
+		bad += real_one(dir, line, n % 2);
+		n++;
+	}
+	fclose(f);
+	printf("%d real traces, %d failed\n", n, bad);
+	return bad ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	int rc;
+	if (argc > 1 && strcmp(argv[1], "--real") == 0) {
+		rc = run_real();
+	} else {
+		const struct CMUnitTest tests[] = {
+		    cmocka_unit_test(test_generated_roundtrip), cmocka_unit_test(test_cut_everywhere),
+		    cmocka_unit_test(test_cut_random),          cmocka_unit_test(test_flipped_bytes),
+		    cmocka_unit_test(test_lost_dictionary),     cmocka_unit_test(test_resync_garbage),
+		    cmocka_unit_test(test_writer_meta),         cmocka_unit_test(test_args_values),
+		    cmocka_unit_test(test_threads),             cmocka_unit_test(test_buf_limits),
+		};
+		rc = cmocka_run_group_tests(tests, NULL, NULL);
+	}
+	if (tmpdir[0])
+		rmdir(tmpdir);
+	return rc;
+}
