@@ -72,6 +72,8 @@ int cli_next(const cli_tool *t, int argc, char **argv, const char **arg, int *op
 	static const cli_tool *built;
 	if (built != t) {
 		size_t n = 0, s = 0;
+		if (t->in_order)
+			sopts[s++] = '+';
 		sopts[s++] = ':';
 		for (const cli_opt *o = t->opts; o->name && n < 60; o++, n++) {
 			lopts[n] = (struct option){o->name, o->arg ? required_argument : no_argument, NULL, o->id};
@@ -90,7 +92,8 @@ int cli_next(const cli_tool *t, int argc, char **argv, const char **arg, int *op
 		optind = 1;
 		opterr = 0;
 	}
-	/* GNU getopt permutes: options may follow positional arguments */
+	/* GNU getopt permutes (options may follow positional arguments) unless
+	 * the tool runs a command whose own options must stay its own */
 	for (;;) {
 		int c = getopt_long(argc, argv, sopts, lopts, NULL);
 		*optind_out = optind;

@@ -19,6 +19,7 @@ typedef struct cli_tool {
 	const char *about;    /* one paragraph */
 	const cli_opt *opts;
 	const char *footer;   /* examples, may be NULL */
+	int in_order;         /* stop at the first positional argument: it starts a command */
 } cli_tool;
 
 /* Parses argv; returns the option id, -1 at the end (positional arguments

@@ -32,6 +32,7 @@ static const cli_tool tool = {
 	"  trace-convert rank0.json -o rank0.json.gz\n"
 	"  zcat big.json.gz | trace-convert - -o big.json\n"
 	"  trace-convert rank0.json.gz -o rank0.tkb --compress\n",
+	0,
 };
 
 typedef struct convert_opts {

@@ -58,6 +58,7 @@ static const cli_tool tool = {
 	"  trace-merge traces/ -o all.json.gz\n"
 	"  trace-merge 'rank*.json.gz' --rank-from 'rank([0-9]+)' --align collectives -o all.json\n"
 	"  trace-merge traces/ --ranks 0-3 --window +1s:+1.5s --cat kernel -o part.json\n",
+	0,
 };
 
 typedef struct merge_cli {

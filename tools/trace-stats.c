@@ -45,6 +45,7 @@ static const cli_tool tool = {
 	"  trace-stats rank0.json.gz --sort self_cuda_time_total --row-limit 10\n"
 	"  trace-stats --group-by-input-shape --flops extended -t ops trace.json\n"
 	"  trace-stats worker*.json --sort cuda_time_total -f md > summary.md\n",
+	0,
 };
 
 typedef struct stats_opts {

@@ -1,7 +1,5 @@
 /* util.c: growable buffers, message formatting, version strings. */
-#include <archive.h>
 #include <errno.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 
 #include "internal.h"
@@ -50,15 +48,6 @@ char *tk__strdup(const char *s)
 const char *tk_version(void)
 {
 	return TK_VERSION_STRING;
-}
-
-const char *tk_dependency_versions(void)
-{
-	static char v[256];
-	if (!v[0])
-		snprintf(v, sizeof v, "zlib %s, sqlite %s, %s", zlibVersion(), sqlite3_libversion(),
-		         archive_version_string());
-	return v;
 }
 
 const char *tk_strerror(int code)
