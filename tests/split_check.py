@@ -79,38 +79,48 @@ def nesting_errors(evs):
     return bad
 
 
-def rebuild_clipped(pieces):
+def rebuild_clipped(pieces, src_ev, last_end):
     """Put clipped slices back together: a 'clipped' head and the
-    'continued' pieces that start where the previous one ends."""
+    'continued' pieces that start where the previous one ends. A chain may
+    stop early at the end of the last part (a range's end)."""
     groups = collections.defaultdict(list)
     for e in pieces:
         d = dict(e)
         args = dict(d.get("args", {}))
         how = args.pop("tk_split")
-        if args or "args" in e and len(e["args"]) > 1:
+        if args:
             d["args"] = args
         else:
             d.pop("args", None)
         start, dur = ns(d.pop("ts")), ns(d.pop("dur"))
         groups[json.dumps(d, sort_keys=True)].append((start, start + dur, how))
+    originals = collections.defaultdict(list)
+    for e in src_ev:
+        if e.get("ph") == "X" and "ts" in e:
+            d = dict(e)
+            start, dur = ns(d.pop("ts")), ns(d.pop("dur", 0))
+            originals[(json.dumps(d, sort_keys=True), start)].append(start + dur)
     whole, partial = [], 0
     for key, ivs in groups.items():
         ivs.sort()
         open_by_end = {}
         for start, end, how in ivs:
-            if how == "continued" and start in open_by_end and open_by_end[start]:
+            if how == "continued" and open_by_end.get(start):
                 s0 = open_by_end[start].pop()
                 open_by_end.setdefault(end, []).append(s0)
             else:
                 if how == "continued":
-                    partial += 1  # the head started outside the written range
+                    partial += 1  # the head started before the first part
                 open_by_end.setdefault(end, []).append(start if how == "clipped" else None)
         for end, starts in open_by_end.items():
             for s0 in starts:
                 if s0 is None:
                     continue
+                ends = originals.get((key, s0), [])
+                if end not in ends and not (last_end is not None and end == last_end and any(x > end for x in ends)):
+                    fail("clipped pieces of %s from %d to %d match no input slice" % (key, s0, end))
                 d = json.loads(key)
-                d["ts"], d["dur"] = s0, end - s0
+                d["ts"], d["dur"] = s0, (end if end in ends else max(ends)) - s0
                 whole.append(json.dumps(d, sort_keys=True))
     return whole, partial
 
@@ -167,7 +177,8 @@ def main():
         for e in evs:
             if e.get("ph") == "M":
                 continue
-            if "ts" in e and not ((lo is None or ns(e["ts"]) >= lo) and (hi is None or ns(e["ts"]) < hi)):
+            # a cut made by the byte budget may fall between events at the same time
+            if "ts" in e and not ((lo is None or ns(e["ts"]) >= lo) and (hi is None or ns(e["ts"]) <= hi)):
                 fail("%s: event at %s outside the part's range" % (p["file"], e["ts"]))
             if "tk_split" in e.get("args", {}):
                 pieces.append(e)
@@ -175,7 +186,7 @@ def main():
                 got[norm(e)] += 1
         if nesting_errors(evs) and not nesting_errors(src_ev):
             fail("%s: slices do not nest" % p["file"])
-    whole, partial = rebuild_clipped(pieces)
+    whole, partial = rebuild_clipped(pieces, src_ev, ranges[-1][1])
     got.update(whole)
     extra = got - expected
     if extra:

@@ -327,7 +327,10 @@ static int emit(tk_split *s, const tk_event *const *evs, size_t n, int *recut)
 		return -1;
 	int rc = tk_writer_write_group(s->w, evs, n);
 	if (rc == TK_ERR_LIMIT) {
-		int64_t at = (evs[0]->has & TK_HAS_TS) ? evs[0]->ts : s->seg_start;
+		int64_t at = s->seg_start; /* the new part starts at the latest event of the group */
+		for (size_t i = 0; i < n; i++)
+			if ((evs[i]->has & TK_HAS_TS) && evs[i]->ts > at)
+				at = evs[i]->ts;
 		s->parts[s->n_parts - 1].p.end = at;
 		if (recut)
 			*recut = 1;
