@@ -6,9 +6,7 @@
 #include <unistd.h>
 
 #include "split_int.h"
-#ifdef TK_HAVE_SORTER
 #include "tracekit/sort.h"
-#endif
 
 #define MAX_WINDOWS 1000000
 
@@ -602,7 +600,6 @@ static int pass_sorted(tk_split *s, const char *path)
 	return rc == TK_EOF ? 0 : rc;
 }
 
-#ifdef TK_HAVE_SORTER
 static int feed_sorter(tk_split *s, tk_sorter *so, const char *path)
 {
 	tk_reader *r = NULL;
@@ -646,14 +643,6 @@ static int pass_unsorted(tk_split *s, const char *path)
 	tk_sorter_free(so);
 	return rc == TK_EOF ? 0 : rc;
 }
-#else
-static int pass_unsorted(tk_split *s, const char *path)
-{
-	(void)path;
-	return fail(s, TK_ERR_UNSUPPORTED, "%s: the events are not in time order, and this build has "
-	            "no sorter to order them", path);
-}
-#endif
 
 
 /* ---- output: names, index, publishing ---- */

@@ -1,0 +1,73 @@
+/* merge.h: merge per-rank traces into one time-ordered trace in bounded memory. */
+#ifndef TRACEKIT_MERGE_H
+#define TRACEKIT_MERGE_H
+
+#include "tracekit/tracekit.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How ranks' clocks are brought onto one time line (after each input's own
+ * time base: baseTimeNanoseconds plus relative ts, or absolute ts). */
+enum {
+	TK_ALIGN_NONE = 0,        /* trust the recorded clocks */
+	TK_ALIGN_START = 1,       /* every rank's first event at the earliest first event */
+	TK_ALIGN_COLLECTIVES = 2, /* match the first NCCL collectives across ranks */
+	TK_ALIGN_GIVEN = 3        /* offsets from tk_merge_set_offset() */
+};
+
+typedef struct tk_merge tk_merge;
+
+typedef struct tk_merge_opts {
+	size_t memory_bytes; /* sorter budget; 0 = 256 MiB */
+	const char *tmpdir;  /* spilled runs; NULL = $TMPDIR or /tmp */
+	int align;           /* TK_ALIGN_* */
+	tk_reader_opts ropts;
+	tk_writer_opts wopts;
+	/* filters: NULL/0 = keep all. Metadata (ph 'M') events are always kept. */
+	const int64_t *ranks;
+	size_t n_ranks;
+	const char *const *cats;
+	size_t n_cats;
+	int window;                 /* 1: keep events overlapping [window_lo, window_hi] */
+	int window_from_first;      /* 1: the window counts from the first event's time */
+	int64_t window_lo, window_hi; /* ns in the output's time base */
+	/* called now and then while inputs are read and while the output is written */
+	void (*progress)(void *ctx, const char *what, uint64_t bytes, uint64_t events);
+	void *progress_ctx;
+} tk_merge_opts;
+
+/* What happened to one input, for reports. */
+typedef struct tk_merge_rank_info {
+	const char *path;
+	int64_t rank;
+	int rank_source;     /* 0 given, 1 distributedInfo.rank, 2 input order */
+	uint64_t events_in;  /* events read */
+	uint64_t events_out; /* events written */
+	int64_t offset_ns;   /* clock offset applied (alignment only) */
+	int64_t residual_ns; /* collectives: median |deviation| of the matched pairs */
+	size_t matched;      /* collectives: pairs used; 0 = none matched */
+	int skipped;         /* 1: left out by the rank filter */
+} tk_merge_rank_info;
+
+TK_API int tk_merge_new(tk_merge **out, const tk_merge_opts *opts);
+/* Offset in ns added to a rank's clock under TK_ALIGN_GIVEN. */
+TK_API int tk_merge_set_offset(tk_merge *m, int64_t rank, int64_t offset_ns);
+/* Read one input ("-" = standard input) completely. rank < 0: from its
+ * distributedInfo.rank, else its position among the inputs. */
+TK_API int tk_merge_add(tk_merge *m, const char *path, int64_t rank);
+/* Align, sort and write everything to `path` (temporary name, renamed when
+ * complete). */
+TK_API int tk_merge_write(tk_merge *m, const char *path);
+TK_API const char *tk_merge_error(const tk_merge *m);
+/* Warnings (unmatched collectives, truncated inputs); NULL past the end. */
+TK_API const char *tk_merge_warning(const tk_merge *m, size_t i);
+TK_API size_t tk_merge_inputs(const tk_merge *m);
+TK_API int tk_merge_info(const tk_merge *m, size_t i, tk_merge_rank_info *info);
+TK_API void tk_merge_free(tk_merge *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

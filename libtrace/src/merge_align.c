@@ -1,0 +1,244 @@
+/* merge_align.c: clock offsets between ranks from matched NCCL collectives; a small int map. */
+#include <stdlib.h>
+
+#include "merge_int.h"
+
+#define MAX_COLLS (1u << 16) /* kernels kept per input: the first ones are what we match */
+#define MAX_PAIRS 64         /* matched collectives used per rank */
+
+/* ---- int64 map ---- */
+
+static uint64_t mix(int64_t k)
+{
+	uint64_t x = (uint64_t)k * 0x9E3779B97F4A7C15ull;
+	return x ^ (x >> 29);
+}
+
+int64_t *tk__imap_get(const tk__imap *m, int64_t key)
+{
+	if (!m->cap)
+		return NULL;
+	for (size_t i = mix(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+		if (!m->used[i])
+			return NULL;
+		if (m->keys[i] == key)
+			return &m->vals[i];
+	}
+}
+
+static int imap_grow(tk__imap *m)
+{
+	tk__imap n = {0};
+	n.cap = m->cap ? m->cap * 2 : 64;
+	n.keys = malloc(n.cap * sizeof *n.keys);
+	n.vals = malloc(n.cap * sizeof *n.vals);
+	n.used = calloc(n.cap, 1);
+	if (!n.keys || !n.vals || !n.used) {
+		tk__imap_free(&n);
+		return TK_ERR_NOMEM;
+	}
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->used[i])
+			tk__imap_put(&n, m->keys[i], m->vals[i]);
+	tk__imap_free(m);
+	*m = n;
+	return 0;
+}
+
+int tk__imap_put(tk__imap *m, int64_t key, int64_t val)
+{
+	if ((m->n + 1) * 2 > m->cap && imap_grow(m))
+		return TK_ERR_NOMEM;
+	size_t i = mix(key) & (m->cap - 1);
+	while (m->used[i] && m->keys[i] != key)
+		i = (i + 1) & (m->cap - 1);
+	if (!m->used[i])
+		m->n++;
+	m->used[i] = 1;
+	m->keys[i] = key;
+	m->vals[i] = val;
+	return 0;
+}
+
+void tk__imap_free(tk__imap *m)
+{
+	free(m->keys);
+	free(m->vals);
+	free(m->used);
+	memset(m, 0, sizeof *m);
+}
+
+/* ---- collectives ---- */
+
+static int starts(tk_sv s, const char *p)
+{
+	size_t n = strlen(p);
+	return s.ptr && s.len >= n && memcmp(s.ptr, p, n) == 0;
+}
+
+/* The key a collective is matched by: its "Collective name" argument when
+ * the kernel has one, else the kernel name up to its parameter list. */
+static int coll_key(const tk_event *ev, char *buf, size_t cap, size_t *len)
+{
+	int nccl = starts(ev->name, "ncclKernel_") || starts(ev->name, "ncclDevKernel_");
+	int kernel = ev->cat.ptr && ev->cat.len == 6 && memcmp(ev->cat.ptr, "kernel", 6) == 0;
+	if (!nccl && !kernel)
+		return 0;
+	if (ev->args.ptr && tk_args_get_str(ev, "Collective name", buf, cap, len) == 0 && *len &&
+	    *len < cap)
+		return 1;
+	if (!nccl)
+		return 0;
+	const char *paren = memchr(ev->name.ptr, '(', ev->name.len);
+	*len = paren ? (size_t)(paren - ev->name.ptr) : ev->name.len;
+	if (*len >= cap)
+		*len = cap - 1;
+	memcpy(buf, ev->name.ptr, *len);
+	buf[*len] = 0;
+	return 1;
+}
+
+int tk__merge_note_coll(tk_merge *m, tk__input *in, const tk_event *ev)
+{
+	char key[256];
+	size_t len;
+	if ((ev->has & (TK_HAS_TS | TK_HAS_PH)) != (TK_HAS_TS | TK_HAS_PH) || ev->ph != 'X' ||
+	    in->n_colls >= MAX_COLLS || !coll_key(ev, key, sizeof key, &len))
+		return 0;
+	if (in->n_colls == in->colls_cap) {
+		size_t cap = in->colls_cap ? in->colls_cap * 2 : 64;
+		tk__coll *c = realloc(in->colls, cap * sizeof *c);
+		if (!c)
+			return TK_ERR_NOMEM;
+		in->colls = c;
+		in->colls_cap = cap;
+	}
+	tk_sv k = tk__strtab_intern(&m->keys, key, len);
+	if (!k.ptr)
+		return TK_ERR_NOMEM;
+	/* the index of an interned string is stable: find it by its pointer's table slot */
+	uint32_t id = 0;
+	for (size_t i = m->keys.n; i-- > 0;)
+		if (m->keys.ents[i].ptr == k.ptr) {
+			id = (uint32_t)i;
+			break;
+		}
+	int64_t end = ev->ts + ((ev->has & TK_HAS_DUR) ? ev->dur : 0);
+	in->colls[in->n_colls++] = (tk__coll){end, id};
+	return 0;
+}
+
+static int coll_cmp(const void *a, const void *b)
+{
+	const tk__coll *x = a, *y = b;
+	if (x->end != y->end)
+		return x->end < y->end ? -1 : 1;
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+static int i64_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int p2p(const tk_merge *m, uint32_t key)
+{
+	const char *s = m->keys.ents[key].ptr;
+	return strstr(s, "SendRecv") || strstr(s, "Send") || strstr(s, "Recv") ||
+	       strcmp(s, "send") == 0 || strcmp(s, "recv") == 0;
+}
+
+/* (key, occurrence) -> the reference rank's end time. */
+static int index_ref(tk_merge *m, const tk__input *ref, tk__imap *idx, int with_p2p)
+{
+	size_t n_keys = m->keys.n;
+	uint32_t *occ = calloc(n_keys ? n_keys : 1, sizeof *occ);
+	if (!occ)
+		return TK_ERR_NOMEM;
+	for (size_t i = 0; i < ref->n_colls; i++) {
+		const tk__coll *c = &ref->colls[i];
+		if (!with_p2p && p2p(m, c->key))
+			continue;
+		int64_t k = ((int64_t)c->key << 32) | occ[c->key]++;
+		if (tk__imap_put(idx, k, c->end)) {
+			free(occ);
+			return TK_ERR_NOMEM;
+		}
+	}
+	free(occ);
+	return 0;
+}
+
+/* Differences (reference end - this rank's end, in absolute ns) of the first
+ * matched collectives. */
+static size_t match(const tk_merge *m, const tk__input *ref, const tk__input *in,
+                    const tk__imap *idx, int with_p2p, int64_t *d)
+{
+	uint32_t *occ = calloc(m->keys.n ? m->keys.n : 1, sizeof *occ);
+	size_t n = 0;
+	if (!occ)
+		return 0;
+	for (size_t i = 0; i < in->n_colls && n < MAX_PAIRS; i++) {
+		const tk__coll *c = &in->colls[i];
+		if (!with_p2p && p2p(m, c->key))
+			continue;
+		int64_t *ref_end = tk__imap_get(idx, ((int64_t)c->key << 32) | occ[c->key]++);
+		if (ref_end)
+			d[n++] = (*ref_end + ref->base) - (c->end + in->base);
+	}
+	free(occ);
+	return n;
+}
+
+static void estimate(tk__input *in, int64_t *d, size_t n)
+{
+	qsort(d, n, sizeof *d, i64_cmp);
+	in->offset = d[n / 2];
+	for (size_t i = 0; i < n; i++)
+		d[i] = d[i] > in->offset ? d[i] - in->offset : in->offset - d[i];
+	qsort(d, n, sizeof *d, i64_cmp);
+	in->residual = d[n / 2];
+	in->matched = n;
+}
+
+static int align_one(tk_merge *m, tk__input *ref, tk__input *in, tk__imap idx[2])
+{
+	int64_t d[MAX_PAIRS];
+	size_t n = 0;
+	for (int with_p2p = 0; with_p2p < 2 && n == 0; with_p2p++) {
+		if (!idx[with_p2p].cap && index_ref(m, ref, &idx[with_p2p], with_p2p))
+			return TK_ERR_NOMEM;
+		n = match(m, ref, in, &idx[with_p2p], with_p2p, d);
+	}
+	if (!n)
+		return tk__merge_warn(m, "%s: rank %lld: no NCCL collective matched rank %lld; clock left as recorded",
+		                      in->path, (long long)in->rank, (long long)ref->rank);
+	estimate(in, d, n);
+	return 0;
+}
+
+int tk__merge_align_collectives(tk_merge *m)
+{
+	tk__input *ref = NULL;
+	for (size_t i = 0; i < m->n_in; i++) {
+		tk__input *in = &m->in[i];
+		if (in->skipped)
+			continue;
+		if (in->n_colls > 1)
+			qsort(in->colls, in->n_colls, sizeof *in->colls, coll_cmp);
+		if (!ref || in->rank < ref->rank)
+			ref = in;
+	}
+	if (!ref)
+		return 0;
+	tk__imap idx[2] = {{0}, {0}};
+	int rc = 0;
+	for (size_t i = 0; i < m->n_in && !rc; i++)
+		if (!m->in[i].skipped && &m->in[i] != ref)
+			rc = align_one(m, ref, &m->in[i], idx);
+	ref->matched = ref->n_colls;
+	tk__imap_free(&idx[0]);
+	tk__imap_free(&idx[1]);
+	return rc;
+}
