@@ -555,9 +555,10 @@ static int finish_parts(tk_split *s)
 		return -1;
 	if (s->n_parts == 0) {
 		/* an input without events (or a range without any) still gives a valid part */
-		if (s->cur < 0)
-			seg_load(s, 0);
-		s->seg_discard = 0;
+		int64_t k = 0;
+		while (!s->windowed && (size_t)k + 1 < s->n_segs && s->segs[k].discard)
+			k++;
+		seg_load(s, k);
 		if (part_open(s, s->seg_start) || part_close(s))
 			return -1;
 		if ((s->o.range || s->o.steps) &&

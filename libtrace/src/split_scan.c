@@ -348,6 +348,15 @@ static int reader_warnings(tk_reader *r, char ***w, size_t *n)
 	return 0;
 }
 
+/* About the bytes the event takes when written (the reader decodes in
+ * blocks, so its byte counts cannot be tied to one event). */
+static uint64_t weight(const tk_event *ev)
+{
+	return 64 + ev->name.len + ev->cat.len + ev->args.len + ev->extra.len +
+	       (ev->pid.kind == TK_ID_STR ? ev->pid.str.len : 0) +
+	       (ev->tid.kind == TK_ID_STR ? ev->tid.str.len : 0);
+}
+
 int tk__split_scan(tk__scan *sc, const char *path, const tk_split_opts *o, char *err,
                    char ***warnings, size_t *n_warnings)
 {
@@ -355,14 +364,12 @@ int tk__split_scan(tk__scan *sc, const char *path, const tk_split_opts *o, char 
 	const tk_event *ev;
 	int rc = tk_reader_open_path(&r, path, &o->ropts);
 	sc->sorted = 1;
-	uint64_t last = 0;
 	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK) {
 		const tk_reader_stats *st = tk_reader_get_stats(r);
-		if (scan_event(sc, ev, st->bytes_decoded - last)) {
+		if (scan_event(sc, ev, weight(ev))) {
 			rc = TK_ERR_NOMEM;
 			break;
 		}
-		last = st->bytes_decoded;
 		if (o->progress && (st->events & 0xffff) == 0)
 			o->progress(o->progress_arg, "scanning", st->bytes_in, st->events);
 	}
