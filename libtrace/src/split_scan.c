@@ -330,8 +330,8 @@ static void count_orphans(tk__scan *sc)
 {
 	for (size_t i = 0; i < sc->flows.n_slots; i++) {
 		tk__flow *f = &sc->flows.slots[i];
-		if (f->catk && (!f->rem_s || !f->rem_f))
-			sc->orphan_ends += (uint64_t)f->rem_s + f->rem_f;
+		if (f->catk) /* ends pair one to one: the rest have no partner */
+			sc->orphan_ends += f->rem_s > f->rem_f ? f->rem_s - f->rem_f : f->rem_f - f->rem_s;
 	}
 }
 
