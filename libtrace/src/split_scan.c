@@ -289,6 +289,8 @@ static int cmp_step_ts(const void *a, const void *b)
 /* Keep the first slice of each step number (threads may repeat it), in time order. */
 static void finish_steps(tk__scan *sc)
 {
+	if (!sc->n_steps)
+		return;
 	qsort(sc->steps, sc->n_steps, sizeof *sc->steps, cmp_step_num);
 	size_t k = 0;
 	for (size_t i = 0; i < sc->n_steps; i++)
