@@ -503,7 +503,9 @@ static int pair(tk_split *s, tk__flow *f, const tk_event *ev)
 	return rc;
 }
 
-static int flow_end(tk_split *s, const tk_event *ev)
+/* `late`: the end starts in a part already closed (a sorted input whose flow
+ * starts were written just before their ends, as trace-split writes them). */
+static int flow_end(tk_split *s, const tk_event *ev, int late)
 {
 	uint64_t id;
 	uint32_t catk;
@@ -528,6 +530,15 @@ static int flow_end(tk_split *s, const tk_event *ev)
 			s->st.flow_ends_removed++;
 		return 0;
 	}
+	if (*rem_opp && late) {
+		/* its part is gone: removed as if held there; the partner follows */
+		uint16_t *cut_own = is_s ? &f->cut_s : &f->cut_f;
+		if (*cut_own < UINT16_MAX)
+			(*cut_own)++;
+		s->st.flows_cut++;
+		s->st.flow_ends_removed++;
+		return 0;
+	}
 	if (*rem_opp)
 		return hold(s, f, ev);
 	return write_event(s, ev); /* no partner anywhere in the input: kept */
@@ -539,13 +550,15 @@ static int take(tk_split *s, const tk_event *ev)
 {
 	if (ev->ph == 'M')
 		return 0; /* already at the start of every part */
+	int flow = ev->ph == 's' || ev->ph == 'f', late = 0;
 	if ((ev->has & TK_HAS_TS) || s->cur < 0) {
 		int64_t k = seg_index(s, (ev->has & TK_HAS_TS) ? ev->ts : s->t0);
-		if (k != s->cur && enter_seg(s, k))
+		late = flow && k < s->cur;
+		if (k != s->cur && !late && enter_seg(s, k))
 			return -1;
 	}
-	if (ev->ph == 's' || ev->ph == 'f')
-		return flow_end(s, ev);
+	if (flow)
+		return flow_end(s, ev, late);
 	return write_event(s, ev);
 }
 

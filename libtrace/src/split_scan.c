@@ -261,7 +261,9 @@ static int scan_event(tk__scan *sc, const tk_event *ev, uint64_t weight)
 		return TK_ERR_NOMEM;
 	if (!(ev->has & TK_HAS_TS))
 		return 0;
-	if (sc->have_t && ev->ts < sc->t_max)
+	/* flow starts may come just before their ends (trace-split writes them
+	 * so); the second pass takes them late, anything else needs sorting */
+	if (sc->have_t && ev->ts < sc->t_max && ev->ph != 's' && ev->ph != 'f')
 		sc->sorted = 0;
 	if (!sc->have_t || ev->ts < sc->t_min)
 		sc->t_min = ev->ts;
