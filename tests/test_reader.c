@@ -1,12 +1,9 @@
 /* test_reader.c: reader tests on valid input: dialects, timestamps, ids, strings, metadata, gzip, sources. */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "shape.h"
@@ -612,44 +609,6 @@ static void test_gzip_multi_member(void **state)
 	free(t);
 }
 
-/* Bytes arrive one at a time: a socket of one-byte packets. */
-typedef struct trickle {
-	int fd;
-	const unsigned char *p;
-	size_t n;
-} trickle;
-
-static void *trickle_main(void *arg)
-{
-	trickle *tr = arg;
-	for (size_t i = 0; i < tr->n; i++)
-		while (write(tr->fd, tr->p + i, 1) != 1 && errno == EINTR)
-			;
-	close(tr->fd);
-	return NULL;
-}
-
-static int read_trickled(const void *p, size_t n, tu_events *ev, tk_reader **rp)
-{
-	int sv[2];
-	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
-	trickle tr = {sv[1], p, n};
-	pthread_t th;
-	assert_int_equal(pthread_create(&th, NULL, trickle_main, &tr), 0);
-	tk_reader *r = NULL;
-	int rc = tk_reader_open_fd(&r, sv[0], "trickle.json", NULL);
-	if (!rc)
-		rc = tu_read_all(r, ev);
-	/* drain so the writer can finish on every path */
-	char sink[64];
-	while (read(sv[0], sink, sizeof sink) > 0)
-		;
-	pthread_join(th, NULL);
-	close(sv[0]);
-	*rp = r;
-	return rc;
-}
-
 static void test_trickled_input(void **state)
 {
 	(void)state;
@@ -659,7 +618,7 @@ static void test_trickled_input(void **state)
 	read_plain("kineto_small.json", &t, &n, &plain);
 	tu_events ev = {0};
 	tk_reader *r;
-	assert_int_equal(read_trickled(t, n, &ev, &r), TK_EOF);
+	assert_int_equal(tu_read_trickled(t, n, "trickle.json", NULL, &ev, &r), TK_EOF);
 	assert_same_events(&plain, &ev);
 	assert_int_equal(tk_reader_meta_count(r), 9);
 	assert_null(tk_reader_warning(r, 0));
@@ -672,7 +631,7 @@ static void test_trickled_input(void **state)
 	unsigned char *all = malloc(an + bn);
 	memcpy(all, a, an);
 	memcpy(all + an, b, bn);
-	assert_int_equal(read_trickled(all, an + bn, &ev, &r), TK_EOF);
+	assert_int_equal(tu_read_trickled(all, an + bn, "trickle.json.gz", NULL, &ev, &r), TK_EOF);
 	assert_string_equal(tk_reader_format(r), "json.gz");
 	assert_same_events(&plain, &ev);
 	assert_null(tk_reader_warning(r, 0));

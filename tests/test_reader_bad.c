@@ -98,21 +98,31 @@ static void check_cut_meta(const full_read *f, tk_reader *r, size_t cut)
 	}
 }
 
-/* Read text[0..cut) (gzipped first when gz) and check what comes back. */
-static void check_cut(const full_read *f, size_t cut, int strict, int gz)
+enum { FROM_MEMORY, FROM_GZIP, FROM_TRICKLE };
+
+/* Read text[0..cut) from memory, gzipped first, or one byte per read, and
+ * check what comes back. */
+static void check_cut(const full_read *f, size_t cut, int strict, int how)
 {
 	tk_reader_opts o = {0};
 	o.strict = strict;
 	size_t in_len = cut;
-	unsigned char *z = gz ? tu_gzip(f->text, cut, &in_len) : NULL;
-	tk_reader *r = tu_open_mem(gz ? (const char *)z : f->text, in_len, f->name, &o);
+	unsigned char *z = how == FROM_GZIP ? tu_gzip(f->text, cut, &in_len) : NULL;
+	tk_reader *r = NULL;
 	tu_events ev = {0};
-	int rc = tu_read_all(r, &ev);
+	int rc;
+	if (how == FROM_TRICKLE) {
+		rc = tu_read_trickled(f->text, cut, f->name, &o, &ev, &r);
+	} else {
+		r = tu_open_mem(z ? (const char *)z : f->text, in_len, f->name, &o);
+		rc = tu_read_all(r, &ev);
+	}
 	size_t want = count_below(f->sh.ev_end, f->sh.n_events, cut);
 	int truncated = cut <= f->sh.top_end;
 	if (ev.n != want)
 		fail_msg("%s cut at %zu%s: %zu events, want %zu (rc %d: %s)", f->name, cut,
-		         gz ? " (gzip)" : "", ev.n, want, rc, tk_reader_error(r));
+		         how == FROM_GZIP ? " (gzip)" : how == FROM_TRICKLE ? " (byte by byte)" : "", ev.n,
+		         want, rc, tk_reader_error(r));
 	for (size_t i = 0; i < ev.n; i++)
 		if (!tk_event_equal(ev.ev[i], f->ev.ev[i]))
 			fail_msg("%s cut at %zu: event %zu differs from the full read", f->name, cut, i);
@@ -147,17 +157,23 @@ static void check_cut(const full_read *f, size_t cut, int strict, int gz)
 	free(z);
 }
 
-static void cut_everywhere(const char *name, int with_gzip)
+/* Cuts at every byte; with_gzip also through gzip, and every `trickle_step`
+ * bytes (0: never) through a source that delivers one byte per read. */
+static void cut_everywhere(const char *name, int with_gzip, size_t trickle_step)
 {
 	size_t n;
 	char *t = tu_load(name, &n);
 	full_read f;
 	full_read_init(&f, name, t, n);
 	for (size_t cut = 1; cut <= n; cut++) {
-		check_cut(&f, cut, 0, 0);
-		check_cut(&f, cut, 1, 0);
+		check_cut(&f, cut, 0, FROM_MEMORY);
+		check_cut(&f, cut, 1, FROM_MEMORY);
 		if (with_gzip)
-			check_cut(&f, cut, 0, 1);
+			check_cut(&f, cut, 0, FROM_GZIP);
+		if (trickle_step && (cut % trickle_step == 0 || cut == n)) {
+			check_cut(&f, cut, 0, FROM_TRICKLE);
+			check_cut(&f, cut, 1, FROM_TRICKLE);
+		}
 	}
 	/* cut before the first byte: an empty input */
 	tk_reader *r = NULL;
@@ -170,15 +186,15 @@ static void cut_everywhere(const char *name, int with_gzip)
 static void test_cut_kineto_every_byte(void **state)
 {
 	(void)state;
-	cut_everywhere("kineto_small.json", 1);
+	cut_everywhere("kineto_small.json", 1, 53);
 }
 
 static void test_cut_other_dialects_every_byte(void **state)
 {
 	(void)state;
-	cut_everywhere("array_2020.json", 0);
-	cut_everywhere("meta_after.json", 1);
-	cut_everywhere("legacy_torch1.json", 0);
+	cut_everywhere("array_2020.json", 0, 0);
+	cut_everywhere("meta_after.json", 1, 31);
+	cut_everywhere("legacy_torch1.json", 0, 0);
 }
 
 /* Read the gzip stream g cut at `cut`; dn bytes of it inflate. */

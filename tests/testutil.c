@@ -3,10 +3,13 @@
 #include "testutil.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -206,6 +209,44 @@ int tu_read_text(const char *text, tu_events *out)
 		rc = tu_read_all(r, out);
 	out->rc = rc;
 	tk_reader_free(r);
+	return rc;
+}
+
+typedef struct trickle {
+	int fd;
+	const unsigned char *p;
+	size_t n;
+} trickle;
+
+static void *trickle_main(void *arg)
+{
+	trickle *tr = arg;
+	for (size_t i = 0; i < tr->n; i++)
+		while (write(tr->fd, tr->p + i, 1) != 1 && errno == EINTR)
+			;
+	close(tr->fd);
+	return NULL;
+}
+
+int tu_read_trickled(const void *p, size_t n, const char *name, const tk_reader_opts *o,
+                     tu_events *ev, tk_reader **rp)
+{
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	trickle tr = {sv[1], p, n};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, trickle_main, &tr), 0);
+	tk_reader *r = NULL;
+	int rc = tk_reader_open_fd(&r, sv[0], name, o);
+	if (!rc)
+		rc = tu_read_all(r, ev);
+	/* drain so the writer can finish on every path */
+	char sink[64];
+	while (read(sv[0], sink, sizeof sink) > 0)
+		;
+	pthread_join(th, NULL);
+	close(sv[0]);
+	*rp = r;
 	return rc;
 }
 

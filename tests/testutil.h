@@ -42,6 +42,11 @@ tk_reader *tu_open_mem(const void *p, size_t n, const char *name, const tk_reade
 /* Reads a whole JSON text: the events and the final code. */
 int tu_read_text(const char *text, tu_events *out);
 
+/* Reads p[0..n) through a socket that delivers one byte per read, so every
+ * byte boundary is a buffer edge for the reader. *rp: the reader (free it). */
+int tu_read_trickled(const void *p, size_t n, const char *name, const tk_reader_opts *o,
+                     tu_events *ev, tk_reader **rp);
+
 int tu_utf8_valid(const void *p, size_t n);
 /* 1 if s holds "needle" as a substring (and prints both when it does not). */
 int tu_contains(const char *s, const char *needle);

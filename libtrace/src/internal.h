@@ -248,11 +248,15 @@ typedef struct tk__sink {
 	int z_init;
 	unsigned char *zout;
 	uint64_t bytes_out;
+	uint64_t raw_in;     /* uncompressed bytes accepted */
+	uint64_t raw_synced; /* raw_in when the compressor was last flushed */
 	char err[TK__ERRLEN];
 } tk__sink;
 int tk__sink_open_path(tk__sink *s, const char *path, int gz, int level);
 int tk__sink_open_fd(tk__sink *s, int fd, const char *name, int gz, int level);
 int tk__sink_write(tk__sink *s, const void *p, size_t n);
+/* Flush the compressor so that bytes_out covers every byte accepted. */
+int tk__sink_sync(tk__sink *s);
 /* Finish compression, fsync-free close, rename into place. */
 int tk__sink_finish(tk__sink *s);
 /* Close and remove the temporary file if not finished. */
@@ -267,20 +271,23 @@ struct tk_writer {
 	tk__buf out; /* pending output, flushed to the sink in large blocks */
 	tk__buf tmp;
 	int started, closed, failed;
-	int begun; /* tk_writer_begin_events was called */
 	uint64_t repaired;
 	uint64_t events;
+	uint64_t max_bytes; /* budget for the finished output, 0 = none */
 	tk__meta *meta;
 	size_t n_meta, meta_cap;
 	char err[TK__ERRLEN];
 	tk_writer_opts opts; /* as resolved by tk_writer_open_* */
 };
+#define TK__WSTATE_MAX 64
 typedef struct tk__wfmt {
 	const char *name;
+	size_t state_size; /* bytes of w->fs, saved and restored to undo a refused write */
 	int (*open)(tk_writer *w);
-	int (*add_meta)(tk_writer *w, tk_sv key, tk_sv json);
+	int (*add_meta)(tk_writer *w, tk_sv key, tk_sv json, int after);
+	/* bytes close() will still add (the budget reserves them) */
+	uint64_t (*close_bytes)(const tk_writer *w);
 	int (*write)(tk_writer *w, const tk_event *ev);
-	int (*begin_events)(tk_writer *w); /* may be NULL */
 	int (*close)(tk_writer *w);
 	void (*free)(tk_writer *w);
 } tk__wfmt;

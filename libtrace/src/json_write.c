@@ -55,7 +55,7 @@ static int canon(tk_writer *w, tk__buf *o, const char *s, size_t n, const char *
 	return 0;
 }
 
-static int jw_add_meta(tk_writer *w, tk_sv key, tk_sv json)
+static int jw_add_meta(tk_writer *w, tk_sv key, tk_sv json, int after)
 {
 	tk__buf b = {0};
 	int rc = put_str(w, &b, key.ptr, key.len);
@@ -78,7 +78,7 @@ static int jw_add_meta(tk_writer *w, tk_sv key, tk_sv json)
 		w->meta_cap = nc;
 	}
 	jw *s = w->fs;
-	w->meta[w->n_meta++] = (tk__meta){{NULL, 0}, b.p, b.len, s->header_done};
+	w->meta[w->n_meta++] = (tk__meta){{NULL, 0}, b.p, b.len, s->header_done || after};
 	return 0;
 }
 
@@ -90,6 +90,8 @@ static int header(tk_writer *w)
 	if (tk__buf_putc(o, '{'))
 		return TK_ERR_NOMEM;
 	for (size_t i = 0; i < w->n_meta; i++) {
+		if (w->meta[i].after)
+			continue; /* written by close */
 		if (tk__buf_append(o, w->meta[i].json, w->meta[i].json_len) || tk__buf_append(o, ",\n", 2))
 			return TK_ERR_NOMEM;
 		w->meta[i].after = 2; /* written */
@@ -221,12 +223,6 @@ static int members(tk_writer *w, tk__buf *o, const tk_event *ev)
 	return 0;
 }
 
-static int jw_begin(tk_writer *w)
-{
-	jw *s = w->fs;
-	return s->header_done ? 0 : header(w);
-}
-
 static int jw_write(tk_writer *w, const tk_event *ev)
 {
 	jw *s = w->fs;
@@ -264,4 +260,15 @@ static int jw_close(tk_writer *w)
 	return tk__buf_append(o, "}\n", 2);
 }
 
-const tk__wfmt tk__wfmt_json = {"json", jw_open, jw_add_meta, jw_write, jw_begin, jw_close, jw_free};
+/* What jw_close() appends, for the byte budget. */
+static uint64_t jw_close_bytes(const tk_writer *w)
+{
+	uint64_t n = 2 + 2; /* "\n]" and "}\n" */
+	for (size_t i = 0; i < w->n_meta; i++)
+		if (w->meta[i].after != 2)
+			n += 2 + w->meta[i].json_len;
+	return n;
+}
+
+const tk__wfmt tk__wfmt_json = {"json",      sizeof(jw),   jw_open, jw_add_meta,
+                                jw_close_bytes, jw_write, jw_close, jw_free};

@@ -113,12 +113,27 @@ static int deflate_some(tk__sink *s, int flush)
 
 int tk__sink_write(tk__sink *s, const void *p, size_t n)
 {
-	if (!s->gz)
+	s->raw_in += n;
+	if (!s->gz) {
+		s->raw_synced = s->raw_in;
 		return write_all(s, p, n);
+	}
 	s->z.next_in = (unsigned char *)(uintptr_t)p;
 	s->z.avail_in = (uInt)n;
 	int rc = deflate_some(s, Z_NO_FLUSH);
 	s->z.avail_in = 0;
+	return rc;
+}
+
+int tk__sink_sync(tk__sink *s)
+{
+	if (!s->gz || !s->z_init || s->raw_synced == s->raw_in)
+		return 0;
+	s->z.next_in = NULL;
+	s->z.avail_in = 0;
+	int rc = deflate_some(s, Z_SYNC_FLUSH);
+	if (!rc)
+		s->raw_synced = s->raw_in;
 	return rc;
 }
 

@@ -31,10 +31,10 @@ static void tw_free(tk_writer *w)
 	w->fs = NULL;
 }
 
-static int tw_add_meta(tk_writer *w, tk_sv key, tk_sv json)
+static int tw_add_meta(tk_writer *w, tk_sv key, tk_sv json, int after)
 {
 	tk__tkb_enc *e = w->fs;
-	int after = e->events > 0 || w->begun;
+	after = after || e->events > 0;
 	/* members after the events follow them in the file too */
 	if (after && tk__tkb_enc_flush(e, &w->out))
 		return tk__writer_fail(w, TK_ERR_NOMEM, "out of memory");
@@ -58,7 +58,9 @@ static int tw_close(tk_writer *w)
 	return tk__tkb_enc_end(w->fs, &w->out);
 }
 
-const tk__wfmt tk__wfmt_tkb = {"tkb", tw_open, tw_add_meta, tw_write, NULL, tw_close, tw_free};
+/* state_size 0: the encoder's state cannot be rolled back, so byte budgets
+ * (tk_writer_set_max_bytes) are refused for .tkb output */
+const tk__wfmt tk__wfmt_tkb = {"tkb", 0, tw_open, tw_add_meta, NULL, tw_write, tw_close, tw_free};
 
 /* ---- per-thread buffers ---- */
 

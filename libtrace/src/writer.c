@@ -75,41 +75,119 @@ int tk__writer_flush(tk_writer *w)
 	return 0;
 }
 
-int tk_writer_add_meta(tk_writer *w, tk_sv key, tk_sv json)
+static int add_meta(tk_writer *w, tk_sv key, tk_sv json, int after)
 {
 	if (!w || !key.ptr || !json.ptr)
 		return TK_ERR_ARG;
 	if (w->failed)
 		return w->failed;
-	return w->fmt->add_meta(w, key, json);
+	return w->fmt->add_meta(w, key, json, after);
 }
 
-int tk_writer_write(tk_writer *w, const tk_event *ev)
+int tk_writer_add_meta(tk_writer *w, tk_sv key, tk_sv json)
 {
-	if (!w || !ev)
+	return add_meta(w, key, json, 0);
+}
+
+int tk_writer_add_meta_after(tk_writer *w, tk_sv key, tk_sv json)
+{
+	return add_meta(w, key, json, 1);
+}
+
+int tk_writer_set_max_bytes(tk_writer *w, uint64_t max_bytes)
+{
+	if (!w)
+		return TK_ERR_ARG;
+	if (max_bytes && (!w->fmt->state_size || !w->fmt->close_bytes))
+		return tk__writer_fail(w, TK_ERR_UNSUPPORTED,
+		                       "a byte budget is supported for JSON output only, not %s",
+		                       w->fmt->name);
+	w->max_bytes = max_bytes;
+	return 0;
+}
+
+uint64_t tk_writer_bytes(const tk_writer *w)
+{
+	return w ? w->sink.bytes_out : 0;
+}
+
+/* Upper bound of the deflate output for n more input bytes after a flush
+ * point: stored blocks cost 5 bytes per 64 KiB, and deflate never picks a
+ * block coding larger than stored; the constant covers the final block,
+ * bit padding and the 8-byte gzip trailer. */
+static uint64_t zbound(uint64_t n)
+{
+	return n + (n >> 8) + 64;
+}
+
+/* 1 if the finished output is sure to fit the budget. */
+static int fits(const tk_writer *w)
+{
+	uint64_t pending = w->out.len + w->fmt->close_bytes(w);
+	if (!w->sink.gz)
+		return w->sink.bytes_out + pending <= w->max_bytes;
+	pending += w->sink.raw_in - w->sink.raw_synced;
+	return w->sink.bytes_out + zbound(pending) <= w->max_bytes;
+}
+
+/* The events appended after `mark` overrun the budget's bound: make the
+ * bound exact for what came before them (gzip: flush the compressor), and
+ * ask again. */
+static int fits_after_sync(tk_writer *w, size_t *mark)
+{
+	if (!w->sink.gz || (*mark == 0 && w->sink.raw_in == w->sink.raw_synced))
+		return fits(w);
+	int rc = tk__sink_write(&w->sink, w->out.p, *mark);
+	if (!rc)
+		rc = tk__sink_sync(&w->sink);
+	if (rc)
+		return tk__writer_fail(w, rc, "%s", w->sink.err);
+	memmove(w->out.p, w->out.p + *mark, w->out.len - *mark);
+	w->out.len -= *mark;
+	*mark = 0;
+	return fits(w);
+}
+
+/* Writes a group; under a budget a refused group is taken back whole. */
+int tk_writer_write_group(tk_writer *w, const tk_event *const *evs, size_t n)
+{
+	if (!w || (!evs && n))
 		return TK_ERR_ARG;
 	if (w->failed)
 		return w->failed;
-	int rc = w->fmt->write(w, ev);
-	if (rc)
-		return w->failed ? w->failed : tk__writer_fail(w, rc, "out of memory");
-	w->events++;
+	int limited = w->max_bytes && w->events > 0;
+	unsigned char state[TK__WSTATE_MAX];
+	size_t mark = w->out.len;
+	uint64_t repaired = w->repaired;
+	if (limited)
+		memcpy(state, w->fs, w->fmt->state_size);
+	for (size_t i = 0; i < n; i++) {
+		if (!evs[i])
+			return TK_ERR_ARG;
+		int rc = w->fmt->write(w, evs[i]);
+		if (rc)
+			return w->failed ? w->failed : tk__writer_fail(w, rc, "out of memory");
+	}
+	if (limited && !fits(w)) {
+		int ok = fits_after_sync(w, &mark);
+		if (ok < 0)
+			return ok;
+		if (!ok) {
+			w->out.len = mark;
+			memcpy(w->fs, state, w->fmt->state_size);
+			w->repaired = repaired;
+			return TK_ERR_LIMIT;
+		}
+	}
+	w->events += n;
 	if (w->out.len >= TK__FLUSH_AT)
 		return tk__writer_flush(w);
 	return 0;
 }
 
-int tk_writer_begin_events(tk_writer *w)
+int tk_writer_write(tk_writer *w, const tk_event *ev)
 {
-	if (!w)
-		return TK_ERR_ARG;
-	if (w->failed)
-		return w->failed;
-	w->begun = 1;
-	if (!w->fmt->begin_events)
-		return 0;
-	int rc = w->fmt->begin_events(w);
-	return rc ? (w->failed ? w->failed : tk__writer_fail(w, rc, "out of memory")) : 0;
+	return tk_writer_write_group(w, &ev, 1);
 }
 
 int tk_writer_close(tk_writer *w)
@@ -161,11 +239,9 @@ int tk_copy_meta(tk_writer *w, const tk_reader *r, size_t *copied)
 	size_t n = tk_reader_meta_count(r);
 	for (size_t i = copied ? *copied : 0; i < n; i++) {
 		tk_sv k, v;
-		int after = 0, rc;
+		int after = 0;
 		tk_reader_meta_get(r, i, &k, &v, &after);
-		if (after && (rc = tk_writer_begin_events(w)))
-			return rc;
-		rc = tk_writer_add_meta(w, k, v);
+		int rc = after ? tk_writer_add_meta_after(w, k, v) : tk_writer_add_meta(w, k, v);
 		if (rc)
 			return rc;
 		if (copied)

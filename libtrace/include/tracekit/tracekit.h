@@ -162,11 +162,26 @@ TK_API int tk_writer_open_fd(tk_writer **out, int fd, const char *name, const tk
  * written before "traceEvents", afterwards it is written after the events
  * (the order of the input is kept). `json` must be one JSON value. */
 TK_API int tk_writer_add_meta(tk_writer *w, tk_sv key, tk_sv json);
+/* Add a top-level metadata member that is written after the events
+ * whenever it is added (e.g. "traceName" in a Kineto file). */
+TK_API int tk_writer_add_meta_after(tk_writer *w, tk_sv key, tk_sv json);
 TK_API int tk_writer_write(tk_writer *w, const tk_event *ev);
-/* Start the event list now: metadata added from here on is written after
- * the events, even if no event follows (tk_copy_meta calls this for members
- * that came after the events in its input). */
-TK_API int tk_writer_begin_events(tk_writer *w);
+/* Write n events together: under a byte budget (tk_writer_set_max_bytes)
+ * either all of them are written or none. */
+TK_API int tk_writer_write_group(tk_writer *w, const tk_event *const *evs, size_t n);
+/* Byte budget for the finished output, measured as written (the compressed
+ * size with gzip), closing bytes included. A write that could make the
+ * finished output larger fails with TK_ERR_LIMIT, writes nothing and leaves
+ * the writer usable (close it, or write something smaller). The first write
+ * of events is never refused, so an output holds at least one group; compare
+ * tk_writer_bytes() after close with the budget to detect that case.
+ * With gzip the compressed size is only known as it is written: the writer
+ * keeps an upper bound and, near the budget, flushes the compressor
+ * (Z_SYNC_FLUSH) to learn the exact size. 0 removes the budget. */
+TK_API int tk_writer_set_max_bytes(tk_writer *w, uint64_t max_bytes);
+/* Bytes written to the output so far; after tk_writer_close() the size of
+ * the finished file. */
+TK_API uint64_t tk_writer_bytes(const tk_writer *w);
 /* Finish the output (and rename it into place). */
 TK_API int tk_writer_close(tk_writer *w);
 TK_API const char *tk_writer_error(const tk_writer *w);

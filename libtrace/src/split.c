@@ -1,0 +1,995 @@
+/* split.c: the splitter's second pass: time segments, parts under a byte budget, flow pairing, clipping, the index. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "split_int.h"
+#include "tracekit/sort.h"
+
+#define MAX_WINDOWS 1000000
+
+typedef struct held {
+	tk_event *ev;
+	uint32_t next; /* 1 + index of the next held end of the same key */
+	int discard;   /* held in a segment that is not written */
+} held;
+
+typedef struct part_rec {
+	char *tmp;   /* full path while the run lasts */
+	char *final; /* full path once published */
+	tk_split_part p;
+} part_rec;
+
+typedef struct seg {
+	int64_t start;
+	int discard;
+} seg;
+
+struct tk_split {
+	tk_split_opts o;
+	char *name, *ext, *index_path;
+	int gz;
+	char err[TK__ERRLEN];
+	char **warnings;
+	size_t n_warnings;
+	tk_split_stats st;
+	tk__scan sc;
+
+	/* time segments: an array, or windows computed from t0 */
+	seg *segs;
+	size_t n_segs;
+	int windowed;
+	int64_t t0, last_seg, cur;
+	int64_t seg_start, seg_end, clip_end;
+	int seg_discard;
+
+	tk_writer *w; /* the open part, if any */
+	part_rec *parts;
+	size_t n_parts, parts_cap;
+
+	held *pool; /* flow ends waiting for their partner */
+	size_t n_pool, pool_cap;
+	uint32_t free_head;
+
+	tk_event **carry; /* clipped slices whose rest continues in later segments */
+	size_t n_carry, carry_cap;
+	tk__buf argbuf;
+};
+
+static int fail(tk_split *s, int code, const char *fmt, ...) TK__PRINTF(3, 4);
+static int fail(tk_split *s, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	tk__fmt_msg(s->err, sizeof s->err, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* ---- segments ---- */
+
+static int64_t seg_index(const tk_split *s, int64_t ts)
+{
+	if (s->windowed)
+		return ts <= s->t0 ? 0 : (ts - s->t0) / s->o.window_ns;
+	size_t lo = 0, hi = s->n_segs; /* last segment whose start <= ts */
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->segs[mid].start <= ts)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (int64_t)lo;
+}
+
+static void seg_load(tk_split *s, int64_t k)
+{
+	s->cur = k;
+	if (s->windowed) {
+		s->seg_start = s->t0 + k * s->o.window_ns;
+		s->seg_end = s->seg_start + s->o.window_ns;
+		s->seg_discard = 0;
+	} else {
+		s->seg_start = s->segs[k].start;
+		s->seg_end = (size_t)k + 1 < s->n_segs ? s->segs[k + 1].start : TK_SPLIT_OPEN_END;
+		s->seg_discard = s->segs[k].discard;
+	}
+	/* nothing starts after the last segment with events: slices need no cut there */
+	s->clip_end = k >= s->last_seg ? TK_SPLIT_OPEN_END : s->seg_end;
+}
+
+static int add_seg(tk_split *s, int64_t start, int discard)
+{
+	seg *ns = realloc(s->segs, (s->n_segs + 1) * sizeof *ns);
+	if (!ns)
+		return fail(s, TK_ERR_NOMEM, "out of memory");
+	s->segs = ns;
+	s->segs[s->n_segs++] = (seg){start, discard};
+	return 0;
+}
+
+static int find_step(tk_split *s, int64_t num, size_t *at)
+{
+	for (size_t i = 0; i < s->sc.n_steps; i++)
+		if (s->sc.steps[i].num == num) {
+			*at = i;
+			return 0;
+		}
+	if (!s->sc.n_steps)
+		return fail(s, TK_ERR_ARG, "the input has no ProfilerStep#N slices");
+	return fail(s, TK_ERR_ARG, "the input has no ProfilerStep#%lld (it has %zu steps, #%lld to #%lld)",
+	            (long long)num, s->sc.n_steps, (long long)s->sc.steps[0].num,
+	            (long long)s->sc.steps[s->sc.n_steps - 1].num);
+}
+
+static int range_segs(tk_split *s, int64_t from, int64_t to)
+{
+	int rc = 0;
+	if (from != TK_SPLIT_OPEN_START)
+		rc = add_seg(s, TK_SPLIT_OPEN_START, 1);
+	if (!rc)
+		rc = add_seg(s, from, 0);
+	if (!rc && to != TK_SPLIT_OPEN_END)
+		rc = add_seg(s, to, 1);
+	return rc;
+}
+
+static int step_segs(tk_split *s)
+{
+	const tk__scan *sc = &s->sc;
+	if (!sc->n_steps)
+		return fail(s, TK_ERR_ARG, "the input has no ProfilerStep#N slices to split by");
+	unsigned k = s->o.steps_per_part ? s->o.steps_per_part : 1;
+	int rc = add_seg(s, TK_SPLIT_OPEN_START, 0);
+	for (size_t i = k; !rc && i < sc->n_steps; i += k)
+		rc = add_seg(s, sc->steps[i].ts, 0);
+	return rc;
+}
+
+static int build_segments(tk_split *s)
+{
+	const tk__scan *sc = &s->sc;
+	s->t0 = sc->have_t ? sc->t_min : 0;
+	const tk_split_opts *o = &s->o;
+	int rc = 0;
+	if (o->window_ns) {
+		s->windowed = 1;
+		if (o->clip && sc->have_t && (sc->t_max - s->t0) / o->window_ns >= MAX_WINDOWS)
+			return fail(s, TK_ERR_ARG, "--window with --clip would make more than %d parts",
+			            MAX_WINDOWS);
+	} else if (o->n_parts > 1) {
+		int64_t *cuts = malloc(o->n_parts * sizeof *cuts);
+		if (!cuts)
+			return fail(s, TK_ERR_NOMEM, "out of memory");
+		size_t n = tk__hist_cuts(&sc->hist, o->n_parts, cuts);
+		rc = add_seg(s, TK_SPLIT_OPEN_START, 0);
+		for (size_t i = 0; !rc && i < n; i++)
+			rc = add_seg(s, cuts[i], 0);
+		free(cuts);
+	} else if (o->by_step) {
+		rc = step_segs(s);
+	} else if (o->range) {
+		int64_t from = o->range_from == TK_SPLIT_OPEN_START ? o->range_from : s->t0 + o->range_from;
+		int64_t to = o->range_to == TK_SPLIT_OPEN_END ? o->range_to : s->t0 + o->range_to;
+		rc = range_segs(s, from, to);
+	} else if (o->steps) {
+		size_t a = 0, b = 0;
+		if (find_step(s, o->step_from, &a) || find_step(s, o->step_to, &b))
+			return TK_ERR_ARG;
+		if (b < a)
+			return fail(s, TK_ERR_ARG, "ProfilerStep#%lld starts before ProfilerStep#%lld",
+			            (long long)o->step_to, (long long)o->step_from);
+		rc = range_segs(s, sc->steps[a].ts,
+		                b + 1 < sc->n_steps ? sc->steps[b + 1].ts : TK_SPLIT_OPEN_END);
+	} else {
+		rc = add_seg(s, TK_SPLIT_OPEN_START, 0);
+	}
+	s->last_seg = seg_index(s, sc->have_t ? sc->t_max : 0);
+	s->cur = -1;
+	return rc;
+}
+
+/* ---- parts ---- */
+
+static int part_prologue(tk_split *s)
+{
+	int rc = 0;
+	for (size_t i = 0; !rc && i < s->sc.n_meta; i++) {
+		const tk__meta *m = &s->sc.meta[i];
+		tk_sv v = {m->json, m->json_len};
+		rc = m->after ? tk_writer_add_meta_after(s->w, m->key, v) : tk_writer_add_meta(s->w, m->key, v);
+	}
+	if (!rc)
+		rc = tk_writer_set_max_bytes(s->w, s->o.max_bytes);
+	for (size_t i = 0; !rc && i < s->sc.n_mev; i++)
+		rc = tk_writer_write(s->w, s->sc.mev[i]);
+	if (rc == TK_ERR_LIMIT)
+		return fail(s, rc, "--max-size %llu is too small: the metadata and the %zu M events every "
+		            "part repeats do not fit", (unsigned long long)s->o.max_bytes, s->sc.n_mev);
+	if (rc)
+		return fail(s, rc, "%s", tk_writer_error(s->w));
+	return 0;
+}
+
+static int part_open(tk_split *s, int64_t start)
+{
+	if (s->n_parts == s->parts_cap) {
+		size_t nc = s->parts_cap ? s->parts_cap * 2 : 16;
+		part_rec *np = realloc(s->parts, nc * sizeof *np);
+		if (!np)
+			return fail(s, TK_ERR_NOMEM, "out of memory");
+		s->parts = np;
+		s->parts_cap = nc;
+	}
+	part_rec *pr = &s->parts[s->n_parts];
+	memset(pr, 0, sizeof *pr);
+	size_t n = strlen(s->o.dir) + strlen(s->name) + strlen(s->ext) + 48;
+	if (!(pr->tmp = malloc(n)))
+		return fail(s, TK_ERR_NOMEM, "out of memory");
+	snprintf(pr->tmp, n, "%s/.%s.part-%zu%s.partial", s->o.dir, s->name, s->n_parts, s->ext);
+	s->n_parts++;
+	pr->p = (tk_split_part){NULL, start, s->seg_end, INT64_MAX, INT64_MIN, 0, 0, -1, -1};
+	tk_writer_opts wo = {TK_FORMAT_JSON, s->gz, s->o.wopts.gzip_level};
+	if (tk_writer_open_path(&s->w, pr->tmp, &wo))
+		return fail(s, TK_ERR_IO, "%s", tk_writer_error(s->w));
+	pr->p.events = s->sc.n_mev;
+	return part_prologue(s);
+}
+
+/* Flow ends still waiting when a part ends lost their partner to another part. */
+static void cut_held(tk_split *s)
+{
+	for (size_t i = 0; i < s->n_pool; i++) {
+		held *h = &s->pool[i];
+		if (!h->ev)
+			continue;
+		uint64_t id;
+		uint32_t catk;
+		tk__flow *f = NULL;
+		if (tk__flow_key(&s->sc.flows, h->ev, 0, &id, &catk) > 0)
+			f = tk__flow_find(&s->sc.flows, id, catk);
+		if (f) {
+			f->held = 0;
+			uint16_t *c = h->ev->ph == 's' ? &f->cut_s : &f->cut_f;
+			if (*c < UINT16_MAX)
+				(*c)++;
+		}
+		s->st.flows_cut++;
+		if (h->discard)
+			s->st.outside++;
+		else
+			s->st.flow_ends_removed++;
+		tk_event_free(h->ev);
+		h->ev = NULL;
+	}
+	s->n_pool = 0;
+	s->free_head = 0;
+}
+
+static int part_close(tk_split *s)
+{
+	cut_held(s);
+	if (!s->w)
+		return 0;
+	part_rec *pr = &s->parts[s->n_parts - 1];
+	int rc = tk_writer_close(s->w);
+	if (rc)
+		return fail(s, rc, "%s", tk_writer_error(s->w));
+	pr->p.bytes = tk_writer_bytes(s->w);
+	s->st.events_out += pr->p.events;
+	tk_writer_free(s->w);
+	s->w = NULL;
+	if (s->o.max_bytes && pr->p.bytes > s->o.max_bytes) {
+		s->st.over_budget++;
+		if (tk__push_warning(&s->warnings, &s->n_warnings,
+		                     "part %zu is %llu bytes, over --max-size: one event (or flow pair) "
+		                     "alone did not fit", s->n_parts - 1, (unsigned long long)pr->p.bytes))
+			return fail(s, TK_ERR_NOMEM, "out of memory");
+	}
+	return 0;
+}
+
+static void note_written(tk_split *s, const tk_event *ev)
+{
+	tk_split_part *p = &s->parts[s->n_parts - 1].p;
+	p->events++;
+	if (!(ev->has & TK_HAS_TS))
+		return;
+	int64_t end = ev->ts + ((ev->has & TK_HAS_DUR) && ev->dur > 0 ? ev->dur : 0);
+	if (ev->ts < p->first_ts)
+		p->first_ts = ev->ts;
+	if (end > p->last_end)
+		p->last_end = end;
+	static const char pfx[] = "ProfilerStep#";
+	if (ev->ph == 'X' && ev->name.len > sizeof pfx - 1 && memcmp(ev->name.ptr, pfx, sizeof pfx - 1) == 0) {
+		int64_t num = strtoll(ev->name.ptr + sizeof pfx - 1, NULL, 10);
+		if (p->step_first < 0 || num < p->step_first)
+			p->step_first = num;
+		if (num > p->step_last)
+			p->step_last = num;
+	}
+}
+
+/* Write a group to the current part; a part that runs out of bytes is
+ * closed and the group goes to a new one (*recut = 1). */
+static int emit(tk_split *s, const tk_event *const *evs, size_t n, int *recut)
+{
+	if (s->seg_discard) {
+		s->st.outside += n;
+		return 0;
+	}
+	if (!s->w && part_open(s, s->seg_start))
+		return -1;
+	int rc = tk_writer_write_group(s->w, evs, n);
+	if (rc == TK_ERR_LIMIT) {
+		int64_t at = s->seg_start; /* the new part starts at the latest event of the group */
+		for (size_t i = 0; i < n; i++)
+			if ((evs[i]->has & TK_HAS_TS) && evs[i]->ts > at)
+				at = evs[i]->ts;
+		s->parts[s->n_parts - 1].p.end = at;
+		if (recut)
+			*recut = 1;
+		if (part_close(s) || part_open(s, at))
+			return -1;
+		if (recut)
+			return 0; /* the caller drops a flow pair rather than split it */
+		rc = tk_writer_write_group(s->w, evs, n);
+	}
+	if (rc)
+		return fail(s, rc, "%s", tk_writer_error(s->w));
+	for (size_t i = 0; i < n; i++)
+		note_written(s, evs[i]);
+	return 0;
+}
+
+static int emit1(tk_split *s, const tk_event *ev)
+{
+	return emit(s, &ev, 1, NULL);
+}
+
+/* ---- clipping ---- */
+
+/* ev's args with "tk_split":"<how>" in front, in s->argbuf. */
+static tk_sv marked_args(tk_split *s, const tk_event *ev, const char *how)
+{
+	tk__buf *b = &s->argbuf;
+	b->len = 0;
+	int rc = tk__buf_append(b, "{\"tk_split\":\"", 13) || tk__buf_append(b, how, strlen(how)) ||
+	         tk__buf_putc(b, '"');
+	if (!rc && ev->args.ptr && ev->args.len > 2)
+		rc = tk__buf_putc(b, ',') || tk__buf_append(b, ev->args.ptr + 1, ev->args.len - 1);
+	else if (!rc)
+		rc = tk__buf_putc(b, '}');
+	if (rc || tk__buf_putc(b, 0))
+		return (tk_sv){NULL, 0};
+	return (tk_sv){b->p, b->len - 1};
+}
+
+static int write_piece(tk_split *s, const tk_event *ev, int64_t ts, int64_t end, const char *how)
+{
+	tk_event piece = *ev;
+	piece.ts = ts;
+	piece.dur = end - ts;
+	piece.args = marked_args(s, ev, how);
+	if (!piece.args.ptr)
+		return fail(s, TK_ERR_NOMEM, "out of memory");
+	if (!(ev->has & TK_HAS_VALID_JSON))
+		piece.has &= ~(unsigned)TK_HAS_VALID_JSON;
+	return emit1(s, &piece);
+}
+
+static int carry_add(tk_split *s, const tk_event *ev)
+{
+	if (s->n_carry == s->carry_cap) {
+		size_t nc = s->carry_cap ? s->carry_cap * 2 : 16;
+		tk_event **n = realloc(s->carry, nc * sizeof *n);
+		if (!n)
+			return fail(s, TK_ERR_NOMEM, "out of memory");
+		s->carry = n;
+		s->carry_cap = nc;
+	}
+	if (!(s->carry[s->n_carry] = tk_event_dup(ev)))
+		return fail(s, TK_ERR_NOMEM, "out of memory");
+	s->n_carry++;
+	return 0;
+}
+
+/* The rest of each carried slice, at the start of the current segment. */
+static int write_carries(tk_split *s)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < s->n_carry; i++) {
+		tk_event *c = s->carry[i];
+		int64_t end = c->ts + c->dur;
+		int rc = 0;
+		if (end > s->seg_start && !s->seg_discard) {
+			rc = write_piece(s, c, s->seg_start, end < s->clip_end ? end : s->clip_end, "continued");
+			s->st.continued++;
+		}
+		if (rc)
+			return rc;
+		if (end > s->clip_end)
+			s->carry[k++] = c;
+		else
+			tk_event_free(c);
+	}
+	s->n_carry = k;
+	return 0;
+}
+
+static int write_event(tk_split *s, const tk_event *ev)
+{
+	if (s->o.clip && ev->ph == 'X' && (ev->has & TK_HAS_TS) && (ev->has & TK_HAS_DUR) &&
+	    ev->dur > 0 && s->clip_end != TK_SPLIT_OPEN_END && ev->ts < s->clip_end &&
+	    ev->dur > s->clip_end - ev->ts) {
+		if (carry_add(s, ev))
+			return -1;
+		if (s->seg_discard) {
+			s->st.outside++;
+			return 0;
+		}
+		s->st.clipped++;
+		return write_piece(s, ev, ev->ts, s->clip_end, "clipped");
+	}
+	return emit1(s, ev);
+}
+
+/* Move to segment k: close the part, and with clipping give every segment
+ * in between the pieces of the slices that run through it. */
+static int enter_seg(tk_split *s, int64_t k)
+{
+	if (part_close(s))
+		return -1;
+	for (int64_t j = s->cur < 0 ? k : s->cur + 1; j < k && s->n_carry; j++) {
+		seg_load(s, j);
+		if (write_carries(s) || part_close(s))
+			return -1;
+	}
+	seg_load(s, k);
+	return write_carries(s);
+}
+
+/* ---- flows ---- */
+
+static int hold(tk_split *s, tk__flow *f, const tk_event *ev)
+{
+	if (s->n_pool == s->pool_cap && !s->free_head) {
+		size_t nc = s->pool_cap ? s->pool_cap * 2 : 256;
+		held *np = realloc(s->pool, nc * sizeof *np);
+		if (!np)
+			return fail(s, TK_ERR_NOMEM, "out of memory");
+		s->pool = np;
+		s->pool_cap = nc;
+	}
+	uint32_t i = s->free_head ? s->free_head - 1 : (uint32_t)s->n_pool++;
+	if (s->free_head)
+		s->free_head = s->pool[i].next;
+	held *h = &s->pool[i];
+	if (!(h->ev = tk_event_dup(ev)))
+		return fail(s, TK_ERR_NOMEM, "out of memory");
+	h->discard = s->seg_discard;
+	h->next = 0;
+	/* append: the oldest waiting end pairs first */
+	uint32_t *link = &f->held;
+	while (*link)
+		link = &s->pool[*link - 1].next;
+	*link = i + 1;
+	return 0;
+}
+
+static int pair(tk_split *s, tk__flow *f, const tk_event *ev)
+{
+	uint32_t i = f->held - 1;
+	held h = s->pool[i];
+	f->held = h.next;
+	s->pool[i].ev = NULL;
+	s->pool[i].next = s->free_head;
+	s->free_head = i + 1;
+	const tk_event *g[2] = {h.ev, ev};
+	int recut = 0, rc = 0;
+	if (s->seg_discard || h.discard) {
+		s->st.outside += 2; /* both ends in a segment that is not written */
+	} else {
+		rc = emit(s, g, 2, &recut);
+		if (!rc && recut) {
+			s->st.flows_cut++;
+			s->st.flow_ends_removed += 2;
+		}
+	}
+	tk_event_free(h.ev);
+	return rc;
+}
+
+/* `late`: the end starts in a part already closed (a sorted input whose flow
+ * starts were written just before their ends, as trace-split writes them). */
+static int flow_end(tk_split *s, const tk_event *ev, int late)
+{
+	uint64_t id;
+	uint32_t catk;
+	tk__flow *f = NULL;
+	if ((ev->has & TK_HAS_TS) && tk__flow_key(&s->sc.flows, ev, 0, &id, &catk) > 0)
+		f = tk__flow_find(&s->sc.flows, id, catk);
+	if (!f)
+		return write_event(s, ev);
+	int is_s = ev->ph == 's';
+	uint16_t *own = is_s ? &f->rem_s : &f->rem_f;
+	uint16_t *rem_opp = is_s ? &f->rem_f : &f->rem_s;
+	uint16_t *cut_opp = is_s ? &f->cut_f : &f->cut_s;
+	if (*own)
+		(*own)--;
+	if (f->held && s->pool[f->held - 1].ev->ph != ev->ph)
+		return pair(s, f, ev);
+	if (*cut_opp) {
+		(*cut_opp)--;
+		if (s->seg_discard)
+			s->st.outside++;
+		else
+			s->st.flow_ends_removed++;
+		return 0;
+	}
+	if (*rem_opp && late) {
+		/* its part is gone: removed as if held there; the partner follows */
+		uint16_t *cut_own = is_s ? &f->cut_s : &f->cut_f;
+		if (*cut_own < UINT16_MAX)
+			(*cut_own)++;
+		s->st.flows_cut++;
+		s->st.flow_ends_removed++;
+		return 0;
+	}
+	if (*rem_opp)
+		return hold(s, f, ev);
+	return write_event(s, ev); /* no partner anywhere in the input: kept */
+}
+
+/* ---- the second pass ---- */
+
+static int take(tk_split *s, const tk_event *ev)
+{
+	if (ev->ph == 'M')
+		return 0; /* already at the start of every part */
+	int flow = ev->ph == 's' || ev->ph == 'f', late = 0;
+	if ((ev->has & TK_HAS_TS) || s->cur < 0) {
+		int64_t k = seg_index(s, (ev->has & TK_HAS_TS) ? ev->ts : s->t0);
+		late = flow && k < s->cur;
+		if (k != s->cur && !late && enter_seg(s, k))
+			return -1;
+	}
+	if (flow)
+		return flow_end(s, ev, late);
+	return write_event(s, ev);
+}
+
+static int finish_parts(tk_split *s)
+{
+	if (part_close(s))
+		return -1;
+	if (s->n_parts == 0) {
+		/* an input without events (or a range without any) still gives a valid part */
+		int64_t k = 0;
+		while (!s->windowed && (size_t)k + 1 < s->n_segs && s->segs[k].discard)
+			k++;
+		seg_load(s, k);
+		if (part_open(s, s->seg_start) || part_close(s))
+			return -1;
+		if ((s->o.range || s->o.steps) &&
+		    tk__push_warning(&s->warnings, &s->n_warnings, "no event starts in the range"))
+			return fail(s, TK_ERR_NOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < s->n_carry; i++)
+		tk_event_free(s->carry[i]);
+	s->n_carry = 0;
+	return 0;
+}
+
+static void progress(tk_split *s, const char *what, uint64_t bytes, uint64_t n)
+{
+	if (s->o.progress && (n & 0xffff) == 0)
+		s->o.progress(s->o.progress_arg, what, bytes, n);
+}
+
+static int pass_sorted(tk_split *s, const char *path)
+{
+	tk_reader *r = NULL;
+	const tk_event *ev;
+	int rc = tk_reader_open_path(&r, path, &s->o.ropts);
+	if (rc) {
+		fail(s, rc, "%s", r ? tk_reader_error(r) : "out of memory");
+		tk_reader_free(r);
+		return rc;
+	}
+	while ((rc = tk_reader_next(r, &ev)) == TK_OK) {
+		if (take(s, ev)) {
+			rc = TK_ERR_IO;
+			break;
+		}
+		const tk_reader_stats *st = tk_reader_get_stats(r);
+		progress(s, "writing", st->bytes_in, st->events);
+	}
+	if (rc < 0 && !s->err[0])
+		fail(s, rc, "%s", tk_reader_error(r));
+	tk_reader_free(r);
+	return rc == TK_EOF ? 0 : rc;
+}
+
+static int feed_sorter(tk_split *s, tk_sorter *so, const char *path)
+{
+	tk_reader *r = NULL;
+	const tk_event *ev;
+	int rc = tk_reader_open_path(&r, path, &s->o.ropts);
+	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK) {
+		if (ev->ph != 'M' && (rc = tk_sorter_add(so, ev, 0))) {
+			fail(s, rc, "%s", tk_sorter_error(so));
+			break;
+		}
+		const tk_reader_stats *st = tk_reader_get_stats(r);
+		progress(s, "sorting", st->bytes_in, st->events);
+	}
+	if (rc < 0 && !s->err[0])
+		fail(s, rc, "%s", r ? tk_reader_error(r) : "out of memory");
+	tk_reader_free(r);
+	return rc == TK_EOF ? 0 : rc;
+}
+
+static int pass_unsorted(tk_split *s, const char *path)
+{
+	tk_sorter *so = NULL;
+	tk_sorter_opts so_opts = {s->o.memory_bytes ? s->o.memory_bytes : (size_t)128 << 20, s->o.tmpdir};
+	int rc = tk_sorter_new(&so, &so_opts);
+	if (rc)
+		fail(s, rc, "cannot start the sorter: %s", so ? tk_sorter_error(so) : "out of memory");
+	if (!rc)
+		rc = feed_sorter(s, so, path);
+	if (!rc && (rc = tk_sorter_finish(so)))
+		fail(s, rc, "%s", tk_sorter_error(so));
+	const tk_event *ev;
+	uint64_t tag, n = 0;
+	while (!rc && (rc = tk_sorter_next(so, &ev, &tag)) == TK_OK) {
+		if (take(s, ev))
+			rc = TK_ERR_IO;
+		progress(s, "writing", 0, ++n);
+	}
+	if (rc < 0 && !s->err[0])
+		fail(s, rc, "%s", tk_sorter_error(so));
+	s->st.sorter_runs = so ? tk_sorter_runs(so) : 0;
+	tk_sorter_free(so);
+	return rc == TK_EOF ? 0 : rc;
+}
+
+
+/* ---- output: names, index, publishing ---- */
+
+static int put_us(tk__buf *b, int64_t ns)
+{
+	char t[48];
+	if (ns == TK_SPLIT_OPEN_START || ns == TK_SPLIT_OPEN_END || ns == INT64_MAX || ns == INT64_MIN)
+		return tk__buf_append(b, "null", 4);
+	uint64_t u = ns < 0 ? 0 - (uint64_t)ns : (uint64_t)ns;
+	int n = snprintf(t, sizeof t, "%s%llu.%03u", ns < 0 ? "-" : "", (unsigned long long)(u / 1000),
+	                 (unsigned)(u % 1000));
+	return tk__buf_append(b, t, (size_t)n);
+}
+
+static int put_kv(tk__buf *b, const char *key, uint64_t v)
+{
+	char t[96];
+	int n = snprintf(t, sizeof t, ",\n\"%s\":%llu", key, (unsigned long long)v);
+	return tk__buf_append(b, t, (size_t)n);
+}
+
+static int put_jstr(tk__buf *b, const char *str)
+{
+	return tk__buf_putc(b, '"') || tk__json_escape(b, str, strlen(str)) < 0 || tk__buf_putc(b, '"');
+}
+
+static const char *base_name(const char *p)
+{
+	const char *q = strrchr(p, '/');
+	return q ? q + 1 : p;
+}
+
+static int index_part(tk__buf *b, const tk_split_part *p, int first)
+{
+	char t[160];
+	int rc = tk__buf_append(b, first ? "\n{\"file\":" : ",\n{\"file\":", first ? 9 : 10) ||
+	         put_jstr(b, p->file) || tk__buf_append(b, ",\"start_us\":", 12) || put_us(b, p->start) ||
+	         tk__buf_append(b, ",\"end_us\":", 10) || put_us(b, p->end) ||
+	         tk__buf_append(b, ",\"first_ts_us\":", 15) || put_us(b, p->first_ts) ||
+	         tk__buf_append(b, ",\"last_end_us\":", 15) || put_us(b, p->last_end);
+	int n = snprintf(t, sizeof t, ",\"events\":%llu,\"bytes\":%llu", (unsigned long long)p->events,
+	                 (unsigned long long)p->bytes);
+	rc = rc || tk__buf_append(b, t, (size_t)n);
+	if (p->step_first >= 0)
+		n = snprintf(t, sizeof t, ",\"steps\":[%lld,%lld]}", (long long)p->step_first,
+		             (long long)p->step_last);
+	else
+		n = snprintf(t, sizeof t, ",\"steps\":null}");
+	return rc || tk__buf_append(b, t, (size_t)n);
+}
+
+static int index_text(tk_split *s, tk__buf *b, const char *input)
+{
+	const tk_split_stats *st = &s->st;
+	int rc = tk__buf_append(b, "{\"tool\":\"trace-split\",\n\"tracekit\":", 34) ||
+	         put_jstr(b, tk_version()) || tk__buf_append(b, ",\n\"input\":", 10) ||
+	         put_jstr(b, base_name(input)) || tk__buf_append(b, ",\n\"time_unit\":\"us\"", 18) ||
+	         put_kv(b, "max_bytes", s->o.max_bytes) || put_kv(b, "clip", (uint64_t)!!s->o.clip) ||
+	         put_kv(b, "input_sorted", (uint64_t)st->input_sorted) ||
+	         put_kv(b, "events_in", st->events_in) || put_kv(b, "events_out", st->events_out) ||
+	         put_kv(b, "meta_events_per_part", st->meta_events) ||
+	         put_kv(b, "outside", st->outside) || put_kv(b, "flows_cut", st->flows_cut) ||
+	         put_kv(b, "flow_ends_removed", st->flow_ends_removed) ||
+	         put_kv(b, "orphan_flow_ends", st->orphan_flow_ends) ||
+	         put_kv(b, "clipped", st->clipped) || put_kv(b, "continued", st->continued) ||
+	         put_kv(b, "over_budget", st->over_budget) ||
+	         tk__buf_append(b, ",\n\"parts\":[", 11);
+	for (size_t i = 0; !rc && i < s->n_parts; i++)
+		rc = index_part(b, &s->parts[i].p, i == 0);
+	return rc || tk__buf_append(b, "\n]}\n", 4) ? TK_ERR_NOMEM : 0;
+}
+
+static int write_index(tk_split *s, const char *input)
+{
+	tk__buf b = {0};
+	tk__sink k;
+	size_t n = strlen(s->o.dir) + strlen(s->name) + 16;
+	free(s->index_path);
+	if (!(s->index_path = malloc(n)) || index_text(s, &b, input)) {
+		tk__buf_free(&b);
+		return fail(s, TK_ERR_NOMEM, "out of memory");
+	}
+	snprintf(s->index_path, n, "%s/%s.index.json", s->o.dir, s->name);
+	int rc = tk__sink_open_path(&k, s->index_path, 0, 0);
+	if (!rc)
+		rc = tk__sink_write(&k, b.p, b.len);
+	if (!rc)
+		rc = tk__sink_finish(&k);
+	if (rc)
+		fail(s, rc, "%s", k.err[0] ? k.err : "out of memory");
+	tk__sink_discard(&k);
+	tk__buf_free(&b);
+	return rc;
+}
+
+static int digits(size_t n)
+{
+	int d = 1;
+	while (n >= 10) {
+		n /= 10;
+		d++;
+	}
+	return d;
+}
+
+/* Rename every part to its final name: zero-padded numbers that sort. */
+static int publish(tk_split *s)
+{
+	int width = digits(s->n_parts ? s->n_parts - 1 : 0);
+	width = width < 4 ? 4 : width;
+	size_t dl = strlen(s->o.dir) + 1;
+	for (size_t i = 0; i < s->n_parts; i++) {
+		part_rec *pr = &s->parts[i];
+		size_t n = dl + strlen(s->name) + strlen(s->ext) + 40;
+		if (!(pr->final = malloc(n)))
+			return fail(s, TK_ERR_NOMEM, "out of memory");
+		char num[40];
+		snprintf(num, sizeof num, "%0*zu", width & 31, i);
+		snprintf(pr->final, n, "%s/%s.part-%s%s", s->o.dir, s->name, num, s->ext);
+		if (rename(pr->tmp, pr->final)) {
+			int e = errno;
+			free(pr->final);
+			pr->final = NULL;
+			return fail(s, TK_ERR_IO, "%s: cannot rename into place: %s", pr->tmp, strerror(e));
+		}
+		pr->p.file = pr->final + dl;
+	}
+	return 0;
+}
+
+static void remove_outputs(tk_split *s)
+{
+	tk_writer_free(s->w); /* removes its temporary file */
+	s->w = NULL;
+	for (size_t i = 0; i < s->n_parts; i++) {
+		part_rec *pr = &s->parts[i];
+		unlink(pr->final ? pr->final : pr->tmp);
+	}
+}
+
+static int make_dir(tk_split *s)
+{
+	char *d = tk__strdup(s->o.dir);
+	if (!d)
+		return fail(s, TK_ERR_NOMEM, "out of memory");
+	for (char *p = d + 1;; p++) {
+		if (*p && *p != '/')
+			continue;
+		char c = *p;
+		*p = 0;
+		if (mkdir(d, 0777) && errno != EEXIST) {
+			int e = errno;
+			free(d);
+			return fail(s, TK_ERR_IO, "%s: cannot create directory: %s", s->o.dir, strerror(e));
+		}
+		*p = c;
+		if (!c)
+			break;
+	}
+	free(d);
+	struct stat st;
+	if (stat(s->o.dir, &st) || !S_ISDIR(st.st_mode))
+		return fail(s, TK_ERR_IO, "%s: not a directory", s->o.dir);
+	return 0;
+}
+
+/* NAME from the input: its file name without .gz and .json. */
+static int pick_name(tk_split *s, const char *path)
+{
+	const char *b = base_name(path);
+	size_t n = strlen(b);
+	if (n > 3 && strcmp(b + n - 3, ".gz") == 0)
+		n -= 3;
+	if (n > 5 && strncmp(b + n - 5, ".json", 5) == 0)
+		n -= 5;
+	free(s->name);
+	if (!(s->name = s->o.name ? tk__strdup(s->o.name) : strndup(b, n)))
+		return fail(s, TK_ERR_NOMEM, "out of memory");
+	return 0;
+}
+
+static void reset_run(tk_split *s)
+{
+	for (size_t i = 0; i < s->n_parts; i++) {
+		free(s->parts[i].tmp);
+		free(s->parts[i].final);
+	}
+	s->n_parts = 0;
+	for (size_t i = 0; i < s->n_warnings; i++)
+		free(s->warnings[i]);
+	s->n_warnings = 0;
+	for (size_t i = 0; i < s->n_pool; i++)
+		tk_event_free(s->pool[i].ev);
+	s->n_pool = 0;
+	s->free_head = 0;
+	for (size_t i = 0; i < s->n_carry; i++)
+		tk_event_free(s->carry[i]);
+	s->n_carry = 0;
+	free(s->segs);
+	s->segs = NULL;
+	s->n_segs = 0;
+	s->windowed = 0;
+	tk__scan_free(&s->sc);
+	memset(&s->st, 0, sizeof s->st);
+	s->err[0] = 0;
+}
+
+static int run(tk_split *s, const char *path)
+{
+	if (pick_name(s, path) || make_dir(s))
+		return -1;
+	int rc = tk__split_scan(&s->sc, path, &s->o, s->err, &s->warnings, &s->n_warnings);
+	if (rc)
+		return rc;
+	s->gz = s->o.wopts.gzip < 0 ? s->sc.gz_input : s->o.wopts.gzip;
+	s->ext = s->gz ? ".json.gz" : ".json";
+	s->st.events_in = s->sc.events;
+	s->st.meta_events = s->sc.n_mev;
+	s->st.orphan_flow_ends = s->sc.orphan_ends;
+	s->st.steps_found = s->sc.n_steps;
+	s->st.input_sorted = s->sc.sorted;
+	s->st.flow_table_bytes = s->sc.flows.n_slots * sizeof(tk__flow);
+	if ((rc = build_segments(s)))
+		return rc;
+	rc = s->sc.sorted ? pass_sorted(s, path) : pass_unsorted(s, path);
+	if (!rc)
+		rc = finish_parts(s);
+	if (!rc)
+		rc = publish(s);
+	if (!rc)
+		rc = write_index(s, path);
+	return rc;
+}
+
+int tk_split_run(tk_split *s, const char *path)
+{
+	if (!s || !path)
+		return TK_ERR_ARG;
+	reset_run(s);
+	if (strcmp(path, "-") == 0)
+		return fail(s, TK_ERR_ARG, "the input is read twice: standard input cannot be split, "
+		            "save it to a file first");
+	int rc = run(s, path);
+	if (rc) {
+		remove_outputs(s);
+		if (!s->err[0])
+			fail(s, rc, "%s", tk_strerror(rc));
+		return rc < 0 ? rc : TK_ERR_IO;
+	}
+	return 0;
+}
+
+/* ---- handle ---- */
+
+static int check_opts(tk_split *s)
+{
+	const tk_split_opts *o = &s->o;
+	int rules = (o->window_ns != 0) + (o->n_parts != 0) + (o->by_step != 0) + (o->range != 0) +
+	            (o->steps != 0);
+	if (!o->dir || !*o->dir)
+		return fail(s, TK_ERR_ARG, "no output directory");
+	if (rules > 1)
+		return fail(s, TK_ERR_ARG, "choose one of parts, window, by-step, range and steps");
+	if (!rules && !o->max_bytes)
+		return fail(s, TK_ERR_ARG, "nothing says where to split: give a size, parts, a window, "
+		            "steps or a range");
+	if (o->window_ns < 0)
+		return fail(s, TK_ERR_ARG, "the window must be positive");
+	if (o->range && o->range_from >= o->range_to)
+		return fail(s, TK_ERR_ARG, "the range is empty");
+	if (o->steps && o->step_from > o->step_to)
+		return fail(s, TK_ERR_ARG, "the step range is empty");
+	if (o->wopts.format != TK_FORMAT_AUTO && o->wopts.format != TK_FORMAT_JSON)
+		return fail(s, TK_ERR_UNSUPPORTED, "parts are written as JSON (plain or gzip)");
+	return 0;
+}
+
+int tk_split_new(tk_split **out, const tk_split_opts *opts)
+{
+	if (!out || !opts)
+		return TK_ERR_ARG;
+	tk_split *s = calloc(1, sizeof *s);
+	*out = s;
+	if (!s)
+		return TK_ERR_NOMEM;
+	s->o = *opts;
+	s->cur = -1;
+	return check_opts(s);
+}
+
+const char *tk_split_error(const tk_split *s)
+{
+	return s ? s->err : "out of memory";
+}
+
+const char *tk_split_warning(const tk_split *s, size_t i)
+{
+	return s && i < s->n_warnings ? s->warnings[i] : NULL;
+}
+
+const tk_split_stats *tk_split_get_stats(const tk_split *s)
+{
+	return s ? &s->st : NULL;
+}
+
+size_t tk_split_part_count(const tk_split *s)
+{
+	return s ? s->n_parts : 0;
+}
+
+const tk_split_part *tk_split_get_part(const tk_split *s, size_t i)
+{
+	return s && i < s->n_parts ? &s->parts[i].p : NULL;
+}
+
+const char *tk_split_index_path(const tk_split *s)
+{
+	return s ? s->index_path : NULL;
+}
+
+void tk_split_free(tk_split *s)
+{
+	if (!s)
+		return;
+	tk_writer_free(s->w);
+	reset_run(s);
+	free(s->parts);
+	free(s->warnings);
+	free(s->pool);
+	free(s->carry);
+	tk__buf_free(&s->argbuf);
+	free(s->name);
+	free(s->index_path);
+	free(s);
+}

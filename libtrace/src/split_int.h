@@ -1,0 +1,72 @@
+/* split_int.h: private state shared by the splitter's first pass (split_scan.c) and its writer (split.c). */
+#ifndef TK_SPLIT_INT_H
+#define TK_SPLIT_INT_H
+
+#include "internal.h"
+#include "tracekit/split.h"
+
+/* One flow key (cat, id) with the ends still to come. 24 bytes a key. */
+typedef struct tk__flow {
+	uint64_t id;   /* integer id, or the hash of a string id */
+	uint32_t catk; /* (cat index + 1) << 2 | id kind; 0 = empty slot */
+	uint16_t rem_s, rem_f; /* ends not yet seen by the second pass (saturating) */
+	uint16_t cut_s, cut_f; /* ends removed at a part's end whose partners are to come */
+	uint32_t held;         /* 1 + index in the held pool of the first held end */
+} tk__flow;
+
+typedef struct tk__flowtab {
+	tk__flow *slots;
+	size_t n_slots, n;
+	char **cats; /* distinct flow categories */
+	size_t *cat_len;
+	size_t n_cats;
+} tk__flowtab;
+
+/* A flow event's key; returns 0 when the event has no usable key. */
+int tk__flow_key(tk__flowtab *t, const tk_event *ev, int add, uint64_t *id, uint32_t *catk);
+tk__flow *tk__flow_find(tk__flowtab *t, uint64_t id, uint32_t catk);
+/* Find or insert; NULL on allocation failure. */
+tk__flow *tk__flow_add(tk__flowtab *t, uint64_t id, uint32_t catk);
+void tk__flowtab_free(tk__flowtab *t);
+
+/* Weight (input bytes) over time in a fixed number of bins that double
+ * their width as the range grows: --parts cuts at its quantiles. */
+#define TK__HIST_BINS 4096
+typedef struct tk__hist {
+	int64_t lo, width; /* width 0 = empty */
+	uint64_t bin[TK__HIST_BINS];
+	uint64_t total;
+} tk__hist;
+void tk__hist_add(tk__hist *h, int64_t ts, uint64_t w);
+/* n-1 cut times for n parts of about equal weight (fewer when bins coincide). */
+size_t tk__hist_cuts(const tk__hist *h, unsigned n, int64_t *cuts);
+
+typedef struct tk__step {
+	int64_t num, ts, dur;
+} tk__step;
+
+/* What the first pass learns about the input. */
+typedef struct tk__scan {
+	tk__meta *meta; /* top-level members, with after = 1 when after the events */
+	size_t n_meta;
+	tk_event **mev; /* the M events, in input order */
+	size_t n_mev, mev_cap;
+	tk__flowtab flows;
+	tk__step *steps; /* sorted by ts, one per step number */
+	size_t n_steps, steps_cap;
+	tk__hist hist;
+	int64_t t_min, t_max; /* over events with ts, M events excluded */
+	int have_t;
+	int sorted;
+	int gz_input;
+	uint64_t events;
+	uint64_t orphan_ends;
+} tk__scan;
+
+/* The first pass. Errors go to err (TK__ERRLEN). */
+int tk__split_scan(tk__scan *sc, const char *path, const tk_split_opts *o, char *err,
+                   char ***warnings, size_t *n_warnings);
+void tk__scan_free(tk__scan *sc);
+int tk__push_warning(char ***warnings, size_t *n, const char *fmt, ...) TK__PRINTF(3, 4);
+
+#endif

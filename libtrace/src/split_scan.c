@@ -1,0 +1,409 @@
+/* split_scan.c: the splitter's first pass: metadata, M events, flow table, steps, time histogram, order. */
+#include <stdlib.h>
+
+#include "split_int.h"
+
+int tk__push_warning(char ***warnings, size_t *n, const char *fmt, ...)
+{
+	char msg[TK__ERRLEN];
+	va_list ap;
+	va_start(ap, fmt);
+	tk__fmt_msg(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	char **nw = realloc(*warnings, (*n + 1) * sizeof *nw);
+	if (!nw)
+		return TK_ERR_NOMEM;
+	*warnings = nw;
+	if (!(nw[*n] = tk__strdup(msg)))
+		return TK_ERR_NOMEM;
+	(*n)++;
+	return 0;
+}
+
+/* ---- flow table: open addressing, linear probing ---- */
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+static int cat_index(tk__flowtab *t, tk_sv cat, int add, uint32_t *idx)
+{
+	for (size_t i = 0; i < t->n_cats; i++)
+		if (t->cat_len[i] == cat.len && memcmp(t->cats[i], cat.ptr, cat.len) == 0) {
+			*idx = (uint32_t)i;
+			return 1;
+		}
+	if (!add || t->n_cats >= (1u << 28))
+		return 0;
+	char **nc = realloc(t->cats, (t->n_cats + 1) * sizeof *nc);
+	if (nc)
+		t->cats = nc;
+	size_t *nl = nc ? realloc(t->cat_len, (t->n_cats + 1) * sizeof *nl) : NULL;
+	if (nl)
+		t->cat_len = nl;
+	char *c = nl ? malloc(cat.len + 1) : NULL;
+	if (!c)
+		return -1;
+	memcpy(c, cat.ptr, cat.len);
+	c[cat.len] = 0;
+	t->cats[t->n_cats] = c;
+	t->cat_len[t->n_cats] = cat.len;
+	*idx = (uint32_t)t->n_cats++;
+	return 1;
+}
+
+int tk__flow_key(tk__flowtab *t, const tk_event *ev, int add, uint64_t *id, uint32_t *catk)
+{
+	if (ev->id.kind == TK_ID_NONE)
+		return 0;
+	tk_sv cat = (ev->has & TK_HAS_CAT) ? ev->cat : (tk_sv){"", 0};
+	uint32_t ci;
+	int rc = cat_index(t, cat, add, &ci);
+	if (rc <= 0)
+		return rc;
+	*catk = (ci + 1) << 2 | (uint32_t)ev->id.kind;
+	*id = ev->id.kind == TK_ID_INT ? (uint64_t)ev->id.num : tk__hash(ev->id.str.ptr, ev->id.str.len);
+	return 1;
+}
+
+static size_t slot_of(const tk__flowtab *t, uint64_t id, uint32_t catk)
+{
+	return (size_t)(mix(id ^ ((uint64_t)catk << 40)) & (t->n_slots - 1));
+}
+
+tk__flow *tk__flow_find(tk__flowtab *t, uint64_t id, uint32_t catk)
+{
+	if (!t->n_slots)
+		return NULL;
+	for (size_t i = slot_of(t, id, catk);; i = (i + 1) & (t->n_slots - 1)) {
+		tk__flow *f = &t->slots[i];
+		if (!f->catk)
+			return NULL;
+		if (f->catk == catk && f->id == id)
+			return f;
+	}
+}
+
+static int grow(tk__flowtab *t)
+{
+	size_t n = t->n_slots ? t->n_slots * 2 : 1024;
+	tk__flow *ns = calloc(n, sizeof *ns);
+	if (!ns)
+		return TK_ERR_NOMEM;
+	tk__flowtab nt = *t;
+	nt.slots = ns;
+	nt.n_slots = n;
+	for (size_t i = 0; i < t->n_slots; i++) {
+		tk__flow *f = &t->slots[i];
+		if (!f->catk)
+			continue;
+		size_t j = slot_of(&nt, f->id, f->catk);
+		while (ns[j].catk)
+			j = (j + 1) & (n - 1);
+		ns[j] = *f;
+	}
+	free(t->slots);
+	t->slots = ns;
+	t->n_slots = n;
+	return 0;
+}
+
+tk__flow *tk__flow_add(tk__flowtab *t, uint64_t id, uint32_t catk)
+{
+	tk__flow *f = tk__flow_find(t, id, catk);
+	if (f)
+		return f;
+	/* a load of 7/8 keeps the table at 24-48 bytes a flow */
+	if ((t->n + 1) * 8 > t->n_slots * 7 && grow(t))
+		return NULL;
+	size_t i = slot_of(t, id, catk);
+	while (t->slots[i].catk)
+		i = (i + 1) & (t->n_slots - 1);
+	f = &t->slots[i];
+	memset(f, 0, sizeof *f);
+	f->id = id;
+	f->catk = catk;
+	t->n++;
+	return f;
+}
+
+void tk__flowtab_free(tk__flowtab *t)
+{
+	free(t->slots);
+	for (size_t i = 0; i < t->n_cats; i++)
+		free(t->cats[i]);
+	free(t->cats);
+	free(t->cat_len);
+	memset(t, 0, sizeof *t);
+}
+
+/* ---- histogram of input bytes over time ---- */
+
+static void hist_widen(tk__hist *h)
+{
+	int64_t w2 = h->width * 2;
+	int64_t lo2 = h->lo - (((h->lo % w2) + w2) % w2);
+	uint64_t nb[TK__HIST_BINS] = {0};
+	for (size_t i = 0; i < TK__HIST_BINS; i++) {
+		if (!h->bin[i])
+			continue;
+		int64_t at = h->lo + (int64_t)i * h->width;
+		nb[(size_t)((at - lo2) / w2)] += h->bin[i];
+	}
+	memcpy(h->bin, nb, sizeof nb);
+	h->lo = lo2;
+	h->width = w2;
+}
+
+void tk__hist_add(tk__hist *h, int64_t ts, uint64_t w)
+{
+	if (!h->width) {
+		h->width = 1000;
+		h->lo = ts - (((ts % 1000) + 1000) % 1000);
+	}
+	/* bins cover [lo, lo + BINS * width); widths stay below 2^52 ns */
+	while ((ts < h->lo || (ts - h->lo) / h->width >= TK__HIST_BINS) && h->width < (1ll << 52))
+		hist_widen(h);
+	int64_t b = (ts - h->lo) / h->width;
+	b = b < 0 ? 0 : b >= TK__HIST_BINS ? TK__HIST_BINS - 1 : b;
+	h->bin[b] += w;
+	h->total += w;
+}
+
+size_t tk__hist_cuts(const tk__hist *h, unsigned n, int64_t *cuts)
+{
+	size_t k = 0;
+	uint64_t cum = 0;
+	unsigned next = 1;
+	for (size_t b = 0; b < TK__HIST_BINS && next < n; b++) {
+		cum += h->bin[b];
+		int64_t end = h->lo + (int64_t)(b + 1) * h->width;
+		int crossed = 0;
+		while (next < n && (double)cum >= (double)h->total * next / n) {
+			next++;
+			crossed = 1;
+		}
+		if (crossed && cum < h->total)
+			cuts[k++] = end;
+	}
+	return k;
+}
+
+/* ---- the pass ---- */
+
+static int add_mev(tk__scan *sc, const tk_event *ev)
+{
+	if (sc->n_mev == sc->mev_cap) {
+		size_t nc = sc->mev_cap ? sc->mev_cap * 2 : 64;
+		tk_event **nm = realloc(sc->mev, nc * sizeof *nm);
+		if (!nm)
+			return TK_ERR_NOMEM;
+		sc->mev = nm;
+		sc->mev_cap = nc;
+	}
+	return (sc->mev[sc->n_mev] = tk_event_dup(ev)) ? (sc->n_mev++, 0) : TK_ERR_NOMEM;
+}
+
+/* "ProfilerStep#12" on the CPU side (the GPU copy, gpu_user_annotation, is skipped). */
+static int add_step(tk__scan *sc, const tk_event *ev)
+{
+	static const char pfx[] = "ProfilerStep#";
+	if (ev->ph != 'X' || !(ev->has & TK_HAS_TS) || ev->name.len <= sizeof pfx - 1 ||
+	    memcmp(ev->name.ptr, pfx, sizeof pfx - 1) != 0)
+		return 0;
+	if ((ev->has & TK_HAS_CAT) && ev->cat.len == 19 && memcmp(ev->cat.ptr, "gpu_user_annotation", 19) == 0)
+		return 0;
+	int64_t num = 0;
+	for (size_t i = sizeof pfx - 1; i < ev->name.len; i++) {
+		if (ev->name.ptr[i] < '0' || ev->name.ptr[i] > '9' || num > INT64_MAX / 20)
+			return 0;
+		num = num * 10 + (ev->name.ptr[i] - '0');
+	}
+	if (sc->n_steps == sc->steps_cap) {
+		size_t nc = sc->steps_cap ? sc->steps_cap * 2 : 64;
+		tk__step *ns = realloc(sc->steps, nc * sizeof *ns);
+		if (!ns)
+			return TK_ERR_NOMEM;
+		sc->steps = ns;
+		sc->steps_cap = nc;
+	}
+	sc->steps[sc->n_steps++] = (tk__step){num, ev->ts, (ev->has & TK_HAS_DUR) ? ev->dur : 0};
+	return 0;
+}
+
+static int add_flow_end(tk__scan *sc, const tk_event *ev)
+{
+	uint64_t id;
+	uint32_t catk;
+	int rc = tk__flow_key(&sc->flows, ev, 1, &id, &catk);
+	if (rc <= 0)
+		return rc;
+	tk__flow *f = tk__flow_add(&sc->flows, id, catk);
+	if (!f)
+		return TK_ERR_NOMEM;
+	uint16_t *c = ev->ph == 's' ? &f->rem_s : &f->rem_f;
+	if (*c < UINT16_MAX)
+		(*c)++;
+	return 0;
+}
+
+static int scan_event(tk__scan *sc, const tk_event *ev, uint64_t weight)
+{
+	sc->events++;
+	if (ev->ph == 'M')
+		return add_mev(sc, ev);
+	if ((ev->ph == 's' || ev->ph == 'f') && add_flow_end(sc, ev))
+		return TK_ERR_NOMEM;
+	if (!(ev->has & TK_HAS_TS))
+		return 0;
+	/* flow starts may come just before their ends (trace-split writes them
+	 * so); the second pass takes them late, anything else needs sorting */
+	if (sc->have_t && ev->ts < sc->t_max && ev->ph != 's' && ev->ph != 'f')
+		sc->sorted = 0;
+	if (!sc->have_t || ev->ts < sc->t_min)
+		sc->t_min = ev->ts;
+	if (!sc->have_t || ev->ts > sc->t_max)
+		sc->t_max = ev->ts;
+	sc->have_t = 1;
+	tk__hist_add(&sc->hist, ev->ts, weight);
+	return add_step(sc, ev);
+}
+
+static int cmp_step_num(const void *a, const void *b)
+{
+	const tk__step *x = a, *y = b;
+	if (x->num != y->num)
+		return x->num < y->num ? -1 : 1;
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static int cmp_step_ts(const void *a, const void *b)
+{
+	const tk__step *x = a, *y = b;
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/* Keep the first slice of each step number (threads may repeat it), in time order. */
+static void finish_steps(tk__scan *sc)
+{
+	if (!sc->n_steps)
+		return;
+	qsort(sc->steps, sc->n_steps, sizeof *sc->steps, cmp_step_num);
+	size_t k = 0;
+	for (size_t i = 0; i < sc->n_steps; i++)
+		if (!k || sc->steps[k - 1].num != sc->steps[i].num)
+			sc->steps[k++] = sc->steps[i];
+	sc->n_steps = k;
+	qsort(sc->steps, sc->n_steps, sizeof *sc->steps, cmp_step_ts);
+}
+
+static int keep_meta(tk__scan *sc, const tk_reader *r)
+{
+	size_t n = tk_reader_meta_count(r);
+	sc->meta = calloc(n ? n : 1, sizeof *sc->meta);
+	if (!sc->meta)
+		return TK_ERR_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		tk_sv k, v;
+		int after = 0;
+		tk_reader_meta_get(r, i, &k, &v, &after);
+		tk__meta *m = &sc->meta[sc->n_meta];
+		m->key.ptr = malloc(k.len + 1);
+		m->json = malloc(v.len + 1);
+		if (!m->key.ptr || !m->json) {
+			free((char *)m->key.ptr);
+			free(m->json);
+			return TK_ERR_NOMEM;
+		}
+		memcpy((char *)m->key.ptr, k.ptr, k.len + 1);
+		memcpy(m->json, v.ptr, v.len + 1);
+		m->key.len = k.len;
+		m->json_len = v.len;
+		m->after = after;
+		sc->n_meta++;
+	}
+	return 0;
+}
+
+static void count_orphans(tk__scan *sc)
+{
+	for (size_t i = 0; i < sc->flows.n_slots; i++) {
+		tk__flow *f = &sc->flows.slots[i];
+		if (f->catk) /* ends pair one to one: the rest have no partner */
+			sc->orphan_ends += f->rem_s > f->rem_f ? f->rem_s - f->rem_f : f->rem_f - f->rem_s;
+	}
+}
+
+static int reader_warnings(tk_reader *r, char ***w, size_t *n)
+{
+	for (size_t i = 0; tk_reader_warning(r, i); i++)
+		if (tk__push_warning(w, n, "%s", tk_reader_warning(r, i)))
+			return TK_ERR_NOMEM;
+	const tk_reader_stats *st = tk_reader_get_stats(r);
+	if (st->repaired_strings &&
+	    tk__push_warning(w, n, "%s: %llu strings held invalid UTF-8 and were repaired with U+FFFD",
+	                     tk_reader_name(r), (unsigned long long)st->repaired_strings))
+		return TK_ERR_NOMEM;
+	return 0;
+}
+
+/* About the bytes the event takes when written (the reader decodes in
+ * blocks, so its byte counts cannot be tied to one event). */
+static uint64_t weight(const tk_event *ev)
+{
+	return 64 + ev->name.len + ev->cat.len + ev->args.len + ev->extra.len +
+	       (ev->pid.kind == TK_ID_STR ? ev->pid.str.len : 0) +
+	       (ev->tid.kind == TK_ID_STR ? ev->tid.str.len : 0);
+}
+
+int tk__split_scan(tk__scan *sc, const char *path, const tk_split_opts *o, char *err,
+                   char ***warnings, size_t *n_warnings)
+{
+	tk_reader *r = NULL;
+	const tk_event *ev;
+	int rc = tk_reader_open_path(&r, path, &o->ropts);
+	sc->sorted = 1;
+	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK) {
+		const tk_reader_stats *st = tk_reader_get_stats(r);
+		if (scan_event(sc, ev, weight(ev))) {
+			rc = TK_ERR_NOMEM;
+			break;
+		}
+		if (o->progress && (st->events & 0xffff) == 0)
+			o->progress(o->progress_arg, "scanning", st->bytes_in, st->events);
+	}
+	if (rc == TK_EOF)
+		rc = keep_meta(sc, r);
+	if (rc == TK_ERR_NOMEM)
+		snprintf(err, TK__ERRLEN, "%s: out of memory in the first pass", path);
+	else if (rc)
+		snprintf(err, TK__ERRLEN, "%s", r ? tk_reader_error(r) : "out of memory");
+	if (!rc) {
+		sc->gz_input = strcmp(tk_reader_format(r), "json.gz") == 0;
+		finish_steps(sc);
+		count_orphans(sc);
+		rc = reader_warnings(r, warnings, n_warnings);
+	}
+	tk_reader_free(r);
+	return rc;
+}
+
+void tk__scan_free(tk__scan *sc)
+{
+	for (size_t i = 0; i < sc->n_meta; i++) {
+		free((char *)sc->meta[i].key.ptr);
+		free(sc->meta[i].json);
+	}
+	free(sc->meta);
+	for (size_t i = 0; i < sc->n_mev; i++)
+		tk_event_free(sc->mev[i]);
+	free(sc->mev);
+	tk__flowtab_free(&sc->flows);
+	free(sc->steps);
+	memset(sc, 0, sizeof *sc);
+}

@@ -1,0 +1,24 @@
+# split.cmake: tests of the writer's byte budget and of trace-split (included from tests/CMakeLists.txt).
+if(NOT TARGET PkgConfig::CMOCKA)
+  pkg_check_modules(CMOCKA REQUIRED IMPORTED_TARGET cmocka)
+endif()
+find_package(Python3 COMPONENTS Interpreter)
+
+add_executable(test_split test_split.c)
+target_link_libraries(test_split PRIVATE tracekit_static PkgConfig::CMOCKA)
+add_test(NAME split_lib COMMAND test_split)
+
+if(Python3_FOUND)
+  add_test(NAME split_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/split_cli.sh
+    $<TARGET_FILE:trace-split> ${CMAKE_CURRENT_SOURCE_DIR})
+  set_tests_properties(split_cli PROPERTIES TIMEOUT 600)
+
+  if(DEFINED ENV{TK_REALTRACES})
+    set(TK_REALTRACES_DIR $ENV{TK_REALTRACES})
+  else()
+    set(TK_REALTRACES_DIR ${CMAKE_SOURCE_DIR}/../shared/realtraces)
+  endif()
+  add_test(NAME split_real COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/split_real.sh
+    $<TARGET_FILE:trace-split> ${CMAKE_CURRENT_SOURCE_DIR} ${TK_REALTRACES_DIR})
+  set_tests_properties(split_real PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
+endif()

@@ -1,0 +1,201 @@
+/* test_split.c: the writer's byte budget (plain and gzip), all-or-nothing groups, metadata after the events, and tk_split on a small trace. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tracekit/split.h"
+
+static char dir[64];
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	strcpy(dir, "/tmp/tk_test_split_XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+/* An event with a random name so that gzip has something to chew on. */
+static tk_event make(int64_t ts, char *name, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		name[i] = (char)('a' + rnd() % (i % 3 ? 26 : 4));
+	name[n] = 0;
+	tk_event ev = {0};
+	ev.ph = 'X';
+	ev.has = TK_HAS_TS | TK_HAS_DUR | TK_HAS_NAME | TK_HAS_PH;
+	ev.ts = ts;
+	ev.dur = 1000;
+	ev.name = (tk_sv){name, n};
+	ev.pid = (tk_id){TK_ID_INT, 1, {NULL, 0}};
+	ev.tid = (tk_id){TK_ID_INT, 2, {NULL, 0}};
+	return ev;
+}
+
+static off_t file_size(const char *path)
+{
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	return st.st_size;
+}
+
+/* Write until the budget refuses; the finished file is within it and close to it. */
+static void budget_holds(int gz, uint64_t max)
+{
+	char path[128], name[200];
+	snprintf(path, sizeof path, "%s/b%d.json%s", dir, gz, gz ? ".gz" : "");
+	tk_writer *w = NULL;
+	tk_writer_opts wo = {TK_FORMAT_JSON, gz, 0};
+	assert_int_equal(tk_writer_open_path(&w, path, &wo), TK_OK);
+	assert_int_equal(tk_writer_add_meta_after(w, (tk_sv){"traceName", 9}, (tk_sv){"\"x\"", 3}), TK_OK);
+	assert_int_equal(tk_writer_set_max_bytes(w, max), TK_OK);
+	int rc;
+	int64_t ts = 0;
+	size_t written = 0;
+	do {
+		tk_event ev = make(ts += 1000, name, 20 + rnd() % 150);
+		rc = tk_writer_write(w, &ev);
+		written += rc == TK_OK;
+	} while (rc == TK_OK);
+	assert_int_equal(rc, TK_ERR_LIMIT);
+	/* the writer stays usable: a refused event leaves no trace */
+	assert_int_equal(tk_writer_close(w), TK_OK);
+	uint64_t bytes = tk_writer_bytes(w);
+	tk_writer_free(w);
+	assert_true(written > 10);
+	assert_int_equal((off_t)bytes, file_size(path));
+	assert_true(bytes <= max);
+	assert_true(bytes > max - max / 10); /* the bound is not wildly pessimistic */
+	tk_reader *r = NULL;
+	assert_int_equal(tk_reader_open_path(&r, path, NULL), TK_OK);
+	const tk_event *ev;
+	size_t n = 0;
+	while ((rc = tk_reader_next(r, &ev)) == TK_OK)
+		n++;
+	assert_int_equal(rc, TK_EOF);
+	assert_int_equal(n, written);
+	int after = 0;
+	assert_int_equal(tk_reader_meta_count(r), 1);
+	tk_reader_meta_get(r, 0, NULL, NULL, &after);
+	assert_int_equal(after, 1);
+	tk_reader_free(r);
+}
+
+static void test_budget_plain(void **state)
+{
+	(void)state;
+	budget_holds(0, 100000);
+}
+
+static void test_budget_gzip(void **state)
+{
+	(void)state;
+	budget_holds(1, 60000);
+}
+
+static void test_group_all_or_nothing(void **state)
+{
+	(void)state;
+	char path[128], n1[64], n2[64];
+	snprintf(path, sizeof path, "%s/g.json", dir);
+	tk_writer *w = NULL;
+	assert_int_equal(tk_writer_open_path(&w, path, NULL), TK_OK);
+	assert_int_equal(tk_writer_set_max_bytes(w, 200), TK_OK);
+	tk_event a = make(1000, n1, 40), b = make(2000, n2, 40);
+	assert_int_equal(tk_writer_write(w, &a), TK_OK); /* the first is never refused */
+	const tk_event *g[2] = {&a, &b};
+	assert_int_equal(tk_writer_write_group(w, g, 2), TK_ERR_LIMIT);
+	assert_int_equal(tk_writer_close(w), TK_OK);
+	tk_writer_free(w);
+	tk_reader *r = NULL;
+	const tk_event *ev;
+	assert_int_equal(tk_reader_open_path(&r, path, NULL), TK_OK);
+	assert_int_equal(tk_reader_next(r, &ev), TK_OK);
+	assert_int_equal(tk_reader_next(r, &ev), TK_EOF);
+	tk_reader_free(r);
+	assert_true(file_size(path) <= 200);
+}
+
+static void test_split_by_size(void **state)
+{
+	(void)state;
+	char in[128], out[128], name[200];
+	snprintf(in, sizeof in, "%s/in.json", dir);
+	snprintf(out, sizeof out, "%s/parts", dir);
+	tk_writer *w = NULL;
+	assert_int_equal(tk_writer_open_path(&w, in, NULL), TK_OK);
+	tk_event m = {0};
+	m.ph = 'M';
+	m.has = TK_HAS_PH | TK_HAS_NAME;
+	m.name = (tk_sv){"process_name", 12};
+	m.pid = (tk_id){TK_ID_INT, 1, {NULL, 0}};
+	m.args = (tk_sv){"{\"name\":\"p\"}", 12};
+	assert_int_equal(tk_writer_write(w, &m), TK_OK);
+	for (int i = 0; i < 2000; i++) {
+		tk_event ev = make(1000000 + i * 1000, name, 30);
+		assert_int_equal(tk_writer_write(w, &ev), TK_OK);
+	}
+	assert_int_equal(tk_writer_close(w), TK_OK);
+	tk_writer_free(w);
+
+	tk_split_opts o = {0};
+	o.dir = out;
+	o.max_bytes = 20000;
+	o.wopts.gzip = -1;
+	tk_split *s = NULL;
+	assert_int_equal(tk_split_new(&s, &o), TK_OK);
+	assert_int_equal(tk_split_run(s, in), TK_OK);
+	size_t n = tk_split_part_count(s);
+	assert_true(n >= 5);
+	uint64_t events = 0;
+	for (size_t i = 0; i < n; i++) {
+		const tk_split_part *p = tk_split_get_part(s, i);
+		char path[256];
+		snprintf(path, sizeof path, "%s/%s", out, p->file);
+		assert_true(p->bytes <= o.max_bytes);
+		assert_int_equal((off_t)p->bytes, file_size(path));
+		events += p->events - 1; /* the M event in each */
+		if (i)
+			assert_int_equal(p->start, tk_split_get_part(s, i - 1)->end);
+	}
+	assert_int_equal(events, 2000);
+	assert_true(tk_split_get_stats(s)->input_sorted);
+	assert_int_equal(access(tk_split_index_path(s), R_OK), 0);
+	tk_split_free(s);
+	tk_split_free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_budget_plain),
+		cmocka_unit_test(test_budget_gzip),
+		cmocka_unit_test(test_group_all_or_nothing),
+		cmocka_unit_test(test_split_by_size),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

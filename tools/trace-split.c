@@ -1,0 +1,305 @@
+/* trace-split.c: cut a trace into parts that every viewer opens, each a complete trace, plus an index. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "tracekit/split.h"
+
+enum {
+	O_OUT = 'o',
+	O_QUIET = 'q',
+	O_NAME = 0x100,
+	O_MAX_SIZE,
+	O_PARTS,
+	O_WINDOW,
+	O_BY_STEP,
+	O_STEPS_PER_PART,
+	O_RANGE,
+	O_STEP,
+	O_CLIP,
+	O_FORMAT,
+	O_LEVEL,
+	O_MEMORY,
+	O_TMPDIR,
+	O_STRICT
+};
+
+static const cli_opt opts[] = {
+	{O_OUT, 'o', "output", "DIR", "write the parts and the index into DIR (created if missing); required"},
+	{O_NAME, 0, "name", "NAME", "base name of the files (default: IN's name without .json/.gz)"},
+	{O_MAX_SIZE, 0, "max-size", "SIZE", "every part at most SIZE bytes as written (500M, 2G)"},
+	{O_PARTS, 0, "parts", "N", "about N parts of equal size, cut at times"},
+	{O_WINDOW, 0, "window", "DUR", "a part per time window of DUR (200ms, 1s, 500us)"},
+	{O_BY_STEP, 0, "by-step", NULL, "a part per ProfilerStep#N"},
+	{O_STEPS_PER_PART, 0, "steps-per-part", "K", "with --by-step: K steps in each part"},
+	{O_RANGE, 0, "range", "A:B", "only the events starting from A to B after the first event"},
+	{O_STEP, 0, "step", "A[-B]", "only ProfilerStep#A to #B (to the start of the next step)"},
+	{O_CLIP, 0, "clip", NULL, "cut slices at time boundaries; the rest continues in the next part"},
+	{O_FORMAT, 0, "to", "FORMAT", "json or json.gz (default: gzip when IN was gzip)"},
+	{O_LEVEL, 0, "gzip-level", "N", "gzip compression level 1-9 (default 6)"},
+	{O_MEMORY, 0, "memory", "SIZE", "memory for ordering an unsorted input (default 128M)"},
+	{O_TMPDIR, 0, "tmpdir", "DIR", "where ordering spills runs (default $TMPDIR or /tmp)"},
+	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
+	{O_QUIET, 'q', "quiet", NULL, "no progress, warnings or summary"},
+	{0, 0, NULL, NULL, NULL},
+};
+
+static const cli_tool tool = {
+	"trace-split",
+	"IN -o DIR (--max-size SIZE | --parts N | --window DUR | --by-step | --range A:B | --step A-B) [options]",
+	"Split a large trace into parts that viewers can open (chrome://tracing stops near\n"
+	"256 MB, TensorBoard near 500 MB, the Perfetto UI near 2 GB). Every part is a complete\n"
+	"trace: all top-level metadata and the M events (process and thread names) are\n"
+	"repeated in each. A slice belongs to the part where it starts and is kept whole\n"
+	"unless --clip is given. A flow whose two ends fall in different parts is removed\n"
+	"from both and counted. Parts are named DIR/NAME.part-0000.json[.gz]; DIR/NAME.index.json\n"
+	"lists each part's time range, events and bytes. --max-size combines with one of the\n"
+	"other rules. IN is read twice (standard input cannot be split); an input not in\n"
+	"time order is ordered in bounded memory first (--memory). A failed run leaves no file.",
+	opts,
+	"DUR takes ns, us, ms, s or min (a plain number is microseconds); A and B in --range\n"
+	"count from the first event and may be left out (':2s', '1s:').\n\n"
+	"exit status: 0 success (warnings may be printed), 1 data or I/O error, 2 usage error.\n\n"
+	"examples:\n"
+	"  trace-split big.json.gz -o parts/ --max-size 500M\n"
+	"  trace-split big.json.gz -o parts/ --by-step --steps-per-part 4\n"
+	"  trace-split big.json.gz -o steps/ --step 12-15\n"
+	"  trace-split big.json.gz -o win/ --window 200ms --clip --to json\n",
+	0,
+};
+
+typedef struct split_args {
+	const char *in;
+	tk_split_opts so;
+	int quiet;
+} split_args;
+
+/* "200ms", "1.5s", "250" (microseconds) -> ns; 0 on success. */
+static int parse_duration(const char *s, int64_t *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || !isfinite(v))
+		return -1;
+	double mul = 1e3;
+	if (!*end || strcmp(end, "us") == 0)
+		mul = 1e3;
+	else if (strcmp(end, "ns") == 0)
+		mul = 1;
+	else if (strcmp(end, "ms") == 0)
+		mul = 1e6;
+	else if (strcmp(end, "s") == 0)
+		mul = 1e9;
+	else if (strcmp(end, "min") == 0)
+		mul = 60e9;
+	else
+		return -1;
+	if (fabs(v * mul) > 9.0e18)
+		return -1;
+	*out = (int64_t)llround(v * mul);
+	return 0;
+}
+
+static int parse_range(const char *arg, tk_split_opts *o)
+{
+	const char *colon = strchr(arg, ':');
+	if (!colon)
+		return -1;
+	char a[64];
+	size_t n = (size_t)(colon - arg);
+	if (n >= sizeof a)
+		return -1;
+	memcpy(a, arg, n);
+	a[n] = 0;
+	o->range = 1;
+	o->range_from = TK_SPLIT_OPEN_START;
+	o->range_to = TK_SPLIT_OPEN_END;
+	if (n && parse_duration(a, &o->range_from))
+		return -1;
+	if (colon[1] && parse_duration(colon + 1, &o->range_to))
+		return -1;
+	return 0;
+}
+
+static int parse_steps(const char *arg, tk_split_opts *o)
+{
+	char *end;
+	o->step_from = strtoll(arg, &end, 10);
+	o->step_to = o->step_from;
+	if (end == arg || o->step_from < 0)
+		return -1;
+	if (*end == '-') {
+		const char *b = end + 1;
+		o->step_to = strtoll(b, &end, 10);
+		if (end == b)
+			return -1;
+	}
+	o->steps = 1;
+	return *end ? -1 : 0;
+}
+
+static int parse_count(const char *arg, unsigned *out)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+	if (end == arg || *end || v < 1 || v > 1000000)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int parse_format(const char *arg, tk_split_opts *o)
+{
+	o->wopts.format = TK_FORMAT_JSON;
+	if (strcmp(arg, "json") == 0)
+		o->wopts.gzip = 0;
+	else if (strcmp(arg, "json.gz") == 0)
+		o->wopts.gzip = 1;
+	else
+		return -1;
+	return 0;
+}
+
+/* One option; 0 or a usage error already printed (2). */
+static int take_opt(split_args *a, int c, const char *arg)
+{
+	tk_split_opts *o = &a->so;
+	int64_t v;
+	switch (c) {
+	case O_OUT: o->dir = arg; return 0;
+	case O_NAME: o->name = arg; return 0;
+	case O_QUIET: a->quiet = 1; return 0;
+	case O_STRICT: o->ropts.strict = 1; return 0;
+	case O_CLIP: o->clip = 1; return 0;
+	case O_BY_STEP: o->by_step = 1; return 0;
+	case O_TMPDIR: o->tmpdir = arg; return 0;
+	case O_MAX_SIZE:
+		if ((v = cli_parse_size(arg)) <= 0)
+			break;
+		o->max_bytes = (uint64_t)v;
+		return 0;
+	case O_MEMORY:
+		if ((v = cli_parse_size(arg)) <= 0)
+			break;
+		o->memory_bytes = (size_t)v;
+		return 0;
+	case O_PARTS: return parse_count(arg, &o->n_parts) ? 3 : 0;
+	case O_STEPS_PER_PART:
+		o->by_step = 1;
+		return parse_count(arg, &o->steps_per_part) ? 3 : 0;
+	case O_WINDOW: return parse_duration(arg, &o->window_ns) || o->window_ns <= 0 ? 3 : 0;
+	case O_RANGE: return parse_range(arg, o) ? 3 : 0;
+	case O_STEP: return parse_steps(arg, o) ? 3 : 0;
+	case O_FORMAT: return parse_format(arg, o) ? 3 : 0;
+	case O_LEVEL:
+		o->wopts.gzip_level = atoi(arg);
+		if (o->wopts.gzip_level >= 1 && o->wopts.gzip_level <= 9)
+			return 0;
+		break;
+	default: return 2;
+	}
+	return 3;
+}
+
+static const char *opt_name(int c)
+{
+	for (const cli_opt *o = opts; o->name; o++)
+		if (o->id == c)
+			return o->name;
+	return "?";
+}
+
+static int parse_args(int argc, char **argv, split_args *a)
+{
+	const char *arg;
+	int c, ind;
+	memset(a, 0, sizeof *a);
+	a->so.wopts.gzip = -1;
+	while ((c = cli_next(&tool, argc, argv, &arg, &ind)) != -1) {
+		int rc = c == -2 ? 2 : take_opt(a, c, arg);
+		if (rc == 3)
+			cli_usage_error(&tool, "--%s: cannot use '%s'", opt_name(c), arg);
+		if (rc)
+			return 2;
+	}
+	if (argc - ind != 1) {
+		cli_usage_error(&tool, argc - ind ? "takes exactly one input" : "missing input file");
+		return 2;
+	}
+	a->in = argv[ind];
+	if (!a->so.dir) {
+		cli_usage_error(&tool, "missing -o DIR");
+		return 2;
+	}
+	int rules = !!a->so.n_parts + !!a->so.window_ns + a->so.by_step + a->so.range + a->so.steps;
+	if (rules > 1) {
+		cli_usage_error(&tool, "--parts, --window, --by-step, --range and --step exclude each other");
+		return 2;
+	}
+	if (!rules && !a->so.max_bytes) {
+		cli_usage_error(&tool, "say where to split: --max-size, --parts, --window, --by-step, "
+		                "--range or --step");
+		return 2;
+	}
+	return 0;
+}
+
+static void on_progress(void *arg, const char *pass, uint64_t bytes, uint64_t events)
+{
+	char what[96];
+	snprintf(what, sizeof what, "trace-split: %s", pass);
+	cli_progress_update(arg, what, bytes, events);
+}
+
+static void report(const split_args *a, const tk_split *s)
+{
+	for (size_t i = 0; tk_split_warning(s, i); i++)
+		cli_warn(tool.name, "%s", tk_split_warning(s, i));
+	const tk_split_stats *st = tk_split_get_stats(s);
+	fprintf(stderr, "%s: %s: %zu parts, %llu events, index %s\n", tool.name, a->in,
+	        tk_split_part_count(s), (unsigned long long)st->events_out, tk_split_index_path(s));
+	if (st->flows_cut)
+		fprintf(stderr, "%s: %llu flows crossed a part boundary: %llu flow ends removed\n",
+		        tool.name, (unsigned long long)st->flows_cut,
+		        (unsigned long long)st->flow_ends_removed);
+	if (st->clipped)
+		fprintf(stderr, "%s: %llu slices clipped at a boundary, %llu continuation pieces\n",
+		        tool.name, (unsigned long long)st->clipped, (unsigned long long)st->continued);
+	if (st->outside)
+		fprintf(stderr, "%s: %llu events outside the range left out\n", tool.name,
+		        (unsigned long long)st->outside);
+}
+
+static int run_split(split_args *a)
+{
+	tk_split *s = NULL;
+	cli_progress prog;
+	cli_progress_init(&prog, a->quiet);
+	a->so.progress = on_progress;
+	a->so.progress_arg = &prog;
+	int status = 1;
+	if (tk_split_new(&s, &a->so)) {
+		cli_err(tool.name, "%s", tk_split_error(s));
+		status = 2;
+	} else if (tk_split_run(s, a->in)) {
+		cli_progress_done(&prog);
+		cli_err(tool.name, "%s", tk_split_error(s));
+	} else {
+		cli_progress_done(&prog);
+		if (!a->quiet)
+			report(a, s);
+		status = 0;
+	}
+	tk_split_free(s);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	split_args a;
+	int rc = parse_args(argc, argv, &a);
+	if (rc)
+		return rc;
+	return run_split(&a);
+}
