@@ -389,11 +389,36 @@ static void test_ids(void **state)
 	assert_int_equal(ev.ev[3]->id.kind, TK_ID_NONE);
 	assert_int_equal(ev.ev[4]->pid.kind, TK_ID_NONE);
 	assert_int_equal(ev.ev[4]->tid.kind, TK_ID_NONE);
-	/* interned: equal strings share storage for the reader's life */
 	tu_events_free(&ev);
 }
 
 /* ---- strings ---- */
+
+/* Names, categories and string ids of a borrowed event stay valid until the
+ * reader is freed, even after later events are read. */
+static void test_strings_stable(void **state)
+{
+	(void)state;
+	size_t n;
+	char *t;
+	tk_reader *r = load_reader("kineto_small.json", &t, &n);
+	const tk_event *e;
+	tk_sv name = {NULL, 0}, cat = {NULL, 0}, pid = {NULL, 0};
+	int rc, i = 0;
+	while ((rc = tk_reader_next(r, &e)) == TK_OK) {
+		if (i == 3)
+			name = e->name, cat = e->cat;
+		if (i == 12)
+			pid = e->pid.str;
+		i++;
+	}
+	assert_int_equal(rc, TK_EOF);
+	assert_true(tu_sv_is(name, "aten::addmm"));
+	assert_true(tu_sv_is(cat, "cpu_op"));
+	assert_true(tu_sv_is(pid, "Spans"));
+	tk_reader_free(r);
+	free(t);
+}
 
 static void test_string_escapes(void **state)
 {
@@ -705,6 +730,7 @@ int main(void)
 		cmocka_unit_test(test_timestamps_exact),
 		cmocka_unit_test(test_timestamp_not_number),
 		cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_strings_stable),
 		cmocka_unit_test(test_string_escapes),
 		cmocka_unit_test(test_raw_control_chars),
 		cmocka_unit_test(test_invalid_utf8),
