@@ -4,6 +4,8 @@
 set -u
 TOOL=${1:?usage: test_convert.sh TRACE-CONVERT TESTDATA-DIR}
 TD=${2:?usage: test_convert.sh TRACE-CONVERT TESTDATA-DIR}
+[ -x "$TOOL" ] || { echo "not an executable: $TOOL"; exit 1; }
+[ -f "$TD/kineto_small.json" ] || { echo "no test data in $TD"; exit 1; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/tkcli-XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
