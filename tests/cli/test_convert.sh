@@ -6,6 +6,9 @@ TOOL=${1:?usage: test_convert.sh TRACE-CONVERT TESTDATA-DIR}
 TD=${2:?usage: test_convert.sh TRACE-CONVERT TESTDATA-DIR}
 [ -x "$TOOL" ] || { echo "not an executable: $TOOL"; exit 1; }
 [ -f "$TD/kineto_small.json" ] || { echo "no test data in $TD"; exit 1; }
+# absolute paths: the tests run in a temporary directory
+TOOL=$(cd "$(dirname "$TOOL")" && pwd)/$(basename "$TOOL")
+TD=$(cd "$TD" && pwd)
 T=$(mktemp -d "${TMPDIR:-/tmp}/tkcli-XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
