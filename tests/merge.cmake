@@ -19,3 +19,8 @@ add_test(NAME cli_merge
   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_merge.py
           $<TARGET_FILE:trace-merge> ${TK_MERGE_REALTRACES})
 set_tests_properties(cli_merge PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+
+add_executable(test_merge_tkb test_merge_tkb.c)
+target_link_libraries(test_merge_tkb PRIVATE tracekit_static PkgConfig::CMOCKA)
+add_test(NAME merge_tkb COMMAND test_merge_tkb)
+set_tests_properties(merge_tkb PROPERTIES TIMEOUT 60)

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "merge_int.h"
+#include "tracekit/tkb.h"
 
 #define TK__KINETO_GPU_SORT 16777216 /* Kineto's process_sort_index of GPU 0 */
 
@@ -263,10 +264,33 @@ static int save_meta(tk_merge *m, tk__input *in, const tk_reader *r)
 	return 0;
 }
 
+/* The rank an input names: distributedInfo.rank, or the rank in a .tkb header. */
 static int meta_rank(const tk_reader *r, int64_t *rank)
 {
 	tk_sv di = tk_reader_meta_find(r, "distributedInfo"), v;
-	return di.ptr && tk_json_obj_find(di, "rank", &v) == 0 && parse_i64(v, rank) == 0 ? 0 : -1;
+	if (di.ptr && tk_json_obj_find(di, "rank", &v) == 0 && parse_i64(v, rank) == 0)
+		return 0;
+	tk_tkb_info ti;
+	if (tk_reader_tkb_info(r, &ti) == 0 && ti.rank >= 0) {
+		*rank = ti.rank;
+		return 0;
+	}
+	return -1;
+}
+
+/* The input's time base in ns: baseTimeNanoseconds, or for a .tkb file from
+ * the collector its start clock anchor (CLOCK_REALTIME minus the CUPTI
+ * clock, read together), which puts CUPTI timestamps on the wall clock. */
+static int input_base(const tk_reader *r, int64_t *base)
+{
+	if (parse_i64(tk_reader_meta_find(r, "baseTimeNanoseconds"), base) == 0)
+		return 0;
+	tk_tkb_info ti;
+	if (tk_reader_tkb_info(r, &ti) == 0 && ti.has_start) {
+		*base = ti.start.realtime_ns - ti.start.gpu_ns;
+		return 0;
+	}
+	return -1;
 }
 
 static int64_t sat_add(int64_t a, int64_t b)
@@ -282,8 +306,7 @@ static int64_t sat_add(int64_t a, int64_t b)
 static int first_event(tk_merge *m, tk__input *in, const tk_reader *r)
 {
 	int64_t base, rank;
-	tk_sv b = tk_reader_meta_find(r, "baseTimeNanoseconds");
-	if (parse_i64(b, &base) == 0)
+	if (input_base(r, &base) == 0)
 		in->prov_shift = base;
 	if (in->rank_source == 0 || meta_rank(r, &rank) == 0) {
 		if (in->rank_source != 0)
@@ -329,6 +352,8 @@ static int read_input(tk_merge *m, tk__input *in, tk_reader *r, uint64_t tag)
 		tk__merge_warn(m, "%s", tk_reader_warning(r, i));
 	if (save_meta(m, in, r))
 		return tk__merge_fail(m, TK_ERR_NOMEM, "merge: out of memory");
+	if (!in->has_base && input_base(r, &in->base) == 0)
+		in->has_base = 1;
 	int64_t rank;
 	if (in->rank_source != 0 && meta_rank(r, &rank) == 0)
 		in->rank = rank, in->rank_source = 1;

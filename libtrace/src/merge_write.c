@@ -39,14 +39,6 @@ static int check_ranks(tk_merge *m)
 	return 0;
 }
 
-/* The clock anchors of .tkb inputs would give a per-input correction here
- * (CUPTI timestamp vs CLOCK_REALTIME pairs); JSON inputs have none. */
-static int64_t clock_anchor_correction(const tk__input *in)
-{
-	(void)in;
-	return 0;
-}
-
 static void align_start(tk_merge *m)
 {
 	int have = 0;
@@ -70,7 +62,6 @@ static int set_offsets(tk_merge *m)
 		tk__input *in = &m->in[i];
 		if (!in->has_base)
 			in->base = 0;
-		in->base += clock_anchor_correction(in);
 		in->offset = 0;
 		for (size_t k = 0; k < m->n_given && m->o.align == TK_ALIGN_GIVEN; k++)
 			if (m->given_rank[k] == in->rank)

@@ -42,7 +42,7 @@ typedef struct tk_merge_opts {
 typedef struct tk_merge_rank_info {
 	const char *path;
 	int64_t rank;
-	int rank_source;     /* 0 given, 1 distributedInfo.rank, 2 input order */
+	int rank_source;     /* 0 given, 1 from the input (distributedInfo.rank or a .tkb header), 2 input order */
 	uint64_t events_in;  /* events read */
 	uint64_t events_out; /* events written */
 	int64_t offset_ns;   /* clock offset applied (alignment only) */

@@ -1,0 +1,111 @@
+/* test_merge_tkb.c: trace-merge's library places .tkb inputs by their clock anchors and header ranks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tracekit/merge.h"
+#include "tracekit/tkb.h"
+#include "tracekit/tracekit.h"
+
+static char dir[] = "/tmp/tkmergetkb-XXXXXX";
+
+/* One .tkb file of rank `rank` with three kernels at CUPTI times t0, t0+1000, t0+2000
+ * and a start anchor saying CLOCK_REALTIME = CUPTI clock + shift. */
+static void write_rank(const char *path, int64_t rank, int64_t t0, int64_t shift)
+{
+	tk_tkb_anchor a = {5000000, 5000000 + shift, 77};
+	tk_tkb_header h = {"test", "host", 100 + rank, rank, 2, &a};
+	tk_tkb_writer *w = NULL;
+	assert_int_equal(tk_tkb_writer_open(&w, path, &h, NULL), 0);
+	tk_tkb_buf *b = tk_tkb_buf_new(16, 4096);
+	assert_non_null(b);
+	for (int i = 0; i < 3; i++) {
+		tk_event ev = {0};
+		ev.ph = 'X';
+		ev.has = TK_HAS_PH | TK_HAS_TS | TK_HAS_DUR | TK_HAS_NAME | TK_HAS_CAT;
+		ev.ts = t0 + i * 1000;
+		ev.dur = 500;
+		ev.name = (tk_sv){"ncclKernel_AllReduce", 20};
+		ev.cat = (tk_sv){"kernel", 6};
+		ev.pid = (tk_id){TK_ID_INT, 0, {NULL, 0}};
+		ev.tid = (tk_id){TK_ID_INT, 7, {NULL, 0}};
+		assert_int_equal(tk_tkb_buf_append(b, &ev), 0);
+	}
+	assert_int_equal(tk_tkb_writer_submit(w, b), 0);
+	assert_int_equal(tk_tkb_writer_close(w, NULL), 0);
+	tk_tkb_writer_free(w);
+	tk_tkb_buf_free(b);
+}
+
+static void test_anchors_and_ranks(void **state)
+{
+	(void)state;
+	char p0[256], p1[256], out[256];
+	snprintf(p0, sizeof p0, "%s/a.tkb", dir);
+	snprintf(p1, sizeof p1, "%s/b.tkb", dir);
+	snprintf(out, sizeof out, "%s/all.json", dir);
+	/* rank 1 is listed first; its CUPTI clock runs 3 ms behind the wall
+	 * clock, rank 0's 1 ms behind: on the wall clock both start at 10 ms */
+	write_rank(p0, 1, 7000000, 3000000);
+	write_rank(p1, 0, 9000000, 1000000);
+	tk_merge_opts o = {0};
+	tk_merge *m = NULL;
+	assert_int_equal(tk_merge_new(&m, &o), 0);
+	assert_int_equal(tk_merge_add(m, p0, -1), 0);
+	assert_int_equal(tk_merge_add(m, p1, -1), 0);
+	if (tk_merge_write(m, out))
+		fail_msg("%s", tk_merge_error(m));
+	tk_merge_rank_info info;
+	assert_int_equal(tk_merge_info(m, 0, &info), 0);
+	assert_int_equal(info.rank, 1);
+	assert_int_equal(info.rank_source, 1);
+	assert_int_equal(tk_merge_info(m, 1, &info), 0);
+	assert_int_equal(info.rank, 0);
+	tk_merge_free(m);
+
+	/* read back: the kernels of both ranks pair up at the same times */
+	tk_reader *r = NULL;
+	assert_int_equal(tk_reader_open_path(&r, out, NULL), 0);
+	const tk_event *ev;
+	int64_t ts[2][3];
+	int n[2] = {0, 0};
+	while (tk_reader_next(r, &ev) == TK_OK) {
+		if (ev->ph != 'X' || !ev->name.ptr || strcmp(ev->name.ptr, "ncclKernel_AllReduce") != 0)
+			continue;
+		/* pids are remapped per rank: rank r owns r*1000000 + pid */
+		int rank = (int)(ev->pid.num / 1000000);
+		assert_true(rank == 0 || rank == 1);
+		assert_true(n[rank] < 3);
+		ts[rank][n[rank]++] = ev->ts;
+	}
+	tk_sv base = tk_reader_meta_find(r, "baseTimeNanoseconds");
+	assert_non_null(base.ptr);
+	int64_t b = strtoll(base.ptr, NULL, 10);
+	tk_reader_free(r);
+	assert_int_equal(n[0], 3);
+	assert_int_equal(n[1], 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(ts[0][i], ts[1][i]);
+		assert_int_equal(b + ts[0][i], 10000000 + i * 1000);
+	}
+	unlink(p0);
+	unlink(p1);
+	unlink(out);
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir))
+		return 1;
+	const struct CMUnitTest tests[] = {cmocka_unit_test(test_anchors_and_ranks)};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	rmdir(dir);
+	return rc;
+}
