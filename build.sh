@@ -24,3 +24,7 @@ echo "== trace-convert testdata/example_kineto.json -o build/example.json.gz"
 build/tools/trace-convert testdata/example_kineto.json -o build/example.json.gz
 printf 'wrote build/example.json.gz: %s bytes from %s bytes of JSON\n' \
 	"$(stat -c %s build/example.json.gz)" "$(stat -c %s testdata/example_kineto.json)"
+
+echo
+echo "== trace-stats build/example.json.gz"
+build/tools/trace-stats build/example.json.gz
