@@ -151,6 +151,7 @@ void tk_stats_free(tk_stats *s)
 	for (int i = 0; i < 6; i++)
 		free(s->sum_order[i]);
 	tk__buf_free(&s->scratch);
+	tk__buf_free(&s->shapes);
 	free(s);
 }
 
@@ -488,46 +489,177 @@ static int over_budget(tk_stats *s, tk__thread *t)
 	return rc;
 }
 
-static int get_ext(const tk_event *ev, const char *key, const char *alt, int64_t *v)
+/* ---- args: one pass over the object for every member the stats read ---- */
+
+static tk_sv *sargs_slot(tk__sargs *a, const char *k, size_t n)
 {
-	*v = 0;
-	if (tk_args_get_int(ev, key, v) && (!alt || tk_args_get_int(ev, alt, v)))
-		*v = 0;
-	return *v > 0;
+	switch (n) {
+	case 5: return memcmp(k, "bytes", 5) ? NULL : &a->bytes;
+	case 10:
+		if (!memcmp(k, "Input Dims", 10))
+			return &a->dims;
+		return memcmp(k, "Input dims", 10) ? NULL : &a->dims_alt;
+	case 11:
+		if (!memcmp(k, "External id", 11))
+			return &a->ext;
+		if (!memcmp(k, "correlation", 11))
+			return &a->corr;
+		return memcmp(k, "external id", 11) ? NULL : &a->ext_alt;
+	case 15: return memcmp(k, "Concrete Inputs", 15) ? NULL : &a->conc;
+	default: return NULL;
+	}
+}
+
+/* p just past an opening quote: just past the closing one, NULL if none. */
+static const char *sargs_string(const char *p, const char *e)
+{
+	for (const char *s = p;;) {
+		const char *q = memchr(p, '"', (size_t)(e - p));
+		if (!q)
+			return NULL;
+		size_t bs = 0;
+		while (q - bs > s && q[-1 - (ptrdiff_t)bs] == '\\')
+			bs++;
+		if (!(bs & 1))
+			return q + 1;
+		p = q + 1;
+	}
+}
+
+/* End of the value at p in compact JSON, NULL if not as expected. */
+static const char *sargs_value(const char *p, const char *e)
+{
+	if (*p == '"')
+		return sargs_string(p + 1, e);
+	if (*p != '[' && *p != '{') {
+		while (p < e && *p != ',' && *p != '}' && *p != ']')
+			p++;
+		return p;
+	}
+	for (int depth = 0; p < e;) {
+		char c = *p++;
+		if (c == '"') {
+			if (!(p = sargs_string(p, e)))
+				return NULL;
+		} else if (c == '[' || c == '{') {
+			depth++;
+		} else if ((c == ']' || c == '}') && --depth == 0) {
+			return p;
+		}
+	}
+	return NULL;
+}
+
+/* tk_args_get_int on a found member, else on `alt`; 0 when neither parses. */
+static int64_t sargs_int(tk_sv v, tk_sv alt)
+{
+	int64_t x;
+	const unsigned char *p = (const unsigned char *)v.ptr, *q = (const unsigned char *)alt.ptr;
+	if (p && !tk__parse_int64(p, p + v.len, &x))
+		return x;
+	if (q && !tk__parse_int64(q, q + alt.len, &x))
+		return x;
+	return 0;
+}
+
+/* Whether members not seen yet can still change what a caller reads. */
+static int sargs_settled(const tk__sargs *a, unsigned need)
+{
+	int64_t x;
+	const unsigned char *p = (const unsigned char *)a->ext.ptr;
+	if ((need & TK__NEED_EXT) && !a->ext_alt.ptr &&
+	    (!p || tk__parse_int64(p, p + a->ext.len, &x)))
+		return 0;
+	if ((need & TK__NEED_CORR) && !a->corr.ptr)
+		return 0;
+	if ((need & TK__NEED_BYTES) && !a->bytes.ptr)
+		return 0;
+	if ((need & TK__NEED_DIMS) && !(a->dims.ptr && (a->dims.ptr[0] == '[' || a->dims_alt.ptr)))
+		return 0;
+	return !(need & TK__NEED_CONC) || a->conc.ptr;
+}
+
+/* The compact JSON the reader guarantees (TK_HAS_VALID_JSON); -1 at
+ * anything else, for the general path to decide. */
+static int sargs_fast(tk_sv obj, unsigned need, tk__sargs *a)
+{
+	const char *p = obj.ptr, *e = obj.ptr + obj.len;
+	if (obj.len < 2 || *p != '{')
+		return -1;
+	if (*++p == '}')
+		return 0;
+	while (p < e && *p == '"') {
+		const char *k = p + 1, *ke = sargs_string(k, e);
+		if (!ke || ke >= e || *ke != ':')
+			return -1;
+		const char *v = ke + 1, *ve = v < e ? sargs_value(v, e) : NULL;
+		if (!ve || ve >= e || ve == v)
+			return -1;
+		tk_sv *slot = sargs_slot(a, k, (size_t)(ke - 1 - k));
+		if (slot && !slot->ptr) {
+			*slot = (tk_sv){v, (size_t)(ve - v)};
+			if (sargs_settled(a, need))
+				return 0;
+		}
+		if (*ve == '}')
+			return ve + 1 == e ? 0 : -1;
+		if (*ve != ',')
+			return -1;
+		p = ve + 1;
+	}
+	return -1;
+}
+
+void tk__sargs_read(const tk_event *ev, unsigned need, tk__sargs *a)
+{
+	static const struct { const char *key; unsigned need; } keys[] = {
+		{"External id", TK__NEED_EXT}, {"external id", TK__NEED_EXT},
+		{"correlation", TK__NEED_CORR}, {"bytes", TK__NEED_BYTES},
+		{"Input Dims", TK__NEED_DIMS}, {"Input dims", TK__NEED_DIMS},
+		{"Concrete Inputs", TK__NEED_CONC},
+	};
+	memset(a, 0, sizeof *a);
+	if (!need || !ev->args.ptr ||
+	    ((ev->has & TK_HAS_VALID_JSON) && sargs_fast(ev->args, need, a) == 0))
+		return;
+	memset(a, 0, sizeof *a);
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		tk_sv v, *slot = sargs_slot(a, keys[i].key, strlen(keys[i].key));
+		if ((need & keys[i].need) && tk_args_find(ev, keys[i].key, &v) == 0)
+			*slot = v;
+	}
 }
 
 /* Row of an op, keyed by name and, when grouping, torch's shapes text. */
-static uint32_t op_key(tk_stats *s, const tk_event *ev, tk_sv name)
+static uint32_t op_key(tk_stats *s, const tk__sargs *a, tk_sv name)
 {
 	if (!s->opts.group_by_shapes)
 		return op_row(s, name, (tk_sv){NULL, 0}, 0);
-	tk_sv dims;
-	s->scratch.len = 0;
-	if (tk_args_find(ev, "Input Dims", &dims) && tk_args_find(ev, "Input dims", &dims))
-		dims = (tk_sv){"[]", 2};
-	if (tk__shapes_repr(dims, &s->scratch))
+	tk_sv dims = a->dims.ptr ? a->dims : a->dims_alt.ptr ? a->dims_alt : (tk_sv){"[]", 2};
+	s->shapes.len = 0; /* op_row uses scratch */
+	if (tk__shapes_repr(dims, &s->shapes))
 		return 0;
-	char *copy = tk__strdup(s->scratch.p); /* op_row reuses scratch */
-	if (!copy)
-		return 0;
-	uint32_t key = op_row(s, name, (tk_sv){copy, strlen(copy)}, 0);
-	free(copy);
-	return key;
+	return op_row(s, name, (tk_sv){s->shapes.p, s->shapes.len}, 0);
 }
 
 /* CPU ops and API calls wait on their thread to be nested by time. */
 static int add_cpu(tk_stats *s, const tk_event *ev, tk_sv name, int api)
 {
-	uint32_t key = op_key(s, ev, name);
+	unsigned need = TK__NEED_EXT | (api ? TK__NEED_CORR : 0) |
+	                (s->opts.group_by_shapes ? TK__NEED_DIMS : 0) |
+	                (s->opts.flops && !api ? tk__flops_needs(ev->name, s->opts.flops) : 0);
+	tk__sargs a;
+	tk__sargs_read(ev, need, &a);
+	uint32_t key = op_key(s, &a, name);
 	tk__thread *t = key ? thread_of(s, ev) : NULL;
 	if (!t || grow((void **)&t->pend, &t->cap_pend, t->n_pend + 1, sizeof *t->pend))
 		return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
 	tk__pend *p = &t->pend[t->n_pend++];
 	p->ts = ev->ts;
 	p->dur = ev->has & TK_HAS_DUR ? ev->dur : 0;
-	get_ext(ev, "External id", "external id", &p->ext);
-	get_ext(ev, "correlation", NULL, &p->corr);
-	p->flops = s->opts.flops && !api ? tk_flops_event(ev, s->opts.flops) : 0;
+	p->ext = sargs_int(a.ext, a.ext_alt);
+	p->corr = api ? sargs_int(a.corr, (tk_sv){NULL, 0}) : 0; /* ops are found by External id */
+	p->flops = s->opts.flops && !api ? tk__flops_args(ev->name, &a, s->opts.flops) : 0;
 	p->key = key;
 	p->api = api;
 	if (api) {
@@ -544,7 +676,12 @@ static int add_cpu(tk_stats *s, const tk_event *ev, tk_sv name, int api)
 
 static int add_device(tk_stats *s, const tk_event *ev, tk_sv name, int cls)
 {
-	int64_t dur = ev->has & TK_HAS_DUR ? ev->dur : 0, ext, corr, bytes = 0;
+	int64_t dur = ev->has & TK_HAS_DUR ? ev->dur : 0;
+	tk__sargs a;
+	tk__sargs_read(ev, TK__NEED_EXT | TK__NEED_CORR | (cls != TK_STATS_KERNEL ? TK__NEED_BYTES : 0),
+	               &a);
+	int64_t ext = sargs_int(a.ext, a.ext_alt), corr = sargs_int(a.corr, (tk_sv){NULL, 0});
+	int64_t bytes = cls != TK_STATS_KERNEL ? sargs_int(a.bytes, (tk_sv){NULL, 0}) : 0;
 	uint32_t r = op_row(s, name, (tk_sv){NULL, 0}, 1);
 	if (!r)
 		return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
@@ -554,8 +691,6 @@ static int add_device(tk_stats *s, const tk_event *ev, tk_sv name, int cls)
 	row->pub.dev_total += dur;
 	first_seen(row, ev->ts, dur);
 	s->info.device++;
-	get_ext(ev, "External id", "external id", &ext);
-	get_ext(ev, "correlation", NULL, &corr);
 	uint32_t c = resolve(s, ext, corr);
 	if (c) {
 		attribute(s, c, dur);
@@ -568,8 +703,6 @@ static int add_device(tk_stats *s, const tk_event *ev, tk_sv name, int cls)
 	} else {
 		s->info.unattributed++;
 	}
-	if (cls != TK_STATS_KERNEL && tk_args_get_int(ev, "bytes", &bytes))
-		bytes = 0;
 	if (sum_add(s, name, cls, dur, bytes > 0 ? (uint64_t)bytes : 0))
 		return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
 	return 0;

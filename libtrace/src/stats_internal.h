@@ -41,6 +41,32 @@ int tk__durs_add(tk__durs *d, int64_t v);
 int64_t *tk__durs_sorted(const tk__durs *d);
 void tk__durs_free(tk__durs *d);
 
+/* ---- the args members the stats read (stats_args in stats.c) ---- */
+
+/* Value texts, ptr NULL when absent; the first of duplicate keys wins, as in
+ * tk_args_find. */
+typedef struct tk__sargs {
+	tk_sv ext, ext_alt;   /* "External id", "external id" */
+	tk_sv corr, bytes;    /* "correlation", "bytes" */
+	tk_sv dims, dims_alt; /* "Input Dims", "Input dims" */
+	tk_sv conc;           /* "Concrete Inputs" */
+} tk__sargs;
+/* What a caller reads: the scan stops once these are settled, members after
+ * them cannot change what the caller sees (TK__NEED_EXT: External id, else
+ * external id; TK__NEED_DIMS: Input Dims, else Input dims). */
+enum {
+	TK__NEED_EXT = 1,
+	TK__NEED_CORR = 2,
+	TK__NEED_BYTES = 4,
+	TK__NEED_DIMS = 8,
+	TK__NEED_CONC = 16
+};
+void tk__sargs_read(const tk_event *ev, unsigned need, tk__sargs *a);
+/* The members tk__flops_args reads for an op of this name: TK__NEED_*. */
+unsigned tk__flops_needs(tk_sv name, int mode);
+/* tk_flops_event from members already found. */
+uint64_t tk__flops_args(tk_sv name, const tk__sargs *a, int mode);
+
 /* ---- the stats object (stats.c) ---- */
 
 typedef struct tk__oprow {
@@ -111,7 +137,7 @@ struct tk_stats {
 	size_t *sum_order[6];
 	size_t n_sum_order[6];
 	tk_stats_info info;
-	tk__buf scratch;
+	tk__buf scratch, shapes;
 	char err[TK__ERRLEN];
 };
 
