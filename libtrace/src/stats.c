@@ -239,11 +239,9 @@ static tk__sumrow *sum_row(tk_stats *s, tk_sv name, int cls)
 	return row;
 }
 
-static int sum_add(tk_stats *s, tk_sv name, int cls, int64_t dur, uint64_t bytes)
+static int sum_add(tk_stats *s, uint32_t sum, int64_t dur, uint64_t bytes)
 {
-	tk__sumrow *r = sum_row(s, name, cls);
-	if (!r)
-		return TK_ERR_NOMEM;
+	tk__sumrow *r = &s->sums[sum - 1];
 	r->pub.count++;
 	r->pub.total += dur;
 	r->pub.bytes += bytes;
@@ -550,14 +548,33 @@ static const char *sargs_value(const char *p, const char *e)
 	return NULL;
 }
 
+/* tk__parse_int64 without its per-digit overflow division where up to 18
+ * digits cannot overflow. */
+static int sargs_parse(tk_sv v, int64_t *out)
+{
+	const unsigned char *p = (const unsigned char *)v.ptr, *e = p + v.len;
+	int neg = p < e && *p == '-';
+	if (v.len - (size_t)neg > 18)
+		return tk__parse_int64(p, e, out);
+	if ((p += neg) >= e)
+		return -1;
+	int64_t x = 0;
+	for (; p < e; p++) {
+		if ((unsigned)(*p - '0') > 9)
+			return -1;
+		x = x * 10 + (*p - '0');
+	}
+	*out = neg ? -x : x;
+	return 0;
+}
+
 /* tk_args_get_int on a found member, else on `alt`; 0 when neither parses. */
 static int64_t sargs_int(tk_sv v, tk_sv alt)
 {
 	int64_t x;
-	const unsigned char *p = (const unsigned char *)v.ptr, *q = (const unsigned char *)alt.ptr;
-	if (p && !tk__parse_int64(p, p + v.len, &x))
+	if (v.ptr && !sargs_parse(v, &x))
 		return x;
-	if (q && !tk__parse_int64(q, q + alt.len, &x))
+	if (alt.ptr && !sargs_parse(alt, &x))
 		return x;
 	return 0;
 }
@@ -566,9 +583,7 @@ static int64_t sargs_int(tk_sv v, tk_sv alt)
 static int sargs_settled(const tk__sargs *a, unsigned need)
 {
 	int64_t x;
-	const unsigned char *p = (const unsigned char *)a->ext.ptr;
-	if ((need & TK__NEED_EXT) && !a->ext_alt.ptr &&
-	    (!p || tk__parse_int64(p, p + a->ext.len, &x)))
+	if ((need & TK__NEED_EXT) && !a->ext_alt.ptr && (!a->ext.ptr || sargs_parse(a->ext, &x)))
 		return 0;
 	if ((need & TK__NEED_CORR) && !a->corr.ptr)
 		return 0;
@@ -630,12 +645,39 @@ void tk__sargs_read(const tk_event *ev, unsigned need, tk__sargs *a)
 	}
 }
 
-/* Row of an op, keyed by name and, when grouping, torch's shapes text. */
-static uint32_t op_key(tk_stats *s, const tk__sargs *a, tk_sv name)
+/* ---- names: rows found by the event's name pointer ---- */
+
+/* Events mostly repeat names the reader interned: a direct-mapped cache by
+ * pointer finds the rows with one memcmp instead of hashing the text. The
+ * text is compared, so a pointer that a later reader reuses for another
+ * name is only a miss. */
+static const tk__namec *name_of(tk_stats *s, tk_sv name, int cls)
 {
-	if (!s->opts.group_by_shapes)
-		return op_row(s, name, (tk_sv){NULL, 0}, 0);
-	tk_sv dims = a->dims.ptr ? a->dims : a->dims_alt.ptr ? a->dims_alt : (tk_sv){"[]", 2};
+	uint64_t h = ((uint64_t)(uintptr_t)name.ptr ^ (uint64_t)cls) * 0x9e3779b97f4a7c15ull;
+	tk__namec *c = &s->names[h >> (64 - TK__NAMEC_BITS)];
+	if (c->src == name.ptr && c->len == name.len && c->cls == cls &&
+	    memcmp(c->name, name.ptr, name.len) == 0)
+		return c;
+	c->src = NULL;
+	tk_sv nm = intern(s, name.ptr, name.len);
+	int by_shapes = s->opts.group_by_shapes && cls <= TK_STATS_API;
+	uint32_t row = by_shapes ? 0 : op_row(s, name, (tk_sv){NULL, 0}, cls >= TK_STATS_KERNEL);
+	tk__sumrow *sum = cls == TK_STATS_OP ? NULL : sum_row(s, name, cls);
+	if (!nm.ptr || (!by_shapes && !row) || (cls != TK_STATS_OP && !sum))
+		return NULL;
+	*c = (tk__namec){name.ptr, nm.ptr, name.len, cls, 0, row,
+	                 sum ? (uint32_t)(sum - s->sums) + 1 : 0};
+	if (cls == TK_STATS_OP && s->opts.flops)
+		c->flops = tk__flops_needs(name, s->opts.flops);
+	return c;
+}
+
+/* Row of an op, keyed by name and, when grouping, torch's shapes text. */
+static uint32_t op_key(tk_stats *s, const tk__sargs *a, const tk__namec *c)
+{
+	if (c->row)
+		return c->row;
+	tk_sv name = {c->name, c->len}, dims = a->dims.ptr ? a->dims : a->dims_alt.ptr ? a->dims_alt : (tk_sv){"[]", 2};
 	s->shapes.len = 0; /* op_row uses scratch */
 	if (tk__shapes_repr(dims, &s->shapes))
 		return 0;
@@ -643,14 +685,13 @@ static uint32_t op_key(tk_stats *s, const tk__sargs *a, tk_sv name)
 }
 
 /* CPU ops and API calls wait on their thread to be nested by time. */
-static int add_cpu(tk_stats *s, const tk_event *ev, tk_sv name, int api)
+static int add_cpu(tk_stats *s, const tk_event *ev, const tk__namec *c, int api)
 {
 	unsigned need = TK__NEED_EXT | (api ? TK__NEED_CORR : 0) |
-	                (s->opts.group_by_shapes ? TK__NEED_DIMS : 0) |
-	                (s->opts.flops && !api ? tk__flops_needs(ev->name, s->opts.flops) : 0);
+	                (s->opts.group_by_shapes ? TK__NEED_DIMS : 0) | c->flops;
 	tk__sargs a;
 	tk__sargs_read(ev, need, &a);
-	uint32_t key = op_key(s, &a, name);
+	uint32_t key = op_key(s, &a, c);
 	tk__thread *t = key ? thread_of(s, ev) : NULL;
 	if (!t || grow((void **)&t->pend, &t->cap_pend, t->n_pend + 1, sizeof *t->pend))
 		return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
@@ -659,12 +700,12 @@ static int add_cpu(tk_stats *s, const tk_event *ev, tk_sv name, int api)
 	p->dur = ev->has & TK_HAS_DUR ? ev->dur : 0;
 	p->ext = sargs_int(a.ext, a.ext_alt);
 	p->corr = api ? sargs_int(a.corr, (tk_sv){NULL, 0}) : 0; /* ops are found by External id */
-	p->flops = s->opts.flops && !api ? tk__flops_args(ev->name, &a, s->opts.flops) : 0;
+	p->flops = c->flops ? tk__flops_args(ev->name, &a, s->opts.flops) : 0;
 	p->key = key;
 	p->api = api;
 	if (api) {
 		s->info.apis++;
-		if (sum_add(s, name, TK_STATS_API, p->dur, 0))
+		if (sum_add(s, c->sum, p->dur, 0))
 			return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
 	} else {
 		s->info.ops++;
@@ -674,7 +715,7 @@ static int add_cpu(tk_stats *s, const tk_event *ev, tk_sv name, int api)
 	return 0;
 }
 
-static int add_device(tk_stats *s, const tk_event *ev, tk_sv name, int cls)
+static int add_device(tk_stats *s, const tk_event *ev, const tk__namec *nc, int cls)
 {
 	int64_t dur = ev->has & TK_HAS_DUR ? ev->dur : 0;
 	tk__sargs a;
@@ -682,10 +723,7 @@ static int add_device(tk_stats *s, const tk_event *ev, tk_sv name, int cls)
 	               &a);
 	int64_t ext = sargs_int(a.ext, a.ext_alt), corr = sargs_int(a.corr, (tk_sv){NULL, 0});
 	int64_t bytes = cls != TK_STATS_KERNEL ? sargs_int(a.bytes, (tk_sv){NULL, 0}) : 0;
-	uint32_t r = op_row(s, name, (tk_sv){NULL, 0}, 1);
-	if (!r)
-		return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
-	tk__oprow *row = &s->ops[r - 1];
+	tk__oprow *row = &s->ops[nc->row - 1];
 	row->pub.count++;
 	row->pub.self_dev += dur;
 	row->pub.dev_total += dur;
@@ -703,7 +741,7 @@ static int add_device(tk_stats *s, const tk_event *ev, tk_sv name, int cls)
 	} else {
 		s->info.unattributed++;
 	}
-	if (sum_add(s, name, cls, dur, bytes > 0 ? (uint64_t)bytes : 0))
+	if (sum_add(s, nc->sum, dur, bytes > 0 ? (uint64_t)bytes : 0))
 		return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
 	return 0;
 }
@@ -727,10 +765,13 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 	tk_sv name = ev->name;
 	if (cls == TK_STATS_OP && name.len > 13 && memcmp(name.ptr, "ProfilerStep#", 13) == 0)
 		name = (tk_sv){"ProfilerStep*", 13};
+	const tk__namec *c = name_of(s, name, cls);
+	if (!c)
+		return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
 	switch (cls) {
-	case TK_STATS_OP: return add_cpu(s, ev, name, 0);
-	case TK_STATS_API: return add_cpu(s, ev, name, 1);
-	default: return add_device(s, ev, name, cls);
+	case TK_STATS_OP: return add_cpu(s, ev, c, 0);
+	case TK_STATS_API: return add_cpu(s, ev, c, 1);
+	default: return add_device(s, ev, c, cls);
 	}
 }
 

@@ -109,6 +109,16 @@ typedef struct tk__thread {
 	int started;
 } tk__thread;
 
+/* A name's rows, cached by the event's name pointer (stats.c name_of). */
+typedef struct tk__namec {
+	const char *src, *name; /* the event's pointer; the interned copy */
+	size_t len;
+	int cls;
+	unsigned flops;   /* TK__NEED_* of its FLOP formula */
+	uint32_t row, sum; /* op row + 1 (0 when keyed by shapes), summary row + 1 */
+} tk__namec;
+#define TK__NAMEC_BITS 10
+
 struct tk_stats {
 	tk_stats_opts opts;
 	char *cats; /* owned copy of opts.cats, ",a,b," */
@@ -138,6 +148,7 @@ struct tk_stats {
 	size_t n_sum_order[6];
 	tk_stats_info info;
 	tk__buf scratch, shapes;
+	tk__namec names[1u << TK__NAMEC_BITS];
 	char err[TK__ERRLEN];
 };
 
