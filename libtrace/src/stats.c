@@ -336,12 +336,68 @@ static tk__thread *thread_lookup(tk_stats *s, const tk_event *ev)
 	return th;
 }
 
-static int cmp_pend(const void *a, const void *b)
+/* By start, the longer (outer) op first. */
+static int pend_before(const tk__pend *x, const tk__pend *y)
 {
-	const tk__pend *x = a, *y = b;
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	return (x->dur < y->dur) - (x->dur > y->dur); /* longer (outer) first */
+	return x->ts < y->ts || (x->ts == y->ts && x->dur > y->dur);
+}
+
+/* Stable merge sort of indexes into v: ops with equal (start, duration) keep
+ * their arrival order, which decides which one nests in the other. Halves
+ * already in order cost one comparison, so a thread's mostly ordered events
+ * sort in near linear time. Indexes (4 bytes, tmp n / 2 of them) keep the
+ * extra memory well under the pending events' own. */
+static void pend_sort_ix(const tk__pend *v, uint32_t *ix, size_t n, uint32_t *tmp)
+{
+	if (n <= 16) {
+		for (size_t i = 1; i < n; i++) {
+			uint32_t x = ix[i];
+			size_t j = i;
+			for (; j && pend_before(&v[x], &v[ix[j - 1]]); j--)
+				ix[j] = ix[j - 1];
+			ix[j] = x;
+		}
+		return;
+	}
+	size_t h = n / 2, i = 0, j = h, k = 0;
+	pend_sort_ix(v, ix, h, tmp);
+	pend_sort_ix(v, ix + h, n - h, tmp);
+	if (!pend_before(&v[ix[h]], &v[ix[h - 1]]))
+		return;
+	memcpy(tmp, ix, h * sizeof *ix);
+	while (i < h && j < n)
+		ix[k++] = pend_before(&v[ix[j]], &v[tmp[i]]) ? ix[j++] : tmp[i++];
+	memcpy(ix + k, tmp + i, (h - i) * sizeof *ix);
+}
+
+/* Sort a thread's pending events by time; nonzero when out of memory. */
+static int pend_sort(tk__pend *v, size_t n)
+{
+	if (n < 2)
+		return 0;
+	if (n > UINT32_MAX)
+		return TK_ERR_LIMIT;
+	uint32_t *ix = malloc((n + n / 2) * sizeof *ix);
+	if (!ix)
+		return TK_ERR_NOMEM;
+	for (size_t i = 0; i < n; i++)
+		ix[i] = (uint32_t)i;
+	pend_sort_ix(v, ix, n, ix + n);
+	/* v[i] = v[ix[i]], one cycle of the permutation at a time */
+	for (size_t i = 0; i < n; i++) {
+		if (ix[i] == i)
+			continue;
+		tk__pend x = v[i];
+		size_t j = i;
+		for (size_t k; (k = ix[j]) != i; j = k) {
+			v[j] = v[k];
+			ix[j] = (uint32_t)j;
+		}
+		v[j] = x;
+		ix[j] = (uint32_t)j;
+	}
+	free(ix);
+	return 0;
 }
 
 /* Innermost open op that encloses [ts, end); pops ops that cannot (torch's rule). */
@@ -451,10 +507,12 @@ static int process_op(tk_stats *s, tk__thread *t, const tk__pend *p)
 /* Sort a thread's pending events and process the first `n` of them. */
 static int flush_thread(tk_stats *s, tk__thread *t, size_t n)
 {
-	qsort(t->pend, t->n_pend, sizeof *t->pend, cmp_pend);
+	int rc = pend_sort(t->pend, t->n_pend);
+	if (rc)
+		return tk__stats_fail(s, rc, rc == TK_ERR_NOMEM ? "out of memory"
+		                                                : "too many pending events on one thread");
 	for (size_t i = 0; i < n; i++) {
-		int rc = process_op(s, t, &t->pend[i]);
-		if (rc)
+		if ((rc = process_op(s, t, &t->pend[i])) != 0)
 			return tk__stats_fail(s, rc, "out of memory");
 	}
 	memmove(t->pend, t->pend + n, (t->n_pend - n) * sizeof *t->pend);
