@@ -342,11 +342,22 @@ static int pend_before(const tk__pend *x, const tk__pend *y)
 	return x->ts < y->ts || (x->ts == y->ts && x->dur > y->dur);
 }
 
+/* Merges the sorted index runs ix[0, h) and ix[h, n); tmp holds h. Ties
+ * take the first run's first: the order of arrival. */
+static void pend_merge(const tk__pend *v, uint32_t *ix, size_t h, size_t n, uint32_t *tmp)
+{
+	size_t i = 0, j = h, k = 0;
+	if (!h || h == n || !pend_before(&v[ix[h]], &v[ix[h - 1]]))
+		return; /* already in order: a thread's events mostly are */
+	memcpy(tmp, ix, h * sizeof *ix);
+	while (i < h && j < n)
+		ix[k++] = pend_before(&v[ix[j]], &v[tmp[i]]) ? ix[j++] : tmp[i++];
+	memcpy(ix + k, tmp + i, (h - i) * sizeof *ix);
+}
+
 /* Stable merge sort of indexes into v: ops with equal (start, duration) keep
- * their arrival order, which decides which one nests in the other. Halves
- * already in order cost one comparison, so a thread's mostly ordered events
- * sort in near linear time. Indexes (4 bytes, tmp n / 2 of them) keep the
- * extra memory well under the pending events' own. */
+ * their arrival order, which decides which one nests in the other. tmp holds
+ * n / 2. */
 static void pend_sort_ix(const tk__pend *v, uint32_t *ix, size_t n, uint32_t *tmp)
 {
 	if (n <= 16) {
@@ -359,30 +370,29 @@ static void pend_sort_ix(const tk__pend *v, uint32_t *ix, size_t n, uint32_t *tm
 		}
 		return;
 	}
-	size_t h = n / 2, i = 0, j = h, k = 0;
-	pend_sort_ix(v, ix, h, tmp);
-	pend_sort_ix(v, ix + h, n - h, tmp);
-	if (!pend_before(&v[ix[h]], &v[ix[h - 1]]))
-		return;
-	memcpy(tmp, ix, h * sizeof *ix);
-	while (i < h && j < n)
-		ix[k++] = pend_before(&v[ix[j]], &v[tmp[i]]) ? ix[j++] : tmp[i++];
-	memcpy(ix + k, tmp + i, (h - i) * sizeof *ix);
+	pend_sort_ix(v, ix, n / 2, tmp);
+	pend_sort_ix(v, ix + n / 2, n - n / 2, tmp);
+	pend_merge(v, ix, n / 2, n, tmp);
 }
 
-/* Sort a thread's pending events by time; nonzero when out of memory. */
-static int pend_sort(tk__pend *v, size_t n)
+/* Sort a thread's pending events by time, v[0, n_sorted) being sorted
+ * already (what the last flush left): the events since are sorted and
+ * merged in. Sorting 4-byte indexes, then moving each event once, keeps the
+ * extra memory well under the events' own. */
+static int pend_sort(tk__pend *v, size_t n, size_t n_sorted)
 {
-	if (n < 2)
+	size_t n_new = n - n_sorted, n_tmp = n_sorted > n_new / 2 ? n_sorted : n_new / 2;
+	if (n < 2 || !n_new)
 		return 0;
 	if (n > UINT32_MAX)
 		return TK_ERR_LIMIT;
-	uint32_t *ix = malloc((n + n / 2) * sizeof *ix);
+	uint32_t *ix = malloc((n + n_tmp) * sizeof *ix);
 	if (!ix)
 		return TK_ERR_NOMEM;
 	for (size_t i = 0; i < n; i++)
 		ix[i] = (uint32_t)i;
-	pend_sort_ix(v, ix, n, ix + n);
+	pend_sort_ix(v, ix + n_sorted, n_new, ix + n);
+	pend_merge(v, ix, n_sorted, n, ix + n);
 	/* v[i] = v[ix[i]], one cycle of the permutation at a time */
 	for (size_t i = 0; i < n; i++) {
 		if (ix[i] == i)
@@ -507,7 +517,7 @@ static int process_op(tk_stats *s, tk__thread *t, const tk__pend *p)
 /* Sort a thread's pending events and process the first `n` of them. */
 static int flush_thread(tk_stats *s, tk__thread *t, size_t n)
 {
-	int rc = pend_sort(t->pend, t->n_pend);
+	int rc = pend_sort(t->pend, t->n_pend, t->n_sorted);
 	if (rc)
 		return tk__stats_fail(s, rc, rc == TK_ERR_NOMEM ? "out of memory"
 		                                                : "too many pending events on one thread");
@@ -517,6 +527,7 @@ static int flush_thread(tk_stats *s, tk__thread *t, size_t n)
 	}
 	memmove(t->pend, t->pend + n, (t->n_pend - n) * sizeof *t->pend);
 	t->n_pend -= n;
+	t->n_sorted = t->n_pend;
 	s->n_pending -= n;
 	return 0;
 }
@@ -588,7 +599,7 @@ static const char *sargs_value(const char *p, const char *e)
 	if (*p == '"')
 		return sargs_string(p + 1, e);
 	if (*p != '[' && *p != '{') {
-		while (p < e && *p != ',' && *p != '}' && *p != ']')
+		while (*p != ',' && *p != '}' && *p != ']') /* the object ends in '}' */
 			p++;
 		return p;
 	}
@@ -637,11 +648,25 @@ static int64_t sargs_int(tk_sv v, tk_sv alt)
 	return 0;
 }
 
+/* An integer of up to 18 digits ending the member at p: its end, else NULL
+ * (the value is then scanned as any other). */
+static const char *sargs_int_end(const char *p, int64_t *out)
+{
+	int neg = *p == '-';
+	const char *q = p + neg;
+	int64_t x = 0;
+	for (; (unsigned)(*q - '0') <= 9 && q - p - neg < 18; q++)
+		x = x * 10 + (*q - '0');
+	if (q == p + neg || (*q != ',' && *q != '}'))
+		return NULL;
+	*out = neg ? -x : x;
+	return q;
+}
+
 /* Whether members not seen yet can still change what a caller reads. */
 static int sargs_settled(const tk__sargs *a, unsigned need)
 {
-	int64_t x;
-	if ((need & TK__NEED_EXT) && !a->ext_alt.ptr && (!a->ext.ptr || sargs_parse(a->ext, &x)))
+	if ((need & TK__NEED_EXT) && !(a->ext.ptr && (a->ext_int || a->ext_alt.ptr)))
 		return 0;
 	if ((need & TK__NEED_CORR) && !a->corr.ptr)
 		return 0;
@@ -652,28 +677,44 @@ static int sargs_settled(const tk__sargs *a, unsigned need)
 	return !(need & TK__NEED_CONC) || a->conc.ptr;
 }
 
+/* One member's value at v, into its slot: its end, NULL if not as expected. */
+static const char *sargs_member(tk__sargs *a, tk_sv *slot, const char *v, const char *e)
+{
+	const char *ve = NULL;
+	if (slot == &a->ext && (ve = sargs_int_end(v, &a->ext_id)))
+		a->ext_int = 1;
+	else if (slot == &a->corr && (ve = sargs_int_end(v, &a->corr_id)))
+		a->corr_int = 1;
+	else if (!(ve = sargs_value(v, e)))
+		return NULL;
+	*slot = (tk_sv){v, (size_t)(ve - v)};
+	return ve;
+}
+
 /* The compact JSON the reader guarantees (TK_HAS_VALID_JSON); -1 at
  * anything else, for the general path to decide. */
 static int sargs_fast(tk_sv obj, unsigned need, tk__sargs *a)
 {
 	const char *p = obj.ptr, *e = obj.ptr + obj.len;
-	if (obj.len < 2 || *p != '{')
+	if (obj.len < 2 || *p != '{' || e[-1] != '}')
 		return -1;
 	if (*++p == '}')
 		return 0;
-	while (p < e && *p == '"') {
-		const char *k = p + 1, *ke = sargs_string(k, e);
-		if (!ke || ke >= e || *ke != ':')
-			return -1;
-		const char *v = ke + 1, *ve = v < e ? sargs_value(v, e) : NULL;
-		if (!ve || ve >= e || ve == v)
+	while (*p == '"') {
+		const char *k = p + 1, *ke = sargs_string(k, e), *ve;
+		if (!ke || ke >= e - 1 || *ke != ':')
 			return -1;
 		tk_sv *slot = sargs_slot(a, k, (size_t)(ke - 1 - k));
 		if (slot && !slot->ptr) {
-			*slot = (tk_sv){v, (size_t)(ve - v)};
+			if (!(ve = sargs_member(a, slot, ke + 1, e)))
+				return -1;
 			if (sargs_settled(a, need))
 				return 0;
+		} else if (!(ve = sargs_value(ke + 1, e))) {
+			return -1;
 		}
+		if (ve == ke + 1 || ve >= e)
+			return -1;
 		if (*ve == '}')
 			return ve + 1 == e ? 0 : -1;
 		if (*ve != ',')
@@ -692,15 +733,21 @@ void tk__sargs_read(const tk_event *ev, unsigned need, tk__sargs *a)
 		{"Concrete Inputs", TK__NEED_CONC},
 	};
 	memset(a, 0, sizeof *a);
-	if (!need || !ev->args.ptr ||
-	    ((ev->has & TK_HAS_VALID_JSON) && sargs_fast(ev->args, need, a) == 0))
+	if (!need || !ev->args.ptr)
 		return;
-	memset(a, 0, sizeof *a);
-	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-		tk_sv v, *slot = sargs_slot(a, keys[i].key, strlen(keys[i].key));
-		if ((need & keys[i].need) && tk_args_find(ev, keys[i].key, &v) == 0)
-			*slot = v;
+	if (!(ev->has & TK_HAS_VALID_JSON) || sargs_fast(ev->args, need, a) != 0) {
+		memset(a, 0, sizeof *a);
+		for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+			tk_sv v, *slot = sargs_slot(a, keys[i].key, strlen(keys[i].key));
+			if ((need & keys[i].need) && tk_args_find(ev, keys[i].key, &v) == 0)
+				*slot = v;
+		}
 	}
+	if (!a->ext_int)
+		a->ext_id = sargs_int(a->ext, a->ext_alt);
+	if (!a->corr_int)
+		a->corr_id = sargs_int(a->corr, (tk_sv){NULL, 0});
+	a->n_bytes = sargs_int(a->bytes, (tk_sv){NULL, 0});
 }
 
 /* ---- names: rows found by the event's name pointer ---- */
@@ -756,8 +803,8 @@ static int add_cpu(tk_stats *s, const tk_event *ev, const tk__namec *c, int api)
 	tk__pend *p = &t->pend[t->n_pend++];
 	p->ts = ev->ts;
 	p->dur = ev->has & TK_HAS_DUR ? ev->dur : 0;
-	p->ext = sargs_int(a.ext, a.ext_alt);
-	p->corr = api ? sargs_int(a.corr, (tk_sv){NULL, 0}) : 0; /* ops are found by External id */
+	p->ext = a.ext_id;
+	p->corr = api ? a.corr_id : 0; /* ops are found by External id */
 	p->flops = c->flops ? tk__flops_args(ev->name, &a, s->opts.flops) : 0;
 	p->key = key;
 	p->api = api;
@@ -779,8 +826,7 @@ static int add_device(tk_stats *s, const tk_event *ev, const tk__namec *nc, int 
 	tk__sargs a;
 	tk__sargs_read(ev, TK__NEED_EXT | TK__NEED_CORR | (cls != TK_STATS_KERNEL ? TK__NEED_BYTES : 0),
 	               &a);
-	int64_t ext = sargs_int(a.ext, a.ext_alt), corr = sargs_int(a.corr, (tk_sv){NULL, 0});
-	int64_t bytes = cls != TK_STATS_KERNEL ? sargs_int(a.bytes, (tk_sv){NULL, 0}) : 0;
+	int64_t ext = a.ext_id, corr = a.corr_id, bytes = cls != TK_STATS_KERNEL ? a.n_bytes : 0;
 	tk__oprow *row = &s->ops[nc->row - 1];
 	row->pub.count++;
 	row->pub.self_dev += dur;

@@ -50,6 +50,10 @@ typedef struct tk__sargs {
 	tk_sv corr, bytes;    /* "correlation", "bytes" */
 	tk_sv dims, dims_alt; /* "Input Dims", "Input dims" */
 	tk_sv conc;           /* "Concrete Inputs" */
+	/* as tk_args_get_int reads them, 0 when absent or not an integer:
+	 * External id (else external id), correlation, bytes */
+	int64_t ext_id, corr_id, n_bytes;
+	unsigned char ext_int, corr_int; /* ext_id, corr_id known while scanning */
 } tk__sargs;
 /* What a caller reads: the scan stops once these are settled, members after
  * them cannot change what the caller sees (TK__NEED_EXT: External id, else
@@ -103,6 +107,7 @@ typedef struct tk__frame {
 typedef struct tk__thread {
 	tk__pend *pend;
 	size_t n_pend, cap_pend;
+	size_t n_sorted; /* pend[0, n_sorted) is in time order */
 	tk__frame *stack;
 	size_t depth, cap_stack;
 	int64_t frontier; /* start of the last op processed */
