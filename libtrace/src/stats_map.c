@@ -183,13 +183,18 @@ int64_t *tk__durs_sorted(const tk__durs *d)
 		return NULL;
 	}
 	/* wide values are negative or above every u32: they go around the rest */
-	memcpy(v, d->big, d->n_big * sizeof *v);
-	qsort(v, d->n_big, sizeof *v, cmp_i64);
+	if (d->n_big) {
+		memcpy(v, d->big, d->n_big * sizeof *v);
+		qsort(v, d->n_big, sizeof *v, cmp_i64);
+	}
 	while (neg < d->n_big && v[neg] < 0)
 		neg++;
 	memmove(v + neg + d->n_small, v + neg, (d->n_big - neg) * sizeof *v);
-	memcpy(tmp, d->small, d->n_small * sizeof *tmp);
-	const uint32_t *sorted = d->n_small ? radix_u32(tmp, tmp + d->n_small, d->n_small) : tmp;
+	const uint32_t *sorted = tmp;
+	if (d->n_small) {
+		memcpy(tmp, d->small, d->n_small * sizeof *tmp);
+		sorted = radix_u32(tmp, tmp + d->n_small, d->n_small);
+	}
 	for (size_t i = 0; i < d->n_small; i++)
 		v[neg + i] = sorted[i];
 	free(tmp);

@@ -53,7 +53,8 @@ int tk__stats_finish_sums(tk_stats *s)
 	}
 	g_s = s;
 	for (int t = 0; t < 6; t++)
-		qsort(s->sum_order[t], s->n_sum_order[t], sizeof(size_t), cmp_sum);
+		if (s->n_sum_order[t]) /* sum_order[t] is NULL when empty */
+			qsort(s->sum_order[t], s->n_sum_order[t], sizeof(size_t), cmp_sum);
 	return 0;
 }
 
