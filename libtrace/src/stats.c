@@ -909,7 +909,8 @@ int tk_stats_finish(tk_stats *s)
 	s->finished = 1;
 	/* rows in torch's order: by the first event's (start, -end); the
 	 * indexes into ops change, so the key index is dropped */
-	qsort(s->ops, s->n_ops, sizeof *s->ops, cmp_first);
+	if (s->n_ops)
+		qsort(s->ops, s->n_ops, sizeof *s->ops, cmp_first);
 	for (size_t i = 0; i < s->n_ops; i++)
 		s->ops[i].pub.first = i;
 	tk__hmap_free(&s->op_index);
