@@ -255,6 +255,72 @@ static void test_format_json(void **st)
 	tk_stats_free(s);
 }
 
+/* Args are read in one pass over the reader's compact JSON: the result must
+ * be what tk_args_find gives (first of duplicate keys, top level only, the
+ * alternative spelling when the first is not usable), with or without
+ * TK_HAS_VALID_JSON. */
+static tk_event args_ev(const char *name, const char *cat, const char *args, int valid)
+{
+	tk_event ev = {0};
+	ev.ph = 'X';
+	ev.has = TK_HAS_TS | TK_HAS_DUR | TK_HAS_NAME | TK_HAS_CAT | (valid ? TK_HAS_VALID_JSON : 0);
+	ev.ts = 1000;
+	ev.dur = 100;
+	ev.name = (tk_sv){name, strlen(name)};
+	ev.cat = (tk_sv){cat, strlen(cat)};
+	ev.args = (tk_sv){args, strlen(args)};
+	return ev;
+}
+
+static void test_args_one_pass(void **st)
+{
+	(void)st;
+	static const char *const mm[] = {
+		"{\"s\":\"x \\\"Input Dims\\\":[[9,9]]\",\"Input Dims\":[[2,3],[3,4]]}",
+		"{\"o\":{\"Input Dims\":[[9,9],[9,9]]},\"Input Dims\":[[2,3],[3,4]]}",
+		"{\"Input Dims\":[[2,3],[3,4]],\"Input Dims\":[[9,9],[9,9]]}",
+		"{\"Input Dims\":\"x\",\"Input dims\":[[2,3],[3,4]]}",
+		"{\"s\":\"a\\\\\",\"Input Dims\":[[2,3],[3,4]]}",
+		"{\"External id\":1,\"a\":[{\"b\":\"]}\"}],\"Input Dims\":[[2,3],[3,4]]}",
+	};
+	for (int valid = 0; valid < 2; valid++)
+		for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++) {
+			tk_event ev = args_ev("aten::mm", "cpu_op", mm[i], valid);
+			assert_int_equal(tk_flops_event(&ev, TK_FLOPS_TORCH), 48);
+		}
+	/* bytes: 1000 + 0 ("12" is a string) + 0 (overflow) + 19 digits; kernel
+	 * ops found by External id, else external id */
+	static const char *const cp[] = {
+		"{\"bytes\":1000,\"bytes\":5}", "{\"bytes\":\"12\"}",
+		"{\"bytes\":92233720368547758070}", "{\"x\":-1,\"bytes\":1234567890123456789}",
+	};
+	for (int valid = 0; valid < 2; valid++) {
+		tk_stats *s = NULL;
+		assert_int_equal(tk_stats_new(&s, NULL), 0);
+		tk_event ev = args_ev("aten::a", "cpu_op", "{\"External id\":2.5,\"external id\":7}", valid);
+		assert_int_equal(tk_stats_add(s, &ev), 0);
+		ev = args_ev("aten::b", "cpu_op", "{\"external id\":8,\"External id\":9}", valid);
+		assert_int_equal(tk_stats_add(s, &ev), 0);
+		ev = args_ev("k", "kernel", "{\"External id\":7,\"correlation\":99}", valid);
+		ev.dur = 30;
+		assert_int_equal(tk_stats_add(s, &ev), 0);
+		ev = args_ev("k", "kernel", "{\"correlation\":98,\"External id\":9,\"bytes\":4}", valid);
+		ev.dur = 20;
+		assert_int_equal(tk_stats_add(s, &ev), 0);
+		for (size_t i = 0; i < sizeof cp / sizeof cp[0]; i++) {
+			ev = args_ev("m", "gpu_memcpy", cp[i], valid);
+			assert_int_equal(tk_stats_add(s, &ev), 0);
+		}
+		assert_int_equal(tk_stats_finish(s), 0);
+		assert_int_equal(row(s, "aten::a")->self_dev, 30);
+		assert_int_equal(row(s, "aten::b")->self_dev, 20);
+		assert_int_equal(tk_stats_sum_get(s, TK_STATS_KERNEL, 0)->bytes, 0);
+		assert_int_equal(tk_stats_sum_get(s, TK_STATS_MEMCPY, 0)->bytes,
+		                 1000 + 1234567890123456789ull);
+		tk_stats_free(s);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -266,6 +332,7 @@ int main(void)
 		cmocka_unit_test(test_small_budget),
 		cmocka_unit_test(test_median),
 		cmocka_unit_test(test_format_json),
+		cmocka_unit_test(test_args_one_pass),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

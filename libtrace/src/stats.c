@@ -151,6 +151,7 @@ void tk_stats_free(tk_stats *s)
 	for (int i = 0; i < 6; i++)
 		free(s->sum_order[i]);
 	tk__buf_free(&s->scratch);
+	tk__buf_free(&s->shapes);
 	free(s);
 }
 
@@ -238,11 +239,9 @@ static tk__sumrow *sum_row(tk_stats *s, tk_sv name, int cls)
 	return row;
 }
 
-static int sum_add(tk_stats *s, tk_sv name, int cls, int64_t dur, uint64_t bytes)
+static int sum_add(tk_stats *s, uint32_t sum, int64_t dur, uint64_t bytes)
 {
-	tk__sumrow *r = sum_row(s, name, cls);
-	if (!r)
-		return TK_ERR_NOMEM;
+	tk__sumrow *r = &s->sums[sum - 1];
 	r->pub.count++;
 	r->pub.total += dur;
 	r->pub.bytes += bytes;
@@ -337,12 +336,78 @@ static tk__thread *thread_lookup(tk_stats *s, const tk_event *ev)
 	return th;
 }
 
-static int cmp_pend(const void *a, const void *b)
+/* By start, the longer (outer) op first. */
+static int pend_before(const tk__pend *x, const tk__pend *y)
 {
-	const tk__pend *x = a, *y = b;
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	return (x->dur < y->dur) - (x->dur > y->dur); /* longer (outer) first */
+	return x->ts < y->ts || (x->ts == y->ts && x->dur > y->dur);
+}
+
+/* Merges the sorted index runs ix[0, h) and ix[h, n); tmp holds h. Ties
+ * take the first run's first: the order of arrival. */
+static void pend_merge(const tk__pend *v, uint32_t *ix, size_t h, size_t n, uint32_t *tmp)
+{
+	size_t i = 0, j = h, k = 0;
+	if (!h || h == n || !pend_before(&v[ix[h]], &v[ix[h - 1]]))
+		return; /* already in order: a thread's events mostly are */
+	memcpy(tmp, ix, h * sizeof *ix);
+	while (i < h && j < n)
+		ix[k++] = pend_before(&v[ix[j]], &v[tmp[i]]) ? ix[j++] : tmp[i++];
+	memcpy(ix + k, tmp + i, (h - i) * sizeof *ix);
+}
+
+/* Stable merge sort of indexes into v: ops with equal (start, duration) keep
+ * their arrival order, which decides which one nests in the other. tmp holds
+ * n / 2. */
+static void pend_sort_ix(const tk__pend *v, uint32_t *ix, size_t n, uint32_t *tmp)
+{
+	if (n <= 16) {
+		for (size_t i = 1; i < n; i++) {
+			uint32_t x = ix[i];
+			size_t j = i;
+			for (; j && pend_before(&v[x], &v[ix[j - 1]]); j--)
+				ix[j] = ix[j - 1];
+			ix[j] = x;
+		}
+		return;
+	}
+	pend_sort_ix(v, ix, n / 2, tmp);
+	pend_sort_ix(v, ix + n / 2, n - n / 2, tmp);
+	pend_merge(v, ix, n / 2, n, tmp);
+}
+
+/* Sort a thread's pending events by time, v[0, n_sorted) being sorted
+ * already (what the last flush left): the events since are sorted and
+ * merged in. Sorting 4-byte indexes, then moving each event once, keeps the
+ * extra memory well under the events' own. */
+static int pend_sort(tk__pend *v, size_t n, size_t n_sorted)
+{
+	size_t n_new = n - n_sorted, n_tmp = n_sorted > n_new / 2 ? n_sorted : n_new / 2;
+	if (n < 2 || !n_new)
+		return 0;
+	if (n > UINT32_MAX)
+		return TK_ERR_LIMIT;
+	uint32_t *ix = malloc((n + n_tmp) * sizeof *ix);
+	if (!ix)
+		return TK_ERR_NOMEM;
+	for (size_t i = 0; i < n; i++)
+		ix[i] = (uint32_t)i;
+	pend_sort_ix(v, ix + n_sorted, n_new, ix + n);
+	pend_merge(v, ix, n_sorted, n, ix + n);
+	/* v[i] = v[ix[i]], one cycle of the permutation at a time */
+	for (size_t i = 0; i < n; i++) {
+		if (ix[i] == i)
+			continue;
+		tk__pend x = v[i];
+		size_t j = i;
+		for (size_t k; (k = ix[j]) != i; j = k) {
+			v[j] = v[k];
+			ix[j] = (uint32_t)j;
+		}
+		v[j] = x;
+		ix[j] = (uint32_t)j;
+	}
+	free(ix);
+	return 0;
 }
 
 /* Innermost open op that encloses [ts, end); pops ops that cannot (torch's rule). */
@@ -452,14 +517,17 @@ static int process_op(tk_stats *s, tk__thread *t, const tk__pend *p)
 /* Sort a thread's pending events and process the first `n` of them. */
 static int flush_thread(tk_stats *s, tk__thread *t, size_t n)
 {
-	qsort(t->pend, t->n_pend, sizeof *t->pend, cmp_pend);
+	int rc = pend_sort(t->pend, t->n_pend, t->n_sorted);
+	if (rc)
+		return tk__stats_fail(s, rc, rc == TK_ERR_NOMEM ? "out of memory"
+		                                                : "too many pending events on one thread");
 	for (size_t i = 0; i < n; i++) {
-		int rc = process_op(s, t, &t->pend[i]);
-		if (rc)
+		if ((rc = process_op(s, t, &t->pend[i])) != 0)
 			return tk__stats_fail(s, rc, "out of memory");
 	}
 	memmove(t->pend, t->pend + n, (t->n_pend - n) * sizeof *t->pend);
 	t->n_pend -= n;
+	t->n_sorted = t->n_pend;
 	s->n_pending -= n;
 	return 0;
 }
@@ -488,51 +556,261 @@ static int over_budget(tk_stats *s, tk__thread *t)
 	return rc;
 }
 
-static int get_ext(const tk_event *ev, const char *key, const char *alt, int64_t *v)
+/* ---- args: one pass over the object for every member the stats read ---- */
+
+static tk_sv *sargs_slot(tk__sargs *a, const char *k, size_t n)
 {
-	*v = 0;
-	if (tk_args_get_int(ev, key, v) && (!alt || tk_args_get_int(ev, alt, v)))
-		*v = 0;
-	return *v > 0;
+	switch (n) {
+	case 5: return memcmp(k, "bytes", 5) ? NULL : &a->bytes;
+	case 10:
+		if (!memcmp(k, "Input Dims", 10))
+			return &a->dims;
+		return memcmp(k, "Input dims", 10) ? NULL : &a->dims_alt;
+	case 11:
+		if (!memcmp(k, "External id", 11))
+			return &a->ext;
+		if (!memcmp(k, "correlation", 11))
+			return &a->corr;
+		return memcmp(k, "external id", 11) ? NULL : &a->ext_alt;
+	case 15: return memcmp(k, "Concrete Inputs", 15) ? NULL : &a->conc;
+	default: return NULL;
+	}
+}
+
+/* p just past an opening quote: just past the closing one, NULL if none. */
+static const char *sargs_string(const char *p, const char *e)
+{
+	for (const char *s = p;;) {
+		const char *q = memchr(p, '"', (size_t)(e - p));
+		if (!q)
+			return NULL;
+		size_t bs = 0;
+		while (q - bs > s && q[-1 - (ptrdiff_t)bs] == '\\')
+			bs++;
+		if (!(bs & 1))
+			return q + 1;
+		p = q + 1;
+	}
+}
+
+/* End of the value at p in compact JSON, NULL if not as expected. */
+static const char *sargs_value(const char *p, const char *e)
+{
+	if (*p == '"')
+		return sargs_string(p + 1, e);
+	if (*p != '[' && *p != '{') {
+		while (*p != ',' && *p != '}' && *p != ']') /* the object ends in '}' */
+			p++;
+		return p;
+	}
+	for (int depth = 0; p < e;) {
+		char c = *p++;
+		if (c == '"') {
+			if (!(p = sargs_string(p, e)))
+				return NULL;
+		} else if (c == '[' || c == '{') {
+			depth++;
+		} else if ((c == ']' || c == '}') && --depth == 0) {
+			return p;
+		}
+	}
+	return NULL;
+}
+
+/* tk__parse_int64 without its per-digit overflow division where up to 18
+ * digits cannot overflow. */
+static int sargs_parse(tk_sv v, int64_t *out)
+{
+	const unsigned char *p = (const unsigned char *)v.ptr, *e = p + v.len;
+	int neg = p < e && *p == '-';
+	if (v.len - (size_t)neg > 18)
+		return tk__parse_int64(p, e, out);
+	if ((p += neg) >= e)
+		return -1;
+	int64_t x = 0;
+	for (; p < e; p++) {
+		if ((unsigned)(*p - '0') > 9)
+			return -1;
+		x = x * 10 + (*p - '0');
+	}
+	*out = neg ? -x : x;
+	return 0;
+}
+
+/* tk_args_get_int on a found member, else on `alt`; 0 when neither parses. */
+static int64_t sargs_int(tk_sv v, tk_sv alt)
+{
+	int64_t x;
+	if (v.ptr && !sargs_parse(v, &x))
+		return x;
+	if (alt.ptr && !sargs_parse(alt, &x))
+		return x;
+	return 0;
+}
+
+/* An integer of up to 18 digits ending the member at p: its end, else NULL
+ * (the value is then scanned as any other). */
+static const char *sargs_int_end(const char *p, int64_t *out)
+{
+	int neg = *p == '-';
+	const char *q = p + neg;
+	int64_t x = 0;
+	for (; (unsigned)(*q - '0') <= 9 && q - p - neg < 18; q++)
+		x = x * 10 + (*q - '0');
+	if (q == p + neg || (*q != ',' && *q != '}'))
+		return NULL;
+	*out = neg ? -x : x;
+	return q;
+}
+
+/* Whether members not seen yet can still change what a caller reads. */
+static int sargs_settled(const tk__sargs *a, unsigned need)
+{
+	if ((need & TK__NEED_EXT) && !(a->ext.ptr && (a->ext_int || a->ext_alt.ptr)))
+		return 0;
+	if ((need & TK__NEED_CORR) && !a->corr.ptr)
+		return 0;
+	if ((need & TK__NEED_BYTES) && !a->bytes.ptr)
+		return 0;
+	if ((need & TK__NEED_DIMS) && !(a->dims.ptr && (a->dims.ptr[0] == '[' || a->dims_alt.ptr)))
+		return 0;
+	return !(need & TK__NEED_CONC) || a->conc.ptr;
+}
+
+/* One member's value at v, into its slot: its end, NULL if not as expected. */
+static const char *sargs_member(tk__sargs *a, tk_sv *slot, const char *v, const char *e)
+{
+	const char *ve = NULL;
+	if (slot == &a->ext && (ve = sargs_int_end(v, &a->ext_id)))
+		a->ext_int = 1;
+	else if (slot == &a->corr && (ve = sargs_int_end(v, &a->corr_id)))
+		a->corr_int = 1;
+	else if (!(ve = sargs_value(v, e)))
+		return NULL;
+	*slot = (tk_sv){v, (size_t)(ve - v)};
+	return ve;
+}
+
+/* The compact JSON the reader guarantees (TK_HAS_VALID_JSON); -1 at
+ * anything else, for the general path to decide. */
+static int sargs_fast(tk_sv obj, unsigned need, tk__sargs *a)
+{
+	const char *p = obj.ptr, *e = obj.ptr + obj.len;
+	if (obj.len < 2 || *p != '{' || e[-1] != '}')
+		return -1;
+	if (*++p == '}')
+		return 0;
+	while (*p == '"') {
+		const char *k = p + 1, *ke = sargs_string(k, e), *ve;
+		if (!ke || ke >= e - 1 || *ke != ':')
+			return -1;
+		tk_sv *slot = sargs_slot(a, k, (size_t)(ke - 1 - k));
+		if (slot && !slot->ptr) {
+			if (!(ve = sargs_member(a, slot, ke + 1, e)))
+				return -1;
+			if (sargs_settled(a, need))
+				return 0;
+		} else if (!(ve = sargs_value(ke + 1, e))) {
+			return -1;
+		}
+		if (ve == ke + 1 || ve >= e)
+			return -1;
+		if (*ve == '}')
+			return ve + 1 == e ? 0 : -1;
+		if (*ve != ',')
+			return -1;
+		p = ve + 1;
+	}
+	return -1;
+}
+
+void tk__sargs_read(const tk_event *ev, unsigned need, tk__sargs *a)
+{
+	static const struct { const char *key; unsigned need; } keys[] = {
+		{"External id", TK__NEED_EXT}, {"external id", TK__NEED_EXT},
+		{"correlation", TK__NEED_CORR}, {"bytes", TK__NEED_BYTES},
+		{"Input Dims", TK__NEED_DIMS}, {"Input dims", TK__NEED_DIMS},
+		{"Concrete Inputs", TK__NEED_CONC},
+	};
+	memset(a, 0, sizeof *a);
+	if (!need || !ev->args.ptr)
+		return;
+	if (!(ev->has & TK_HAS_VALID_JSON) || sargs_fast(ev->args, need, a) != 0) {
+		memset(a, 0, sizeof *a);
+		for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+			tk_sv v, *slot = sargs_slot(a, keys[i].key, strlen(keys[i].key));
+			if ((need & keys[i].need) && tk_args_find(ev, keys[i].key, &v) == 0)
+				*slot = v;
+		}
+	}
+	if (!a->ext_int)
+		a->ext_id = sargs_int(a->ext, a->ext_alt);
+	if (!a->corr_int)
+		a->corr_id = sargs_int(a->corr, (tk_sv){NULL, 0});
+	a->n_bytes = sargs_int(a->bytes, (tk_sv){NULL, 0});
+}
+
+/* ---- names: rows found by the event's name pointer ---- */
+
+/* Events mostly repeat names the reader interned: a direct-mapped cache by
+ * pointer finds the rows with one memcmp instead of hashing the text. The
+ * text is compared, so a pointer that a later reader reuses for another
+ * name is only a miss. */
+static const tk__namec *name_of(tk_stats *s, tk_sv name, int cls)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)name.ptr ^ (uint64_t)cls) * 0x9e3779b97f4a7c15ull;
+	tk__namec *c = &s->names[h >> (64 - TK__NAMEC_BITS)];
+	if (c->src == name.ptr && c->len == name.len && c->cls == cls &&
+	    memcmp(c->name, name.ptr, name.len) == 0)
+		return c;
+	c->src = NULL;
+	tk_sv nm = intern(s, name.ptr, name.len);
+	int by_shapes = s->opts.group_by_shapes && cls <= TK_STATS_API;
+	uint32_t row = by_shapes ? 0 : op_row(s, name, (tk_sv){NULL, 0}, cls >= TK_STATS_KERNEL);
+	tk__sumrow *sum = cls == TK_STATS_OP ? NULL : sum_row(s, name, cls);
+	if (!nm.ptr || (!by_shapes && !row) || (cls != TK_STATS_OP && !sum))
+		return NULL;
+	*c = (tk__namec){name.ptr, nm.ptr, name.len, cls, 0, row,
+	                 sum ? (uint32_t)(sum - s->sums) + 1 : 0};
+	if (cls == TK_STATS_OP && s->opts.flops)
+		c->flops = tk__flops_needs(name, s->opts.flops);
+	return c;
 }
 
 /* Row of an op, keyed by name and, when grouping, torch's shapes text. */
-static uint32_t op_key(tk_stats *s, const tk_event *ev, tk_sv name)
+static uint32_t op_key(tk_stats *s, const tk__sargs *a, const tk__namec *c)
 {
-	if (!s->opts.group_by_shapes)
-		return op_row(s, name, (tk_sv){NULL, 0}, 0);
-	tk_sv dims;
-	s->scratch.len = 0;
-	if (tk_args_find(ev, "Input Dims", &dims) && tk_args_find(ev, "Input dims", &dims))
-		dims = (tk_sv){"[]", 2};
-	if (tk__shapes_repr(dims, &s->scratch))
+	if (c->row)
+		return c->row;
+	tk_sv name = {c->name, c->len}, dims = a->dims.ptr ? a->dims : a->dims_alt.ptr ? a->dims_alt : (tk_sv){"[]", 2};
+	s->shapes.len = 0; /* op_row uses scratch */
+	if (tk__shapes_repr(dims, &s->shapes))
 		return 0;
-	char *copy = tk__strdup(s->scratch.p); /* op_row reuses scratch */
-	if (!copy)
-		return 0;
-	uint32_t key = op_row(s, name, (tk_sv){copy, strlen(copy)}, 0);
-	free(copy);
-	return key;
+	return op_row(s, name, (tk_sv){s->shapes.p, s->shapes.len}, 0);
 }
 
 /* CPU ops and API calls wait on their thread to be nested by time. */
-static int add_cpu(tk_stats *s, const tk_event *ev, tk_sv name, int api)
+static int add_cpu(tk_stats *s, const tk_event *ev, const tk__namec *c, int api)
 {
-	uint32_t key = op_key(s, ev, name);
+	unsigned need = TK__NEED_EXT | (api ? TK__NEED_CORR : 0) |
+	                (s->opts.group_by_shapes ? TK__NEED_DIMS : 0) | c->flops;
+	tk__sargs a;
+	tk__sargs_read(ev, need, &a);
+	uint32_t key = op_key(s, &a, c);
 	tk__thread *t = key ? thread_of(s, ev) : NULL;
 	if (!t || grow((void **)&t->pend, &t->cap_pend, t->n_pend + 1, sizeof *t->pend))
 		return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
 	tk__pend *p = &t->pend[t->n_pend++];
 	p->ts = ev->ts;
 	p->dur = ev->has & TK_HAS_DUR ? ev->dur : 0;
-	get_ext(ev, "External id", "external id", &p->ext);
-	get_ext(ev, "correlation", NULL, &p->corr);
-	p->flops = s->opts.flops && !api ? tk_flops_event(ev, s->opts.flops) : 0;
+	p->ext = a.ext_id;
+	p->corr = api ? a.corr_id : 0; /* ops are found by External id */
+	p->flops = c->flops ? tk__flops_args(ev->name, &a, s->opts.flops) : 0;
 	p->key = key;
 	p->api = api;
 	if (api) {
 		s->info.apis++;
-		if (sum_add(s, name, TK_STATS_API, p->dur, 0))
+		if (sum_add(s, c->sum, p->dur, 0))
 			return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
 	} else {
 		s->info.ops++;
@@ -542,20 +820,19 @@ static int add_cpu(tk_stats *s, const tk_event *ev, tk_sv name, int api)
 	return 0;
 }
 
-static int add_device(tk_stats *s, const tk_event *ev, tk_sv name, int cls)
+static int add_device(tk_stats *s, const tk_event *ev, const tk__namec *nc, int cls)
 {
-	int64_t dur = ev->has & TK_HAS_DUR ? ev->dur : 0, ext, corr, bytes = 0;
-	uint32_t r = op_row(s, name, (tk_sv){NULL, 0}, 1);
-	if (!r)
-		return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
-	tk__oprow *row = &s->ops[r - 1];
+	int64_t dur = ev->has & TK_HAS_DUR ? ev->dur : 0;
+	tk__sargs a;
+	tk__sargs_read(ev, TK__NEED_EXT | TK__NEED_CORR | (cls != TK_STATS_KERNEL ? TK__NEED_BYTES : 0),
+	               &a);
+	int64_t ext = a.ext_id, corr = a.corr_id, bytes = cls != TK_STATS_KERNEL ? a.n_bytes : 0;
+	tk__oprow *row = &s->ops[nc->row - 1];
 	row->pub.count++;
 	row->pub.self_dev += dur;
 	row->pub.dev_total += dur;
 	first_seen(row, ev->ts, dur);
 	s->info.device++;
-	get_ext(ev, "External id", "external id", &ext);
-	get_ext(ev, "correlation", NULL, &corr);
 	uint32_t c = resolve(s, ext, corr);
 	if (c) {
 		attribute(s, c, dur);
@@ -568,9 +845,7 @@ static int add_device(tk_stats *s, const tk_event *ev, tk_sv name, int cls)
 	} else {
 		s->info.unattributed++;
 	}
-	if (cls != TK_STATS_KERNEL && tk_args_get_int(ev, "bytes", &bytes))
-		bytes = 0;
-	if (sum_add(s, name, cls, dur, bytes > 0 ? (uint64_t)bytes : 0))
+	if (sum_add(s, nc->sum, dur, bytes > 0 ? (uint64_t)bytes : 0))
 		return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
 	return 0;
 }
@@ -594,10 +869,13 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 	tk_sv name = ev->name;
 	if (cls == TK_STATS_OP && name.len > 13 && memcmp(name.ptr, "ProfilerStep#", 13) == 0)
 		name = (tk_sv){"ProfilerStep*", 13};
+	const tk__namec *c = name_of(s, name, cls);
+	if (!c)
+		return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
 	switch (cls) {
-	case TK_STATS_OP: return add_cpu(s, ev, name, 0);
-	case TK_STATS_API: return add_cpu(s, ev, name, 1);
-	default: return add_device(s, ev, name, cls);
+	case TK_STATS_OP: return add_cpu(s, ev, c, 0);
+	case TK_STATS_API: return add_cpu(s, ev, c, 1);
+	default: return add_device(s, ev, c, cls);
 	}
 }
 
@@ -631,7 +909,8 @@ int tk_stats_finish(tk_stats *s)
 	s->finished = 1;
 	/* rows in torch's order: by the first event's (start, -end); the
 	 * indexes into ops change, so the key index is dropped */
-	qsort(s->ops, s->n_ops, sizeof *s->ops, cmp_first);
+	if (s->n_ops)
+		qsort(s->ops, s->n_ops, sizeof *s->ops, cmp_first);
 	for (size_t i = 0; i < s->n_ops; i++)
 		s->ops[i].pub.first = i;
 	tk__hmap_free(&s->op_index);

@@ -144,30 +144,33 @@ static uint64_t attention(const tk_dims *d, size_t q, int backward)
 enum { F_MM, F_ADDMM, F_BMM, F_BADDBMM, F_CONV2D, F_ELEM, F_LINEAR, F_MATMUL, F_CONV1D,
        F_CONV3D, F_CONVOLUTION, F_ATTN, F_ATTN_BWD };
 
-static const struct { const char *name; int kind, extended; } ops[] = {
-	{"aten::mm", F_MM, 0}, {"aten::addmm", F_ADDMM, 0}, {"aten::bmm", F_BMM, 0},
-	{"aten::baddbmm", F_BADDBMM, 0}, {"aten::conv2d", F_CONV2D, 0}, {"aten::mul", F_ELEM, 0},
-	{"aten::add", F_ELEM, 0},
-	{"aten::mul_", F_ELEM, 1}, {"aten::add_", F_ELEM, 1}, {"aten::addmm_", F_ADDMM, 1},
-	{"aten::baddbmm_", F_BADDBMM, 1}, {"aten::linear", F_LINEAR, 1},
-	{"aten::matmul", F_MATMUL, 1}, {"aten::conv1d", F_CONV1D, 1}, {"aten::conv3d", F_CONV3D, 1},
-	{"aten::convolution", F_CONVOLUTION, 1}, {"aten::_convolution", F_CONVOLUTION, 1},
-	{"aten::scaled_dot_product_attention", F_ATTN, 1},
-	{"aten::_scaled_dot_product_flash_attention", F_ATTN, 1},
-	{"aten::_scaled_dot_product_efficient_attention", F_ATTN, 1},
-	{"aten::_scaled_dot_product_cudnn_attention", F_ATTN, 1},
-	{"aten::_scaled_dot_product_attention_math", F_ATTN, 1},
-	{"aten::_scaled_dot_product_flash_attention_backward", F_ATTN_BWD, 1},
-	{"aten::_scaled_dot_product_efficient_attention_backward", F_ATTN_BWD, 1},
-	{"aten::_scaled_dot_product_cudnn_attention_backward", F_ATTN_BWD, 1},
+#define OP(name, kind, extended) {name, sizeof name - 1, kind, extended}
+static const struct { const char *name; size_t len; int kind, extended; } ops[] = {
+	OP("aten::mm", F_MM, 0), OP("aten::addmm", F_ADDMM, 0), OP("aten::bmm", F_BMM, 0),
+	OP("aten::baddbmm", F_BADDBMM, 0), OP("aten::conv2d", F_CONV2D, 0),
+	OP("aten::mul", F_ELEM, 0), OP("aten::add", F_ELEM, 0),
+	OP("aten::mul_", F_ELEM, 1), OP("aten::add_", F_ELEM, 1), OP("aten::addmm_", F_ADDMM, 1),
+	OP("aten::baddbmm_", F_BADDBMM, 1), OP("aten::linear", F_LINEAR, 1),
+	OP("aten::matmul", F_MATMUL, 1), OP("aten::conv1d", F_CONV1D, 1),
+	OP("aten::conv3d", F_CONV3D, 1), OP("aten::convolution", F_CONVOLUTION, 1),
+	OP("aten::_convolution", F_CONVOLUTION, 1),
+	OP("aten::scaled_dot_product_attention", F_ATTN, 1),
+	OP("aten::_scaled_dot_product_flash_attention", F_ATTN, 1),
+	OP("aten::_scaled_dot_product_efficient_attention", F_ATTN, 1),
+	OP("aten::_scaled_dot_product_cudnn_attention", F_ATTN, 1),
+	OP("aten::_scaled_dot_product_attention_math", F_ATTN, 1),
+	OP("aten::_scaled_dot_product_flash_attention_backward", F_ATTN_BWD, 1),
+	OP("aten::_scaled_dot_product_efficient_attention_backward", F_ATTN_BWD, 1),
+	OP("aten::_scaled_dot_product_cudnn_attention_backward", F_ATTN_BWD, 1),
 };
+#undef OP
 
 static int op_kind(const char *name, size_t len, int mode)
 {
 	if (mode == TK_FLOPS_NONE || len < 8 || memcmp(name, "aten::", 6) != 0)
 		return -1;
 	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-		if ((mode == TK_FLOPS_EXTENDED || !ops[i].extended) && strlen(ops[i].name) == len &&
+		if ((mode == TK_FLOPS_EXTENDED || !ops[i].extended) && ops[i].len == len &&
 		    memcmp(ops[i].name, name, len) == 0)
 			return ops[i].kind;
 	return -1;
@@ -241,14 +244,12 @@ static void concrete_item(const char *p, const char *e, int *len, int64_t *vals,
 		*len = (int)(*nv - start);
 }
 
-/* Concrete Inputs (a list of strings) as dims; 0 or TK_EOF if absent. */
-static int concrete_dims(const tk_event *ev, tk_dims *out)
+/* Concrete Inputs (a list of strings) as dims; nonzero if absent or not a list. */
+static int concrete_dims(tk_sv v, tk_dims *out)
 {
 	memset(out, 0, sizeof *out);
-	tk_sv v;
-	int rc = tk_args_find(ev, "Concrete Inputs", &v);
-	if (rc || v.len < 2 || v.ptr[0] != '[')
-		return rc ? rc : TK_ERR_FORMAT;
+	if (!v.ptr || v.len < 2 || v.ptr[0] != '[')
+		return TK_ERR_FORMAT;
 	size_t cap = v.len; /* more than enough items and values */
 	out->item_len = malloc(cap * sizeof *out->item_len);
 	out->items = malloc(cap * sizeof *out->items);
@@ -271,22 +272,67 @@ static int concrete_dims(const tk_event *ev, tk_dims *out)
 	return 0;
 }
 
-uint64_t tk_flops_event(const tk_event *ev, int mode)
+/* tk_args_get_dims on a member's value found already: the value alone, as
+ * the one member of an object, so the dims parser sees no other member. */
+static int dims_of(tk_sv v, tk_dims *out)
 {
-	int kind = ev && ev->name.ptr ? op_kind(ev->name.ptr, ev->name.len, mode) : -1;
+	memset(out, 0, sizeof *out);
+	if (!v.ptr)
+		return TK_EOF;
+	char stack[256], *buf = v.len + 6 <= sizeof stack ? stack : malloc(v.len + 6);
+	if (!buf)
+		return TK_ERR_NOMEM;
+	memcpy(buf, "{\"\":", 4);
+	memcpy(buf + 4, v.ptr, v.len);
+	memcpy(buf + 4 + v.len, "}", 2);
+	tk_event ev;
+	memset(&ev, 0, sizeof ev);
+	ev.args = (tk_sv){buf, v.len + 5};
+	int rc = tk_args_get_dims(&ev, "", out);
+	if (buf != stack)
+		free(buf);
+	return rc;
+}
+
+static int has_concrete(int kind)
+{
+	return kind == F_CONV2D || kind == F_CONV1D || kind == F_CONV3D || kind == F_CONVOLUTION;
+}
+
+uint64_t tk__flops_args(tk_sv name, const tk__sargs *a, int mode)
+{
+	int kind = name.ptr ? op_kind(name.ptr, name.len, mode) : -1;
 	if (kind < 0)
 		return 0;
 	tk_dims d, c;
-	if (tk_args_get_dims(ev, "Input Dims", &d) && tk_args_get_dims(ev, "Input dims", &d))
+	if (dims_of(a->dims, &d) && dims_of(a->dims_alt, &d))
 		return 0;
-	int has_c = kind == F_CONV2D || kind == F_CONV1D || kind == F_CONV3D || kind == F_CONVOLUTION;
-	if (has_c && concrete_dims(ev, &c))
+	int has_c = has_concrete(kind);
+	if (has_c && concrete_dims(a->conc, &c))
 		memset(&c, 0, sizeof c);
 	uint64_t f = by_kind(kind, &d, has_c ? &c : NULL);
 	tk_dims_free(&d);
 	if (has_c)
 		tk_dims_free(&c);
 	return f;
+}
+
+unsigned tk__flops_needs(tk_sv name, int mode)
+{
+	int kind = name.ptr ? op_kind(name.ptr, name.len, mode) : -1;
+	if (kind < 0)
+		return 0;
+	return TK__NEED_DIMS | (has_concrete(kind) ? TK__NEED_CONC : 0);
+}
+
+uint64_t tk_flops_event(const tk_event *ev, int mode)
+{
+	unsigned need = ev ? tk__flops_needs(ev->name, mode) : 0;
+	if (!need)
+		return 0;
+	tk__sargs a;
+	tk__sargs_read(ev, need, &a);
+	return tk__flops_args(ev->name, &a, mode);
 }
 
 int tk__shapes_repr(tk_sv dims, tk__buf *out)

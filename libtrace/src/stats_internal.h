@@ -41,6 +41,36 @@ int tk__durs_add(tk__durs *d, int64_t v);
 int64_t *tk__durs_sorted(const tk__durs *d);
 void tk__durs_free(tk__durs *d);
 
+/* ---- the args members the stats read (stats_args in stats.c) ---- */
+
+/* Value texts, ptr NULL when absent; the first of duplicate keys wins, as in
+ * tk_args_find. */
+typedef struct tk__sargs {
+	tk_sv ext, ext_alt;   /* "External id", "external id" */
+	tk_sv corr, bytes;    /* "correlation", "bytes" */
+	tk_sv dims, dims_alt; /* "Input Dims", "Input dims" */
+	tk_sv conc;           /* "Concrete Inputs" */
+	/* as tk_args_get_int reads them, 0 when absent or not an integer:
+	 * External id (else external id), correlation, bytes */
+	int64_t ext_id, corr_id, n_bytes;
+	unsigned char ext_int, corr_int; /* ext_id, corr_id known while scanning */
+} tk__sargs;
+/* What a caller reads: the scan stops once these are settled, members after
+ * them cannot change what the caller sees (TK__NEED_EXT: External id, else
+ * external id; TK__NEED_DIMS: Input Dims, else Input dims). */
+enum {
+	TK__NEED_EXT = 1,
+	TK__NEED_CORR = 2,
+	TK__NEED_BYTES = 4,
+	TK__NEED_DIMS = 8,
+	TK__NEED_CONC = 16
+};
+void tk__sargs_read(const tk_event *ev, unsigned need, tk__sargs *a);
+/* The members tk__flops_args reads for an op of this name: TK__NEED_*. */
+unsigned tk__flops_needs(tk_sv name, int mode);
+/* tk_flops_event from members already found. */
+uint64_t tk__flops_args(tk_sv name, const tk__sargs *a, int mode);
+
 /* ---- the stats object (stats.c) ---- */
 
 typedef struct tk__oprow {
@@ -77,11 +107,22 @@ typedef struct tk__frame {
 typedef struct tk__thread {
 	tk__pend *pend;
 	size_t n_pend, cap_pend;
+	size_t n_sorted; /* pend[0, n_sorted) is in time order */
 	tk__frame *stack;
 	size_t depth, cap_stack;
 	int64_t frontier; /* start of the last op processed */
 	int started;
 } tk__thread;
+
+/* A name's rows, cached by the event's name pointer (stats.c name_of). */
+typedef struct tk__namec {
+	const char *src, *name; /* the event's pointer; the interned copy */
+	size_t len;
+	int cls;
+	unsigned flops;   /* TK__NEED_* of its FLOP formula */
+	uint32_t row, sum; /* op row + 1 (0 when keyed by shapes), summary row + 1 */
+} tk__namec;
+#define TK__NAMEC_BITS 10
 
 struct tk_stats {
 	tk_stats_opts opts;
@@ -111,7 +152,8 @@ struct tk_stats {
 	size_t *sum_order[6];
 	size_t n_sum_order[6];
 	tk_stats_info info;
-	tk__buf scratch;
+	tk__buf scratch, shapes;
+	tk__namec names[1u << TK__NAMEC_BITS];
 	char err[TK__ERRLEN];
 };
 

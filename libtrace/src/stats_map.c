@@ -146,17 +146,58 @@ static int cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* LSD radix sort of u32 by bytes, skipping a byte all values share; the
+ * result is in v or tmp, returned. */
+static uint32_t *radix_u32(uint32_t *v, uint32_t *tmp, size_t n)
+{
+	size_t count[4][256] = {{0}};
+	for (size_t i = 0; i < n; i++)
+		for (int b = 0; b < 4; b++)
+			count[b][v[i] >> (8 * b) & 255]++;
+	for (int b = 0; b < 4; b++) {
+		if (count[b][v[0] >> (8 * b) & 255] == n)
+			continue;
+		size_t pos = 0;
+		for (int k = 0; k < 256; k++) {
+			size_t c = count[b][k];
+			count[b][k] = pos;
+			pos += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			tmp[count[b][v[i] >> (8 * b) & 255]++] = v[i];
+		uint32_t *t = v;
+		v = tmp;
+		tmp = t;
+	}
+	return v;
+}
+
 int64_t *tk__durs_sorted(const tk__durs *d)
 {
-	size_t n = d->n_small + d->n_big;
+	size_t n = d->n_small + d->n_big, neg = 0;
 	int64_t *v = malloc((n ? n : 1) * sizeof *v);
-	if (!v)
+	uint32_t *tmp = malloc((d->n_small ? d->n_small : 1) * 2 * sizeof *tmp);
+	if (!v || !tmp) {
+		free(v);
+		free(tmp);
 		return NULL;
+	}
+	/* wide values are negative or above every u32: they go around the rest */
+	if (d->n_big) {
+		memcpy(v, d->big, d->n_big * sizeof *v);
+		qsort(v, d->n_big, sizeof *v, cmp_i64);
+	}
+	while (neg < d->n_big && v[neg] < 0)
+		neg++;
+	memmove(v + neg + d->n_small, v + neg, (d->n_big - neg) * sizeof *v);
+	const uint32_t *sorted = tmp;
+	if (d->n_small) {
+		memcpy(tmp, d->small, d->n_small * sizeof *tmp);
+		sorted = radix_u32(tmp, tmp + d->n_small, d->n_small);
+	}
 	for (size_t i = 0; i < d->n_small; i++)
-		v[i] = d->small[i];
-	for (size_t i = 0; i < d->n_big; i++)
-		v[d->n_small + i] = d->big[i];
-	qsort(v, n, sizeof *v, cmp_i64);
+		v[neg + i] = sorted[i];
+	free(tmp);
 	return v;
 }
 

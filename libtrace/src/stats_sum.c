@@ -53,7 +53,8 @@ int tk__stats_finish_sums(tk_stats *s)
 	}
 	g_s = s;
 	for (int t = 0; t < 6; t++)
-		qsort(s->sum_order[t], s->n_sum_order[t], sizeof(size_t), cmp_sum);
+		if (s->n_sum_order[t]) /* sum_order[t] is NULL when empty */
+			qsort(s->sum_order[t], s->n_sum_order[t], sizeof(size_t), cmp_sum);
 	return 0;
 }
 
@@ -84,9 +85,20 @@ static int cmp_i64(const void *a, const void *b)
 
 static int pool(srow *m, size_t n)
 {
-	size_t total = 0, k = 0;
-	for (size_t i = 0; i < n; i++)
+	size_t total = 0, k = 0, ranks = 0, only = 0;
+	for (size_t i = 0; i < n; i++) {
 		total += m->per[i] ? m->per[i]->pub.count : 0;
+		if (m->per[i])
+			ranks++, only = i;
+	}
+	const tk_stats_sum *one = ranks == 1 ? &m->per[only]->pub : NULL;
+	if (one && one->count == m->sum.count && one->total == m->sum.total) {
+		/* the values tk_stats_finish described already */
+		m->sum.avg = one->avg;
+		m->sum.med = one->med;
+		m->sum.stddev = one->stddev;
+		return 0;
+	}
 	int64_t *v = malloc((total ? total : 1) * sizeof *v);
 	if (!v)
 		return TK_ERR_NOMEM;
