@@ -1,4 +1,5 @@
 /* stats_sum.c: kernel, memcpy/memset and API summaries (nsys cuda_gpu_kern_sum shape). */
+#define _GNU_SOURCE
 #include <fnmatch.h>
 #include <math.h>
 #include <stdlib.h>
@@ -18,12 +19,11 @@ static void describe(const int64_t *v, size_t n, int64_t total, double *med, dou
 	*sd = n > 1 ? sqrt(acc / (double)(n - 1)) : 0;
 }
 
-static const tk_stats *g_s;
-
-static int cmp_sum(const void *a, const void *b)
+static int cmp_sum(const void *a, const void *b, void *ctx)
 {
-	const tk_stats_sum *x = &g_s->sums[*(const size_t *)a].pub;
-	const tk_stats_sum *y = &g_s->sums[*(const size_t *)b].pub;
+	const tk_stats *st = ctx;
+	const tk_stats_sum *x = &st->sums[*(const size_t *)a].pub;
+	const tk_stats_sum *y = &st->sums[*(const size_t *)b].pub;
 	if (x->total != y->total)
 		return x->total > y->total ? -1 : 1;
 	return strcmp(x->name, y->name);
@@ -51,10 +51,11 @@ int tk__stats_finish_sums(tk_stats *s)
 		s->sum_order[t] = o;
 		o[s->n_sum_order[t]++] = i;
 	}
-	g_s = s;
+	/* qsort_r: the comparison needs the table, and a global would not be
+	 * safe in a library used from several threads */
 	for (int t = 0; t < 6; t++)
 		if (s->n_sum_order[t]) /* sum_order[t] is NULL when empty */
-			qsort(s->sum_order[t], s->n_sum_order[t], sizeof(size_t), cmp_sum);
+			qsort_r(s->sum_order[t], s->n_sum_order[t], sizeof(size_t), cmp_sum, s);
 	return 0;
 }
 

@@ -1,4 +1,5 @@
 /* stats_table.c: the operator table (torch key_averages().table()) over one or several ranks. */
+#define _GNU_SOURCE
 #include <fnmatch.h>
 #include <math.h>
 #include <stdlib.h>
@@ -44,13 +45,12 @@ static double sort_value(const tk_stats_op *o, int k)
 	}
 }
 
-static int g_sort; /* qsort has no context argument in C11 */
-
-static int cmp_rows(const void *a, const void *b)
+static int cmp_rows(const void *a, const void *b, void *ctx)
 {
 	const mrow *x = a, *y = b;
-	if (g_sort >= 0) {
-		double vx = sort_value(&x->op, g_sort), vy = sort_value(&y->op, g_sort);
+	int sort = *(const int *)ctx;
+	if (sort >= 0) {
+		double vx = sort_value(&x->op, sort), vy = sort_value(&y->op, sort);
 		if (vx != vy)
 			return vx > vy ? -1 : 1;
 	}
@@ -412,9 +412,8 @@ int tk_stats_format_ops(tk_stats *const *s, size_t n, const tk_table_opts *o, ch
 	int rc = merge_rows(&t, s, n);
 	totals(&t);
 	filter_rows(&t, o->name_glob);
-	g_sort = t.sort;
-	if (!rc)
-		qsort(t.rows, t.n_rows, sizeof *t.rows, cmp_rows);
+	if (!rc && t.n_rows) /* qsort_r: no global sort key, safe across threads */
+		qsort_r(t.rows, t.n_rows, sizeof *t.rows, cmp_rows, &t.sort);
 	tk__grid g = {0};
 	g.torch = 1;
 	colset c;
