@@ -34,7 +34,8 @@ static inline int tk__buf_append(tk__buf *b, const void *s, size_t n)
 {
 	if (TK__UNLIKELY(b->len + n + 1 > b->cap) && tk__buf_reserve(b, n))
 		return TK_ERR_NOMEM;
-	memcpy(b->p + b->len, s, n);
+	if (TK__LIKELY(n)) /* s may be NULL for an empty buffer */
+		memcpy(b->p + b->len, s, n);
 	b->len += n;
 	return 0;
 }
