@@ -875,7 +875,7 @@ int tk_split_run(tk_split *s, const char *path)
 		return TK_ERR_ARG;
 	reset_run(s);
 	if (strcmp(path, "-") == 0)
-		return fail(s, TK_ERR_ARG, "the input is read twice: standard input cannot be split, "
+		return fail(s, TK_ERR_ARG, "the input is read more than once: standard input cannot be split, "
 		            "save it to a file first");
 	int rc = run(s, path);
 	if (rc) {
