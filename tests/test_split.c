@@ -189,6 +189,74 @@ static void test_split_by_size(void **state)
 	tk_split_free(NULL);
 }
 
+static tk_event flow_end(char ph, int64_t ts, int64_t id)
+{
+	tk_event ev = {0};
+	ev.ph = ph;
+	ev.has = TK_HAS_PH | TK_HAS_NAME | TK_HAS_TS | TK_HAS_CAT;
+	ev.name = (tk_sv){"fl", 2};
+	ev.cat = (tk_sv){"ac2g", 4};
+	ev.ts = ts;
+	ev.pid = (tk_id){TK_ID_INT, 1, {NULL, 0}};
+	ev.tid = (tk_id){TK_ID_INT, 1, {NULL, 0}};
+	ev.id = (tk_id){TK_ID_INT, id, {NULL, 0}};
+	return ev;
+}
+
+/* An input in order for its first half, then out of order: the first pass
+ * hands it to the sorter at the first late event (reading the prefix again)
+ * and the parts come from the sorter. Flows: a pair inside one part, a pair
+ * across parts, a lone f (kept) and a lone s (kept). */
+static void test_split_unsorted_tail(void **state)
+{
+	(void)state;
+	char in[128], out[128], name[200];
+	snprintf(in, sizeof in, "%s/late.json", dir);
+	snprintf(out, sizeof out, "%s/late", dir);
+	tk_writer *w = NULL;
+	assert_int_equal(tk_writer_open_path(&w, in, NULL), TK_OK);
+	for (int i = 0; i < 1000; i++) { /* ts 1e6, 1e6+2000, ...: the even slots */
+		tk_event ev = make(1000000 + i * 2000, name, 30);
+		assert_int_equal(tk_writer_write(w, &ev), TK_OK);
+	}
+	tk_event f[] = {flow_end('s', 1000100, 1), flow_end('f', 1000200, 1), /* one part */
+	                flow_end('s', 1000300, 2), flow_end('f', 2990000, 2), /* across */
+	                flow_end('f', 1500000, 3), flow_end('s', 1600000, 4)}; /* lone */
+	for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+		assert_int_equal(tk_writer_write(w, &f[i]), TK_OK);
+	for (int i = 0; i < 1000; i++) { /* the odd slots, late */
+		tk_event ev = make(1001000 + i * 2000, name, 30);
+		assert_int_equal(tk_writer_write(w, &ev), TK_OK);
+	}
+	assert_int_equal(tk_writer_close(w), TK_OK);
+	tk_writer_free(w);
+
+	tk_split_opts o = {0};
+	o.dir = out;
+	o.max_bytes = 30000;
+	o.memory_bytes = 64 << 10; /* spills */
+	o.wopts.gzip = -1;
+	tk_split *s = NULL;
+	assert_int_equal(tk_split_new(&s, &o), TK_OK);
+	assert_int_equal(tk_split_run(s, in), TK_OK);
+	const tk_split_stats *st = tk_split_get_stats(s);
+	assert_false(st->input_sorted);
+	assert_true(st->sorter_runs > 1);
+	assert_int_equal(st->events_in, 2006);
+	assert_int_equal(st->flows_cut, 1);
+	assert_int_equal(st->flow_ends_removed, 2);
+	assert_int_equal(st->orphan_flow_ends, 2);
+	assert_int_equal(st->events_out, 2004);
+	int64_t last = INT64_MIN;
+	for (size_t i = 0; i < tk_split_part_count(s); i++) {
+		const tk_split_part *p = tk_split_get_part(s, i);
+		assert_true(p->bytes <= o.max_bytes);
+		assert_true(p->first_ts >= last); /* parts follow each other in time */
+		last = p->first_ts;
+	}
+	tk_split_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -196,6 +264,7 @@ int main(void)
 		cmocka_unit_test(test_budget_gzip),
 		cmocka_unit_test(test_group_all_or_nothing),
 		cmocka_unit_test(test_split_by_size),
+		cmocka_unit_test(test_split_unsorted_tail),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

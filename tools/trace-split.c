@@ -55,8 +55,8 @@ static const cli_tool tool = {
 	"unless --clip is given. A flow whose two ends fall in different parts is removed\n"
 	"from both and counted. Parts are named DIR/NAME.part-0000.json[.gz]; DIR/NAME.index.json\n"
 	"lists each part's time range, events and bytes. --max-size combines with one of the\n"
-	"other rules. IN is read twice (standard input cannot be split); an input not in\n"
-	"time order is ordered in bounded memory first (--memory). A failed run leaves no file.",
+	"other rules. IN is read more than once (standard input cannot be split); an input\n"
+	"not in time order is ordered in bounded memory (--memory). A failed run leaves no file.",
 	opts,
 	"DUR takes ns, us, ms, s or min (a plain number is microseconds); A and B in --range\n"
 	"count from the first event and may be left out (':2s', '1s:').\n\n"

@@ -614,35 +614,13 @@ static int pass_sorted(tk_split *s, const char *path)
 	return rc == TK_EOF ? 0 : rc;
 }
 
-static int feed_sorter(tk_split *s, tk_sorter *so, const char *path)
+/* The unsorted input is in the sorter already (fed by the first pass). */
+static int pass_unsorted(tk_split *s)
 {
-	tk_reader *r = NULL;
-	const tk_event *ev;
-	int rc = tk_reader_open_path(&r, path, &s->o.ropts);
-	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK) {
-		if (ev->ph != 'M' && (rc = tk_sorter_add(so, ev, 0))) {
-			fail(s, rc, "%s", tk_sorter_error(so));
-			break;
-		}
-		const tk_reader_stats *st = tk_reader_get_stats(r);
-		progress(s, "sorting", st->bytes_in, st->events);
-	}
-	if (rc < 0 && !s->err[0])
-		fail(s, rc, "%s", r ? tk_reader_error(r) : "out of memory");
-	tk_reader_free(r);
-	return rc == TK_EOF ? 0 : rc;
-}
-
-static int pass_unsorted(tk_split *s, const char *path)
-{
-	tk_sorter *so = NULL;
-	tk_sorter_opts so_opts = {s->o.memory_bytes ? s->o.memory_bytes : (size_t)128 << 20, s->o.tmpdir};
-	int rc = tk_sorter_new(&so, &so_opts);
+	tk_sorter *so = s->sc.sorter;
+	s->sc.sorter = NULL;
+	int rc = tk_sorter_finish(so);
 	if (rc)
-		fail(s, rc, "cannot start the sorter: %s", so ? tk_sorter_error(so) : "out of memory");
-	if (!rc)
-		rc = feed_sorter(s, so, path);
-	if (!rc && (rc = tk_sorter_finish(so)))
 		fail(s, rc, "%s", tk_sorter_error(so));
 	const tk_event *ev;
 	uint64_t tag, n = 0;
@@ -653,11 +631,10 @@ static int pass_unsorted(tk_split *s, const char *path)
 	}
 	if (rc < 0 && !s->err[0])
 		fail(s, rc, "%s", tk_sorter_error(so));
-	s->st.sorter_runs = so ? tk_sorter_runs(so) : 0;
+	s->st.sorter_runs = tk_sorter_runs(so);
 	tk_sorter_free(so);
 	return rc == TK_EOF ? 0 : rc;
 }
-
 
 /* ---- output: names, index, publishing ---- */
 
@@ -882,7 +859,7 @@ static int run(tk_split *s, const char *path)
 	s->st.flow_table_bytes = s->sc.flows.n_slots * sizeof(tk__flow);
 	if ((rc = build_segments(s)))
 		return rc;
-	rc = s->sc.sorted ? pass_sorted(s, path) : pass_unsorted(s, path);
+	rc = s->sc.sorter ? pass_unsorted(s) : pass_sorted(s, path);
 	if (!rc)
 		rc = finish_parts(s);
 	if (!rc)
@@ -898,7 +875,7 @@ int tk_split_run(tk_split *s, const char *path)
 		return TK_ERR_ARG;
 	reset_run(s);
 	if (strcmp(path, "-") == 0)
-		return fail(s, TK_ERR_ARG, "the input is read twice: standard input cannot be split, "
+		return fail(s, TK_ERR_ARG, "the input is read more than once: standard input cannot be split, "
 		            "save it to a file first");
 	int rc = run(s, path);
 	if (rc) {

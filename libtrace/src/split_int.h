@@ -3,6 +3,7 @@
 #define TK_SPLIT_INT_H
 
 #include "internal.h"
+#include "tracekit/sort.h"
 #include "tracekit/split.h"
 
 /* One flow key (cat, id) with the ends still to come. 24 bytes a key. */
@@ -61,6 +62,10 @@ typedef struct tk__scan {
 	int gz_input;
 	uint64_t events;
 	uint64_t orphan_ends;
+	/* An unsorted input goes to the sorter in the same pass, from its first
+	 * event out of order on (the events before it are read again): the pass
+	 * ends with every non-M event added, and the write needs no second read. */
+	tk_sorter *sorter;
 } tk__scan;
 
 /* The first pass. Errors go to err (TK__ERRLEN). */

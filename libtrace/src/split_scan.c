@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "split_int.h"
+#include "tracekit/sort.h"
 
 int tk__push_warning(char ***warnings, size_t *n, const char *fmt, ...)
 {
@@ -361,27 +362,76 @@ static uint64_t weight(const tk_event *ev)
 	       (ev->tid.kind == TK_ID_STR ? ev->tid.str.len : 0);
 }
 
-int tk__split_scan(tk__scan *sc, const char *path, const tk_split_opts *o, char *err,
-                   char ***warnings, size_t *n_warnings)
+/* Events [0, n) of the input, again, into the sorter: the prefix that came
+ * in order before the first event out of order. */
+static int feed_prefix(tk_sorter *so, const char *path, const tk_split_opts *o, uint64_t n, char *err)
 {
 	tk_reader *r = NULL;
 	const tk_event *ev;
 	int rc = tk_reader_open_path(&r, path, &o->ropts);
-	sc->sorted = 1;
-	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK) {
+	for (uint64_t i = 0; !rc && i < n; i++) {
+		if ((rc = tk_reader_next(r, &ev)) == TK_EOF)
+			rc = TK_ERR_IO; /* the file changed under us */
+		else if (!rc && ev->ph != 'M' && (rc = tk_sorter_add(so, ev, 0)))
+			snprintf(err, TK__ERRLEN, "%s", tk_sorter_error(so));
+	}
+	if (rc && !err[0])
+		snprintf(err, TK__ERRLEN, "%s: %s", path, r && *tk_reader_error(r) ? tk_reader_error(r) :
+		         "the input changed while it was read");
+	tk_reader_free(r);
+	return rc;
+}
+
+/* The first event out of order turns the pass into the sorter's feed: a
+ * second reader gives the sorter the events before it (read in order so
+ * far), and every event from here on goes to the sorter as well. */
+static int start_sorter(tk__scan *sc, const char *path, const tk_split_opts *o, uint64_t n_before,
+                        char *err)
+{
+	tk_sorter_opts so = {o->memory_bytes ? o->memory_bytes : (size_t)128 << 20, o->tmpdir};
+	int rc = tk_sorter_new(&sc->sorter, &so);
+	if (rc) {
+		snprintf(err, TK__ERRLEN, "cannot start the sorter: %s",
+		         sc->sorter ? tk_sorter_error(sc->sorter) : "out of memory");
+		return rc;
+	}
+	return feed_prefix(sc->sorter, path, o, n_before, err);
+}
+
+static int scan_loop(tk__scan *sc, tk_reader *r, const char *path, const tk_split_opts *o, char *err)
+{
+	const tk_event *ev;
+	int rc;
+	while ((rc = tk_reader_next(r, &ev)) == TK_OK) {
 		const tk_reader_stats *st = tk_reader_get_stats(r);
-		if (scan_event(sc, ev, weight(ev))) {
-			rc = TK_ERR_NOMEM;
-			break;
+		int was_sorted = sc->sorted;
+		if (scan_event(sc, ev, weight(ev)))
+			return TK_ERR_NOMEM;
+		if (was_sorted && !sc->sorted && (rc = start_sorter(sc, path, o, st->events - 1, err)))
+			return rc;
+		if (sc->sorter && ev->ph != 'M' && (rc = tk_sorter_add(sc->sorter, ev, 0))) {
+			snprintf(err, TK__ERRLEN, "%s", tk_sorter_error(sc->sorter));
+			return rc;
 		}
 		if (o->progress && (st->events & 0xffff) == 0)
-			o->progress(o->progress_arg, "scanning", st->bytes_in, st->events);
+			o->progress(o->progress_arg, sc->sorter ? "sorting" : "scanning", st->bytes_in, st->events);
 	}
+	return rc;
+}
+
+int tk__split_scan(tk__scan *sc, const char *path, const tk_split_opts *o, char *err,
+                   char ***warnings, size_t *n_warnings)
+{
+	tk_reader *r = NULL;
+	int rc = tk_reader_open_path(&r, path, &o->ropts);
+	sc->sorted = 1;
+	if (!rc)
+		rc = scan_loop(sc, r, path, o, err);
 	if (rc == TK_EOF)
 		rc = keep_meta(sc, r);
 	if (rc == TK_ERR_NOMEM)
 		snprintf(err, TK__ERRLEN, "%s: out of memory in the first pass", path);
-	else if (rc)
+	else if (rc && !err[0])
 		snprintf(err, TK__ERRLEN, "%s", r ? tk_reader_error(r) : "out of memory");
 	if (!rc) {
 		sc->gz_input = strcmp(tk_reader_format(r), "json.gz") == 0;
@@ -405,5 +455,6 @@ void tk__scan_free(tk__scan *sc)
 	free(sc->mev);
 	tk__flowtab_free(&sc->flows);
 	free(sc->steps);
+	tk_sorter_free(sc->sorter);
 	memset(sc, 0, sizeof *sc);
 }

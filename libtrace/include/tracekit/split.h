@@ -73,7 +73,8 @@ typedef struct tk_split tk_split;
 /* Checks the options; on failure *out may hold a handle whose
  * tk_split_error() says why. */
 TK_API int tk_split_new(tk_split **out, const tk_split_opts *opts);
-/* Split the trace at `path` (read twice: standard input cannot be split).
+/* Split the trace at `path` (a sorted input is read twice, an unsorted one
+ * once plus its prefix in order: standard input cannot be split).
  * Parts are written under temporary names and renamed when all are
  * complete; the index is written last. A failed run leaves no file. */
 TK_API int tk_split_run(tk_split *s, const char *path);
