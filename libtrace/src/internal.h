@@ -298,6 +298,8 @@ int tk__writer_flush(tk_writer *w);
 int tk__writer_fail(tk_writer *w, int code, const char *fmt, ...) TK__PRINTF(3, 4);
 
 void tk__fmt_msg(char *dst, size_t cap, const char *fmt, va_list ap);
+/* Decimal digits of v written backwards so that they end at `end`; returns the first. */
+char *tk__fmt_u64(char *end, uint64_t v);
 char *tk__strdup(const char *s);
 
 #endif

@@ -99,33 +99,11 @@ static int header(tk_writer *w)
 	return tk__buf_append(o, "\"traceEvents\":[", 15);
 }
 
-static const char digits2[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-                              "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-                              "8081828384858687888990919293949596979899";
-
-/* Decimal digits of v, written backwards ending at `end`; two at a time. */
-static char *fmt_u64(char *end, uint64_t v)
-{
-	while (v >= 100) {
-		unsigned d = (unsigned)(v % 100) * 2;
-		v /= 100;
-		*--end = digits2[d + 1];
-		*--end = digits2[d];
-	}
-	if (v >= 10) {
-		*--end = digits2[v * 2 + 1];
-		*--end = digits2[v * 2];
-	} else {
-		*--end = (char)('0' + v);
-	}
-	return end;
-}
-
 static int put_int(tk__buf *o, int64_t v)
 {
 	char t[24], *e = t + sizeof t, *p;
 	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-	p = fmt_u64(e, u);
+	p = tk__fmt_u64(e, u);
 	if (v < 0)
 		*--p = '-';
 	return tk__buf_append(o, p, (size_t)(e - p));
@@ -143,7 +121,7 @@ static int put_us(tk__buf *o, int64_t ns)
 		*--p = (char)('0' + frac / 100);
 		*--p = '.';
 	}
-	p = fmt_u64(p, u / 1000);
+	p = tk__fmt_u64(p, u / 1000);
 	if (ns < 0)
 		*--p = '-';
 	return tk__buf_append(o, p, (size_t)(e - p));

@@ -590,51 +590,38 @@ static int read_dicts(tk_reader *r)
 
 enum { DEC_OK = 0, DEC_MISS = 1, DEC_REST = 2 };
 
+/* String `id` of the dictionary; `kind` (TK__OK_*, 0 for none) is what the
+ * string must be valid as when it goes into JSON text unchecked. */
+static inline tk_sv str_ref(tstate *s, const unsigned char **p, int *bad, int *miss, int kind)
+{
+	uint64_t id = tk__get_varint(p, s->e, bad);
+	if (id >= s->n_strs) {
+		*bad = 1;
+		return (tk_sv){"", 0};
+	}
+	if (kind && !(s->sok[id] & kind))
+		s->suspect = 1;
+	tk_sv v = s->strs[id];
+	if (!v.ptr) {
+		*miss = 1;
+		v = (tk_sv){"", 0};
+	}
+	return v;
+}
+
 static inline tk_sv get_str(tstate *s, const unsigned char **p, int *bad, int *miss)
 {
-	uint64_t id = tk__get_varint(p, s->e, bad);
-	if (id >= s->n_strs) {
-		*bad = 1;
-		return (tk_sv){"", 0};
-	}
-	tk_sv v = s->strs[id];
-	if (!v.ptr) {
-		*miss = 1;
-		v = (tk_sv){"", 0};
-	}
-	return v;
+	return str_ref(s, p, bad, miss, 0);
 }
 
-/* A string used as JSON text of the given kind (TK__OK_*). */
 static inline tk_sv get_json(tstate *s, const unsigned char **p, int *bad, int *miss, int kind)
 {
-	uint64_t id = tk__get_varint(p, s->e, bad);
-	if (id < s->n_strs && !(s->sok[id] & kind))
-		s->suspect = 1;
-	if (id >= s->n_strs) {
-		*bad = 1;
-		return (tk_sv){"", 0};
-	}
-	tk_sv v = s->strs[id];
-	if (!v.ptr) {
-		*miss = 1;
-		v = (tk_sv){"", 0};
-	}
-	return v;
-}
-
-static char *fmt_u64(char *end, uint64_t v)
-{
-	do {
-		*--end = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	return end;
+	return str_ref(s, p, bad, miss, kind);
 }
 
 static void put_i64(tk__buf *o, int64_t v)
 {
-	char t[24], *e = t + sizeof t, *q = fmt_u64(e, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+	char t[24], *e = t + sizeof t, *q = tk__fmt_u64(e, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
 	if (v < 0)
 		*--q = '-';
 	memcpy(o->p + o->len, q, (size_t)(e - q));
@@ -648,7 +635,7 @@ static void put_dec(tk__buf *o, int64_t m, unsigned scale)
 	for (unsigned i = 0; i < scale; i++, u /= 10)
 		*--q = (char)('0' + u % 10);
 	*--q = '.';
-	q = fmt_u64(q, u);
+	q = tk__fmt_u64(q, u);
 	if (m < 0)
 		*--q = '-';
 	memcpy(o->p + o->len, q, (size_t)(e - q));

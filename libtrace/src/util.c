@@ -29,6 +29,28 @@ void tk__buf_free(tk__buf *b)
 	b->len = b->cap = 0;
 }
 
+static const char digits2[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                              "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                              "8081828384858687888990919293949596979899";
+
+/* Decimal digits of v, written backwards ending at `end`; two at a time. */
+char *tk__fmt_u64(char *end, uint64_t v)
+{
+	while (v >= 100) {
+		unsigned d = (unsigned)(v % 100) * 2;
+		v /= 100;
+		*--end = digits2[d + 1];
+		*--end = digits2[d];
+	}
+	if (v >= 10) {
+		*--end = digits2[v * 2 + 1];
+		*--end = digits2[v * 2];
+	} else {
+		*--end = (char)('0' + v);
+	}
+	return end;
+}
+
 void tk__fmt_msg(char *dst, size_t cap, const char *fmt, va_list ap)
 {
 	int n = vsnprintf(dst, cap, fmt, ap);
