@@ -695,6 +695,43 @@ static void test_stdin(void **state)
 	free(t);
 }
 
+/* Strings that grow when repaired (invalid UTF-8 -> U+FFFD, control
+ * characters -> escapes) in keys and values of extra members, args and
+ * metadata come back repaired. (The heap overflow a fuzzer once found on
+ * this path needs exact buffer sizes to show: its input is kept in
+ * fuzz/corpus/json/crash-extra-key-repair.json, which the fuzz_json_seeds
+ * test runs under ASan.) */
+static void test_repairs_that_grow(void **state)
+{
+	(void)state;
+	static char t[32768];
+	size_t n = 0;
+	n += (size_t)snprintf(t + n, sizeof t - n, "{\"m\x01\xff\":\"\x02\xfe\",\"traceEvents\":[");
+	/* a key of 120 invalid bytes grows to 360 bytes: past the first
+	 * allocation of the buffer that holds the extra members */
+	char bad[121];
+	memset(bad, 0xff, 120);
+	bad[120] = 0;
+	for (int i = 0; i < 40; i++)
+		n += (size_t)snprintf(t + n, sizeof t - n,
+		                      "%s{\"ph\":\"i\",\"k%s\x01\x02\x03\":\"\xfe\x01\","
+		                      "\"args\":{\"\x01\x02\x03\x04\x05\x06\x07\x08\x0e\x0f\":\"%s\"}}",
+		                      i ? "," : "", bad, bad);
+	n += (size_t)snprintf(t + n, sizeof t - n, "]}");
+	tk_reader *r = tu_open_mem(t, n, "grow.json", NULL);
+	tu_events ev = {0};
+	assert_int_equal(tu_read_all(r, &ev), TK_EOF);
+	assert_int_equal(ev.n, 40);
+	const tk_reader_stats *st = tk_reader_get_stats(r);
+	assert_true(st->repaired_strings >= 40 * 3);
+	tk_sv k, v;
+	assert_int_equal(tk_reader_meta_get(r, 0, &k, &v, NULL), 0);
+	assert_string_equal(k.ptr, "m\x01\xef\xbf\xbd");
+	assert_string_equal(v.ptr, "\"\\u0002\xef\xbf\xbd\"");
+	tk_reader_free(r);
+	tu_events_free(&ev);
+}
+
 static void test_open_errors(void **state)
 {
 	(void)state;
@@ -741,6 +778,7 @@ int main(void)
 		cmocka_unit_test(test_trickled_input),
 		cmocka_unit_test(test_stdin),
 		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_repairs_that_grow),
 	};
 	return cmocka_run_group_tests_name("reader", tests, NULL, teardown);
 }

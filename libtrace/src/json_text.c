@@ -189,10 +189,11 @@ static void wo_end(wout *w)
 	w->b->len = (size_t)(w->o - w->b->p);
 }
 
-/* Room for n bytes now plus `rest` input bytes still to copy. */
+/* Room for n bytes now plus `rest` input bytes still to copy, keeping the
+ * 64 bytes of slack that the 16-byte stores rely on. */
 static int wo_room(wout *w, size_t n, size_t rest)
 {
-	if ((size_t)(w->lim - w->o) >= n + rest)
+	if ((size_t)(w->lim - w->o) >= n + rest + 64)
 		return 0;
 	wo_end(w);
 	return wo_start(w, w->b, n + rest);
