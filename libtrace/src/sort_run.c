@@ -314,11 +314,14 @@ static unsigned char *put_text(run_wr *w, unsigned char *p, tk_sv v, unsigned *m
 	*mode = 0;
 	if (!v.ptr)
 		return p;
-	if (tk__buf_reserve(&w->tmpl, v.len + 16) || tk__buf_reserve(&w->nums, 10 * v.len)) {
+	w->tmpl.len = w->nums.len = 0;
+	if ((w->tmpl.cap <= v.len + 16 && tk__buf_reserve(&w->tmpl, v.len + 16)) ||
+	    (w->nums.cap <= 10 * v.len && tk__buf_reserve(&w->nums, 10 * v.len))) {
 		*err = TK_ERR_NOMEM;
 		return p;
 	}
-	if (tmpl_split(w, v.ptr, v.len)) {
+	/* a text without numbers is stored as itself: decoding it copies nothing */
+	if (tmpl_split(w, v.ptr, v.len) || !w->nums.len) {
 		*mode = 1;
 		return put_ref(w, p, v.ptr, v.len, err);
 	}
@@ -577,22 +580,37 @@ static tk_sv sref_sv(const run_rd *r, const sref *x)
 	return x->where ? (tk_sv){sref_ptr(r, x), x->len} : (tk_sv){NULL, 0};
 }
 
-/* Writes value v with lz leading zeros in decimal at p; returns the end. */
-static char *put_num(char *p, uint64_t v, unsigned lz)
+static const char digits2[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                              "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                              "8081828384858687888990919293949596979899";
+
+/* Writes value v with lz (< 4) leading zeros in decimal at p; returns the
+ * end. Most numbers in args are short: those skip the general formatter. */
+static inline char *put_num(char *p, uint64_t v, unsigned lz)
 {
-	char t[48], *e = t + 24, *d = e;
-	do {
-		*--d = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (lz--)
-		*--d = '0';
-	memcpy(p, d, 24); /* at most 3 + 18 digits; the output has room for 24 */
+	memcpy(p, "000", 3);
+	p += lz;
+	if (v < 10) {
+		*p = (char)('0' + v);
+		return p + 1;
+	}
+	if (v < 100) {
+		memcpy(p, digits2 + 2 * v, 2);
+		return p + 2;
+	}
+	if (v < 1000) {
+		*p = (char)('0' + v / 100);
+		memcpy(p + 1, digits2 + 2 * (v % 100), 2);
+		return p + 3;
+	}
+	char t[24], *e = t + sizeof t, *d = tk__fmt_u64(e, v);
+	memcpy(p, d, (size_t)(e - d));
 	return p + (e - d);
 }
 
 /* Expands a template into evb: the numbers come from the record. Each
- * number takes at least one record byte and at most 24 output bytes. */
+ * number takes at least one record byte and at most 24 output bytes, so
+ * the reserve below leaves room for the 16-byte stores of the literal copy. */
 static int expand(run_rd *r, cur *c, const char *t, size_t n, sref *out)
 {
 	tk__buf *b = &r->evb;
@@ -600,18 +618,30 @@ static int expand(run_rd *r, cur *c, const char *t, size_t n, sref *out)
 	if (tk__buf_reserve(b, n + 24 * (size_t)(c->e - c->p) + 24))
 		return TK_ERR_NOMEM;
 	char *o = b->p + b->len;
-	for (const char *e = t + n; t < e;) {
-		const char *m = memchr(t, TMPL_NUM, (size_t)(e - t));
-		size_t lit = m ? (size_t)(m - t) : (size_t)(e - t);
-		memcpy(o, t, lit);
-		o += lit;
-		if (!m)
+	const __m128i mark = _mm_set1_epi8(TMPL_NUM);
+	for (const char *e = t + n;;) {
+		while (e - t >= 16) {
+			__m128i x = _mm_loadu_si128((const __m128i *)t);
+			_mm_storeu_si128((__m128i *)o, x);
+			unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, mark));
+			if (m) {
+				unsigned k = (unsigned)__builtin_ctz(m);
+				t += k;
+				o += k;
+				break;
+			}
+			t += 16;
+			o += 16;
+		}
+		while (t < e && *t != TMPL_NUM)
+			*o++ = *t++;
+		if (t == e)
 			break;
 		uint64_t v = get_vu(c);
 		if (c->bad)
 			break;
 		o = put_num(o, v >> 2, (unsigned)(v & 3));
-		t = m + 1;
+		t++;
 	}
 	*o = 0;
 	b->len = (size_t)(o - b->p);
