@@ -225,15 +225,15 @@ static unsigned char *put_ref(run_wr *w, unsigned char *p, const char *s, size_t
 	return p + n;
 }
 
-/* Bit i set where byte i of the 16 at p is a digit or TMPL_NUM. */
-static inline unsigned special_mask(const char *p)
+/* Bit i set where byte i of the 16 at p is a digit; *mark: where it is TMPL_NUM. */
+static inline unsigned digit_mask(const char *p, unsigned *mark)
 {
 	__m128i v = _mm_loadu_si128((const __m128i *)p);
 	/* '0'..'9' become the 10 smallest signed bytes */
 	__m128i d = _mm_sub_epi8(v, _mm_set1_epi8((char)('0' ^ 0x80)));
 	__m128i dig = _mm_cmplt_epi8(d, _mm_set1_epi8((char)(-128 + 10)));
-	__m128i mark = _mm_cmpeq_epi8(v, _mm_set1_epi8(TMPL_NUM));
-	return (unsigned)_mm_movemask_epi8(_mm_or_si128(dig, mark));
+	*mark = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(TMPL_NUM)));
+	return (unsigned)_mm_movemask_epi8(dig);
 }
 
 static inline int is_digit(char c)
@@ -283,7 +283,9 @@ static int tmpl_split(run_wr *w, const char *s, size_t n)
 	size_t i = 0;
 	for (;;) {
 		if (i + 16 <= n) {
-			unsigned m = special_mask(s + i);
+			unsigned mark, m = digit_mask(s + i, &mark);
+			if (mark)
+				return 1;
 			memcpy(t, s + i, 16); /* the template has room for n + 16 bytes */
 			if (!m) {
 				t += 16;
@@ -291,8 +293,19 @@ static int tmpl_split(run_wr *w, const char *s, size_t n)
 				continue;
 			}
 			unsigned k = (unsigned)__builtin_ctz(m);
+			unsigned len = (unsigned)__builtin_ctz(~(m >> k)); /* digits from s[i + k] */
 			t += k;
 			i += k;
+			if (k + len < 16 && (len == 1 || s[i] != '0')) {
+				/* the number ends inside this block and has no leading zero */
+				uint64_t v = 0;
+				for (const char *d = s + i, *e = d + len; d < e; d++)
+					v = v * 10 + (unsigned)(*d - '0');
+				q = put_vu(q, v * 4);
+				*t++ = TMPL_NUM;
+				i += len;
+				continue;
+			}
 		} else {
 			while (i < n && !is_digit(s[i]) && s[i] != TMPL_NUM)
 				*t++ = s[i++];
