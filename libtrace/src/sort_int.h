@@ -1,0 +1,80 @@
+/* sort_int.h: private structures shared by sort.c (buffering, sorting) and sort_run.c (run files). */
+#ifndef TK_SORT_INT_H
+#define TK_SORT_INT_H
+
+#include "internal.h"
+#include "tracekit/sort.h"
+
+#define RUN_BUF (64u << 10)  /* read buffer per run while merging */
+#define MAX_FANIN 256        /* runs merged at once; more need intermediate passes */
+#define DICT_MIN (16u << 10) /* per-run dictionary bytes: budget / 64 within these */
+#define DICT_MAX (2u << 20)
+
+typedef struct entry {
+	uint64_t key; /* ts mapped to an unsigned order */
+	char *rec;
+} entry;
+
+typedef struct chunk {
+	struct chunk *next;
+	size_t used, cap;
+	char data[];
+} chunk;
+
+typedef struct run_rd run_rd;
+
+typedef struct merger {
+	run_rd *rd;
+	size_t n;
+	size_t *heap; /* indices into rd */
+	size_t n_heap;
+	size_t last; /* run whose record was returned last; SIZE_MAX if none */
+} merger;
+
+struct tk_sorter {
+	size_t budget;
+	char *dir; /* private temporary directory, NULL until the first spill */
+	const char *tmpdir;
+
+	chunk *chunks, *cur;
+	size_t chunk_bytes;
+	entry *ents;
+	size_t n_ents, ents_cap;
+	size_t n_no_ts; /* buffered events without ts */
+
+	size_t dict_cap; /* bytes of dictionary per run */
+	size_t fanin;    /* runs merged at once */
+	char **runs; /* run file paths, in the order of their events */
+	size_t n_runs, runs_cap, run_seq, spilled;
+
+	int finished;
+	size_t mem_pos; /* fast path: next in-memory entry */
+	merger m;
+	tk_event ev;
+	int failed;
+	char err[TK__ERRLEN];
+};
+
+int tk__sort_fail(tk_sorter *s, int code, const char *fmt, ...) TK__PRINTF(3, 4);
+
+/* Order key: events without ts before all others (they carry has_ts 0 and
+ * compare by input order alone), then ts as an unsigned number. */
+static inline uint64_t tk__sort_key(int64_t ts)
+{
+	return (uint64_t)ts ^ (1ull << 63);
+}
+
+/* sort.c: an in-memory record back into an event pointing into it. */
+void tk__sort_rec_decode(const char *p, tk_event *ev, uint64_t *tag);
+
+/* sort_run.c: the buffered entries (already sorted) become one run file. */
+int tk__sort_write_run(tk_sorter *s);
+/* Intermediate merge passes until at most s->fanin runs are left. */
+int tk__sort_reduce_runs(tk_sorter *s);
+/* Opens runs[first .. first+n) for merging. */
+int tk__sort_merger_open(tk_sorter *s, merger *m, size_t first, size_t n);
+/* The next event of the merge (valid until the next call): 0, TK_EOF or an error. */
+int tk__sort_merger_next(tk_sorter *s, merger *m, const tk_event **ev, uint64_t *tag);
+void tk__sort_merger_free(merger *m);
+
+#endif
