@@ -47,11 +47,12 @@ static const cli_tool tool = {
 	"Merge the traces of the ranks of a distributed job into one trace, sorted by\n"
 	"time, in bounded memory. INPUTs are files, directories (every *.json,\n"
 	"*.json.gz and *.tkb in them), glob patterns, or '-' for standard input. A\n"
-	"rank's number comes from --rank-from, else from its distributedInfo.rank,\n"
-	"else from its position among the inputs. Each rank becomes its own process\n"
-	"group: pids and tids are renumbered to rank*1000000+pid, processes are named\n"
-	"'rank N' / 'rank N GPU n', flow ids are kept apart per rank. OUT is written\n"
-	"under a temporary name and renamed when complete.",
+	"rank's number comes from --rank-from, else from its distributedInfo.rank (a\n"
+	".tkb file: its header), else from its position among the inputs. Each rank\n"
+	"becomes its own process group: pids and tids are renumbered to\n"
+	"rank*1000000+pid, processes are named 'rank N' / 'rank N GPU n', flow ids are\n"
+	"kept apart per rank. OUT is written under a temporary name and renamed when\n"
+	"complete.",
 	opts,
 	"exit status: 0 success (warnings may be printed), 1 data or I/O error, 2 usage error.\n\n"
 	"examples:\n"
