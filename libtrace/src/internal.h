@@ -271,7 +271,7 @@ struct tk_writer {
 	void *fs;
 	tk__buf out; /* pending output, flushed to the sink in large blocks */
 	tk__buf tmp;
-	int started, closed, failed;
+	int closed, failed;
 	uint64_t repaired;
 	uint64_t events;
 	uint64_t max_bytes; /* budget for the finished output, 0 = none */
