@@ -614,26 +614,81 @@ static int pass_sorted(tk_split *s, const char *path)
 	return rc == TK_EOF ? 0 : rc;
 }
 
-/* The unsorted input is in the sorter already (fed by the first pass). */
-static int pass_unsorted(tk_split *s)
+/* The events [0, n_prefix) of the input, read again: in the sorter's order. */
+typedef struct prefix {
+	tk_reader *r;
+	uint64_t left;
+	const tk_event *ev; /* the next one; NULL when none is left */
+} prefix;
+
+static int prefix_next(tk_split *s, prefix *p)
+{
+	p->ev = NULL;
+	while (p->left) {
+		int rc = tk_reader_next(p->r, &p->ev);
+		p->left--;
+		if (rc == TK_EOF)
+			return fail(s, TK_ERR_IO, "%s: the input changed while it was read", tk_reader_name(p->r));
+		if (rc)
+			return fail(s, rc, "%s", tk_reader_error(p->r));
+		if (p->ev->ph != 'M')
+			return 0;
+		p->ev = NULL;
+	}
+	return 0;
+}
+
+static int prefix_open(tk_split *s, prefix *p, const char *path)
+{
+	p->left = s->sc.n_prefix;
+	p->ev = NULL;
+	if (!p->left)
+		return 0;
+	int rc = tk_reader_open_path(&p->r, path, &s->o.ropts);
+	if (rc)
+		return fail(s, rc, "%s", p->r ? tk_reader_error(p->r) : "out of memory");
+	return prefix_next(s, p);
+}
+
+/* The prefix's event goes first on a tie: it came first in the input. */
+static int prefix_first(const tk_event *a, const tk_event *b)
+{
+	if (!(a->has & TK_HAS_TS))
+		return 1;
+	return (b->has & TK_HAS_TS) && a->ts <= b->ts;
+}
+
+/* The sorter holds the rest of the unsorted input (fed by the first pass). */
+static int pass_unsorted(tk_split *s, const char *path)
 {
 	tk_sorter *so = s->sc.sorter;
 	s->sc.sorter = NULL;
+	prefix p = {0};
 	int rc = tk_sorter_finish(so);
 	if (rc)
 		fail(s, rc, "%s", tk_sorter_error(so));
-	const tk_event *ev;
+	else
+		rc = prefix_open(s, &p, path);
+	const tk_event *ev = NULL;
 	uint64_t tag, n = 0;
-	while (!rc && (rc = tk_sorter_next(so, &ev, &tag)) == TK_OK) {
-		if (take(s, ev))
+	if (!rc && (rc = tk_sorter_next(so, &ev, &tag)) == TK_EOF)
+		ev = NULL;
+	while (rc >= 0 && (ev || p.ev)) {
+		int from_p = p.ev && (!ev || prefix_first(p.ev, ev));
+		if (take(s, from_p ? p.ev : ev))
 			rc = TK_ERR_IO;
+		else if (from_p)
+			rc = prefix_next(s, &p);
+		else if ((rc = tk_sorter_next(so, &ev, &tag)) == TK_EOF)
+			ev = NULL;
 		progress(s, "writing", 0, ++n);
 	}
 	if (rc < 0 && !s->err[0])
 		fail(s, rc, "%s", tk_sorter_error(so));
 	s->st.sorter_runs = tk_sorter_runs(so);
 	tk_sorter_free(so);
-	return rc == TK_EOF ? 0 : rc;
+	tk_reader_free(p.r);
+	return rc < 0 ? rc : 0;
 }
 
 /* ---- output: names, index, publishing ---- */
@@ -859,7 +914,7 @@ static int run(tk_split *s, const char *path)
 	s->st.flow_table_bytes = s->sc.flows.n_slots * sizeof(tk__flow);
 	if ((rc = build_segments(s)))
 		return rc;
-	rc = s->sc.sorter ? pass_unsorted(s) : pass_sorted(s, path);
+	rc = s->sc.sorter ? pass_unsorted(s, path) : pass_sorted(s, path);
 	if (!rc)
 		rc = finish_parts(s);
 	if (!rc)

@@ -62,10 +62,14 @@ typedef struct tk__scan {
 	int gz_input;
 	uint64_t events;
 	uint64_t orphan_ends;
-	/* An unsorted input goes to the sorter in the same pass, from its first
-	 * event out of order on (the events before it are read again): the pass
-	 * ends with every non-M event added, and the write needs no second read. */
+	/* An unsorted input goes to the sorter in the same pass: the pass ends
+	 * with every non-M event from n_prefix on added, and the write reads only
+	 * events [0, n_prefix) of the input again (they are in order, see
+	 * split_scan.c), merged with the sorter's output. */
 	tk_sorter *sorter;
+	uint64_t n_prefix; /* set when strict ends */
+	int strict, strict_has_ts; /* the events so far are in the sorter's order */
+	int64_t strict_ts;         /* the last ts among them */
 } tk__scan;
 
 /* The first pass. Errors go to err (TK__ERRLEN). */

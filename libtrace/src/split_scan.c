@@ -362,17 +362,17 @@ static uint64_t weight(const tk_event *ev)
 	       (ev->tid.kind == TK_ID_STR ? ev->tid.str.len : 0);
 }
 
-/* Events [0, n) of the input, again, into the sorter: the prefix that came
- * in order before the first event out of order. */
-static int feed_prefix(tk_sorter *so, const char *path, const tk_split_opts *o, uint64_t n, char *err)
+/* Events [from, to) of the input, again, into the sorter. */
+static int feed_prefix(tk_sorter *so, const char *path, const tk_split_opts *o, uint64_t from,
+                       uint64_t to, char *err)
 {
 	tk_reader *r = NULL;
 	const tk_event *ev;
 	int rc = tk_reader_open_path(&r, path, &o->ropts);
-	for (uint64_t i = 0; !rc && i < n; i++) {
+	for (uint64_t i = 0; !rc && i < to; i++) {
 		if ((rc = tk_reader_next(r, &ev)) == TK_EOF)
 			rc = TK_ERR_IO; /* the file changed under us */
-		else if (!rc && ev->ph != 'M' && (rc = tk_sorter_add(so, ev, 0)))
+		else if (!rc && i >= from && ev->ph != 'M' && (rc = tk_sorter_add(so, ev, 0)))
 			snprintf(err, TK__ERRLEN, "%s", tk_sorter_error(so));
 	}
 	if (rc && !err[0])
@@ -382,20 +382,46 @@ static int feed_prefix(tk_sorter *so, const char *path, const tk_split_opts *o, 
 	return rc;
 }
 
-/* The first event out of order turns the pass into the sorter's feed: a
- * second reader gives the sorter the events before it (read in order so
- * far), and every event from here on goes to the sorter as well. */
-static int start_sorter(tk__scan *sc, const char *path, const tk_split_opts *o, uint64_t n_before,
-                        char *err)
+static int new_sorter(tk__scan *sc, const tk_split_opts *o, char *err)
 {
 	tk_sorter_opts so = {o->memory_bytes ? o->memory_bytes : (size_t)128 << 20, o->tmpdir};
 	int rc = tk_sorter_new(&sc->sorter, &so);
-	if (rc) {
+	if (rc)
 		snprintf(err, TK__ERRLEN, "cannot start the sorter: %s",
 		         sc->sorter ? tk_sorter_error(sc->sorter) : "out of memory");
-		return rc;
+	return rc;
+}
+
+/* Counts the events in the sorter's order from the start (ts events after
+ * the others, ts never going back, flow ends included): the prefix that the
+ * write can read again from the file instead of taking it from the sorter. */
+static void strict_order(tk__scan *sc, const tk_event *ev, uint64_t idx)
+{
+	int has = (ev->has & TK_HAS_TS) != 0;
+	if (ev->ph == 'M' || !sc->strict)
+		return;
+	if (sc->strict_has_ts && (!has || ev->ts < sc->strict_ts)) {
+		sc->strict = 0;
+		sc->n_prefix = idx;
+		return;
 	}
-	return feed_prefix(sc->sorter, path, o, n_before, err);
+	if (has) {
+		sc->strict_has_ts = 1;
+		sc->strict_ts = ev->ts;
+	}
+}
+
+/* The first event out of order starts the sorter. The events before it came
+ * in order: those in the sorter's order from the start (n_prefix) are read
+ * again by the write, merged with the sorter's output; the rest (flow ends
+ * out of order, see scan_event) are read again now to feed the sorter. */
+static int start_sorter(tk__scan *sc, const char *path, const tk_split_opts *o, uint64_t idx,
+                        char *err)
+{
+	int rc = new_sorter(sc, o, err);
+	if (!rc && sc->n_prefix < idx)
+		rc = feed_prefix(sc->sorter, path, o, sc->n_prefix, idx, err);
+	return rc;
 }
 
 static int scan_loop(tk__scan *sc, tk_reader *r, const char *path, const tk_split_opts *o, char *err)
@@ -405,6 +431,7 @@ static int scan_loop(tk__scan *sc, tk_reader *r, const char *path, const tk_spli
 	while ((rc = tk_reader_next(r, &ev)) == TK_OK) {
 		const tk_reader_stats *st = tk_reader_get_stats(r);
 		int was_sorted = sc->sorted;
+		strict_order(sc, ev, st->events - 1);
 		if (scan_event(sc, ev, weight(ev)))
 			return TK_ERR_NOMEM;
 		if (was_sorted && !sc->sorted && (rc = start_sorter(sc, path, o, st->events - 1, err)))
@@ -414,7 +441,8 @@ static int scan_loop(tk__scan *sc, tk_reader *r, const char *path, const tk_spli
 			return rc;
 		}
 		if (o->progress && (st->events & 0xffff) == 0)
-			o->progress(o->progress_arg, sc->sorter ? "sorting" : "scanning", st->bytes_in, st->events);
+			o->progress(o->progress_arg, sc->sorted ? "scanning" : "sorting", st->bytes_in,
+			            st->events);
 	}
 	return rc;
 }
@@ -424,7 +452,7 @@ int tk__split_scan(tk__scan *sc, const char *path, const tk_split_opts *o, char 
 {
 	tk_reader *r = NULL;
 	int rc = tk_reader_open_path(&r, path, &o->ropts);
-	sc->sorted = 1;
+	sc->sorted = sc->strict = 1;
 	if (!rc)
 		rc = scan_loop(sc, r, path, o, err);
 	if (rc == TK_EOF)
