@@ -57,7 +57,7 @@ static int sv_eq(tk_sv a, tk_sv b)
 	return a.len == b.len && memcmp(a.ptr, b.ptr, a.len) == 0;
 }
 
-static int id_eq(const tk_id *a, const tk_id *b)
+int tk__id_eq(const tk_id *a, const tk_id *b)
 {
 	if (a->kind != b->kind)
 		return 0;
@@ -83,7 +83,7 @@ int tk_event_equal(const tk_event *a, const tk_event *b)
 		return 0;
 	if ((a->has & TK_HAS_CAT) && !sv_eq(a->cat, b->cat))
 		return 0;
-	return id_eq(&a->pid, &b->pid) && id_eq(&a->tid, &b->tid) && id_eq(&a->id, &b->id) &&
+	return tk__id_eq(&a->pid, &b->pid) && tk__id_eq(&a->tid, &b->tid) && tk__id_eq(&a->id, &b->id) &&
 	       sv_eq(a->args, b->args) && sv_eq(a->extra, b->extra);
 }
 

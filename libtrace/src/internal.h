@@ -301,5 +301,9 @@ void tk__fmt_msg(char *dst, size_t cap, const char *fmt, va_list ap);
 /* Decimal digits of v written backwards so that they end at `end`; returns the first. */
 char *tk__fmt_u64(char *end, uint64_t v);
 char *tk__strdup(const char *s);
+/* 1 if both ids have the same kind and value. */
+int tk__id_eq(const tk_id *a, const tk_id *b);
+/* Append a copy of s to a growable list of strings (warnings). */
+int tk__strlist_add(char ***list, size_t *n, const char *s);
 
 #endif

@@ -23,14 +23,7 @@ int tk__merge_warn(tk_merge *m, const char *fmt, ...)
 	va_start(ap, fmt);
 	tk__fmt_msg(buf, sizeof buf, fmt, ap);
 	va_end(ap);
-	char **w = realloc(m->warnings, (m->n_warnings + 1) * sizeof *w);
-	if (!w)
-		return TK_ERR_NOMEM;
-	m->warnings = w;
-	if (!(w[m->n_warnings] = tk__strdup(buf)))
-		return TK_ERR_NOMEM;
-	m->n_warnings++;
-	return 0;
+	return tk__strlist_add(&m->warnings, &m->n_warnings, buf);
 }
 
 /* The sorter gets the budget less what readers, the writer, the merge's read
@@ -119,16 +112,6 @@ static int parse_i64(tk_sv v, int64_t *out)
 	return tk__parse_int64(p, p + v.len, out);
 }
 
-static int id_eq(const tk_id *a, const tk_id *b)
-{
-	if (a->kind != b->kind)
-		return 0;
-	if (a->kind == TK_ID_INT)
-		return a->num == b->num;
-	return a->kind != TK_ID_STR ||
-	       (a->str.len == b->str.len && memcmp(a->str.ptr, b->str.ptr, a->str.len) == 0);
-}
-
 tk__proc *tk__merge_find_proc(const tk__input *in, const tk_id *pid)
 {
 	if (pid->kind == TK_ID_INT) {
@@ -136,7 +119,7 @@ tk__proc *tk__merge_find_proc(const tk__input *in, const tk_id *pid)
 		return i ? &in->procs[*i] : NULL;
 	}
 	for (size_t i = 0; i < in->n_procs; i++)
-		if (id_eq(&in->procs[i].pid, pid))
+		if (tk__id_eq(&in->procs[i].pid, pid))
 			return &in->procs[i];
 	return NULL;
 }

@@ -261,14 +261,7 @@ int tk__reader_warn(tk_reader *r, const char *fmt, ...)
 	va_start(ap, fmt);
 	tk__fmt_msg(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	char **nw = realloc(r->warnings, (r->n_warnings + 1) * sizeof *nw);
-	if (!nw)
-		return TK_ERR_NOMEM;
-	r->warnings = nw;
-	if (!(nw[r->n_warnings] = tk__strdup(msg)))
-		return TK_ERR_NOMEM;
-	r->n_warnings++;
-	return 0;
+	return tk__strlist_add(&r->warnings, &r->n_warnings, msg);
 }
 
 int tk__reader_add_meta(tk_reader *r, const char *key, size_t klen, const char *json, size_t jlen,

@@ -67,6 +67,18 @@ char *tk__strdup(const char *s)
 	return d;
 }
 
+int tk__strlist_add(char ***list, size_t *n, const char *s)
+{
+	char **nl = realloc(*list, (*n + 1) * sizeof *nl);
+	if (!nl)
+		return TK_ERR_NOMEM;
+	*list = nl;
+	if (!(nl[*n] = tk__strdup(s)))
+		return TK_ERR_NOMEM;
+	(*n)++;
+	return 0;
+}
+
 const char *tk_version(void)
 {
 	return TK_VERSION_STRING;
