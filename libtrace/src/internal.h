@@ -270,7 +270,6 @@ struct tk_writer {
 	const struct tk__wfmt *fmt;
 	void *fs;
 	tk__buf out; /* pending output, flushed to the sink in large blocks */
-	tk__buf tmp;
 	int closed, failed;
 	uint64_t repaired;
 	uint64_t events;

@@ -11,14 +11,7 @@ int tk__push_warning(char ***warnings, size_t *n, const char *fmt, ...)
 	va_start(ap, fmt);
 	tk__fmt_msg(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	char **nw = realloc(*warnings, (*n + 1) * sizeof *nw);
-	if (!nw)
-		return TK_ERR_NOMEM;
-	*warnings = nw;
-	if (!(nw[*n] = tk__strdup(msg)))
-		return TK_ERR_NOMEM;
-	(*n)++;
-	return 0;
+	return tk__strlist_add(warnings, n, msg);
 }
 
 /* ---- flow table: open addressing, linear probing ---- */

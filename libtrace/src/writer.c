@@ -227,7 +227,6 @@ void tk_writer_free(tk_writer *w)
 		w->fmt->free(w);
 	tk__sink_discard(&w->sink);
 	tk__buf_free(&w->out);
-	tk__buf_free(&w->tmp);
 	for (size_t i = 0; i < w->n_meta; i++)
 		free(w->meta[i].json);
 	free(w->meta);
