@@ -248,15 +248,27 @@ typedef struct tk__sink {
 	z_stream z;
 	int z_init;
 	unsigned char *zout;
+	/* Bytes of output: exact for plain output; with gzip and a write-behind
+	 * thread, exact only after tk__sink_sync() (synced_out). */
 	uint64_t bytes_out;
+	uint64_t synced_out; /* bytes_out when the compressor was last flushed */
 	uint64_t raw_in;     /* uncompressed bytes accepted */
 	uint64_t raw_synced; /* raw_in when the compressor was last flushed */
+	struct tk__aio *aio; /* write-behind thread; NULL = the caller writes */
 	char err[TK__ERRLEN];
 } tk__sink;
 int tk__sink_open_path(tk__sink *s, const char *path, int gz, int level);
 int tk__sink_open_fd(tk__sink *s, int fd, const char *name, int gz, int level);
+/* Move compression and write() to a thread of the sink's own, so that they
+ * overlap with the caller's work. Without a thread the sink stays
+ * synchronous: nothing fails. */
+void tk__sink_async(tk__sink *s);
 int tk__sink_write(tk__sink *s, const void *p, size_t n);
-/* Flush the compressor so that bytes_out covers every byte accepted. */
+/* Appends b's bytes and takes its memory: b comes back empty, possibly
+ * with the capacity of an earlier buffer. */
+int tk__sink_give(tk__sink *s, tk__buf *b);
+/* Flush the compressor and wait for the thread, so that bytes_out and
+ * synced_out cover every byte accepted. */
 int tk__sink_sync(tk__sink *s);
 /* Finish compression, fsync-free close, rename into place. */
 int tk__sink_finish(tk__sink *s);

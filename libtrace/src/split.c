@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pump.h"
 #include "split_int.h"
 #include "tracekit/sort.h"
 
@@ -590,33 +591,39 @@ static void progress(tk_split *s, const char *what, uint64_t bytes, uint64_t n)
 		s->o.progress(s->o.progress_arg, what, bytes, n);
 }
 
+/* The reader's error, or what stopped the pump before it. */
+static int pump_fail(tk_split *s, tk__pump *p, int rc)
+{
+	tk_reader *r = tk__pump_reader(p);
+	return fail(s, rc, "%s", r && *tk_reader_error(r) ? tk_reader_error(r) : tk_strerror(rc));
+}
+
 static int pass_sorted(tk_split *s, const char *path)
 {
-	tk_reader *r = NULL;
+	tk__pump *p = NULL;
 	const tk_event *ev;
-	int rc = tk_reader_open_path(&r, path, &s->o.ropts);
+	int rc = tk__pump_open(&p, path, &s->o.ropts, UINT64_MAX);
 	if (rc) {
-		fail(s, rc, "%s", r ? tk_reader_error(r) : "out of memory");
-		tk_reader_free(r);
+		pump_fail(s, p, rc);
+		tk__pump_free(p);
 		return rc;
 	}
-	while ((rc = tk_reader_next(r, &ev)) == TK_OK) {
+	while ((rc = tk__pump_next(p, &ev)) == TK_OK) {
 		if (take(s, ev)) {
 			rc = TK_ERR_IO;
 			break;
 		}
-		const tk_reader_stats *st = tk_reader_get_stats(r);
-		progress(s, "writing", st->bytes_in, st->events);
+		progress(s, "writing", tk__pump_bytes_in(p), tk__pump_events(p));
 	}
 	if (rc < 0 && !s->err[0])
-		fail(s, rc, "%s", tk_reader_error(r));
-	tk_reader_free(r);
+		pump_fail(s, p, rc);
+	tk__pump_free(p);
 	return rc == TK_EOF ? 0 : rc;
 }
 
 /* The events [0, n_prefix) of the input, read again: in the sorter's order. */
 typedef struct prefix {
-	tk_reader *r;
+	tk__pump *p;
 	uint64_t left;
 	const tk_event *ev; /* the next one; NULL when none is left */
 } prefix;
@@ -625,12 +632,13 @@ static int prefix_next(tk_split *s, prefix *p)
 {
 	p->ev = NULL;
 	while (p->left) {
-		int rc = tk_reader_next(p->r, &p->ev);
+		int rc = tk__pump_next(p->p, &p->ev);
 		p->left--;
 		if (rc == TK_EOF)
-			return fail(s, TK_ERR_IO, "%s: the input changed while it was read", tk_reader_name(p->r));
+			return fail(s, TK_ERR_IO, "%s: the input changed while it was read",
+			            tk_reader_name(tk__pump_reader(p->p)));
 		if (rc)
-			return fail(s, rc, "%s", tk_reader_error(p->r));
+			return pump_fail(s, p->p, rc);
 		if (p->ev->ph != 'M')
 			return 0;
 		p->ev = NULL;
@@ -644,9 +652,9 @@ static int prefix_open(tk_split *s, prefix *p, const char *path)
 	p->ev = NULL;
 	if (!p->left)
 		return 0;
-	int rc = tk_reader_open_path(&p->r, path, &s->o.ropts);
+	int rc = tk__pump_open(&p->p, path, &s->o.ropts, p->left);
 	if (rc)
-		return fail(s, rc, "%s", p->r ? tk_reader_error(p->r) : "out of memory");
+		return pump_fail(s, p->p, rc);
 	return prefix_next(s, p);
 }
 
@@ -687,7 +695,7 @@ static int pass_unsorted(tk_split *s, const char *path)
 		fail(s, rc, "%s", tk_sorter_error(so));
 	s->st.sorter_runs = tk_sorter_runs(so);
 	tk_sorter_free(so);
-	tk_reader_free(p.r);
+	tk__pump_free(p.p);
 	return rc < 0 ? rc : 0;
 }
 

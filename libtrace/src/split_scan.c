@@ -1,6 +1,7 @@
 /* split_scan.c: the splitter's first pass: metadata, M events, flow table, steps, time histogram, order. */
 #include <stdlib.h>
 
+#include "pump.h"
 #include "split_int.h"
 #include "tracekit/sort.h"
 
@@ -417,25 +418,25 @@ static int start_sorter(tk__scan *sc, const char *path, const tk_split_opts *o, 
 	return rc;
 }
 
-static int scan_loop(tk__scan *sc, tk_reader *r, const char *path, const tk_split_opts *o, char *err)
+static int scan_loop(tk__scan *sc, tk__pump *p, const char *path, const tk_split_opts *o, char *err)
 {
 	const tk_event *ev;
 	int rc;
-	while ((rc = tk_reader_next(r, &ev)) == TK_OK) {
-		const tk_reader_stats *st = tk_reader_get_stats(r);
+	while ((rc = tk__pump_next(p, &ev)) == TK_OK) {
+		uint64_t n = tk__pump_events(p);
 		int was_sorted = sc->sorted;
-		strict_order(sc, ev, st->events - 1);
+		strict_order(sc, ev, n - 1);
 		if (scan_event(sc, ev, weight(ev)))
 			return TK_ERR_NOMEM;
-		if (was_sorted && !sc->sorted && (rc = start_sorter(sc, path, o, st->events - 1, err)))
+		if (was_sorted && !sc->sorted && (rc = start_sorter(sc, path, o, n - 1, err)))
 			return rc;
 		if (sc->sorter && ev->ph != 'M' && (rc = tk_sorter_add(sc->sorter, ev, 0))) {
 			snprintf(err, TK__ERRLEN, "%s", tk_sorter_error(sc->sorter));
 			return rc;
 		}
-		if (o->progress && (st->events & 0xffff) == 0)
-			o->progress(o->progress_arg, sc->sorted ? "scanning" : "sorting", st->bytes_in,
-			            st->events);
+		if (o->progress && (n & 0xffff) == 0)
+			o->progress(o->progress_arg, sc->sorted ? "scanning" : "sorting",
+			            tk__pump_bytes_in(p), n);
 	}
 	return rc;
 }
@@ -443,11 +444,12 @@ static int scan_loop(tk__scan *sc, tk_reader *r, const char *path, const tk_spli
 int tk__split_scan(tk__scan *sc, const char *path, const tk_split_opts *o, char *err,
                    char ***warnings, size_t *n_warnings)
 {
-	tk_reader *r = NULL;
-	int rc = tk_reader_open_path(&r, path, &o->ropts);
+	tk__pump *p = NULL;
+	int rc = tk__pump_open(&p, path, &o->ropts, UINT64_MAX);
 	sc->sorted = sc->strict = 1;
 	if (!rc)
-		rc = scan_loop(sc, r, path, o, err);
+		rc = scan_loop(sc, p, path, o, err);
+	tk_reader *r = tk__pump_reader(p); /* NULL when the loop stopped early */
 	if (rc == TK_EOF)
 		rc = keep_meta(sc, r);
 	if (rc == TK_ERR_NOMEM)
@@ -460,7 +462,7 @@ int tk__split_scan(tk__scan *sc, const char *path, const tk_split_opts *o, char 
 		count_orphans(sc);
 		rc = reader_warnings(r, warnings, n_warnings);
 	}
-	tk_reader_free(r);
+	tk__pump_free(p);
 	return rc;
 }
 

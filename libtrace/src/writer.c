@@ -46,6 +46,7 @@ static int writer_start(tk_writer **out, const char *path, const tk_writer_opts 
 	                 : tk__sink_open_path(&w->sink, path, gz, o.gzip_level);
 	if (rc)
 		return tk__writer_fail(w, rc, "%s", w->sink.err[0] ? w->sink.err : "out of memory");
+	tk__sink_async(&w->sink);
 	rc = w->fmt->open ? w->fmt->open(w) : 0;
 	return rc ? tk__writer_fail(w, rc, "%s: cannot start output", base) : 0;
 }
@@ -68,8 +69,7 @@ int tk__writer_flush(tk_writer *w)
 {
 	if (!w->out.len)
 		return 0;
-	int rc = tk__sink_write(&w->sink, w->out.p, w->out.len);
-	w->out.len = 0;
+	int rc = tk__sink_give(&w->sink, &w->out);
 	if (rc)
 		return tk__writer_fail(w, rc, "%s", w->sink.err);
 	return 0;
@@ -120,14 +120,15 @@ static uint64_t zbound(uint64_t n)
 	return n + (n >> 8) + 64;
 }
 
-/* 1 if the finished output is sure to fit the budget. */
+/* 1 if the finished output is sure to fit the budget. With gzip, the
+ * output is known exactly up to the last flush of the compressor only. */
 static int fits(const tk_writer *w)
 {
 	uint64_t pending = w->out.len + w->fmt->close_bytes(w);
 	if (!w->sink.gz)
 		return w->sink.bytes_out + pending <= w->max_bytes;
 	pending += w->sink.raw_in - w->sink.raw_synced;
-	return w->sink.bytes_out + zbound(pending) <= w->max_bytes;
+	return w->sink.synced_out + zbound(pending) <= w->max_bytes;
 }
 
 /* The events appended after `mark` overrun the budget's bound: make the

@@ -1,0 +1,212 @@
+/* pump.c: a reader on a thread of its own, handing events over in batches so that parsing overlaps with the caller's work. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "internal.h"
+#include "pump.h"
+
+#define BATCHES 4
+#define BATCH_EVENTS 2048
+#define BATCH_TEXT (512u << 10) /* a batch closes once its copied text passes this */
+
+typedef struct batch {
+	tk_event *ev;
+	size_t n;
+	tk__buf text;      /* args and extra of the events */
+	uint64_t bytes_in; /* the reader's stats after the batch's last event */
+	int rc;            /* after the events: TK_OK (more follow), TK_EOF or an error */
+} batch;
+
+struct tk__pump {
+	tk_reader *r;
+	uint64_t limit, taken; /* events the thread still may read; events handed over */
+	pthread_t th;
+	int started, joined;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	batch b[BATCHES];
+	/* batches in order: [head, head + full) are full; the caller owns cur */
+	size_t head, full;
+	int quit;
+	batch *cur;
+	size_t cur_i;
+	int final_rc; /* once the last batch is used up */
+};
+
+/* The args and extra text of ev, appended to the batch; the pointers are
+ * offsets until the batch is complete (the text may move as it grows). */
+static int copy_event(batch *b, const tk_event *ev)
+{
+	tk_event *d = &b->ev[b->n];
+	*d = *ev;
+	tk_sv *sv[2] = {&d->args, &d->extra};
+	for (int i = 0; i < 2; i++) {
+		if (!sv[i]->ptr)
+			continue;
+		size_t at = b->text.len;
+		if (tk__buf_append(&b->text, sv[i]->ptr, sv[i]->len) || tk__buf_putc(&b->text, 0))
+			return TK_ERR_NOMEM;
+		sv[i]->ptr = (const char *)(uintptr_t)(at + 1); /* 0 stays "absent" */
+	}
+	b->n++;
+	return 0;
+}
+
+static void fix_pointers(batch *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		tk_sv *sv[2] = {&b->ev[i].args, &b->ev[i].extra};
+		for (int k = 0; k < 2; k++)
+			if (sv[k]->ptr)
+				sv[k]->ptr = b->text.p + ((uintptr_t)sv[k]->ptr - 1);
+	}
+}
+
+static int fill(tk__pump *p, batch *b)
+{
+	b->n = 0;
+	b->text.len = 0;
+	b->rc = TK_OK;
+	while (b->n < BATCH_EVENTS && b->text.len < BATCH_TEXT) {
+		const tk_event *ev;
+		if (!p->limit) {
+			b->rc = TK_EOF;
+			break;
+		}
+		int rc = tk_reader_next(p->r, &ev);
+		if (rc == TK_OK) {
+			p->limit--;
+			rc = copy_event(b, ev);
+			if (rc) /* the reader is fine, the copy is not: report it as the reader's */
+				rc = tk__reader_fail(p->r, rc, "%s: out of memory", tk_reader_name(p->r));
+		}
+		if (rc) {
+			b->rc = rc;
+			break;
+		}
+	}
+	fix_pointers(b);
+	b->bytes_in = tk_reader_get_stats(p->r)->bytes_in;
+	return b->rc;
+}
+
+static void *pump_main(void *arg)
+{
+	tk__pump *p = arg;
+	size_t next = 0; /* the batch the thread fills next */
+	for (;;) {
+		pthread_mutex_lock(&p->mu);
+		/* a batch is free when it is neither full nor the caller's */
+		while (!p->quit && (p->full == BATCHES || (p->full == BATCHES - 1 && p->cur)))
+			pthread_cond_wait(&p->cv, &p->mu);
+		int quit = p->quit;
+		pthread_mutex_unlock(&p->mu);
+		if (quit)
+			break;
+		batch *b = &p->b[next];
+		int rc = fill(p, b);
+		pthread_mutex_lock(&p->mu);
+		p->full++;
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+		next = (next + 1) % BATCHES;
+		if (rc)
+			break;
+	}
+	return NULL;
+}
+
+int tk__pump_open(tk__pump **out, const char *path, const tk_reader_opts *o, uint64_t limit)
+{
+	tk__pump *p = calloc(1, sizeof *p);
+	*out = p;
+	if (!p)
+		return TK_ERR_NOMEM;
+	p->limit = limit;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	int rc = tk_reader_open_path(&p->r, path, o);
+	if (rc)
+		return rc;
+	for (int i = 0; i < BATCHES; i++)
+		if (!(p->b[i].ev = malloc(BATCH_EVENTS * sizeof *p->b[i].ev)))
+			return TK_ERR_NOMEM;
+	if (pthread_create(&p->th, NULL, pump_main, p))
+		return TK_ERR_NOMEM;
+	p->started = 1;
+	return 0;
+}
+
+static void join(tk__pump *p)
+{
+	if (p->started && !p->joined) {
+		pthread_join(p->th, NULL);
+		p->joined = 1;
+	}
+}
+
+int tk__pump_next(tk__pump *p, const tk_event **ev)
+{
+	for (;;) {
+		if (p->cur && p->cur_i < p->cur->n) {
+			*ev = &p->cur->ev[p->cur_i++];
+			p->taken++;
+			return TK_OK;
+		}
+		if (p->final_rc)
+			return p->final_rc;
+		pthread_mutex_lock(&p->mu);
+		if (p->cur) { /* give the used batch back */
+			p->cur = NULL;
+			p->head = (p->head + 1) % BATCHES;
+			pthread_cond_broadcast(&p->cv);
+		}
+		while (!p->full)
+			pthread_cond_wait(&p->cv, &p->mu);
+		p->full--;
+		p->cur = &p->b[p->head];
+		p->cur_i = 0;
+		pthread_mutex_unlock(&p->mu);
+		if (p->cur->rc) {
+			/* the thread stops after this batch: the reader is the caller's now */
+			p->final_rc = p->cur->rc;
+			join(p);
+		}
+	}
+}
+
+tk_reader *tk__pump_reader(tk__pump *p)
+{
+	return p && (p->final_rc || !p->started) ? p->r : NULL;
+}
+
+uint64_t tk__pump_bytes_in(const tk__pump *p)
+{
+	return p->cur ? p->cur->bytes_in : 0;
+}
+
+uint64_t tk__pump_events(const tk__pump *p)
+{
+	return p->taken;
+}
+
+void tk__pump_free(tk__pump *p)
+{
+	if (!p)
+		return;
+	if (p->started) {
+		pthread_mutex_lock(&p->mu);
+		p->quit = 1;
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+		join(p);
+	}
+	for (int i = 0; i < BATCHES; i++) {
+		free(p->b[i].ev);
+		tk__buf_free(&p->b[i].text);
+	}
+	tk_reader_free(p->r);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+}
