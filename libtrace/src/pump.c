@@ -1,4 +1,5 @@
 /* pump.c: a reader on a thread of its own, handing events over in batches so that parsing overlaps with the caller's work. */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -93,6 +94,7 @@ static int fill(tk__pump *p, batch *b)
 static void *pump_main(void *arg)
 {
 	tk__pump *p = arg;
+	pthread_setname_np(pthread_self(), "tk-read");
 	size_t next = 0; /* the batch the thread fills next */
 	for (;;) {
 		pthread_mutex_lock(&p->mu);

@@ -88,6 +88,7 @@ static void *aio_main(void *arg)
 {
 	tk__sink *s = arg;
 	tk__aio *a = s->aio;
+	pthread_setname_np(pthread_self(), "tk-write");
 	pthread_mutex_lock(&a->mu);
 	for (;;) {
 		while (!a->n && !a->quit)

@@ -182,11 +182,17 @@ static char *mem_alloc(tk_sorter *s, size_t n)
 		return p;
 	}
 	size_t cap = s->budget / 8 < CHUNK_BYTES ? s->budget / 8 : CHUNK_BYTES;
-	if (cap < n)
-		cap = n;
-	chunk *c = malloc(sizeof *c + cap);
-	if (!c)
-		return NULL;
+	chunk *c = NULL;
+	if (s->spare && n <= s->spare->cap) { /* a chunk of an earlier run, its pages already mapped */
+		c = s->spare;
+		s->spare = c->next;
+		cap = c->cap;
+	} else {
+		if (cap < n)
+			cap = n;
+		if (!(c = malloc(sizeof *c + cap)))
+			return NULL;
+	}
 	c->next = NULL;
 	c->used = n;
 	c->cap = cap;
@@ -199,12 +205,26 @@ static char *mem_alloc(tk_sorter *s, size_t n)
 	return c->data;
 }
 
-static void mem_clear(tk_sorter *s)
+/* Empties the buffer; `keep`: its chunks of the usual size stay for the
+ * next run (freeing and mapping them again costs a page fault per page). */
+static void mem_clear(tk_sorter *s, int keep)
 {
+	size_t usual = s->budget / 8 < CHUNK_BYTES ? s->budget / 8 : CHUNK_BYTES;
 	for (chunk *c = s->chunks, *n; c; c = n) {
+		n = c->next;
+		if (keep && c->cap == usual) {
+			c->next = s->spare;
+			s->spare = c;
+		} else {
+			free(c);
+		}
+	}
+	for (chunk *c = keep ? NULL : s->spare, *n; c; c = n) {
 		n = c->next;
 		free(c);
 	}
+	if (!keep)
+		s->spare = NULL;
 	s->chunks = s->cur = NULL;
 	s->chunk_bytes = 0;
 	s->n_ents = s->n_no_ts = 0;
@@ -219,9 +239,14 @@ static int sort_entries(tk_sorter *s)
 	entry *a = s->ents;
 	if (n - lo < 2)
 		return 0;
-	entry *src = a + lo, *tmp = malloc((n - lo) * sizeof *tmp), *dst = tmp;
-	if (!tmp)
-		return fail(s, TK_ERR_NOMEM, "sorter: out of memory sorting %zu events", n - lo);
+	if (s->scratch_cap < n - lo) {
+		free(s->scratch);
+		s->scratch_cap = 0;
+		if (!(s->scratch = malloc((n - lo) * sizeof *s->scratch)))
+			return fail(s, TK_ERR_NOMEM, "sorter: out of memory sorting %zu events", n - lo);
+		s->scratch_cap = n - lo;
+	}
+	entry *src = a + lo, *tmp = s->scratch, *dst = tmp;
 	size_t m = n - lo;
 	for (int shift = 0; shift < 64; shift += 8) {
 		size_t cnt[256] = {0};
@@ -243,7 +268,6 @@ static int sort_entries(tk_sorter *s)
 	}
 	if (src != a + lo)
 		memcpy(a + lo, src, m * sizeof *src);
-	free(tmp);
 	return 0;
 }
 
@@ -280,7 +304,7 @@ static int spill(tk_sorter *s)
 	int rc = sort_memory(s);
 	if (!rc)
 		rc = tk__sort_write_run(s);
-	mem_clear(s);
+	mem_clear(s, !s->finished);
 	s->spilled++;
 	return rc;
 }
@@ -372,6 +396,9 @@ int tk_sorter_finish(tk_sorter *s)
 	free(s->ents);
 	s->ents = NULL;
 	s->ents_cap = 0;
+	free(s->scratch);
+	s->scratch = NULL;
+	s->scratch_cap = 0;
 	if (!rc)
 		rc = tk__sort_reduce_runs(s);
 	if (!rc)
@@ -418,8 +445,9 @@ void tk_sorter_free(tk_sorter *s)
 	if (!s)
 		return;
 	tk__sort_merger_free(&s->m);
-	mem_clear(s);
+	mem_clear(s, 0);
 	free(s->ents);
+	free(s->scratch);
 	if (s->runs)
 		for (size_t i = 0; i < s->n_runs; i++)
 			if (s->runs[i]) {

@@ -37,9 +37,12 @@ struct tk_sorter {
 	const char *tmpdir;
 
 	chunk *chunks, *cur;
+	chunk *spare; /* emptied chunks kept for the next run */
 	size_t chunk_bytes;
 	entry *ents;
 	size_t n_ents, ents_cap;
+	entry *scratch; /* the radix sort's second array, kept between runs */
+	size_t scratch_cap;
 	size_t n_no_ts; /* buffered events without ts */
 
 	size_t dict_cap; /* bytes of dictionary per run */
