@@ -117,6 +117,11 @@ struct tk_reader {
 	tk__strtab strs;
 	tk_event ev;
 	tk__buf args, extra, scratch;
+	/* lazy args (tk__reader_set_lazy_args): the last event's args object was
+	 * only skipped; it lies at lazy_at in buf until the next call */
+	int lazy_args, lazy_pending;
+	const unsigned char *lazy_at;
+	size_t lazy_clen;
 
 	tk__meta *meta;
 	size_t n_meta, meta_cap;
@@ -140,6 +145,18 @@ typedef struct tk__fmt {
 
 extern const tk__fmt tk__fmt_json;
 extern const tk__fmt tk__fmt_tkb;
+
+/* JSON input: skip "args" objects instead of canonicalizing them; an event
+ * whose args were skipped comes without them, and tk__reader_lazy_args()
+ * tells so until the next event. For a first pass that reads the input
+ * again in full later: the skipped text is not checked beyond its brackets
+ * and strings. Any other format ignores the setting. */
+void tk__reader_set_lazy_args(tk_reader *r, int on);
+/* 1 if the last event's args were skipped; *clen: their canonical length. */
+int tk__reader_lazy_args(const tk_reader *r, size_t *clen);
+/* Canonicalize the skipped args of the last event into it (ev->args);
+ * 0 or the reader's error. */
+int tk__reader_take_args(tk_reader *r);
 
 /* Make at least `need` unread bytes available (fewer only at end of input).
  * May move buf: callers keep offsets, not pointers. Returns 0 or error. */
@@ -222,6 +239,10 @@ static inline const unsigned char *tk__skip_ws(const unsigned char *p, const uns
 		p++;
 	return p;
 }
+/* The extent of the object or array at p without canonicalizing it; see
+ * json_text.c. TK__J_BAD (no message): canonicalize it instead. */
+int tk__json_skip_value(const unsigned char *p, const unsigned char *e, const unsigned char **endp,
+                        size_t *clen, unsigned max_depth);
 /* Scan a JSON number; returns end pointer or NULL if malformed. */
 const unsigned char *tk__json_scan_number(const unsigned char *p, const unsigned char *e);
 /* Parse a decimal number of microseconds to integer nanoseconds. Returns 0,
@@ -255,13 +276,15 @@ typedef struct tk__sink {
 	uint64_t raw_in;     /* uncompressed bytes accepted */
 	uint64_t raw_synced; /* raw_in when the compressor was last flushed */
 	struct tk__aio *aio; /* write-behind thread; NULL = the caller writes */
+	int may_aio;         /* start one with the first block of TK__AIO_FILL bytes */
 	char err[TK__ERRLEN];
 } tk__sink;
 int tk__sink_open_path(tk__sink *s, const char *path, int gz, int level);
 int tk__sink_open_fd(tk__sink *s, int fd, const char *name, int gz, int level);
 /* Move compression and write() to a thread of the sink's own, so that they
- * overlap with the caller's work. Without a thread the sink stays
- * synchronous: nothing fails. */
+ * overlap with the caller's work; the thread starts once a block of 1 MiB
+ * is written, so small outputs never have one. Without a thread the sink
+ * stays synchronous: nothing fails. */
 void tk__sink_async(tk__sink *s);
 int tk__sink_write(tk__sink *s, const void *p, size_t n);
 /* Appends b's bytes and takes its memory: b comes back empty, possibly

@@ -239,6 +239,15 @@ static int event_member(tk_reader *r, const unsigned char *kp, size_t kn, int kp
 		rc = parse_id(r, p, e, &ev->id, endp, &fb);
 	} else if (KEY("args") && *p == '{') {
 		r->args.len = 0;
+		r->lazy_pending = 0;
+		if (r->lazy_args) {
+			rc = tk__json_skip_value(p, e, endp, &r->lazy_clen, r->opts.max_depth);
+			if (rc != TK__J_BAD) {
+				r->lazy_pending = rc == TK__J_OK;
+				r->lazy_at = p;
+				return rc;
+			}
+		}
 		return tk__json_canon_value(p, e, &r->args, endp, r->opts.max_depth, &((jstate *)r->fs)->je);
 	} else {
 		goto extra;
@@ -258,6 +267,7 @@ static int parse_event(tk_reader *r, const unsigned char *p, const unsigned char
 	memset(ev, 0, sizeof *ev);
 	r->args.len = 0;
 	r->extra.len = 0;
+	r->lazy_pending = 0;
 	p = tk__skip_ws(p + 1, e);
 	if (p >= e)
 		return TK__J_MORE;
@@ -483,6 +493,52 @@ static int finish(tk_reader *r)
 	return TK_EOF;
 }
 
+static int report_bad(tk_reader *r)
+{
+	jstate *s = r->fs;
+	char found[32];
+	describe(s->je.at, r->buf + r->end, found, sizeof found);
+	int code = strstr(s->je.msg, "deeper") ? TK_ERR_LIMIT : TK_ERR_FORMAT;
+	return tk__reader_fail_at(r, code, r->base + (uint64_t)(s->je.at - r->buf), "%s, found %s",
+	                          s->je.msg, found);
+}
+
+void tk__reader_set_lazy_args(tk_reader *r, int on)
+{
+	r->lazy_args = on && r->fmt == &tk__fmt_json;
+	if (!on)
+		r->lazy_pending = 0;
+}
+
+int tk__reader_lazy_args(const tk_reader *r, size_t *clen)
+{
+	*clen = r->lazy_pending ? r->lazy_clen : 0;
+	return r->lazy_pending;
+}
+
+int tk__reader_take_args(tk_reader *r)
+{
+	if (!r->lazy_pending)
+		return 0;
+	jstate *s = r->fs;
+	const unsigned char *end;
+	r->lazy_pending = 0;
+	r->args.len = 0;
+	s->je.repaired = 0;
+	int rc = tk__json_canon_value(r->lazy_at, r->buf + r->end, &r->args, &end, r->opts.max_depth, &s->je);
+	if (rc == TK__J_BAD)
+		return report_bad(r);
+	if (rc == TK__J_MORE) /* brackets matched, the rest did not */
+		return tk__reader_fail_at(r, TK_ERR_FORMAT, r->base + (uint64_t)(r->lazy_at - r->buf),
+		                          "malformed \"args\" object");
+	if (tk__buf_putc(&r->args, 0))
+		return tk__reader_fail(r, TK_ERR_NOMEM, "%s: out of memory", r->name);
+	r->stats.repaired_strings += (uint64_t)s->je.repaired;
+	r->ev.args = (tk_sv){r->args.p, r->args.len - 1};
+	r->args.len--;
+	return 0;
+}
+
 static int json_next(tk_reader *r, const tk_event **ev)
 {
 	jstate *s = r->fs;
@@ -500,13 +556,8 @@ static int json_next(tk_reader *r, const tk_event **ev)
 				return m;
 			continue;
 		}
-		if (rc == TK__J_BAD) {
-			char found[32];
-			describe(s->je.at, r->buf + r->end, found, sizeof found);
-			int code = strstr(s->je.msg, "deeper") ? TK_ERR_LIMIT : TK_ERR_FORMAT;
-			return tk__reader_fail_at(r, code, r->base + (uint64_t)(s->je.at - r->buf),
-			                          "%s, found %s", s->je.msg, found);
-		}
+		if (rc == TK__J_BAD)
+			return report_bad(r);
 		if (rc == STEP_END)
 			return finish(r);
 		if ((size_t)(endp - (r->buf + r->pos)) > r->opts.max_value_bytes)

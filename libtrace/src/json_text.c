@@ -547,6 +547,104 @@ int tk__json_canon_value(const unsigned char *p, const unsigned char *e, tk__buf
 	return rc;
 }
 
+/* Bit masks of 64 bytes of text (bit i: byte i). */
+typedef struct blk64 {
+	uint64_t quote, bslash, ctl, ws, open, close, obj;
+} blk64;
+
+static inline void blk64_load(const unsigned char *p, blk64 *b)
+{
+	const __m128i q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\'), lo = _mm_set1_epi8(0x20),
+	              sp = _mm_set1_epi8(' '), nl = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'),
+	              tb = _mm_set1_epi8('\t'), lb = _mm_set1_epi8('['), rb = _mm_set1_epi8(']'),
+	              lc = _mm_set1_epi8('{'), rc = _mm_set1_epi8('}');
+	memset(b, 0, sizeof *b);
+	for (int j = 0; j < 4; j++) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * j));
+		__m128i ocb = _mm_cmpeq_epi8(v, lc), ccb = _mm_cmpeq_epi8(v, rc);
+		unsigned sh = 16u * (unsigned)j;
+#define M(x) ((uint64_t)(unsigned)_mm_movemask_epi8(x) << sh)
+		b->quote |= M(_mm_cmpeq_epi8(v, q));
+		b->bslash |= M(_mm_cmpeq_epi8(v, bs));
+		b->ctl |= M(_mm_cmplt_epi8(v, lo)); /* < 0x20, and >= 0x80 (signed) */
+		b->ws |= M(_mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, sp), _mm_cmpeq_epi8(v, nl)),
+		                        _mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, tb))));
+		b->open |= M(_mm_or_si128(ocb, _mm_cmpeq_epi8(v, lb)));
+		b->close |= M(_mm_or_si128(ccb, _mm_cmpeq_epi8(v, rb)));
+		b->obj |= M(_mm_or_si128(ocb, ccb));
+#undef M
+	}
+}
+
+static inline uint64_t prefix_xor(uint64_t x)
+{
+	x ^= x << 1;
+	x ^= x << 2;
+	x ^= x << 4;
+	x ^= x << 8;
+	x ^= x << 16;
+	x ^= x << 32;
+	return x;
+}
+
+/* Structural skip of an object or array for a first pass that needs only
+ * its extent: brackets are matched and strings followed, nothing else is
+ * checked (a later full parse does that). Text with a backslash, a control
+ * character or a byte >= 0x80 could change when canonicalized: that, and
+ * anything odd, gives TK__J_BAD with no message, meaning "canonicalize
+ * instead". *clen is the length of the canonical form: the text less its
+ * whitespace outside strings. 64 bytes at a time; reads up to 63 bytes past
+ * e (the callers' padding is 64). */
+int tk__json_skip_value(const unsigned char *p, const unsigned char *e, const unsigned char **endp,
+                        size_t *clen, unsigned max_depth)
+{
+	const unsigned char *start = p;
+	uint64_t in_str = 0; /* all ones when a string continues into the block */
+	uint64_t kinds = 0;  /* bit d: level d is an object */
+	unsigned depth = 0;
+	size_t ws = 0;
+	if (max_depth > 64)
+		max_depth = 64;
+	for (; p < e; p += 64) {
+		blk64 b;
+		blk64_load(p, &b);
+		uint64_t valid = e - p >= 64 ? ~0ull : (1ull << (e - p)) - 1;
+		uint64_t str = prefix_xor(b.quote) ^ in_str; /* an opening quote and what follows it */
+		in_str = (uint64_t)((int64_t)str >> 63);
+		uint64_t br = (b.open | b.close) & ~str & valid, upto = valid;
+		int done = 0;
+		while (br) {
+			unsigned k = (unsigned)__builtin_ctzll(br);
+			uint64_t bit = 1ull << k;
+			int obj = (b.obj & bit) != 0;
+			if (b.open & bit) {
+				if (depth >= max_depth)
+					return TK__J_BAD;
+				kinds = (kinds & ~(1ull << depth)) | (uint64_t)obj << depth;
+				depth++;
+			} else if (!depth || ((kinds >> (depth - 1)) & 1) != (uint64_t)obj) {
+				return TK__J_BAD;
+			} else if (!--depth) {
+				upto = k == 63 ? ~0ull : (bit << 1) - 1;
+				done = 1;
+				break;
+			}
+			br &= br - 1;
+		}
+		/* tabs, newlines and carriage returns are whitespace outside strings only */
+		uint64_t blank = b.ws & b.ctl;
+		if ((b.bslash | (b.ctl & (str | ~blank))) & upto)
+			return TK__J_BAD;
+		ws += (size_t)__builtin_popcountll(b.ws & ~str & upto);
+		if (done) {
+			*endp = p + 64 - __builtin_clzll(upto);
+			*clen = (size_t)(*endp - start) - ws;
+			return TK__J_OK;
+		}
+	}
+	return TK__J_MORE;
+}
+
 static const uint64_t pow10u[] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull,
                                   10000000ull, 100000000ull, 1000000000ull, 10000000000ull,
                                   100000000000ull, 1000000000000ull, 10000000000000ull,

@@ -20,6 +20,8 @@ typedef struct batch {
 
 struct tk__pump {
 	tk_reader *r;
+	tk__pump_want want;
+	void *want_arg;
 	uint64_t limit, taken; /* events the thread still may read; events handed over */
 	pthread_t th;
 	int started, joined;
@@ -53,6 +55,23 @@ static int copy_event(batch *b, const tk_event *ev)
 	return 0;
 }
 
+/* The event as the caller wants it: args canonicalized now, or left out. */
+static int wanted(tk__pump *p, batch *b, const tk_event *ev)
+{
+	size_t clen;
+	int want = p->want(p->want_arg, ev);
+	if (!tk__reader_lazy_args(p->r, &clen))
+		return copy_event(b, ev);
+	if (want) {
+		int rc = tk__reader_take_args(p->r);
+		return rc ? rc : copy_event(b, ev);
+	}
+	tk_event e = *ev;
+	e.args = (tk_sv){NULL, clen};
+	e.has |= TK__HAS_NO_ARGS;
+	return copy_event(b, &e);
+}
+
 static void fix_pointers(batch *b)
 {
 	for (size_t i = 0; i < b->n; i++) {
@@ -77,8 +96,8 @@ static int fill(tk__pump *p, batch *b)
 		int rc = tk_reader_next(p->r, &ev);
 		if (rc == TK_OK) {
 			p->limit--;
-			rc = copy_event(b, ev);
-			if (rc) /* the reader is fine, the copy is not: report it as the reader's */
+			rc = p->want ? wanted(p, b, ev) : copy_event(b, ev);
+			if (rc == TK_ERR_NOMEM) /* the reader is fine, the copy is not: report it as the reader's */
 				rc = tk__reader_fail(p->r, rc, "%s: out of memory", tk_reader_name(p->r));
 		}
 		if (rc) {
@@ -118,7 +137,8 @@ static void *pump_main(void *arg)
 	return NULL;
 }
 
-int tk__pump_open(tk__pump **out, const char *path, const tk_reader_opts *o, uint64_t limit)
+int tk__pump_open(tk__pump **out, const char *path, const tk_reader_opts *o, uint64_t limit,
+                  tk__pump_want want, void *want_arg)
 {
 	tk__pump *p = calloc(1, sizeof *p);
 	*out = p;
@@ -130,6 +150,9 @@ int tk__pump_open(tk__pump **out, const char *path, const tk_reader_opts *o, uin
 	int rc = tk_reader_open_path(&p->r, path, o);
 	if (rc)
 		return rc;
+	p->want = want;
+	p->want_arg = want_arg;
+	tk__reader_set_lazy_args(p->r, want != NULL);
 	for (int i = 0; i < BATCHES; i++)
 		if (!(p->b[i].ev = malloc(BATCH_EVENTS * sizeof *p->b[i].ev)))
 			return TK_ERR_NOMEM;

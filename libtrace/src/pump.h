@@ -6,9 +6,19 @@
 
 typedef struct tk__pump tk__pump;
 
-/* Starts reading `path` on a thread, at most `limit` events (UINT64_MAX: all).
- * On failure *out may hold a pump whose tk__pump_reader() says why. */
-int tk__pump_open(tk__pump **out, const char *path, const tk_reader_opts *o, uint64_t limit);
+/* Called on the pump's thread after each event: 1 if the caller needs the
+ * event's args. With it, JSON args are only skipped while parsing
+ * (tk__reader_set_lazy_args) and canonicalized for the events it wants; the
+ * others arrive with args.ptr NULL, args.len their canonical length and
+ * TK__HAS_NO_ARGS in has. The function sees every event in order. */
+typedef int (*tk__pump_want)(void *arg, const tk_event *ev);
+#define TK__HAS_NO_ARGS (1u << 30)
+
+/* Starts reading `path` on a thread, at most `limit` events (UINT64_MAX: all);
+ * want may be NULL (every event whole). On failure *out may hold a pump whose
+ * tk__pump_reader() says why. */
+int tk__pump_open(tk__pump **out, const char *path, const tk_reader_opts *o, uint64_t limit,
+                  tk__pump_want want, void *want_arg);
 /* As tk_reader_next(); the event lives until the next call. The limit
  * reached reads as TK_EOF. */
 int tk__pump_next(tk__pump *p, const tk_event **ev);

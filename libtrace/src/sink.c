@@ -138,6 +138,13 @@ static void aio_free(tk__aio *a)
 
 void tk__sink_async(tk__sink *s)
 {
+	s->may_aio = 1;
+}
+
+/* The thread starts with the first full block: small outputs never need it. */
+static void aio_start(tk__sink *s)
+{
+	s->may_aio = 0;
 	if (s->aio || s->fd < 0)
 		return;
 	tk__aio *a = calloc(1, sizeof *a);
@@ -299,6 +306,8 @@ int tk__sink_open_path(tk__sink *s, const char *path, int gz, int level)
 
 int tk__sink_write(tk__sink *s, const void *p, size_t n)
 {
+	if (s->may_aio && n >= TK__AIO_FILL)
+		aio_start(s);
 	s->raw_in += n;
 	if (!s->aio) {
 		if (!s->gz)
@@ -320,6 +329,8 @@ int tk__sink_write(tk__sink *s, const void *p, size_t n)
 
 int tk__sink_give(tk__sink *s, tk__buf *b)
 {
+	if (s->may_aio && b->len >= TK__AIO_FILL)
+		aio_start(s);
 	if (!s->aio) {
 		int rc = tk__sink_write(s, b->p, b->len);
 		b->len = 0;

@@ -602,7 +602,7 @@ static int pass_sorted(tk_split *s, const char *path)
 {
 	tk__pump *p = NULL;
 	const tk_event *ev;
-	int rc = tk__pump_open(&p, path, &s->o.ropts, UINT64_MAX);
+	int rc = tk__pump_open(&p, path, &s->o.ropts, UINT64_MAX, NULL, NULL);
 	if (rc) {
 		pump_fail(s, p, rc);
 		tk__pump_free(p);
@@ -652,7 +652,7 @@ static int prefix_open(tk_split *s, prefix *p, const char *path)
 	p->ev = NULL;
 	if (!p->left)
 		return 0;
-	int rc = tk__pump_open(&p->p, path, &s->o.ropts, p->left);
+	int rc = tk__pump_open(&p->p, path, &s->o.ropts, p->left, NULL, NULL);
 	if (rc)
 		return pump_fail(s, p->p, rc);
 	return prefix_next(s, p);

@@ -418,6 +418,30 @@ static int start_sorter(tk__scan *sc, const char *path, const tk_split_opts *o, 
 	return rc;
 }
 
+/* On the reader's thread: the args an event needs in this pass. M events
+ * are kept whole; the others go to the sorter from the first event out of
+ * order on (the test of scan_event); before that, the second pass reads
+ * them again in full, so only their extent and length are needed here. */
+typedef struct order {
+	int have_t, unsorted;
+	int64_t t_max;
+} order;
+
+static int want_args(void *arg, const tk_event *ev)
+{
+	order *o = arg;
+	if (ev->ph == 'M' || o->unsorted)
+		return 1;
+	if (!(ev->has & TK_HAS_TS))
+		return 0;
+	if (o->have_t && ev->ts < o->t_max && ev->ph != 's' && ev->ph != 'f')
+		return o->unsorted = 1;
+	if (!o->have_t || ev->ts > o->t_max)
+		o->t_max = ev->ts;
+	o->have_t = 1;
+	return 0;
+}
+
 static int scan_loop(tk__scan *sc, tk__pump *p, const char *path, const tk_split_opts *o, char *err)
 {
 	const tk_event *ev;
@@ -430,6 +454,11 @@ static int scan_loop(tk__scan *sc, tk__pump *p, const char *path, const tk_split
 			return TK_ERR_NOMEM;
 		if (was_sorted && !sc->sorted && (rc = start_sorter(sc, path, o, n - 1, err)))
 			return rc;
+		if (sc->sorter && ev->ph != 'M' && (ev->has & TK__HAS_NO_ARGS)) {
+			snprintf(err, TK__ERRLEN, "%s: internal error: event %llu reached the sorter without "
+			         "its args", path, (unsigned long long)n);
+			return TK_ERR_ARG;
+		}
 		if (sc->sorter && ev->ph != 'M' && (rc = tk_sorter_add(sc->sorter, ev, 0))) {
 			snprintf(err, TK__ERRLEN, "%s", tk_sorter_error(sc->sorter));
 			return rc;
@@ -445,7 +474,8 @@ int tk__split_scan(tk__scan *sc, const char *path, const tk_split_opts *o, char 
                    char ***warnings, size_t *n_warnings)
 {
 	tk__pump *p = NULL;
-	int rc = tk__pump_open(&p, path, &o->ropts, UINT64_MAX);
+	order ord = {0};
+	int rc = tk__pump_open(&p, path, &o->ropts, UINT64_MAX, want_args, &ord);
 	sc->sorted = sc->strict = 1;
 	if (!rc)
 		rc = scan_loop(sc, p, path, o, err);

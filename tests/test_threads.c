@@ -1,0 +1,362 @@
+/* test_threads.c: the write-behind thread of the writers, the parse-ahead pump, and the lazy args skip of trace-split's first pass. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "../libtrace/src/internal.h"
+#include "../libtrace/src/pump.h"
+
+/* A trace of n events with varied args, as text. */
+static char *make_trace(size_t n, size_t *len)
+{
+	tk__buf b = {0};
+	char line[512];
+	assert_int_equal(tk__buf_append(&b, "{\"traceEvents\":[\n", 17), 0);
+	for (size_t i = 0; i < n; i++) {
+		int k = snprintf(line, sizeof line,
+		                 "%s{\"ph\": \"X\", \"name\": \"op%zu\", \"pid\": 1, \"tid\": %zu, \"ts\": %zu.%03zu, "
+		                 "\"dur\": 3, \"args\": {\"External id\": %zu, \"Input Dims\": [[%zu, 3], []], "
+		                 "\"s\": \"a [b] {c}\", \"f\": [true, null, -1.5e3]}}\n",
+		                 i ? "," : "", i % 7, i % 3, i, i % 1000, i, i % 97);
+		assert_int_equal(tk__buf_append(&b, line, (size_t)k), 0);
+	}
+	assert_int_equal(tk__buf_append(&b, "]}\n", 3), 0);
+	*len = b.len;
+	return b.p;
+}
+
+/* ---- the writer's thread ---- */
+
+static tu_events read_path(const char *path)
+{
+	tk_reader *r = NULL;
+	tu_events e = {0};
+	assert_int_equal(tk_reader_open_path(&r, path, NULL), 0);
+	assert_int_equal(tu_read_all(r, &e), TK_EOF);
+	tk_reader_free(r);
+	return e;
+}
+
+/* Several MiB through the thread, plain and gzip: every event comes back,
+ * and tk_writer_bytes() after close is the file's size. */
+static void test_large_output_through_thread(void **state)
+{
+	(void)state;
+	size_t len;
+	char *text = make_trace(40000, &len);
+	tu_events in = {0};
+	assert_int_equal(tu_read_text(text, &in), TK_EOF);
+	for (int gz = 0; gz < 2; gz++) {
+		const char *path = tu_path(gz ? "big.json.gz" : "big.json");
+		tk_writer *w = NULL;
+		assert_int_equal(tk_writer_open_path(&w, path, NULL), 0);
+		for (size_t i = 0; i < in.n; i++)
+			assert_int_equal(tk_writer_write(w, in.ev[i]), 0);
+		assert_int_equal(tk_writer_close(w), 0);
+		size_t n;
+		char *file = tu_read_file(path, &n);
+		assert_int_equal(tk_writer_bytes(w), n);
+		free(file);
+		tk_writer_free(w);
+		tu_events out = read_path(path);
+		assert_int_equal(out.n, in.n);
+		for (size_t i = 0; i < in.n; i++)
+			assert_true(tk_event_equal(in.ev[i], out.ev[i]));
+		tu_events_free(&out);
+	}
+	tu_events_free(&in);
+	free(text);
+}
+
+/* A write that fails on the thread (a full device) is returned by a later
+ * call, with the device named, and close fails. */
+static void test_thread_write_error(void **state)
+{
+	(void)state;
+	if (access("/dev/full", W_OK) != 0)
+		skip();
+	size_t len;
+	char *text = make_trace(20000, &len);
+	tu_events in = {0};
+	assert_int_equal(tu_read_text(text, &in), TK_EOF);
+	tk_writer *w = NULL;
+	assert_int_equal(tk_writer_open_path(&w, "/dev/full", NULL), 0);
+	int rc = 0;
+	for (size_t i = 0; i < in.n && !rc; i++)
+		rc = tk_writer_write(w, in.ev[i]);
+	if (!rc)
+		rc = tk_writer_close(w);
+	assert_int_equal(rc, TK_ERR_IO);
+	assert_true(tu_contains(tk_writer_error(w), "/dev/full: write failed"));
+	assert_int_not_equal(tk_writer_close(w), 0);
+	tk_writer_free(w);
+	tu_events_free(&in);
+	free(text);
+}
+
+/* A writer freed before close stops its thread and leaves no file. */
+static void test_free_without_close(void **state)
+{
+	(void)state;
+	size_t len;
+	char *text = make_trace(20000, &len);
+	tu_events in = {0};
+	assert_int_equal(tu_read_text(text, &in), TK_EOF);
+	for (int gz = 0; gz < 2; gz++) {
+		tk_writer *w = NULL;
+		assert_int_equal(tk_writer_open_path(&w, tu_path(gz ? "gone.json.gz" : "gone.json"), NULL), 0);
+		for (size_t i = 0; i < in.n; i++)
+			assert_int_equal(tk_writer_write(w, in.ev[i]), 0);
+		tk_writer_free(w);
+	}
+	assert_int_equal(tu_count_prefix(tu_tmpdir(), "gone"), 0);
+	tu_events_free(&in);
+	free(text);
+}
+
+/* ---- the pump ---- */
+
+static void test_pump_equals_reader(void **state)
+{
+	(void)state;
+	size_t len;
+	char *text = make_trace(30000, &len);
+	const char *path = tu_path("pump.json");
+	tu_write_file(path, text, len);
+	tu_events in = {0};
+	assert_int_equal(tu_read_text(text, &in), TK_EOF);
+	uint64_t limits[] = {UINT64_MAX, 0, 1, 2047, 2048, 2049, 29999, 30000, 30001};
+	for (size_t l = 0; l < sizeof limits / sizeof *limits; l++) {
+		tk__pump *p = NULL;
+		assert_int_equal(tk__pump_open(&p, path, NULL, limits[l], NULL, NULL), 0);
+		assert_null(tk__pump_reader(p)); /* the thread owns it */
+		const tk_event *ev;
+		size_t i = 0;
+		int rc;
+		while ((rc = tk__pump_next(p, &ev)) == TK_OK) {
+			assert_true(i < in.n);
+			assert_true(tk_event_equal(ev, in.ev[i]));
+			i++;
+		}
+		assert_int_equal(rc, TK_EOF);
+		assert_int_equal(i, limits[l] < in.n ? limits[l] : in.n);
+		assert_int_equal(tk__pump_events(p), i);
+		assert_non_null(tk__pump_reader(p));
+		assert_int_equal(tk__pump_next(p, &ev), TK_EOF); /* stays at the end */
+		tk__pump_free(p);
+	}
+	/* freed in the middle: the thread stops */
+	tk__pump *p = NULL;
+	const tk_event *ev;
+	assert_int_equal(tk__pump_open(&p, path, NULL, UINT64_MAX, NULL, NULL), 0);
+	assert_int_equal(tk__pump_next(p, &ev), TK_OK);
+	tk__pump_free(p);
+	tu_events_free(&in);
+	free(text);
+}
+
+static void test_pump_errors(void **state)
+{
+	(void)state;
+	tk__pump *p = NULL;
+	assert_int_not_equal(tk__pump_open(&p, tu_path("missing.json"), NULL, UINT64_MAX, NULL, NULL), 0);
+	assert_non_null(tk__pump_reader(p));
+	assert_true(tu_contains(tk_reader_error(tk__pump_reader(p)), "missing.json"));
+	tk__pump_free(p);
+
+	/* an error after some events: the events first, then the reader's error */
+	const char *bad = "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1},{\"ph\":\"X\",\"ts\":2},{\"ph\" 1}]}";
+	const char *path = tu_path("bad.json");
+	tu_write_file(path, bad, strlen(bad));
+	assert_int_equal(tk__pump_open(&p, path, NULL, UINT64_MAX, NULL, NULL), 0);
+	const tk_event *ev;
+	assert_int_equal(tk__pump_next(p, &ev), TK_OK);
+	assert_int_equal(tk__pump_next(p, &ev), TK_OK);
+	assert_int_equal(tk__pump_next(p, &ev), TK_ERR_FORMAT);
+	assert_true(tu_contains(tk_reader_error(tk__pump_reader(p)), "bad.json:1:"));
+	tk__pump_free(p);
+}
+
+/* want_args: every third event */
+static int every_third(void *arg, const tk_event *ev)
+{
+	(void)ev;
+	return (*(unsigned *)arg)++ % 3 == 0;
+}
+
+/* With a want function, the wanted events come whole and the others
+ * without args but with their canonical length. */
+static void test_pump_want(void **state)
+{
+	(void)state;
+	size_t len;
+	char *text = make_trace(10000, &len);
+	const char *path = tu_path("want.json");
+	tu_write_file(path, text, len);
+	tu_events in = {0};
+	assert_int_equal(tu_read_text(text, &in), TK_EOF);
+	unsigned k = 0;
+	tk__pump *p = NULL;
+	assert_int_equal(tk__pump_open(&p, path, NULL, UINT64_MAX, every_third, &k), 0);
+	const tk_event *ev;
+	size_t i = 0;
+	while (tk__pump_next(p, &ev) == TK_OK) {
+		const tk_event *want = in.ev[i];
+		if (i % 3 == 0) {
+			assert_true(tk_event_equal(ev, want));
+			assert_false(ev->has & TK__HAS_NO_ARGS);
+		} else {
+			assert_true(ev->has & TK__HAS_NO_ARGS);
+			assert_null(ev->args.ptr);
+			assert_int_equal(ev->args.len, want->args.len);
+			assert_int_equal(ev->ts, want->ts);
+			assert_true(tu_sv_is(ev->name, want->name.ptr));
+		}
+		i++;
+	}
+	assert_int_equal(i, in.n);
+	tk__pump_free(p);
+	tu_events_free(&in);
+	free(text);
+}
+
+/* ---- the lazy args skip ---- */
+
+typedef struct lazy_case {
+	const char *args;
+	int skipped; /* 1: skipped, 0: canonicalized at once (escapes, UTF-8, controls, odd text) */
+} lazy_case;
+
+static void test_lazy_skip_cases(void **state)
+{
+	(void)state;
+	static const lazy_case cases[] = {
+		{"{}", 1},
+		{"{ }", 1},
+		{"{\"a\": 1}", 1},
+		{"{\"a\" :\n\t[ 1 , 2 ,[3,[4, {\"b\": {}}]]]\r\n}", 1},
+		{"{\"}\": \"]\", \"[\": \"{\"}", 1},
+		{"{\"a\": \"   spaces   inside   \"}", 1},
+		{"{\"long\": \"0123456789012345678901234567890123456789012345678901234567890123456789\", "
+		 "\"n\": [1.5e-3, -0, true, false, null]}",
+		 1},
+		{"{\"q\": \"a \\\"quoted\\\" word\"}", 0},
+		{"{\"u\": \"caf\xc3\xa9\"}", 0},
+		{"{\"bad\": \"\xff\"}", 0},
+		{"{\"ctl\": \"a\tb\"}", 0},
+		{"{\"esc\": \"\\u00e9\"}", 0},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		/* the args object at several offsets, so that it crosses the 64-byte blocks */
+		for (int pad = 0; pad < 70; pad += 7) {
+			char text[1024];
+			snprintf(text, sizeof text, "{\"traceEvents\":[{\"name\":\"%.*s\",\"ph\":\"X\",\"ts\":1,\"args\": %s,\"dur\":2}]}",
+			         pad, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+			         cases[c].args);
+			tu_events full = {0};
+			assert_int_equal(tu_read_text(text, &full), TK_EOF);
+			tk_reader *r = tu_open_mem(text, strlen(text), "lazy", NULL);
+			tk__reader_set_lazy_args(r, 1);
+			const tk_event *ev;
+			assert_int_equal(tk_reader_next(r, &ev), TK_OK);
+			size_t clen;
+			int lazy = tk__reader_lazy_args(r, &clen);
+			if (lazy != cases[c].skipped)
+				fail_msg("case %zu (%s): skipped %d", c, cases[c].args, lazy);
+			if (lazy) {
+				assert_null(ev->args.ptr);
+				assert_int_equal(clen, full.ev[0]->args.len);
+				assert_int_equal(tk__reader_take_args(r), 0);
+				assert_int_equal(tk__reader_lazy_args(r, &clen), 0);
+			}
+			assert_true(tk_event_equal(ev, full.ev[0]));
+			assert_int_equal(ev->dur, 2000);
+			assert_int_equal(tk_reader_next(r, &ev), TK_EOF);
+			tk_reader_free(r);
+			tu_events_free(&full);
+		}
+	}
+}
+
+/* Malformed args that the skip lets through fail when canonicalized, with
+ * the full reader's message; brackets that do not match are not skipped. */
+static void test_lazy_malformed(void **state)
+{
+	(void)state;
+	static const char *bad[] = {
+		"{\"a\": tru}", "{\"a\" 1}", "{\"a\": [1 2]}", "{\"a\": 01}", "{\"a\": [1,]}",
+		"{\"a\": [1}", "{\"a\": {]}",
+	};
+	for (size_t c = 0; c < sizeof bad / sizeof *bad; c++) {
+		char text[256];
+		snprintf(text, sizeof text, "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1,\"args\":%s}]}", bad[c]);
+		tk_reader *full = tu_open_mem(text, strlen(text), "t", NULL);
+		tk_reader *lazy = tu_open_mem(text, strlen(text), "t", NULL);
+		tk__reader_set_lazy_args(lazy, 1);
+		const tk_event *ev;
+		int rf = tk_reader_next(full, &ev);
+		assert_true(rf < 0);
+		int rl = tk_reader_next(lazy, &ev);
+		size_t clen;
+		if (rl == TK_OK) {
+			assert_true(tk__reader_lazy_args(lazy, &clen));
+			rl = tk__reader_take_args(lazy);
+		}
+		assert_int_equal(rl, rf);
+		assert_string_equal(tk_reader_error(lazy), tk_reader_error(full));
+		tk_reader_free(full);
+		tk_reader_free(lazy);
+	}
+}
+
+/* Cut inside a skipped args object: the event is dropped as by the full reader. */
+static void test_lazy_truncated(void **state)
+{
+	(void)state;
+	size_t len;
+	char *text = make_trace(50, &len);
+	for (size_t cut = len / 2; cut < len; cut += 13) {
+		tu_events full = {0};
+		tk_reader *a = tu_open_mem(text, cut, "cut", NULL);
+		int ra = tu_read_all(a, &full);
+		tk_reader *b = tu_open_mem(text, cut, "cut", NULL);
+		tk__reader_set_lazy_args(b, 1);
+		const tk_event *ev;
+		size_t n = 0;
+		int rb;
+		while ((rb = tk_reader_next(b, &ev)) == TK_OK)
+			n++;
+		assert_int_equal(rb, ra);
+		assert_int_equal(n, full.n);
+		assert_string_equal(tk_reader_warning(b, 0), tk_reader_warning(a, 0));
+		tk_reader_free(a);
+		tk_reader_free(b);
+		tu_events_free(&full);
+	}
+	free(text);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	tu_cleanup();
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_large_output_through_thread),
+		cmocka_unit_test(test_thread_write_error),
+		cmocka_unit_test(test_free_without_close),
+		cmocka_unit_test(test_pump_equals_reader),
+		cmocka_unit_test(test_pump_errors),
+		cmocka_unit_test(test_pump_want),
+		cmocka_unit_test(test_lazy_skip_cases),
+		cmocka_unit_test(test_lazy_malformed),
+		cmocka_unit_test(test_lazy_truncated),
+	};
+	return cmocka_run_group_tests(tests, NULL, teardown);
+}
