@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "tracekit/tracekit.h"
@@ -34,14 +35,17 @@ static void lazy_lockstep(const uint8_t *data, size_t size, const tk_reader_opts
 			const tk_event *ea, *eb;
 			int ra = tk_reader_next(a, &ea), rb = tk_reader_next(b, &eb);
 			size_t clen;
-			if (ra == TK_OK && rb == TK_OK && tk__reader_lazy_args(b, &clen)) {
+			if (rb == TK_OK && tk__reader_lazy_args(b, &clen)) {
 				if ((rb = tk__reader_take_args(b)) == TK_OK && eb->args.len != clen)
 					abort(); /* the skip's length differs from the canonical text's */
 			}
 			if ((ra == TK_OK) != (rb == TK_OK))
 				abort(); /* one reader took an event the other refused */
-			if (ra != TK_OK)
+			if (ra != TK_OK) {
+				if (ra != rb || strcmp(tk_reader_error(a), tk_reader_error(b)) != 0)
+					abort(); /* the same end, the same message */
 				break;
+			}
 			if (!tk_event_equal(ea, eb))
 				abort();
 		}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """split_check.py: check trace-split's parts against the input they came from.
 
-usage: split_check.py INPUT DIR NAME [--max-bytes N] [--expect-parts N]
+usage: split_check.py INPUT DIR NAME [--max-bytes N] [--expect-parts N] [--convert TRACE_CONVERT]
 
 Checks: every part parses as strict JSON; every part repeats the input's
 top-level metadata and M events; the parts hold exactly the input's events
@@ -16,6 +16,7 @@ import decimal
 import gzip
 import json
 import os
+import subprocess
 import sys
 
 
@@ -28,7 +29,16 @@ def no_constants(name):
     raise ValueError("not strict JSON: " + name)
 
 
+CONVERT = None  # trace-convert, for .tkb parts (--convert)
+
+
 def load(path):
+    if open(path, "rb").read(4) == b"\x89TKB":
+        if not CONVERT:
+            fail("%s: a .tkb part needs --convert TRACE_CONVERT" % path)
+        text = subprocess.run([CONVERT, path, "-o", "-", "--to", "json", "-q"], check=True,
+                              stdout=subprocess.PIPE).stdout.decode("utf-8")
+        return json.loads(text, parse_constant=no_constants, parse_float=decimal.Decimal)
     opener = gzip.open if open(path, "rb").read(2) == b"\x1f\x8b" else open
     with opener(path, "rt", encoding="utf-8") as f:
         # Decimal keeps epoch-scale microseconds exact
@@ -142,6 +152,8 @@ def main():
         sys.exit(2)
     inp, outdir, name = args[:3]
     opts = dict(zip(args[3::2], args[4::2]))
+    global CONVERT
+    CONVERT = opts.get("--convert")
     src = load(inp)
     index = load(os.path.join(outdir, name + ".index.json"))
     parts = index["parts"]

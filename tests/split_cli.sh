@@ -41,6 +41,20 @@ for in in u s; do
 EOF
 done
 
+# .tkb parts, plain and with zlib chunks, read back through trace-convert
+CONVERT=$(dirname "$BIN")/trace-convert
+for args in "--parts 4 --to tkb" "--by-step --clip --to tkb --compress" "--window 2500us --to tkb"; do
+	for in in u s; do
+		rm -rf "$W/o"
+		echo "== $in: $args"
+		# shellcheck disable=SC2086
+		"$BIN" "$W/$in.json" -o "$W/o" $args -q --memory 256K || bad "$in $args: exit $?"
+		ls "$W/o/$in.part-0000.tkb" >/dev/null || bad "$args: no .tkb parts: $(ls "$W/o")"
+		grep -q '"format":"tkb"' "$W/o/$in.index.json" || bad "$args: index lacks the format"
+		check "$W/$in.json" "$W/o" "$in" --convert "$CONVERT"
+	done
+done
+
 # gzip in, gzip out by default; the budget is on the compressed bytes
 rm -rf "$W/o"
 "$BIN" "$W/g.json.gz" -o "$W/o" --max-size 16K -q || bad "gzip: exit $?"
@@ -89,6 +103,9 @@ expect_fail 2 "say where to split" "$W/s.json" -o "$W/o"
 expect_fail 2 "missing -o" "$W/s.json" --parts 2
 expect_fail 2 "cannot use '3parsecs'" "$W/s.json" -o "$W/o" --window 3parsecs
 expect_fail 2 "cannot use '5M5'" "$W/s.json" -o "$W/o" --max-size 5M5
+expect_fail 2 "needs JSON parts" "$W/s.json" -o "$W/o" --max-size 5M --to tkb
+expect_fail 2 "applies to --to tkb only" "$W/s.json" -o "$W/o" --parts 2 --compress
+expect_fail 2 "cannot use 'xml'" "$W/s.json" -o "$W/o" --parts 2 --to xml
 
 # --help comes from the option table; --version names the library
 "$BIN" --help | grep -q -- "--steps-per-part K" || bad "--help lacks --steps-per-part"

@@ -22,7 +22,8 @@ enum {
 	O_LEVEL,
 	O_MEMORY,
 	O_TMPDIR,
-	O_STRICT
+	O_STRICT,
+	O_COMPRESS
 };
 
 static const cli_opt opts[] = {
@@ -36,8 +37,9 @@ static const cli_opt opts[] = {
 	{O_RANGE, 0, "range", "A:B", "only the events starting from A to B after the first event"},
 	{O_STEP, 0, "step", "A[-B]", "only ProfilerStep#A to #B (to the start of the next step)"},
 	{O_CLIP, 0, "clip", NULL, "cut slices at time boundaries; the rest continues in the next part"},
-	{O_FORMAT, 0, "to", "FORMAT", "json or json.gz (default: gzip when IN was gzip)"},
-	{O_LEVEL, 0, "gzip-level", "N", "gzip compression level 1-9 (default 6)"},
+	{O_FORMAT, 0, "to", "FORMAT", "json, json.gz or tkb (default: json.gz when IN was gzip, else json)"},
+	{O_COMPRESS, 0, "compress", NULL, "tkb parts: zlib-compress each chunk"},
+	{O_LEVEL, 0, "gzip-level", "N", "compression level 1-9 (default: gzip 6, tkb chunks 1)"},
 	{O_MEMORY, 0, "memory", "SIZE", "memory for ordering an unsorted input (default 128M)"},
 	{O_TMPDIR, 0, "tmpdir", "DIR", "where ordering spills runs (default $TMPDIR or /tmp)"},
 	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
@@ -55,8 +57,9 @@ static const cli_tool tool = {
 	"unless --clip is given. A flow whose two ends fall in different parts is removed\n"
 	"from both and counted. Parts are named DIR/NAME.part-0000.json[.gz]; DIR/NAME.index.json\n"
 	"lists each part's time range, events and bytes. --max-size combines with one of the\n"
-	"other rules. IN is read more than once (standard input cannot be split); an input\n"
-	"not in time order is ordered in bounded memory (--memory). A failed run leaves no file.",
+	"other rules (JSON parts only: .tkb parts are cut by time or steps). IN is read more\n"
+	"than once (standard input cannot be split); an input not in time order is ordered in\n"
+	"bounded memory (--memory). A failed run leaves no file.",
 	opts,
 	"DUR takes ns, us, ms, s or min (a plain number is microseconds); A and B in --range\n"
 	"count from the first event and may be left out (':2s', '1s:').\n\n"
@@ -65,14 +68,15 @@ static const cli_tool tool = {
 	"  trace-split big.json.gz -o parts/ --max-size 500M\n"
 	"  trace-split big.json.gz -o parts/ --by-step --steps-per-part 4\n"
 	"  trace-split big.json.gz -o steps/ --step 12-15\n"
-	"  trace-split big.json.gz -o win/ --window 200ms --clip --to json\n",
+	"  trace-split big.json.gz -o win/ --window 200ms --clip --to json\n"
+	"  trace-split big.json.gz -o steps/ --by-step --to tkb --compress\n",
 	0,
 };
 
 typedef struct split_args {
 	const char *in;
 	tk_split_opts so;
-	int quiet;
+	int quiet, compress;
 } split_args;
 
 /* "200ms", "1.5s", "250" (microseconds) -> ns; 0 on success. */
@@ -156,6 +160,8 @@ static int parse_format(const char *arg, tk_split_opts *o)
 		o->wopts.gzip = 0;
 	else if (strcmp(arg, "json.gz") == 0)
 		o->wopts.gzip = 1;
+	else if (strcmp(arg, "tkb") == 0)
+		o->wopts.format = TK_FORMAT_TKB;
 	else
 		return -1;
 	return 0;
@@ -172,6 +178,7 @@ static int take_opt(split_args *a, int c, const char *arg)
 	case O_QUIET: a->quiet = 1; return 0;
 	case O_STRICT: o->ropts.strict = 1; return 0;
 	case O_CLIP: o->clip = 1; return 0;
+	case O_COMPRESS: a->compress = 1; return 0;
 	case O_BY_STEP: o->by_step = 1; return 0;
 	case O_TMPDIR: o->tmpdir = arg; return 0;
 	case O_MAX_SIZE:
@@ -210,6 +217,24 @@ static const char *opt_name(int c)
 	return "?";
 }
 
+/* .tkb parts: zlib chunks with --compress, and no byte budget. */
+static int check_format(split_args *a)
+{
+	int tkb = a->so.wopts.format == TK_FORMAT_TKB;
+	if (a->compress && !tkb) {
+		cli_usage_error(&tool, "--compress applies to --to tkb only (JSON parts: --to json.gz)");
+		return 2;
+	}
+	if (tkb && a->so.max_bytes) {
+		cli_usage_error(&tool, "--max-size needs JSON parts (the viewers' limits are on JSON); "
+		                "cut .tkb parts with --parts, --window, --by-step, --range or --step");
+		return 2;
+	}
+	if (tkb)
+		a->so.wopts.gzip = a->compress;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, split_args *a)
 {
 	const char *arg;
@@ -242,7 +267,7 @@ static int parse_args(int argc, char **argv, split_args *a)
 		                "--range or --step");
 		return 2;
 	}
-	return 0;
+	return check_format(a);
 }
 
 static void on_progress(void *arg, const char *pass, uint64_t bytes, uint64_t events)

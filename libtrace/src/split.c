@@ -31,7 +31,7 @@ typedef struct seg {
 struct tk_split {
 	tk_split_opts o;
 	char *name, *ext, *index_path;
-	int gz;
+	int gz, tkb; /* parts gzip-compressed (.tkb: zlib chunks); .tkb parts */
 	char err[TK__ERRLEN];
 	char **warnings;
 	size_t n_warnings;
@@ -233,7 +233,7 @@ static int part_open(tk_split *s, int64_t start)
 	snprintf(pr->tmp, n, "%s/.%s.part-%zu%s.partial", s->o.dir, s->name, s->n_parts, s->ext);
 	s->n_parts++;
 	pr->p = (tk_split_part){NULL, start, s->seg_end, INT64_MAX, INT64_MIN, 0, 0, -1, -1};
-	tk_writer_opts wo = {TK_FORMAT_JSON, s->gz, s->o.wopts.gzip_level};
+	tk_writer_opts wo = {s->tkb ? TK_FORMAT_TKB : TK_FORMAT_JSON, s->gz, s->o.wopts.gzip_level};
 	if (tk_writer_open_path(&s->w, pr->tmp, &wo))
 		return fail(s, TK_ERR_IO, "%s", tk_writer_error(s->w));
 	pr->p.events = s->sc.n_mev;
@@ -754,7 +754,9 @@ static int index_text(tk_split *s, tk__buf *b, const char *input)
 	const tk_split_stats *st = &s->st;
 	int rc = tk__buf_append(b, "{\"tool\":\"trace-split\",\n\"tracekit\":", 34) ||
 	         put_jstr(b, tk_version()) || tk__buf_append(b, ",\n\"input\":", 10) ||
-	         put_jstr(b, base_name(input)) || tk__buf_append(b, ",\n\"time_unit\":\"us\"", 18) ||
+	         put_jstr(b, base_name(input)) || tk__buf_append(b, ",\n\"format\":", 11) ||
+	         put_jstr(b, s->tkb ? "tkb" : s->gz ? "json.gz" : "json") ||
+	         tk__buf_append(b, ",\n\"time_unit\":\"us\"", 18) ||
 	         put_kv(b, "max_bytes", s->o.max_bytes) || put_kv(b, "clip", (uint64_t)!!s->o.clip) ||
 	         put_kv(b, "input_sorted", (uint64_t)st->input_sorted) ||
 	         put_kv(b, "events_in", st->events_in) || put_kv(b, "events_out", st->events_out) ||
@@ -873,6 +875,8 @@ static int pick_name(tk_split *s, const char *path)
 		n -= 3;
 	if (n > 5 && strncmp(b + n - 5, ".json", 5) == 0)
 		n -= 5;
+	else if (n > 4 && strncmp(b + n - 4, ".tkb", 4) == 0)
+		n -= 4;
 	free(s->name);
 	if (!(s->name = s->o.name ? tk__strdup(s->o.name) : strndup(b, n)))
 		return fail(s, TK_ERR_NOMEM, "out of memory");
@@ -912,8 +916,14 @@ static int run(tk_split *s, const char *path)
 	int rc = tk__split_scan(&s->sc, path, &s->o, s->err, &s->warnings, &s->n_warnings);
 	if (rc)
 		return rc;
-	s->gz = s->o.wopts.gzip < 0 ? s->sc.gz_input : s->o.wopts.gzip;
-	s->ext = s->gz ? ".json.gz" : ".json";
+	s->tkb = s->o.wopts.format == TK_FORMAT_TKB;
+	if (s->tkb) { /* gzip means zlib chunks, never by default */
+		s->gz = s->o.wopts.gzip > 0;
+		s->ext = ".tkb";
+	} else {
+		s->gz = s->o.wopts.gzip < 0 ? s->sc.gz_input : s->o.wopts.gzip;
+		s->ext = s->gz ? ".json.gz" : ".json";
+	}
 	s->st.events_in = s->sc.events;
 	s->st.meta_events = s->sc.n_mev;
 	s->st.orphan_flow_ends = s->sc.orphan_ends;
@@ -970,8 +980,12 @@ static int check_opts(tk_split *s)
 		return fail(s, TK_ERR_ARG, "the range is empty");
 	if (o->steps && o->step_from > o->step_to)
 		return fail(s, TK_ERR_ARG, "the step range is empty");
-	if (o->wopts.format != TK_FORMAT_AUTO && o->wopts.format != TK_FORMAT_JSON)
-		return fail(s, TK_ERR_UNSUPPORTED, "parts are written as JSON (plain or gzip)");
+	if (o->wopts.format != TK_FORMAT_AUTO && o->wopts.format != TK_FORMAT_JSON &&
+	    o->wopts.format != TK_FORMAT_TKB)
+		return fail(s, TK_ERR_UNSUPPORTED, "parts are written as JSON (plain or gzip) or .tkb");
+	if (o->wopts.format == TK_FORMAT_TKB && o->max_bytes)
+		return fail(s, TK_ERR_UNSUPPORTED, "a byte budget needs JSON parts (the viewers' limits are "
+		            "on JSON): split .tkb output by parts, window, steps or range");
 	return 0;
 }
 

@@ -17,9 +17,10 @@ extern "C" {
 typedef struct tk_split_opts {
 	const char *dir;  /* output directory; created if missing */
 	const char *name; /* base name of parts and index; NULL = the input's
-	                     name without .json/.gz */
+	                     name without .json/.gz/.tkb */
 	tk_reader_opts ropts;
-	tk_writer_opts wopts; /* format JSON; gzip -1 = as the input */
+	tk_writer_opts wopts; /* format JSON (gzip -1 = as the input) or TKB
+	                         (gzip 1 = zlib chunks; no max_bytes) */
 
 	uint64_t max_bytes;      /* per part, as written (compressed size with gzip); 0 = none */
 	unsigned n_parts;        /* about N parts of equal size, cut at times */
