@@ -539,15 +539,20 @@ int tk__reader_take_args(tk_reader *r)
 	return 0;
 }
 
-static int json_next(tk_reader *r, const tk_event **ev)
+static int next_unit(tk_reader *r, const tk_event **ev)
 {
 	jstate *s = r->fs;
-	if (s->st == ST_END)
-		return TK_EOF;
 	for (;;) {
 		const unsigned char *endp = NULL;
 		s->je.repaired = 0;
 		int rc = step(r, &endp);
+		if ((rc == TK__J_MORE || rc == TK__J_BAD) && r->lazy_pending) {
+			/* an unchecked args object may hide what a full parse finds
+			 * (or end elsewhere): this unit is parsed in full, so that it
+			 * ends, fails or is cut exactly as without the skip */
+			r->lazy_args = r->lazy_pending = 0;
+			continue;
+		}
 		if (rc == TK__J_MORE) {
 			if (r->eof)
 				return truncated(r);
@@ -571,6 +576,17 @@ static int json_next(tk_reader *r, const tk_event **ev)
 			return TK_OK;
 		}
 	}
+}
+
+static int json_next(tk_reader *r, const tk_event **ev)
+{
+	jstate *s = r->fs;
+	if (s->st == ST_END)
+		return TK_EOF;
+	int lazy = r->lazy_args;
+	int rc = next_unit(r, ev);
+	r->lazy_args = lazy;
+	return rc;
 }
 
 const tk__fmt tk__fmt_json = {"json", json_bid, json_open, json_next, json_free};
