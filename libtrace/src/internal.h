@@ -119,7 +119,7 @@ struct tk_reader {
 	tk__buf args, extra, scratch;
 	/* lazy args (tk__reader_set_lazy_args): the last event's args object was
 	 * only skipped; it lies at lazy_at in buf until the next call */
-	int lazy_args, lazy_pending;
+	int lazy_args, lazy_pending, lazy_tried;
 	const unsigned char *lazy_at;
 	size_t lazy_clen;
 

@@ -241,6 +241,7 @@ static int event_member(tk_reader *r, const unsigned char *kp, size_t kn, int kp
 		r->args.len = 0;
 		r->lazy_pending = 0;
 		if (r->lazy_args) {
+			r->lazy_tried = 1;
 			rc = tk__json_skip_value(p, e, endp, &r->lazy_clen, r->opts.max_depth);
 			if (rc != TK__J_BAD) {
 				r->lazy_pending = rc == TK__J_OK;
@@ -545,8 +546,9 @@ static int next_unit(tk_reader *r, const tk_event **ev)
 	for (;;) {
 		const unsigned char *endp = NULL;
 		s->je.repaired = 0;
+		r->lazy_tried = 0;
 		int rc = step(r, &endp);
-		if ((rc == TK__J_MORE || rc == TK__J_BAD) && r->lazy_pending) {
+		if ((rc == TK__J_MORE || rc == TK__J_BAD) && r->lazy_tried) {
 			/* an unchecked args object may hide what a full parse finds
 			 * (or end elsewhere): this unit is parsed in full, so that it
 			 * ends, fails or is cut exactly as without the skip */

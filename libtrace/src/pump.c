@@ -60,14 +60,17 @@ static int wanted(tk__pump *p, batch *b, const tk_event *ev)
 {
 	size_t clen;
 	int want = p->want(p->want_arg, ev);
-	if (!tk__reader_lazy_args(p->r, &clen))
-		return copy_event(b, ev);
+	int lazy = tk__reader_lazy_args(p->r, &clen);
 	if (want) {
-		int rc = tk__reader_take_args(p->r);
+		int rc = lazy ? tk__reader_take_args(p->r) : 0;
 		return rc ? rc : copy_event(b, ev);
 	}
+	if (!lazy && !ev->args.ptr)
+		return copy_event(b, ev);
+	/* args skipped, or parsed in full all the same (a unit at the edge of
+	 * the reader's window is): left out alike */
 	tk_event e = *ev;
-	e.args = (tk_sv){NULL, clen};
+	e.args = (tk_sv){NULL, lazy ? clen : ev->args.len};
 	e.has |= TK__HAS_NO_ARGS;
 	return copy_event(b, &e);
 }
