@@ -288,6 +288,8 @@ static void test_lazy_malformed(void **state)
 	static const char *bad[] = {
 		"{\"a\": tru}", "{\"a\" 1}", "{\"a\": [1 2]}", "{\"a\": 01}", "{\"a\": [1,]}",
 		"{\"a\": [1}", "{\"a\": {]}",
+		/* a second args member: the first, skipped, is checked all the same */
+		"{\"a\": : 1},\"args\":{\"b\":2}",
 	};
 	for (size_t c = 0; c < sizeof bad / sizeof *bad; c++) {
 		char text[256];
@@ -309,6 +311,26 @@ static void test_lazy_malformed(void **state)
 		tk_reader_free(full);
 		tk_reader_free(lazy);
 	}
+}
+
+/* "args" twice: the last one counts, as in the full reader. */
+static void test_lazy_args_twice(void **state)
+{
+	(void)state;
+	const char *text = "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1,\"args\":{\"a\": 1},\"args\":{\"b\": [2]}}]}";
+	tu_events full = {0};
+	assert_int_equal(tu_read_text(text, &full), TK_EOF);
+	tk_reader *r = tu_open_mem(text, strlen(text), "t", NULL);
+	tk__reader_set_lazy_args(r, 1);
+	const tk_event *ev;
+	size_t clen;
+	assert_int_equal(tk_reader_next(r, &ev), TK_OK);
+	if (tk__reader_lazy_args(r, &clen))
+		assert_int_equal(tk__reader_take_args(r), 0);
+	assert_true(tu_sv_is(ev->args, "{\"b\":[2]}"));
+	assert_true(tk_event_equal(ev, full.ev[0]));
+	tk_reader_free(r);
+	tu_events_free(&full);
 }
 
 /* Cut inside a skipped args object: the event is dropped as by the full reader. */
@@ -356,6 +378,7 @@ int main(void)
 		cmocka_unit_test(test_pump_want),
 		cmocka_unit_test(test_lazy_skip_cases),
 		cmocka_unit_test(test_lazy_malformed),
+		cmocka_unit_test(test_lazy_args_twice),
 		cmocka_unit_test(test_lazy_truncated),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown);

@@ -241,6 +241,8 @@ static int event_member(tk_reader *r, const unsigned char *kp, size_t kn, int kp
 		r->args.len = 0;
 		r->lazy_pending = 0;
 		if (r->lazy_args) {
+			if (r->lazy_tried) /* "args" twice: the unit goes through the full parse */
+				return TK__J_BAD;
 			r->lazy_tried = 1;
 			rc = tk__json_skip_value(p, e, endp, &r->lazy_clen, r->opts.max_depth);
 			if (rc != TK__J_BAD) {
