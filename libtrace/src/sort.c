@@ -19,16 +19,22 @@
  * Strings keep their NUL so that a decoded event points straight into the
  * record. The fixed part ends at REC_FIXED. */
 #define REC_FIXED 36
-#define CHUNK_BYTES (4u << 20)
+#define CHUNK_BYTES (4u << 20) /* at most; budget / 16 below 64 MiB */
 #define fail tk__sort_fail
+
+static int on_bg_thread(const tk_sorter *s);
 
 int tk__sort_fail(tk_sorter *s, int code, const char *fmt, ...)
 {
+	int bg = on_bg_thread(s);
 	va_list ap;
 	va_start(ap, fmt);
-	tk__fmt_msg(s->err, sizeof s->err, fmt, ap);
+	tk__fmt_msg(bg ? s->bg_err : s->err, sizeof s->err, fmt, ap);
 	va_end(ap);
-	s->failed = code;
+	if (!bg)
+		s->failed = code;
+	else if (!s->bg_failed)
+		s->bg_failed = code; /* read under the lock once the thread is idle */
 	return code;
 }
 
@@ -166,26 +172,32 @@ void tk__sort_rec_decode(const char *p, tk_event *ev, uint64_t *tag)
 	get_sv(p, &ev->extra);
 }
 
-/* ---- the in-memory buffer ---- */
+/* ---- the in-memory buffers ---- */
 
-static size_t mem_used(const tk_sorter *s)
+/* Each half of the budget holds its records and entries; entries are
+ * sorted with a scratch array of the same size. */
+static size_t mem_used(const sortbuf *b)
 {
-	/* entries are sorted with a scratch array of the same size */
-	return s->chunk_bytes + s->ents_cap * sizeof(entry) + s->n_ents * sizeof(entry);
+	return b->chunk_bytes + b->ents_cap * sizeof(entry) + b->n_ents * sizeof(entry);
 }
 
-static char *mem_alloc(tk_sorter *s, size_t n)
+static size_t chunk_size(const tk_sorter *s)
 {
-	if (s->cur && s->cur->cap - s->cur->used >= n) {
-		char *p = s->cur->data + s->cur->used;
-		s->cur->used += n;
+	return s->budget / 16 < CHUNK_BYTES ? s->budget / 16 : CHUNK_BYTES;
+}
+
+static char *mem_alloc(const tk_sorter *s, sortbuf *b, size_t n)
+{
+	if (b->cur && b->cur->cap - b->cur->used >= n) {
+		char *p = b->cur->data + b->cur->used;
+		b->cur->used += n;
 		return p;
 	}
-	size_t cap = s->budget / 8 < CHUNK_BYTES ? s->budget / 8 : CHUNK_BYTES;
+	size_t cap = chunk_size(s);
 	chunk *c = NULL;
-	if (s->spare && n <= s->spare->cap) { /* a chunk of an earlier run, its pages already mapped */
-		c = s->spare;
-		s->spare = c->next;
+	if (b->spare && n <= b->spare->cap) { /* a chunk of an earlier run, its pages already mapped */
+		c = b->spare;
+		b->spare = c->next;
 		cap = c->cap;
 	} else {
 		if (cap < n)
@@ -196,57 +208,65 @@ static char *mem_alloc(tk_sorter *s, size_t n)
 	c->next = NULL;
 	c->used = n;
 	c->cap = cap;
-	if (s->cur)
-		s->cur->next = c;
+	if (b->cur)
+		b->cur->next = c;
 	else
-		s->chunks = c;
-	s->cur = c;
-	s->chunk_bytes += sizeof *c + cap;
+		b->chunks = c;
+	b->cur = c;
+	b->chunk_bytes += sizeof *c + cap;
 	return c->data;
 }
 
-/* Empties the buffer; `keep`: its chunks of the usual size stay for the
- * next run (freeing and mapping them again costs a page fault per page). */
-static void mem_clear(tk_sorter *s, int keep)
+/* Empties a buffer; `keep`: its chunks of the usual size stay for the next
+ * run (freeing and mapping them again costs a page fault per page). */
+static void mem_clear(const tk_sorter *s, sortbuf *b, int keep)
 {
-	size_t usual = s->budget / 8 < CHUNK_BYTES ? s->budget / 8 : CHUNK_BYTES;
-	for (chunk *c = s->chunks, *n; c; c = n) {
+	size_t usual = chunk_size(s);
+	for (chunk *c = b->chunks, *n; c; c = n) {
 		n = c->next;
 		if (keep && c->cap == usual) {
-			c->next = s->spare;
-			s->spare = c;
+			c->next = b->spare;
+			b->spare = c;
 		} else {
 			free(c);
 		}
 	}
-	for (chunk *c = keep ? NULL : s->spare, *n; c; c = n) {
+	for (chunk *c = keep ? NULL : b->spare, *n; c; c = n) {
 		n = c->next;
 		free(c);
 	}
 	if (!keep)
-		s->spare = NULL;
-	s->chunks = s->cur = NULL;
-	s->chunk_bytes = 0;
-	s->n_ents = s->n_no_ts = 0;
+		b->spare = NULL;
+	b->chunks = b->cur = NULL;
+	b->chunk_bytes = 0;
+	b->n_ents = b->n_no_ts = 0;
+}
+
+static void buf_free(const tk_sorter *s, sortbuf *b)
+{
+	mem_clear(s, b, 0);
+	free(b->ents);
+	free(b->scratch);
+	memset(b, 0, sizeof *b);
 }
 
 /* Stable LSD radix sort on the key; bytes where every key agrees are skipped
  * (epoch timestamps share their high bytes). Events without ts were already
  * moved to the front and are left alone. */
-static int sort_entries(tk_sorter *s)
+static int sort_entries(tk_sorter *s, sortbuf *b)
 {
-	size_t lo = s->n_no_ts, n = s->n_ents;
-	entry *a = s->ents;
+	size_t lo = b->n_no_ts, n = b->n_ents;
+	entry *a = b->ents;
 	if (n - lo < 2)
 		return 0;
-	if (s->scratch_cap < n - lo) {
-		free(s->scratch);
-		s->scratch_cap = 0;
-		if (!(s->scratch = malloc((n - lo) * sizeof *s->scratch)))
+	if (b->scratch_cap < n - lo) {
+		free(b->scratch);
+		b->scratch_cap = 0;
+		if (!(b->scratch = malloc((n - lo) * sizeof *b->scratch)))
 			return fail(s, TK_ERR_NOMEM, "sorter: out of memory sorting %zu events", n - lo);
-		s->scratch_cap = n - lo;
+		b->scratch_cap = n - lo;
 	}
-	entry *src = a + lo, *tmp = s->scratch, *dst = tmp;
+	entry *src = a + lo, *tmp = b->scratch, *dst = tmp;
 	size_t m = n - lo;
 	for (int shift = 0; shift < 64; shift += 8) {
 		size_t cnt[256] = {0};
@@ -255,9 +275,9 @@ static int sort_entries(tk_sorter *s)
 		if (cnt[(src[0].key >> shift) & 255] == m)
 			continue;
 		size_t sum = 0;
-		for (int b = 0; b < 256; b++) {
-			size_t c = cnt[b];
-			cnt[b] = sum;
+		for (int k = 0; k < 256; k++) {
+			size_t c = cnt[k];
+			cnt[k] = sum;
 			sum += c;
 		}
 		for (size_t i = 0; i < m; i++)
@@ -272,41 +292,125 @@ static int sort_entries(tk_sorter *s)
 }
 
 /* Move the events without ts to the front, keeping the order on both sides. */
-static int partition_no_ts(tk_sorter *s)
+static int partition_no_ts(tk_sorter *s, sortbuf *b)
 {
-	size_t n_no = s->n_no_ts;
-	if (!n_no || n_no == s->n_ents)
+	size_t n_no = b->n_no_ts;
+	if (!n_no || n_no == b->n_ents)
 		return 0;
-	entry *tmp = malloc(s->n_ents * sizeof *tmp);
+	entry *tmp = malloc(b->n_ents * sizeof *tmp);
 	if (!tmp)
 		return fail(s, TK_ERR_NOMEM, "sorter: out of memory");
-	size_t a = 0, b = n_no;
-	for (size_t i = 0; i < s->n_ents; i++) {
-		int has = (get_u32(s->ents[i].rec + 4) & TK_HAS_TS) != 0;
-		tmp[has ? b++ : a++] = s->ents[i];
+	size_t lo = 0, hi = n_no;
+	for (size_t i = 0; i < b->n_ents; i++) {
+		int has = (get_u32(b->ents[i].rec + 4) & TK_HAS_TS) != 0;
+		tmp[has ? hi++ : lo++] = b->ents[i];
 	}
-	memcpy(s->ents, tmp, s->n_ents * sizeof *tmp);
+	memcpy(b->ents, tmp, b->n_ents * sizeof *tmp);
 	free(tmp);
 	return 0;
 }
 
-static int sort_memory(tk_sorter *s)
+static int sort_memory(tk_sorter *s, sortbuf *b)
 {
-	int rc = partition_no_ts(s);
-	return rc ? rc : sort_entries(s);
+	int rc = partition_no_ts(s, b);
+	return rc ? rc : sort_entries(s, b);
 }
 
-/* Sort what is buffered and write it out as one run. */
-static int spill(tk_sorter *s)
+/* Sort a buffer and write it out as one run. */
+static int spill(tk_sorter *s, sortbuf *b)
 {
-	if (!s->n_ents)
+	if (!b->n_ents)
 		return 0;
-	int rc = sort_memory(s);
+	int rc = sort_memory(s, b);
 	if (!rc)
-		rc = tk__sort_write_run(s);
-	mem_clear(s, !s->finished);
+		rc = tk__sort_write_run(s, b);
+	mem_clear(s, b, !s->finished);
 	s->spilled++;
 	return rc;
+}
+
+/* ---- the spill thread ---- */
+
+/* Errors of the thread go to bg_err (see tk__sort_fail), and reach the
+ * caller when it next waits for the thread. */
+static int on_bg_thread(const tk_sorter *s)
+{
+	return s->bg_started && pthread_equal(pthread_self(), s->bg);
+}
+
+static void *bg_main(void *arg)
+{
+	tk_sorter *s = arg;
+	pthread_setname_np(pthread_self(), "tk-sort");
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		while (!s->bg_busy && !s->bg_quit)
+			pthread_cond_wait(&s->cv, &s->mu);
+		if (!s->bg_busy)
+			break;
+		sortbuf *b = &s->buf[!s->fill];
+		int failed = s->bg_failed;
+		pthread_mutex_unlock(&s->mu);
+		if (!failed)
+			spill(s, b);
+		else
+			mem_clear(s, b, 1);
+		pthread_mutex_lock(&s->mu);
+		s->bg_busy = 0;
+		pthread_cond_broadcast(&s->cv);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+/* Waits until the thread is idle; its error, if any, becomes the sorter's. */
+static int bg_wait(tk_sorter *s)
+{
+	if (!s->bg_started)
+		return 0;
+	pthread_mutex_lock(&s->mu);
+	while (s->bg_busy)
+		pthread_cond_wait(&s->cv, &s->mu);
+	int rc = s->bg_failed;
+	pthread_mutex_unlock(&s->mu);
+	if (rc && !s->failed) {
+		memcpy(s->err, s->bg_err, sizeof s->err);
+		s->failed = rc;
+	}
+	return rc;
+}
+
+static void bg_stop(tk_sorter *s)
+{
+	if (!s->bg_started)
+		return;
+	bg_wait(s);
+	pthread_mutex_lock(&s->mu);
+	s->bg_quit = 1;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	pthread_join(s->bg, NULL);
+	s->bg_started = 0;
+}
+
+/* The full half goes to the thread (started the first time), and adding
+ * goes on in the other half once the thread is done with it. Without a
+ * thread the half is spilled here. */
+static int spill_half(tk_sorter *s)
+{
+	int rc = bg_wait(s);
+	if (rc)
+		return rc;
+	if (!s->bg_started && !pthread_create(&s->bg, NULL, bg_main, s))
+		s->bg_started = 1;
+	if (!s->bg_started)
+		return spill(s, &s->buf[s->fill]);
+	pthread_mutex_lock(&s->mu);
+	s->fill = !s->fill;
+	s->bg_busy = 1;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	return 0;
 }
 
 /* ---- public API ---- */
@@ -319,6 +423,8 @@ int tk_sorter_new(tk_sorter **out, const tk_sorter_opts *opts)
 	*out = s;
 	if (!s)
 		return TK_ERR_NOMEM;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
 	s->budget = opts && opts->memory_bytes ? opts->memory_bytes : (size_t)256 << 20;
 	s->tmpdir = opts ? opts->tmpdir : NULL;
 	if (s->tmpdir && !(s->tmpdir = tk__strdup(s->tmpdir)))
@@ -339,14 +445,14 @@ int tk_sorter_new(tk_sorter **out, const tk_sorter_opts *opts)
 	return 0;
 }
 
-static int grow_entries(tk_sorter *s)
+static int grow_entries(tk_sorter *s, sortbuf *b)
 {
-	size_t cap = s->ents_cap ? s->ents_cap * 2 : 64;
-	entry *e = realloc(s->ents, cap * sizeof *e);
+	size_t cap = b->ents_cap ? b->ents_cap * 2 : 64;
+	entry *e = realloc(b->ents, cap * sizeof *e);
 	if (!e)
 		return fail(s, TK_ERR_NOMEM, "sorter: out of memory");
-	s->ents = e;
-	s->ents_cap = cap;
+	b->ents = e;
+	b->ents_cap = cap;
 	return 0;
 }
 
@@ -361,21 +467,23 @@ int tk_sorter_add(tk_sorter *s, const tk_event *ev, uint64_t tag)
 	size_t n = rec_size(ev);
 	if (n > UINT32_MAX - 8)
 		return fail(s, TK_ERR_LIMIT, "sorter: event of %zu bytes is too large", n);
-	/* spill when this event would push the buffer past the budget */
-	size_t extra = n + 2 * sizeof(entry) + (s->n_ents == s->ents_cap ? s->ents_cap * sizeof(entry) : 0);
-	if (s->n_ents && mem_used(s) + extra > s->budget) {
-		int rc = spill(s);
+	/* spill when this event would push its half past half the budget */
+	sortbuf *b = &s->buf[s->fill];
+	size_t extra = n + 2 * sizeof(entry) + (b->n_ents == b->ents_cap ? b->ents_cap * sizeof(entry) : 0);
+	if (b->n_ents && mem_used(b) + extra > s->budget / 2) {
+		int rc = spill_half(s);
 		if (rc)
 			return rc;
+		b = &s->buf[s->fill];
 	}
-	if (s->n_ents == s->ents_cap && grow_entries(s))
+	if (b->n_ents == b->ents_cap && grow_entries(s, b))
 		return s->failed;
-	char *rec = mem_alloc(s, n);
+	char *rec = mem_alloc(s, b, n);
 	if (!rec)
 		return fail(s, TK_ERR_NOMEM, "sorter: out of memory buffering an event of %zu bytes", n);
 	rec_encode(rec, n, ev, tag);
-	s->ents[s->n_ents++] = (entry){(ev->has & TK_HAS_TS) ? tk__sort_key(ev->ts) : 0, rec};
-	s->n_no_ts += !(ev->has & TK_HAS_TS);
+	b->ents[b->n_ents++] = (entry){(ev->has & TK_HAS_TS) ? tk__sort_key(ev->ts) : 0, rec};
+	b->n_no_ts += !(ev->has & TK_HAS_TS);
 	return 0;
 }
 
@@ -387,18 +495,19 @@ int tk_sorter_finish(tk_sorter *s)
 		return s->failed;
 	if (s->finished)
 		return 0;
+	int rc = bg_wait(s);
+	bg_stop(s);
 	s->finished = 1;
+	if (rc)
+		return rc;
+	sortbuf *b = &s->buf[s->fill];
+	buf_free(s, &s->buf[!s->fill]);
 	if (!s->n_runs) /* fast path: everything fits in memory */
-		return sort_memory(s);
+		return sort_memory(s, b);
 	/* the in-memory tail becomes the last run so that the merge runs within
 	 * the budget; then at most fanin runs are merged at once */
-	int rc = spill(s);
-	free(s->ents);
-	s->ents = NULL;
-	s->ents_cap = 0;
-	free(s->scratch);
-	s->scratch = NULL;
-	s->scratch_cap = 0;
+	rc = spill(s, b);
+	buf_free(s, b);
 	if (!rc)
 		rc = tk__sort_reduce_runs(s);
 	if (!rc)
@@ -420,9 +529,10 @@ int tk_sorter_next(tk_sorter *s, const tk_event **ev, uint64_t *tag)
 		if (rc)
 			return rc;
 	} else {
-		if (s->mem_pos >= s->n_ents)
+		const sortbuf *b = &s->buf[s->fill];
+		if (s->mem_pos >= b->n_ents)
 			return TK_EOF;
-		tk__sort_rec_decode(s->ents[s->mem_pos++].rec, &s->ev, &t);
+		tk__sort_rec_decode(b->ents[s->mem_pos++].rec, &s->ev, &t);
 		*ev = &s->ev;
 	}
 	if (tag)
@@ -444,10 +554,10 @@ void tk_sorter_free(tk_sorter *s)
 {
 	if (!s)
 		return;
+	bg_stop(s);
 	tk__sort_merger_free(&s->m);
-	mem_clear(s, 0);
-	free(s->ents);
-	free(s->scratch);
+	buf_free(s, &s->buf[0]);
+	buf_free(s, &s->buf[1]);
 	if (s->runs)
 		for (size_t i = 0; i < s->n_runs; i++)
 			if (s->runs[i]) {
@@ -460,5 +570,7 @@ void tk_sorter_free(tk_sorter *s)
 		free(s->dir);
 	}
 	free((char *)s->tmpdir);
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
 	free(s);
 }

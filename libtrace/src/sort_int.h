@@ -2,6 +2,8 @@
 #ifndef TK_SORT_INT_H
 #define TK_SORT_INT_H
 
+#include <pthread.h>
+
 #include "internal.h"
 #include "tracekit/sort.h"
 
@@ -21,6 +23,18 @@ typedef struct chunk {
 	char data[];
 } chunk;
 
+/* Buffered events: records in chunks, entries pointing at them. */
+typedef struct sortbuf {
+	chunk *chunks, *cur;
+	chunk *spare; /* emptied chunks kept for the next run */
+	size_t chunk_bytes;
+	entry *ents;
+	size_t n_ents, ents_cap;
+	size_t n_no_ts; /* buffered events without ts */
+	entry *scratch; /* the radix sort's second array, kept between runs */
+	size_t scratch_cap;
+} sortbuf;
+
 typedef struct run_rd run_rd;
 
 typedef struct merger {
@@ -36,14 +50,17 @@ struct tk_sorter {
 	char *dir; /* private temporary directory, NULL until the first spill */
 	const char *tmpdir;
 
-	chunk *chunks, *cur;
-	chunk *spare; /* emptied chunks kept for the next run */
-	size_t chunk_bytes;
-	entry *ents;
-	size_t n_ents, ents_cap;
-	entry *scratch; /* the radix sort's second array, kept between runs */
-	size_t scratch_cap;
-	size_t n_no_ts; /* buffered events without ts */
+	/* Two halves of the budget: one is filled while a thread of the
+	 * sorter's own sorts and spills the other, so that adding events waits
+	 * only when the thread is still busy with the last half. */
+	sortbuf buf[2];
+	int fill; /* the half being filled */
+	pthread_t bg;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int bg_started, bg_busy, bg_quit;
+	int bg_failed; /* the thread's first error, with its message */
+	char bg_err[TK__ERRLEN];
 
 	size_t dict_cap; /* bytes of dictionary per run */
 	size_t fanin;    /* runs merged at once */
@@ -71,7 +88,7 @@ static inline uint64_t tk__sort_key(int64_t ts)
 void tk__sort_rec_decode(const char *p, tk_event *ev, uint64_t *tag);
 
 /* sort_run.c: the buffered entries (already sorted) become one run file. */
-int tk__sort_write_run(tk_sorter *s);
+int tk__sort_write_run(tk_sorter *s, const sortbuf *b);
 /* Intermediate merge passes until at most s->fanin runs are left. */
 int tk__sort_reduce_runs(tk_sorter *s);
 /* Opens runs[first .. first+n) for merging. */

@@ -28,11 +28,11 @@ static int make_dir(tk_sorter *s)
 	snprintf(s->dir, n, "%s/tksort-XXXXXX", base);
 	if (!mkdtemp(s->dir)) {
 		int e = errno;
-		fail(s, TK_ERR_IO, "sorter: cannot create a temporary directory in %s: %s", base,
-		     strerror(e));
+		int rc = fail(s, TK_ERR_IO, "sorter: cannot create a temporary directory in %s: %s", base,
+		              strerror(e));
 		free(s->dir);
 		s->dir = NULL;
-		return s->failed;
+		return rc;
 	}
 	return 0;
 }
@@ -51,9 +51,9 @@ static int run_create(tk_sorter *s, char **path_out, int *fd_out)
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		int e = errno;
-		fail(s, TK_ERR_IO, "sorter: cannot create %s: %s", path, strerror(e));
+		rc = fail(s, TK_ERR_IO, "sorter: cannot create %s: %s", path, strerror(e));
 		free(path);
-		return s->failed;
+		return rc;
 	}
 	*path_out = path;
 	*fd_out = fd;
@@ -403,8 +403,9 @@ static int wr_put(tk_sorter *s, run_wr *w, const tk_event *ev, uint64_t tag)
 	memcpy(p, w->rec.p, w->rec.len);
 	w->b.len = (size_t)(p + w->rec.len - (unsigned char *)w->b.p);
 	if (w->b.len >= WRITE_BUF) {
-		if (write_all(s, w->fd, w->path, w->b.p, w->b.len))
-			return s->failed;
+		int rc = write_all(s, w->fd, w->path, w->b.p, w->b.len);
+		if (rc)
+			return rc;
 		w->b.len = 0;
 	}
 	return 0;
@@ -439,17 +440,17 @@ static int add_run(tk_sorter *s, char *path)
 	return 0;
 }
 
-int tk__sort_write_run(tk_sorter *s)
+int tk__sort_write_run(tk_sorter *s, const sortbuf *b)
 {
 	run_wr w = {0};
 	int rc = run_create(s, &w.path, &w.fd);
 	if (rc)
 		return rc;
 	w.dict.cap = s->dict_cap;
-	for (size_t i = 0; i < s->n_ents && !rc; i++) {
+	for (size_t i = 0; i < b->n_ents && !rc; i++) {
 		tk_event ev;
 		uint64_t tag;
-		tk__sort_rec_decode(s->ents[i].rec, &ev, &tag);
+		tk__sort_rec_decode(b->ents[i].rec, &ev, &tag);
 		rc = wr_put(s, &w, &ev, tag);
 	}
 	int rc2 = wr_close(s, &w);
