@@ -576,6 +576,15 @@ static inline void blk64_load(const unsigned char *p, blk64 *b)
 	}
 }
 
+/* Set bits; without -mpopcnt __builtin_popcountll is a call into libgcc. */
+static inline size_t popcount64(uint64_t x)
+{
+	x -= (x >> 1) & 0x5555555555555555ull;
+	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+	return (size_t)((x * 0x0101010101010101ull) >> 56);
+}
+
 static inline uint64_t prefix_xor(uint64_t x)
 {
 	x ^= x << 1;
@@ -635,7 +644,7 @@ int tk__json_skip_value(const unsigned char *p, const unsigned char *e, const un
 		uint64_t blank = b.ws & b.ctl;
 		if ((b.bslash | (b.ctl & (str | ~blank))) & upto)
 			return TK__J_BAD;
-		ws += (size_t)__builtin_popcountll(b.ws & ~str & upto);
+		ws += popcount64(b.ws & ~str & upto);
 		if (done) {
 			*endp = p + 64 - __builtin_clzll(upto);
 			*clen = (size_t)(*endp - start) - ws;
