@@ -17,7 +17,10 @@ typedef struct tk_sorter_opts {
 
 /* Events come back ordered by ts (events without ts first, in input order),
  * ties in the order they were added. Each event carries the caller's `tag`
- * (an input index, a rank). Added events are copied. */
+ * (an input index, a rank). Added events are copied into one of two halves
+ * of the budget; a full half is sorted and spilled as a run by a thread of
+ * the sorter's own while the other fills (an error there is returned by a
+ * later call). */
 TK_API int tk_sorter_new(tk_sorter **out, const tk_sorter_opts *opts);
 TK_API int tk_sorter_add(tk_sorter *s, const tk_event *ev, uint64_t tag);
 /* No more events: sorting/merging starts. */
