@@ -22,8 +22,8 @@ static char *make_trace(size_t n, size_t *len)
 		                 i ? "," : "", i % 7, i % 3, i, i % 1000, i, i % 97);
 		assert_int_equal(tk__buf_append(&b, line, (size_t)k), 0);
 	}
-	assert_int_equal(tk__buf_append(&b, "]}\n", 3), 0);
-	*len = b.len;
+	assert_int_equal(tk__buf_append(&b, "]}\n", 4), 0); /* with its NUL */
+	*len = b.len - 1;
 	return b.p;
 }
 
@@ -66,6 +66,45 @@ static void test_large_output_through_thread(void **state)
 			assert_true(tk_event_equal(in.ev[i], out.ev[i]));
 		tu_events_free(&out);
 	}
+	tu_events_free(&in);
+	free(text);
+}
+
+/* gzip under a byte budget of more than a MiB: the compressor is flushed
+ * through the thread to learn the exact size; the budget holds and the size
+ * that the writer reports is the file's. */
+static void test_gzip_budget_through_thread(void **state)
+{
+	(void)state;
+	size_t len;
+	char *text = make_trace(150000, &len);
+	tu_events in = {0};
+	assert_int_equal(tu_read_text(text, &in), TK_EOF);
+	const uint64_t budget = 1200 << 10;
+	const char *path = tu_path("budget.json.gz");
+	tk_writer *w = NULL;
+	assert_int_equal(tk_writer_open_path(&w, path, NULL), 0);
+	assert_int_equal(tk_writer_set_max_bytes(w, budget), 0);
+	size_t n = 0;
+	int rc;
+	while (n < in.n && (rc = tk_writer_write(w, in.ev[n])) == 0)
+		n++;
+	assert_true(n < in.n); /* the budget ran out */
+	assert_int_equal(rc, TK_ERR_LIMIT);
+	assert_true(n > 40000); /* several MiB of text: the thread ran */
+	assert_int_equal(tk_writer_close(w), 0);
+	size_t size;
+	char *file = tu_read_file(path, &size);
+	assert_int_equal(tk_writer_bytes(w), size);
+	assert_true(size <= budget);
+	assert_true(size > budget - 4096);
+	free(file);
+	tk_writer_free(w);
+	tu_events out = read_path(path);
+	assert_int_equal(out.n, n);
+	for (size_t i = 0; i < n; i++)
+		assert_true(tk_event_equal(in.ev[i], out.ev[i]));
+	tu_events_free(&out);
 	tu_events_free(&in);
 	free(text);
 }
@@ -371,6 +410,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_large_output_through_thread),
+		cmocka_unit_test(test_gzip_budget_through_thread),
 		cmocka_unit_test(test_thread_write_error),
 		cmocka_unit_test(test_free_without_close),
 		cmocka_unit_test(test_pump_equals_reader),

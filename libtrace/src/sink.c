@@ -153,6 +153,7 @@ static void aio_start(tk__sink *s)
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->work, NULL);
 	pthread_cond_init(&a->done, NULL);
+	a->written = s->bytes_out; /* what was written before the thread */
 	s->aio = a;
 	if (pthread_create(&a->th, NULL, aio_main, s)) {
 		s->aio = NULL;
