@@ -77,7 +77,9 @@ TK_API int tk_split_new(tk_split **out, const tk_split_opts *opts);
 /* Split the trace at `path` (a sorted input is read twice, an unsorted one
  * once plus its prefix in order: standard input cannot be split).
  * Parts are written under temporary names and renamed when all are
- * complete; the index is written last. A failed run leaves no file. */
+ * complete; the index is written last. A failed run leaves no file.
+ * Reading, sorting and writing run on threads of the call's own, which
+ * are done when it returns; progress is called on the caller's thread. */
 TK_API int tk_split_run(tk_split *s, const char *path);
 TK_API const char *tk_split_error(const tk_split *s);
 /* Warnings (truncated input, repaired strings, over-budget parts); NULL past the end. */
