@@ -23,67 +23,23 @@ case runs N times and the fastest run is reported. Files go to a temporary direc
 EOF
 }
 
-REPEAT=1
-SEED=${TK_BENCH_SEED:-1}
-POS=()
-while (($#)); do
-	case "$1" in
-	-h | --help) usage; exit 0 ;;
-	--repeat) REPEAT=${2:?--repeat needs a value}; shift 2 ;;
-	--repeat=*) REPEAT=${1#*=}; shift ;;
-	--seed) SEED=${2:?--seed needs a value}; shift 2 ;;
-	-*) echo "run.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
-	*) POS+=("$1"); shift ;;
-	esac
-done
+BENCH=run.sh
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh"
+bench_parse "$@"
 SIZE=${POS[0]:-1G}
 BUILD_DIR=${POS[1]:-build}
-[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --repeat must be a positive integer" >&2; exit 2; }
 
 GEN=$BUILD_DIR/bench/gen_trace
 RSS=$BUILD_DIR/bench/rss_run
 PARSE=$BUILD_DIR/bench/parse_only
 CONVERT=$BUILD_DIR/tools/trace-convert
-for t in "$GEN" "$RSS"; do
-	[[ -x $t ]] || { echo "run.sh: $t not found: build first (cmake --build $BUILD_DIR)" >&2; exit 1; }
-done
-
-if [[ -n ${TK_BENCH_DIR:-} ]]; then
-	mkdir -p "$TK_BENCH_DIR"
-	WORK=$(mktemp -d "$TK_BENCH_DIR/tkbench.XXXXXX")
-else
-	WORK=$(mktemp -d "${TMPDIR:-/tmp}/tkbench.XXXXXX")
-fi
-trap 'rm -rf "$WORK"' EXIT
-trap 'exit 130' INT TERM
+bench_need "$GEN" "$RSS"
+bench_workdir tkbench
 
 TRACE=$WORK/trace.json
 OUT=$WORK/out.json
 LOG=$WORK/stderr.log
-
-# Runs "$@" through rss_run REPEAT times; sets WALL (best), KIB (its peak RSS), RC.
-measure() {
-	local best="" kib=0 rc=0 i line
-	for ((i = 0; i < REPEAT; i++)); do
-		rm -f "$OUT"
-		set +e
-		"$RSS" "$@" >/dev/null 2>"$LOG"
-		set -e
-		line=$(grep '^wall_s=' "$LOG" | tail -n 1 || true)
-		[[ -n $line ]] || { rc=127; break; }
-		rc=${line##*rc=}
-		((rc == 0)) || break
-		local w=${line#wall_s=}; w=${w%% *}
-		local k=${line#*max_rss_kib=}; k=${k%% *}
-		if [[ -z $best ]] || awk -v a="$w" -v b="$best" 'BEGIN { exit !(a < b) }'; then
-			best=$w
-			kib=$k
-		fi
-	done
-	WALL=${best:-0}
-	KIB=$kib
-	RC=$rc
-}
 
 mbps() { awk -v b="$1" -v s="$2" 'BEGIN { if (s <= 0) s = 0.0005; printf "%.1f", b / 1e6 / s }'; }
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f MiB", k / 1024 }'; }

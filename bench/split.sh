@@ -25,72 +25,30 @@ to a temporary directory (under $TK_BENCH_DIR when set) removed at exit.
 EOF
 }
 
-REPEAT=1
-SEED=${TK_BENCH_SEED:-1}
+BENCH=split.sh
 MAXSIZE=100M
-POS=()
-while (($#)); do
+bench_opt() {
 	case "$1" in
-	-h | --help) usage; exit 0 ;;
-	--repeat) REPEAT=${2:?--repeat needs a value}; shift 2 ;;
-	--seed) SEED=${2:?--seed needs a value}; shift 2 ;;
-	--max-size) MAXSIZE=${2:?--max-size needs a value}; shift 2 ;;
-	-*) echo "split.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
-	*) POS+=("$1"); shift ;;
+	--max-size) MAXSIZE=${2:?--max-size needs a value}; BENCH_USED=2 ;;
 	esac
-done
+}
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh"
+bench_parse "$@"
 SIZE=${POS[0]:-1G}
 BUILD_DIR=${POS[1]:-build}
-[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { echo "split.sh: --repeat must be a positive integer" >&2; exit 2; }
 
 GEN=$BUILD_DIR/bench/gen_trace
 RSS=$BUILD_DIR/bench/rss_run
 SPLIT=$BUILD_DIR/tools/trace-split
-for t in "$GEN" "$RSS" "$SPLIT"; do
-	[[ -x $t ]] || { echo "split.sh: $t not found: build first (cmake --build $BUILD_DIR)" >&2; exit 1; }
-done
-
-if [[ -n ${TK_BENCH_DIR:-} ]]; then
-	mkdir -p "$TK_BENCH_DIR"
-	WORK=$(mktemp -d "$TK_BENCH_DIR/tksplit.XXXXXX")
-else
-	WORK=$(mktemp -d "${TMPDIR:-/tmp}/tksplit.XXXXXX")
-fi
-trap 'rm -rf "$WORK"' EXIT
-trap 'exit 130' INT TERM
+bench_need "$GEN" "$RSS" "$SPLIT"
+bench_workdir tksplit
 
 TRACE=$WORK/trace.json
 SORTED=$WORK/sorted.json
 OUT=$WORK/out
 LOG=$WORK/stderr.log
-
-# Runs "$@" through rss_run REPEAT times with $OUT removed and synced before
-# each; sets WALL (best), MED (median), KIB (the best run's peak RSS), RC.
-measure() {
-	local walls=() kib=0 best="" rc=0 i line w k
-	for ((i = 0; i < REPEAT; i++)); do
-		rm -rf "$OUT"
-		sync
-		set +e
-		"$RSS" "$@" >/dev/null 2>"$LOG"
-		set -e
-		line=$(grep '^wall_s=' "$LOG" | tail -n 1 || true)
-		[[ -n $line ]] || { rc=127; break; }
-		rc=${line##*rc=}
-		((rc == 0)) || break
-		w=${line#wall_s=}; w=${w%% *}
-		k=${line#*max_rss_kib=}; k=${k%% *}
-		walls+=("$w")
-		if [[ -z $best ]] || awk -v a="$w" -v b="$best" 'BEGIN { exit !(a < b) }'; then
-			best=$w
-			kib=$k
-		fi
-	done
-	WALL=${best:-0}
-	MED=$(printf '%s\n' "${walls[@]:-0}" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
-	KIB=$kib
-	RC=$rc
-}
+SYNC_BEFORE=1
 
 mbps() { awk -v b="$1" -v s="$2" 'BEGIN { if (s <= 0) s = 0.0005; printf "%.0f", b / 1e6 / s }'; }
 mib() { awk -v k="$1" 'BEGIN { printf "%.0f MiB", k / 1024 }'; }

@@ -1,0 +1,78 @@
+# common.sh: sourced by the benchmark scripts: options, tools, the work directory, runs through rss_run.
+# The script sets BENCH (its name) and defines usage() before sourcing, and
+# may define bench_opt(), which takes its own options: it sets BENCH_USED to
+# how many arguments it used (0: not its option).
+
+REPEAT=1
+SEED=${TK_BENCH_SEED:-1}
+POS=()
+
+# bench_parse "$@": --help, --repeat, --seed, the script's options; the rest in POS.
+bench_parse() {
+	while (($#)); do
+		case "$1" in
+		-h | --help) usage; exit 0 ;;
+		--repeat) REPEAT=${2:?--repeat needs a value}; shift 2 ;;
+		--repeat=*) REPEAT=${1#*=}; shift ;;
+		--seed) SEED=${2:?--seed needs a value}; shift 2 ;;
+		-*)
+			BENCH_USED=0
+			if declare -F bench_opt >/dev/null; then bench_opt "$@"; fi
+			((BENCH_USED > 0)) || { echo "$BENCH: unknown option $1" >&2; usage >&2; exit 2; }
+			shift "$BENCH_USED"
+			;;
+		*) POS+=("$1"); shift ;;
+		esac
+	done
+	[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { echo "$BENCH: --repeat must be a positive integer" >&2; exit 2; }
+}
+
+# bench_need PROGRAM...: each must be built.
+bench_need() {
+	local t
+	for t in "$@"; do
+		[[ -x $t ]] || { echo "$BENCH: $t not found: build first (cmake --build ${BUILD_DIR:-build})" >&2; exit 1; }
+	done
+}
+
+# bench_workdir PREFIX: WORK, a fresh directory (under $TK_BENCH_DIR when set) removed at exit.
+bench_workdir() {
+	if [[ -n ${TK_BENCH_DIR:-} ]]; then
+		mkdir -p "$TK_BENCH_DIR"
+		WORK=$(mktemp -d "$TK_BENCH_DIR/$1.XXXXXX")
+	else
+		WORK=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
+	fi
+	trap 'rm -rf "$WORK"' EXIT
+	trap 'exit 130' INT TERM
+}
+
+# measure CMD...: runs it through $RSS REPEAT times, with $OUT removed before
+# each run (and `sync` run when SYNC_BEFORE=1); its stderr goes to $LOG. Sets
+# WALL (the best wall time), MED (the median), KIB (the best run's peak RSS)
+# and RC (0, or the first failing run's status).
+measure() {
+	local walls=() kib=0 best="" rc=0 i line w k
+	for ((i = 0; i < REPEAT; i++)); do
+		rm -rf "$OUT"
+		[[ ${SYNC_BEFORE:-0} == 1 ]] && sync
+		set +e
+		"$RSS" "$@" >/dev/null 2>"$LOG"
+		set -e
+		line=$(grep '^wall_s=' "$LOG" | tail -n 1 || true)
+		[[ -n $line ]] || { rc=127; break; }
+		rc=${line##*rc=}
+		((rc == 0)) || break
+		w=${line#wall_s=}; w=${w%% *}
+		k=${line#*max_rss_kib=}; k=${k%% *}
+		walls+=("$w")
+		if [[ -z $best ]] || awk -v a="$w" -v b="$best" 'BEGIN { exit !(a < b) }'; then
+			best=$w
+			kib=$k
+		fi
+	done
+	WALL=${best:-0}
+	MED=$(printf '%s\n' "${walls[@]:-0}" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+	KIB=$kib
+	RC=$rc
+}
