@@ -27,27 +27,52 @@ static char *make_trace(size_t n, size_t *len)
 	return b.p;
 }
 
-/* ---- the writer's thread ---- */
+/* The events of make_trace(n). */
+static tu_events trace_events(size_t n)
+{
+	size_t len;
+	char *text = make_trace(n, &len);
+	tu_events in = {0};
+	assert_int_equal(tu_read_text(text, &in), TK_EOF);
+	free(text);
+	return in;
+}
 
-static tu_events read_path(const char *path)
+/* make_trace(n) written to tu_path(name) (returned) and its events in *in. */
+static const char *trace_file(size_t n, const char *name, tu_events *in)
+{
+	size_t len;
+	char *text = make_trace(n, &len);
+	const char *path = tu_path(name);
+	tu_write_file(path, text, len);
+	*in = (tu_events){0};
+	assert_int_equal(tu_read_text(text, in), TK_EOF);
+	free(text);
+	return path;
+}
+
+/* Reads a file and checks that it holds exactly the first n events of want. */
+static void expect_file_events(const char *path, const tu_events *want, size_t n)
 {
 	tk_reader *r = NULL;
-	tu_events e = {0};
+	tu_events got = {0};
 	assert_int_equal(tk_reader_open_path(&r, path, NULL), 0);
-	assert_int_equal(tu_read_all(r, &e), TK_EOF);
+	assert_int_equal(tu_read_all(r, &got), TK_EOF);
 	tk_reader_free(r);
-	return e;
+	assert_int_equal(got.n, n);
+	for (size_t i = 0; i < n; i++)
+		assert_true(tk_event_equal(want->ev[i], got.ev[i]));
+	tu_events_free(&got);
 }
+
+/* ---- the writer's thread ---- */
 
 /* Several MiB through the thread, plain and gzip: every event comes back,
  * and tk_writer_bytes() after close is the file's size. */
 static void test_large_output_through_thread(void **state)
 {
 	(void)state;
-	size_t len;
-	char *text = make_trace(40000, &len);
-	tu_events in = {0};
-	assert_int_equal(tu_read_text(text, &in), TK_EOF);
+	tu_events in = trace_events(40000);
 	for (int gz = 0; gz < 2; gz++) {
 		const char *path = tu_path(gz ? "big.json.gz" : "big.json");
 		tk_writer *w = NULL;
@@ -60,14 +85,9 @@ static void test_large_output_through_thread(void **state)
 		assert_int_equal(tk_writer_bytes(w), n);
 		free(file);
 		tk_writer_free(w);
-		tu_events out = read_path(path);
-		assert_int_equal(out.n, in.n);
-		for (size_t i = 0; i < in.n; i++)
-			assert_true(tk_event_equal(in.ev[i], out.ev[i]));
-		tu_events_free(&out);
+		expect_file_events(path, &in, in.n);
 	}
 	tu_events_free(&in);
-	free(text);
 }
 
 /* gzip under a byte budget of more than a MiB: the compressor is flushed
@@ -76,10 +96,7 @@ static void test_large_output_through_thread(void **state)
 static void test_gzip_budget_through_thread(void **state)
 {
 	(void)state;
-	size_t len;
-	char *text = make_trace(150000, &len);
-	tu_events in = {0};
-	assert_int_equal(tu_read_text(text, &in), TK_EOF);
+	tu_events in = trace_events(150000);
 	const uint64_t budget = 1200 << 10;
 	const char *path = tu_path("budget.json.gz");
 	tk_writer *w = NULL;
@@ -100,13 +117,8 @@ static void test_gzip_budget_through_thread(void **state)
 	assert_true(size > budget - 4096);
 	free(file);
 	tk_writer_free(w);
-	tu_events out = read_path(path);
-	assert_int_equal(out.n, n);
-	for (size_t i = 0; i < n; i++)
-		assert_true(tk_event_equal(in.ev[i], out.ev[i]));
-	tu_events_free(&out);
+	expect_file_events(path, &in, n);
 	tu_events_free(&in);
-	free(text);
 }
 
 /* A write that fails on the thread (a full device) is returned by a later
@@ -116,10 +128,7 @@ static void test_thread_write_error(void **state)
 	(void)state;
 	if (access("/dev/full", W_OK) != 0)
 		skip();
-	size_t len;
-	char *text = make_trace(20000, &len);
-	tu_events in = {0};
-	assert_int_equal(tu_read_text(text, &in), TK_EOF);
+	tu_events in = trace_events(20000);
 	tk_writer *w = NULL;
 	assert_int_equal(tk_writer_open_path(&w, "/dev/full", NULL), 0);
 	int rc = 0;
@@ -132,17 +141,13 @@ static void test_thread_write_error(void **state)
 	assert_int_not_equal(tk_writer_close(w), 0);
 	tk_writer_free(w);
 	tu_events_free(&in);
-	free(text);
 }
 
 /* A writer freed before close stops its thread and leaves no file. */
 static void test_free_without_close(void **state)
 {
 	(void)state;
-	size_t len;
-	char *text = make_trace(20000, &len);
-	tu_events in = {0};
-	assert_int_equal(tu_read_text(text, &in), TK_EOF);
+	tu_events in = trace_events(20000);
 	for (int gz = 0; gz < 2; gz++) {
 		tk_writer *w = NULL;
 		assert_int_equal(tk_writer_open_path(&w, tu_path(gz ? "gone.json.gz" : "gone.json"), NULL), 0);
@@ -152,7 +157,6 @@ static void test_free_without_close(void **state)
 	}
 	assert_int_equal(tu_count_prefix(tu_tmpdir(), "gone"), 0);
 	tu_events_free(&in);
-	free(text);
 }
 
 /* ---- the pump ---- */
@@ -160,12 +164,8 @@ static void test_free_without_close(void **state)
 static void test_pump_equals_reader(void **state)
 {
 	(void)state;
-	size_t len;
-	char *text = make_trace(30000, &len);
-	const char *path = tu_path("pump.json");
-	tu_write_file(path, text, len);
-	tu_events in = {0};
-	assert_int_equal(tu_read_text(text, &in), TK_EOF);
+	tu_events in;
+	const char *path = trace_file(30000, "pump.json", &in);
 	uint64_t limits[] = {UINT64_MAX, 0, 1, 2047, 2048, 2049, 29999, 30000, 30001};
 	for (size_t l = 0; l < sizeof limits / sizeof *limits; l++) {
 		tk__pump *p = NULL;
@@ -193,7 +193,6 @@ static void test_pump_equals_reader(void **state)
 	assert_int_equal(tk__pump_next(p, &ev), TK_OK);
 	tk__pump_free(p);
 	tu_events_free(&in);
-	free(text);
 }
 
 static void test_pump_errors(void **state)
@@ -230,12 +229,8 @@ static int every_third(void *arg, const tk_event *ev)
 static void test_pump_want(void **state)
 {
 	(void)state;
-	size_t len;
-	char *text = make_trace(10000, &len);
-	const char *path = tu_path("want.json");
-	tu_write_file(path, text, len);
-	tu_events in = {0};
-	assert_int_equal(tu_read_text(text, &in), TK_EOF);
+	tu_events in;
+	const char *path = trace_file(10000, "want.json", &in);
 	unsigned k = 0;
 	tk__pump *p = NULL;
 	assert_int_equal(tk__pump_open(&p, path, NULL, UINT64_MAX, every_third, &k), 0);
@@ -258,7 +253,6 @@ static void test_pump_want(void **state)
 	assert_int_equal(i, in.n);
 	tk__pump_free(p);
 	tu_events_free(&in);
-	free(text);
 }
 
 /* ---- the lazy args skip ---- */
