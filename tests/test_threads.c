@@ -7,6 +7,7 @@
 #include "testutil.h"
 #include "../libtrace/src/internal.h"
 #include "../libtrace/src/pump.h"
+#include "tracekit/split.h"
 
 /* A trace of n events with varied args, as text. */
 static char *make_trace(size_t n, size_t *len)
@@ -393,6 +394,83 @@ static void test_lazy_truncated(void **state)
 	free(text);
 }
 
+/* ---- without threads ---- */
+
+/* An unsorted trace: X slices at times scattered over the trace, flow
+ * pairs, M events at the end. */
+static const char *unsorted_file(size_t n, const char *name)
+{
+	tk__buf b = {0};
+	char line[512];
+	assert_int_equal(tk__buf_append(&b, "{\"traceEvents\":[\n", 17), 0);
+	for (size_t i = 0; i < n; i++) {
+		size_t t = (i * 7919) % n;
+		int k = snprintf(line, sizeof line,
+		                 "{\"ph\":\"X\",\"name\":\"op%zu\",\"pid\":1,\"tid\":%zu,\"ts\":%zu,\"dur\":2,"
+		                 "\"args\":{\"External id\":%zu,\"Input Dims\":[[%zu,3]]}},\n"
+		                 "{\"ph\":\"%c\",\"id\":%zu,\"cat\":\"ac2g\",\"name\":\"f\",\"pid\":1,\"tid\":1,\"ts\":%zu},\n",
+		                 i % 9, i % 4, t * 10, i, i % 31, i % 2 ? 'f' : 's', i / 2, t * 10);
+		assert_int_equal(tk__buf_append(&b, line, (size_t)k), 0);
+	}
+	const char *tail = "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"args\":{\"name\":\"p\"}}]}\n";
+	assert_int_equal(tk__buf_append(&b, tail, strlen(tail)), 0);
+	const char *path = tu_path(name);
+	tu_write_file(path, b.p, b.len);
+	tk__buf_free(&b);
+	return path;
+}
+
+/* Runs a split into dir; returns the number of parts. */
+static size_t split_into(const char *in, const char *dir, int gz)
+{
+	tk_split_opts o = {0};
+	o.dir = dir;
+	o.name = "p";
+	o.wopts.gzip = gz;
+	o.max_bytes = gz ? 64 << 10 : 1536 << 10;
+	o.memory_bytes = 1 << 20; /* the sorter spills many runs */
+	tk_split *s = NULL;
+	assert_int_equal(tk_split_new(&s, &o), 0);
+	if (tk_split_run(s, in))
+		fail_msg("%s", tk_split_error(s));
+	assert_false(tk_split_get_stats(s)->input_sorted);
+	assert_true(tk_split_get_stats(s)->sorter_runs > 2);
+	size_t n = tk_split_part_count(s);
+	tk_split_free(s);
+	return n;
+}
+
+/* With no thread able to start, every part comes out byte for byte as with
+ * threads: the writers write, the sorter spills and the pump reads on the
+ * caller's thread. */
+static void test_split_without_threads(void **state)
+{
+	(void)state;
+	char in[512], a[512], b[512];
+	snprintf(in, sizeof in, "%s", unsorted_file(60000, "unsorted.json"));
+	for (int gz = 0; gz < 2; gz++) {
+		snprintf(a, sizeof a, "%s", tu_path(gz ? "threads-gz" : "threads"));
+		snprintf(b, sizeof b, "%s", tu_path(gz ? "none-gz" : "none"));
+		size_t na = split_into(in, a, gz);
+		tk__no_threads = 1;
+		size_t nb = split_into(in, b, gz);
+		tk__no_threads = 0;
+		assert_int_equal(na, nb);
+		assert_true(na > 2);
+		for (size_t i = 0; i < na; i++) {
+			char pa[600], pb[600];
+			snprintf(pa, sizeof pa, "%s/p.part-%04zu.json%s", a, i, gz ? ".gz" : "");
+			snprintf(pb, sizeof pb, "%s/p.part-%04zu.json%s", b, i, gz ? ".gz" : "");
+			size_t la, lb;
+			char *fa = tu_read_file(pa, &la), *fb = tu_read_file(pb, &lb);
+			assert_int_equal(la, lb);
+			assert_memory_equal(fa, fb, la);
+			free(fa);
+			free(fb);
+		}
+	}
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -414,6 +492,7 @@ int main(void)
 		cmocka_unit_test(test_lazy_malformed),
 		cmocka_unit_test(test_lazy_args_twice),
 		cmocka_unit_test(test_lazy_truncated),
+		cmocka_unit_test(test_split_without_threads),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown);
 }

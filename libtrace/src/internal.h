@@ -2,6 +2,7 @@
 #ifndef TK_INTERNAL_H
 #define TK_INTERNAL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -258,6 +259,11 @@ int tk__json_escape(tk__buf *out, const char *s, size_t n);
 int tk__json_is_canonical(const char *s, size_t n, int kind);
 /* 1 if the text is valid UTF-8. */
 int tk__utf8_valid(const unsigned char *p, size_t n);
+
+/* Tests set this to make every thread the library starts fail to start,
+ * so that the paths without one (the caller does the work) are exercised. */
+extern int tk__no_threads;
+int tk__thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 
 /* ---- output sinks: file / fd, optional gzip; temp file + rename ---- */
 typedef struct tk__sink {

@@ -159,9 +159,8 @@ int tk__pump_open(tk__pump **out, const char *path, const tk_reader_opts *o, uin
 	for (int i = 0; i < BATCHES; i++)
 		if (!(p->b[i].ev = malloc(BATCH_EVENTS * sizeof *p->b[i].ev)))
 			return TK_ERR_NOMEM;
-	if (pthread_create(&p->th, NULL, pump_main, p))
-		return TK_ERR_NOMEM;
-	p->started = 1;
+	/* without a thread the caller reads a batch whenever it needs one */
+	p->started = tk__thread_start(&p->th, pump_main, p) == 0;
 	return 0;
 }
 
@@ -183,6 +182,12 @@ int tk__pump_next(tk__pump *p, const tk_event **ev)
 		}
 		if (p->final_rc)
 			return p->final_rc;
+		if (!p->started) {
+			p->cur = &p->b[0];
+			p->cur_i = 0;
+			p->final_rc = fill(p, p->cur);
+			continue;
+		}
 		pthread_mutex_lock(&p->mu);
 		if (p->cur) { /* give the used batch back */
 			p->cur = NULL;

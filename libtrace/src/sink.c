@@ -155,7 +155,7 @@ static void aio_start(tk__sink *s)
 	pthread_cond_init(&a->done, NULL);
 	a->written = s->bytes_out; /* what was written before the thread */
 	s->aio = a;
-	if (pthread_create(&a->th, NULL, aio_main, s)) {
+	if (tk__thread_start(&a->th, aio_main, s)) {
 		s->aio = NULL;
 		aio_free(a);
 	}

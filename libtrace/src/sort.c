@@ -401,7 +401,7 @@ static int spill_half(tk_sorter *s)
 	int rc = bg_wait(s);
 	if (rc)
 		return rc;
-	if (!s->bg_started && !pthread_create(&s->bg, NULL, bg_main, s))
+	if (!s->bg_started && !tk__thread_start(&s->bg, bg_main, s))
 		s->bg_started = 1;
 	if (!s->bg_started)
 		return spill(s, &s->buf[s->fill]);

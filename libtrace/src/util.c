@@ -99,3 +99,11 @@ const char *tk_strerror(int code)
 	default: return "unknown error";
 	}
 }
+
+int tk__no_threads;
+
+/* pthread_create, or the failure that tests ask for (0 started). */
+int tk__thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	return tk__no_threads ? -1 : pthread_create(th, NULL, fn, arg);
+}
