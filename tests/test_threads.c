@@ -9,6 +9,8 @@
 #include "../libtrace/src/pump.h"
 #include "tracekit/split.h"
 
+#define TK__BLOCK_TEST (1024 * 1024) /* the sink's block */
+
 /* A trace of n events with varied args, as text. */
 static char *make_trace(size_t n, size_t *len)
 {
@@ -119,6 +121,39 @@ static void test_gzip_budget_through_thread(void **state)
 	free(file);
 	tk_writer_free(w);
 	expect_file_events(path, &in, n);
+	tu_events_free(&in);
+}
+
+/* Several MiB of gzip written by the threads and by the caller alone are
+ * the same bytes, and a valid gzip member that zlib reads back. */
+static void test_gzip_same_bytes_without_threads(void **state)
+{
+	(void)state;
+	tu_events in = trace_events(60000);
+	char *file[2];
+	size_t size[2];
+	for (int off = 0; off < 2; off++) {
+		const char *path = tu_path(off ? "nothreads.json.gz" : "threads.json.gz");
+		tk__no_threads = off;
+		tk_writer *w = NULL;
+		assert_int_equal(tk_writer_open_path(&w, path, NULL), 0);
+		for (size_t i = 0; i < in.n; i++)
+			assert_int_equal(tk_writer_write(w, in.ev[i]), 0);
+		assert_int_equal(tk_writer_close(w), 0);
+		tk__no_threads = 0;
+		file[off] = tu_read_file(path, &size[off]);
+		assert_int_equal(tk_writer_bytes(w), size[off]);
+		tk_writer_free(w);
+		expect_file_events(path, &in, in.n);
+	}
+	assert_int_equal(size[0], size[1]);
+	assert_memory_equal(file[0], file[1], size[0]);
+	size_t n;
+	char *text = tu_gunzip(file[0], size[0], &n);
+	assert_true(n > 4 * TK__BLOCK_TEST);
+	free(text);
+	free(file[0]);
+	free(file[1]);
 	tu_events_free(&in);
 }
 
@@ -427,7 +462,7 @@ static size_t split_into(const char *in, const char *dir, int gz)
 	o.dir = dir;
 	o.name = "p";
 	o.wopts.gzip = gz;
-	o.max_bytes = gz ? 64 << 10 : 1536 << 10;
+	o.max_bytes = gz ? 1100 << 10 : 1536 << 10; /* above a MiB: the threads start */
 	o.memory_bytes = 1 << 20; /* the sorter spills many runs */
 	tk_split *s = NULL;
 	assert_int_equal(tk_split_new(&s, &o), 0);
@@ -447,7 +482,7 @@ static void test_split_without_threads(void **state)
 {
 	(void)state;
 	char in[512], a[512], b[512];
-	snprintf(in, sizeof in, "%s", unsorted_file(60000, "unsorted.json"));
+	snprintf(in, sizeof in, "%s", unsorted_file(150000, "unsorted.json"));
 	for (int gz = 0; gz < 2; gz++) {
 		snprintf(a, sizeof a, "%s", tu_path(gz ? "threads-gz" : "threads"));
 		snprintf(b, sizeof b, "%s", tu_path(gz ? "none-gz" : "none"));
@@ -483,6 +518,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_large_output_through_thread),
 		cmocka_unit_test(test_gzip_budget_through_thread),
+		cmocka_unit_test(test_gzip_same_bytes_without_threads),
 		cmocka_unit_test(test_thread_write_error),
 		cmocka_unit_test(test_free_without_close),
 		cmocka_unit_test(test_pump_equals_reader),

@@ -271,33 +271,41 @@ typedef struct tk__sink {
 	int own_fd;
 	char *path;     /* final path (NULL for fd output) */
 	char *tmppath;  /* temporary name while writing */
-	int gz;
+	int gz, level;
+	tk__buf pend; /* bytes accepted, not yet handed over as a block */
+	/* gzip (see sink.c): the caller's compressor when there are no threads,
+	 * its output, the crc of what is written, the dictionary of the next
+	 * block (the last 32 KiB handed over) */
 	z_stream z;
 	int z_init;
-	unsigned char *zout;
-	/* Bytes of output: exact for plain output; with gzip and a write-behind
-	 * thread, exact only after tk__sink_sync() (synced_out). */
+	tk__buf zbuf;
+	uint32_t crc;
+	unsigned char *dict;
+	size_t dict_len;
+	/* Bytes of output: exact for plain output; with gzip, exact only after
+	 * tk__sink_sync() (synced_out). */
 	uint64_t bytes_out;
-	uint64_t synced_out; /* bytes_out when the compressor was last flushed */
+	uint64_t synced_out; /* bytes_out when every block was last written */
 	uint64_t raw_in;     /* uncompressed bytes accepted */
-	uint64_t raw_synced; /* raw_in when the compressor was last flushed */
-	struct tk__aio *aio; /* write-behind thread; NULL = the caller writes */
-	int may_aio;         /* start one with the first block of TK__AIO_FILL bytes */
+	uint64_t raw_synced; /* raw_in then */
+	struct tk__aio *aio; /* threads that compress and write; NULL = the caller does */
+	int may_aio;         /* start them with the first full block */
 	char err[TK__ERRLEN];
 } tk__sink;
 int tk__sink_open_path(tk__sink *s, const char *path, int gz, int level);
 int tk__sink_open_fd(tk__sink *s, int fd, const char *name, int gz, int level);
-/* Move compression and write() to a thread of the sink's own, so that they
- * overlap with the caller's work; the thread starts once a block of 1 MiB
- * is written, so small outputs never have one. Without a thread the sink
- * stays synchronous: nothing fails. */
+/* Move compression and write() to threads of the sink's own (gzip: one
+ * per processor, at most 8), so that they overlap with the caller's work;
+ * they start with the first block of 1 MiB, so small outputs never have
+ * them. Without threads the caller compresses and writes, to the same
+ * bytes: nothing fails. */
 void tk__sink_async(tk__sink *s);
 int tk__sink_write(tk__sink *s, const void *p, size_t n);
 /* Appends b's bytes and takes its memory: b comes back empty, possibly
  * with the capacity of an earlier buffer. */
 int tk__sink_give(tk__sink *s, tk__buf *b);
-/* Flush the compressor and wait for the thread, so that bytes_out and
- * synced_out cover every byte accepted. */
+/* Hand over what is pending and wait until every block is written, so
+ * that bytes_out and synced_out cover every byte accepted. */
 int tk__sink_sync(tk__sink *s);
 /* Finish compression, fsync-free close, rename into place. */
 int tk__sink_finish(tk__sink *s);

@@ -1,40 +1,58 @@
-/* sink.c: output to a file (temporary name, renamed when complete) or fd, with optional gzip and a write-behind thread. */
+/* sink.c: output to a file (temporary name, renamed when complete) or fd, optionally gzip, written in blocks by threads of its own. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
 
-#define TK__ZOUT (256 * 1024)
-#define TK__AIO_DEPTH 4              /* buffers queued for the thread */
-#define TK__AIO_FILL (1024 * 1024)   /* tk__sink_write() hands over blocks this large */
+/* Output goes out in blocks of about TK__BLOCK bytes. With gzip, the member
+ * is a header, then each block deflated on its own (raw deflate, the last
+ * 32 KiB before the block as its dictionary, ended by a sync flush, so that
+ * blocks can be compressed in parallel and the output size is exact after
+ * each), then an empty final block and the trailer. The bytes do not depend
+ * on how many threads compressed them. */
+#define TK__BLOCK (1024 * 1024)
+#define TK__DICT 32768
+#define TK__MAX_WORKERS 8
 
-/* The write-behind thread takes buffers in order and deflates and writes
- * them; the caller blocks only when TK__AIO_DEPTH buffers are waiting. The
- * z_stream, zout and fd belong to the thread while it lives. */
+enum { J_FREE, J_QUEUED, J_BUSY, J_DONE };
+
+typedef struct job {
+	tk__buf raw, out; /* the block's bytes; deflated (gzip) */
+	unsigned char dict[TK__DICT];
+	size_t dict_len;
+	uint32_t crc; /* of raw */
+	int state;
+} job;
+
+/* Workers take queued blocks, compress them, and the one that finds the
+ * oldest block done writes the blocks that are done, in order. The caller
+ * blocks only when every slot of the ring is taken. */
 typedef struct tk__aio {
-	pthread_t th;
+	pthread_t th[TK__MAX_WORKERS];
+	int n_th;
 	pthread_mutex_t mu;
 	pthread_cond_t work, done;
-	tk__buf job[TK__AIO_DEPTH];
-	int flush[TK__AIO_DEPTH]; /* Z_NO_FLUSH, Z_SYNC_FLUSH or Z_FINISH after the job's bytes */
-	size_t head, n;
-	int busy, quit;
-	tk__buf spare[TK__AIO_DEPTH + 1]; /* emptied buffers, kept for their capacity */
+	job *ring;
+	size_t n_ring;
+	uint64_t head, tail; /* blocks [head, tail) are in the ring, block i in slot i % n_ring */
+	int writing, quit;
+	tk__buf spare[4]; /* emptied block buffers, kept for their capacity */
 	size_t n_spare;
-	tk__buf fill; /* the caller's bytes from tk__sink_write() not yet handed over */
-	uint64_t written; /* bytes the thread wrote */
-	int rc;           /* the thread's first error; it writes nothing after it */
+	uint64_t written; /* bytes written, the header included */
+	uint32_t crc;     /* of the blocks written */
+	int rc;           /* the first error; nothing is written after it */
 	char err[TK__ERRLEN];
 } tk__aio;
 
-static int write_all(int fd, const char *path, const unsigned char *p, size_t n, uint64_t *count,
-                     char *err)
+static int write_all(int fd, const char *path, const void *buf, size_t n, uint64_t *count, char *err)
 {
+	const unsigned char *p = buf;
 	while (n) {
 		ssize_t k = write(fd, p, n);
 		if (k < 0 && errno == EINTR)
@@ -51,175 +69,159 @@ static int write_all(int fd, const char *path, const unsigned char *p, size_t n,
 	return 0;
 }
 
-/* Compress what is in s->z.next_in with `flush`; output goes to s->fd. */
-static int deflate_some(tk__sink *s, int flush, uint64_t *count, char *err)
+static int deflate_start(z_stream *z, int level)
 {
-	int rc;
-	do {
-		s->z.next_out = s->zout;
-		s->z.avail_out = TK__ZOUT;
-		rc = deflate(&s->z, flush);
+	memset(z, 0, sizeof *z);
+	return deflateInit2(z, level > 0 ? level : 6, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK
+	           ? 0
+	           : TK_ERR_NOMEM;
+}
+
+/* One gzip block: raw into out, deflated after the dictionary and ended by
+ * a sync flush; *crc of raw. */
+static int block_deflate(z_stream *z, const unsigned char *dict, size_t dict_len, const tk__buf *raw,
+                         tk__buf *out, uint32_t *crc, char *err)
+{
+	out->len = 0;
+	if (deflateReset(z) != Z_OK ||
+	    (dict_len && deflateSetDictionary(z, dict, (uInt)dict_len) != Z_OK)) {
+		snprintf(err, TK__ERRLEN, "zlib deflate failed");
+		return TK_ERR_IO;
+	}
+	if (tk__buf_reserve(out, deflateBound(z, (uLong)raw->len) + 64)) {
+		snprintf(err, TK__ERRLEN, "out of memory");
+		return TK_ERR_NOMEM;
+	}
+	z->next_in = (unsigned char *)raw->p;
+	z->avail_in = (uInt)raw->len;
+	for (;;) {
+		z->next_out = (unsigned char *)out->p + out->len;
+		z->avail_out = (uInt)(out->cap - out->len - 1);
+		int rc = deflate(z, Z_SYNC_FLUSH);
+		out->len = out->cap - 1 - z->avail_out;
 		if (rc == Z_STREAM_ERROR) {
 			snprintf(err, TK__ERRLEN, "zlib deflate failed");
 			return TK_ERR_IO;
 		}
-		size_t have = TK__ZOUT - s->z.avail_out;
-		if (have && write_all(s->fd, s->path, s->zout, have, count, err))
-			return TK_ERR_IO;
-	} while (s->z.avail_out == 0 || (flush == Z_FINISH && rc != Z_STREAM_END));
+		if (z->avail_out) /* all in, and the flush is complete */
+			break;
+		if (tk__buf_reserve(out, out->cap)) {
+			snprintf(err, TK__ERRLEN, "out of memory");
+			return TK_ERR_NOMEM;
+		}
+	}
+	*crc = (uint32_t)crc32(0, (const unsigned char *)raw->p, (uInt)raw->len);
 	return 0;
 }
 
-/* Bytes in, with `flush` after them: deflated when gzip, else written. */
-static int put_bytes(tk__sink *s, const void *p, size_t n, int flush, uint64_t *count, char *err)
+/* The dictionary for the block after raw: the last 32 KiB so far. */
+static void dict_after(unsigned char *dict, size_t *dict_len, const tk__buf *raw)
 {
-	if (!s->gz)
-		return write_all(s->fd, s->path, p, n, count, err);
-	s->z.next_in = (unsigned char *)(uintptr_t)p;
-	s->z.avail_in = (uInt)n;
-	int rc = n || flush != Z_NO_FLUSH ? deflate_some(s, flush, count, err) : 0;
-	s->z.avail_in = 0;
-	return rc;
+	if (raw->len >= TK__DICT) {
+		memcpy(dict, raw->p + raw->len - TK__DICT, TK__DICT);
+		*dict_len = TK__DICT;
+		return;
+	}
+	size_t keep = *dict_len + raw->len > TK__DICT ? TK__DICT - raw->len : *dict_len;
+	memmove(dict, dict + *dict_len - keep, keep);
+	memcpy(dict + keep, raw->p, raw->len);
+	*dict_len = keep + raw->len;
 }
 
-/* ---- the write-behind thread ---- */
+/* ---- the threads ---- */
+
+/* With the lock held: write the blocks that are done, oldest first, unless
+ * another thread is writing. */
+static void write_ready(tk__sink *s, tk__aio *a)
+{
+	while (!a->writing && a->head < a->tail && a->ring[a->head % a->n_ring].state == J_DONE) {
+		job *j = &a->ring[a->head % a->n_ring];
+		int failed = a->rc;
+		a->writing = 1;
+		pthread_mutex_unlock(&a->mu);
+		uint64_t count = 0;
+		char err[TK__ERRLEN];
+		const tk__buf *o = s->gz ? &j->out : &j->raw;
+		int rc = failed ? 0 : write_all(s->fd, s->path, o->p, o->len, &count, err);
+		pthread_mutex_lock(&a->mu);
+		a->written += count;
+		if (s->gz && !failed)
+			a->crc = (uint32_t)crc32_combine(a->crc, j->crc, (z_off_t)j->raw.len);
+		if (rc && !a->rc) {
+			a->rc = rc;
+			memcpy(a->err, err, sizeof err);
+		}
+		j->raw.len = 0;
+		if (a->n_spare < sizeof a->spare / sizeof *a->spare)
+			a->spare[a->n_spare++] = j->raw;
+		else
+			tk__buf_free(&j->raw);
+		j->raw = (tk__buf){0};
+		j->state = J_FREE;
+		a->head++;
+		a->writing = 0;
+		pthread_cond_broadcast(&a->done);
+	}
+}
+
+static job *next_queued(tk__aio *a)
+{
+	for (uint64_t i = a->head; i < a->tail; i++)
+		if (a->ring[i % a->n_ring].state == J_QUEUED)
+			return &a->ring[i % a->n_ring];
+	return NULL;
+}
 
 static void *aio_main(void *arg)
 {
 	tk__sink *s = arg;
 	tk__aio *a = s->aio;
 	pthread_setname_np(pthread_self(), "tk-write");
+	z_stream z;
+	int z_rc = s->gz ? deflate_start(&z, s->level) : 0;
 	pthread_mutex_lock(&a->mu);
-	for (;;) {
-		while (!a->n && !a->quit)
+	while (!a->quit) {
+		job *j = next_queued(a);
+		if (!j) {
 			pthread_cond_wait(&a->work, &a->mu);
-		if (a->quit)
-			break;
-		tk__buf b = a->job[a->head];
-		int flush = a->flush[a->head];
+			continue;
+		}
+		j->state = J_BUSY;
 		int failed = a->rc;
-		a->busy = 1;
 		pthread_mutex_unlock(&a->mu);
-		uint64_t count = 0;
 		char err[TK__ERRLEN];
-		int rc = failed ? 0 : put_bytes(s, b.p, b.len, flush, &count, err);
+		int rc = 0;
+		if (!failed && s->gz && !(rc = z_rc))
+			rc = block_deflate(&z, j->dict, j->dict_len, &j->raw, &j->out, &j->crc, err);
+		else if (rc)
+			snprintf(err, sizeof err, "zlib deflate init failed");
 		pthread_mutex_lock(&a->mu);
-		a->written += count;
+		j->state = J_DONE;
 		if (rc && !a->rc) {
 			a->rc = rc;
 			memcpy(a->err, err, sizeof err);
 		}
-		b.len = 0;
-		if (b.p && a->n_spare < TK__AIO_DEPTH + 1)
-			a->spare[a->n_spare++] = b;
-		else
-			tk__buf_free(&b);
-		a->head = (a->head + 1) % TK__AIO_DEPTH;
-		a->n--;
-		a->busy = 0;
-		pthread_cond_broadcast(&a->done);
+		write_ready(s, a);
 	}
 	pthread_mutex_unlock(&a->mu);
+	if (s->gz && !z_rc)
+		deflateEnd(&z);
 	return NULL;
 }
 
 static void aio_free(tk__aio *a)
 {
-	for (size_t i = 0; i < a->n; i++)
-		tk__buf_free(&a->job[(a->head + i) % TK__AIO_DEPTH]);
+	for (size_t i = 0; i < a->n_ring; i++) {
+		tk__buf_free(&a->ring[i].raw);
+		tk__buf_free(&a->ring[i].out);
+	}
+	free(a->ring);
 	for (size_t i = 0; i < a->n_spare; i++)
 		tk__buf_free(&a->spare[i]);
-	tk__buf_free(&a->fill);
 	pthread_cond_destroy(&a->work);
 	pthread_cond_destroy(&a->done);
 	pthread_mutex_destroy(&a->mu);
 	free(a);
-}
-
-void tk__sink_async(tk__sink *s)
-{
-	s->may_aio = 1;
-}
-
-/* The thread starts with the first full block: small outputs never need it. */
-static void aio_start(tk__sink *s)
-{
-	s->may_aio = 0;
-	if (s->aio || s->fd < 0)
-		return;
-	tk__aio *a = calloc(1, sizeof *a);
-	if (!a)
-		return;
-	pthread_mutex_init(&a->mu, NULL);
-	pthread_cond_init(&a->work, NULL);
-	pthread_cond_init(&a->done, NULL);
-	a->written = s->bytes_out; /* what was written before the thread */
-	s->aio = a;
-	if (tk__thread_start(&a->th, aio_main, s)) {
-		s->aio = NULL;
-		aio_free(a);
-	}
-}
-
-/* With the lock held: the thread's error, copied for the caller. */
-static int aio_error(tk__sink *s)
-{
-	tk__aio *a = s->aio;
-	if (a->rc)
-		memcpy(s->err, a->err, sizeof s->err);
-	return a->rc;
-}
-
-/* Queue b (taken; b comes back empty) with `flush` after it. */
-static int aio_submit(tk__sink *s, tk__buf *b, int flush)
-{
-	tk__aio *a = s->aio;
-	pthread_mutex_lock(&a->mu);
-	while (a->n == TK__AIO_DEPTH && !a->rc)
-		pthread_cond_wait(&a->done, &a->mu);
-	int rc = aio_error(s);
-	if (!rc) {
-		size_t t = (a->head + a->n) % TK__AIO_DEPTH;
-		a->job[t] = *b;
-		a->flush[t] = flush;
-		a->n++;
-		*b = a->n_spare ? a->spare[--a->n_spare] : (tk__buf){0};
-		pthread_cond_signal(&a->work);
-	}
-	pthread_mutex_unlock(&a->mu);
-	return rc;
-}
-
-/* Hand over the pending bytes of tk__sink_write(), if any. */
-static int aio_put_fill(tk__sink *s)
-{
-	tk__aio *a = s->aio;
-	if (!a->fill.len)
-		return 0;
-	tk__buf b = a->fill;
-	int rc = aio_submit(s, &b, Z_NO_FLUSH);
-	a->fill = b;
-	return rc;
-}
-
-/* Everything queued, then `flush`, and wait until the thread has done it all. */
-static int aio_drain(tk__sink *s, int flush)
-{
-	tk__aio *a = s->aio;
-	tk__buf none = {0};
-	int rc = aio_put_fill(s);
-	if (!rc && (flush != Z_NO_FLUSH && s->gz))
-		rc = aio_submit(s, &none, flush);
-	tk__buf_free(&none);
-	pthread_mutex_lock(&a->mu);
-	while ((a->n || a->busy) && !a->rc)
-		pthread_cond_wait(&a->done, &a->mu);
-	if (!rc)
-		rc = aio_error(s);
-	if (s->gz)
-		s->bytes_out = a->written;
-	pthread_mutex_unlock(&a->mu);
-	return rc;
 }
 
 static void aio_stop(tk__sink *s)
@@ -229,11 +231,148 @@ static void aio_stop(tk__sink *s)
 		return;
 	pthread_mutex_lock(&a->mu);
 	a->quit = 1;
-	pthread_cond_signal(&a->work);
+	pthread_cond_broadcast(&a->work);
 	pthread_mutex_unlock(&a->mu);
-	pthread_join(a->th, NULL);
+	for (int i = 0; i < a->n_th; i++)
+		pthread_join(a->th[i], NULL);
 	aio_free(a);
 	s->aio = NULL;
+}
+
+/* Processors this process may run on. */
+static int cpus(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
+}
+
+/* The threads start with the first full block: small outputs never need
+ * them. gzip gets a compressing thread per processor (at most 8), plain
+ * output one writing thread. */
+static void aio_start(tk__sink *s)
+{
+	s->may_aio = 0;
+	if (s->aio || s->fd < 0)
+		return;
+	tk__aio *a = calloc(1, sizeof *a);
+	int want = s->gz ? cpus() : 1;
+	if (want > TK__MAX_WORKERS)
+		want = TK__MAX_WORKERS;
+	if (a)
+		a->ring = calloc((size_t)(2 * want + 2), sizeof *a->ring);
+	if (!a || !a->ring) {
+		free(a);
+		return;
+	}
+	a->n_ring = (size_t)(2 * want + 2);
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->work, NULL);
+	pthread_cond_init(&a->done, NULL);
+	a->written = s->bytes_out; /* the header and what was written before the threads */
+	a->crc = s->crc;
+	s->aio = a;
+	while (a->n_th < want && !tk__thread_start(&a->th[a->n_th], aio_main, s))
+		a->n_th++;
+	if (!a->n_th) {
+		s->aio = NULL;
+		aio_free(a);
+	}
+}
+
+void tk__sink_async(tk__sink *s)
+{
+	s->may_aio = 1;
+}
+
+/* ---- blocks ---- */
+
+/* The thread's error, copied for the caller (lock held). */
+static int aio_error(tk__sink *s)
+{
+	if (s->aio->rc)
+		memcpy(s->err, s->aio->err, sizeof s->err);
+	return s->aio->rc;
+}
+
+/* A block written here, for a sink without threads. */
+static int block_now(tk__sink *s, tk__buf *raw)
+{
+	uint64_t counted = 0; /* plain bytes were counted when accepted */
+	if (!s->gz)
+		return write_all(s->fd, s->path, raw->p, raw->len, &counted, s->err);
+	uint32_t crc;
+	int rc = block_deflate(&s->z, s->dict, s->dict_len, raw, &s->zbuf, &crc, s->err);
+	if (!rc)
+		rc = write_all(s->fd, s->path, s->zbuf.p, s->zbuf.len, &s->bytes_out, s->err);
+	if (!rc) {
+		s->crc = (uint32_t)crc32_combine(s->crc, crc, (z_off_t)raw->len);
+		dict_after(s->dict, &s->dict_len, raw);
+	}
+	return rc;
+}
+
+/* Hands the block over (the caller's buffer comes back empty) or writes it. */
+static int submit(tk__sink *s, tk__buf *raw)
+{
+	if (!raw->len)
+		return 0;
+	tk__aio *a = s->aio;
+	if (!a) {
+		int rc = block_now(s, raw);
+		raw->len = 0;
+		return rc;
+	}
+	pthread_mutex_lock(&a->mu);
+	while (a->tail - a->head == a->n_ring && !a->rc)
+		pthread_cond_wait(&a->done, &a->mu);
+	int rc = aio_error(s);
+	pthread_mutex_unlock(&a->mu);
+	if (rc)
+		return rc;
+	/* the slot is free: no thread looks at it until it is queued */
+	job *j = &a->ring[a->tail % a->n_ring];
+	j->raw = *raw;
+	if (s->gz) {
+		memcpy(j->dict, s->dict, s->dict_len);
+		j->dict_len = s->dict_len;
+		dict_after(s->dict, &s->dict_len, raw);
+	}
+	pthread_mutex_lock(&a->mu);
+	j->state = J_QUEUED;
+	a->tail++;
+	*raw = a->n_spare ? a->spare[--a->n_spare] : (tk__buf){0};
+	pthread_cond_signal(&a->work);
+	pthread_mutex_unlock(&a->mu);
+	return 0;
+}
+
+/* The pending bytes become a block. */
+static int cut(tk__sink *s)
+{
+	return submit(s, &s->pend);
+}
+
+/* Every block written; the byte count and crc are then exact. */
+static int drain(tk__sink *s)
+{
+	int rc = cut(s);
+	tk__aio *a = s->aio;
+	if (!a)
+		return rc;
+	pthread_mutex_lock(&a->mu);
+	while (a->head < a->tail && !a->rc)
+		pthread_cond_wait(&a->done, &a->mu);
+	if (!rc)
+		rc = aio_error(s);
+	if (s->gz) {
+		s->bytes_out = a->written;
+		s->crc = a->crc;
+	}
+	pthread_mutex_unlock(&a->mu);
+	return rc;
 }
 
 /* ---- opening ---- */
@@ -241,16 +380,19 @@ static void aio_stop(tk__sink *s)
 static int gz_init(tk__sink *s, int level)
 {
 	s->gz = 1;
-	s->zout = malloc(TK__ZOUT);
-	if (!s->zout)
-		return TK_ERR_NOMEM;
-	if (deflateInit2(&s->z, level > 0 ? level : 6, Z_DEFLATED, 16 + MAX_WBITS, 8,
-	                 Z_DEFAULT_STRATEGY) != Z_OK) {
+	s->level = level > 0 && level <= 9 ? level : 6;
+	if (deflate_start(&s->z, s->level)) {
 		snprintf(s->err, sizeof s->err, "zlib deflate init failed");
 		return TK_ERR_NOMEM;
 	}
 	s->z_init = 1;
-	return 0;
+	if (!(s->dict = malloc(TK__DICT)))
+		return TK_ERR_NOMEM;
+	/* the header as zlib writes it: no name, no time, Unix */
+	unsigned char h[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, s->level == 9 ? 2 : s->level == 1 ? 4 : 0, 3};
+	int rc = write_all(s->fd, s->path, h, sizeof h, &s->bytes_out, s->err);
+	s->synced_out = s->bytes_out;
+	return rc;
 }
 
 int tk__sink_open_fd(tk__sink *s, int fd, const char *name, int gz, int level)
@@ -305,55 +447,50 @@ int tk__sink_open_path(tk__sink *s, const char *path, int gz, int level)
 
 /* ---- writing ---- */
 
-int tk__sink_write(tk__sink *s, const void *p, size_t n)
+/* n more bytes accepted: plain output counts them at once (its size is
+ * exact); gzip output when its blocks are written. */
+static void accepted(tk__sink *s, size_t n)
 {
-	if (s->may_aio && n >= TK__AIO_FILL)
-		aio_start(s);
 	s->raw_in += n;
-	if (!s->aio) {
-		if (!s->gz)
-			s->raw_synced = s->raw_in;
-		return put_bytes(s, p, n, Z_NO_FLUSH, &s->bytes_out, s->err);
-	}
 	if (!s->gz) {
-		s->raw_synced = s->raw_in;
 		s->bytes_out += n;
 		s->synced_out = s->bytes_out;
+		s->raw_synced = s->raw_in;
 	}
-	tk__aio *a = s->aio;
-	if (tk__buf_append(&a->fill, p, n)) {
+}
+
+int tk__sink_write(tk__sink *s, const void *p, size_t n)
+{
+	if (tk__buf_append(&s->pend, p, n)) {
 		snprintf(s->err, sizeof s->err, "out of memory");
 		return TK_ERR_NOMEM;
 	}
-	return a->fill.len >= TK__AIO_FILL ? aio_put_fill(s) : 0;
+	accepted(s, n);
+	if (s->pend.len < TK__BLOCK)
+		return 0;
+	if (s->may_aio)
+		aio_start(s);
+	return cut(s);
 }
 
 int tk__sink_give(tk__sink *s, tk__buf *b)
 {
-	if (s->may_aio && b->len >= TK__AIO_FILL)
-		aio_start(s);
-	if (!s->aio) {
+	if (s->pend.len || b->len < TK__BLOCK) {
 		int rc = tk__sink_write(s, b->p, b->len);
 		b->len = 0;
 		return rc;
 	}
-	int rc = aio_put_fill(s);
-	if (rc)
-		return rc;
-	s->raw_in += b->len;
-	if (!s->gz) {
-		s->raw_synced = s->raw_in;
-		s->bytes_out += b->len;
-		s->synced_out = s->bytes_out;
-	}
-	return b->len ? aio_submit(s, b, Z_NO_FLUSH) : 0;
+	if (s->may_aio)
+		aio_start(s);
+	accepted(s, b->len);
+	return submit(s, b);
 }
 
 int tk__sink_sync(tk__sink *s)
 {
-	if (!s->gz || !s->z_init || s->raw_synced == s->raw_in)
+	if (!s->gz || s->raw_synced == s->raw_in)
 		return 0;
-	int rc = s->aio ? aio_drain(s, Z_SYNC_FLUSH) : put_bytes(s, NULL, 0, Z_SYNC_FLUSH, &s->bytes_out, s->err);
+	int rc = drain(s);
 	if (!rc) {
 		s->raw_synced = s->raw_in;
 		s->synced_out = s->bytes_out;
@@ -363,12 +500,18 @@ int tk__sink_sync(tk__sink *s)
 
 int tk__sink_finish(tk__sink *s)
 {
-	int rc = 0;
-	if (s->aio) {
-		rc = aio_drain(s, s->gz && s->z_init ? Z_FINISH : Z_NO_FLUSH);
-		aio_stop(s);
-	} else if (s->gz && s->z_init) {
-		rc = put_bytes(s, NULL, 0, Z_FINISH, &s->bytes_out, s->err);
+	int rc = drain(s);
+	aio_stop(s);
+	if (!rc && s->gz) {
+		/* an empty final block (the stream is byte-aligned after the sync
+		 * flushes), crc and size */
+		unsigned char t[10] = {3, 0};
+		for (int i = 0; i < 4; i++) {
+			t[2 + i] = (unsigned char)(s->crc >> (8 * i));
+			t[6 + i] = (unsigned char)(s->raw_in >> (8 * i));
+		}
+		rc = write_all(s->fd, s->path, t, sizeof t, &s->bytes_out, s->err);
+		s->synced_out = s->bytes_out;
 	}
 	if (s->own_fd && s->fd >= 0) {
 		if (close(s->fd) && !rc) {
@@ -404,8 +547,10 @@ void tk__sink_discard(tk__sink *s)
 		free(s->tmppath);
 	}
 	s->tmppath = NULL;
-	free(s->zout);
-	s->zout = NULL;
+	tk__buf_free(&s->pend);
+	tk__buf_free(&s->zbuf);
+	free(s->dict);
+	s->dict = NULL;
 	free(s->path);
 	s->path = NULL;
 }
