@@ -153,10 +153,10 @@ typedef struct tk_writer_opts {
 
 /* Write to `path` ("-" = standard output). A file is written under a
  * temporary name beside it and renamed on tk_writer_close(); a writer freed
- * without a successful close leaves nothing behind. Compression and write()
- * run on a thread of the writer's own, in blocks of about 1 MiB, so they
- * overlap with the caller's work; an error there is returned by the next
- * call. */
+ * without a successful close leaves nothing behind. From the first MiB on,
+ * compression and write() run on threads of the writer's own (gzip: one per
+ * processor, at most 8), in blocks of about 1 MiB, so they overlap with the
+ * caller's work; an error there is returned by the next call. */
 TK_API int tk_writer_open_path(tk_writer **out, const char *path, const tk_writer_opts *opts);
 /* Write to an fd that the writer does not close; `name` for messages. */
 TK_API int tk_writer_open_fd(tk_writer **out, int fd, const char *name, const tk_writer_opts *opts);
@@ -179,8 +179,9 @@ TK_API int tk_writer_write_group(tk_writer *w, const tk_event *const *evs, size_
  * of events is never refused, so an output holds at least one group; compare
  * tk_writer_bytes() after close with the budget to detect that case.
  * With gzip the compressed size is only known as it is written: the writer
- * keeps an upper bound and, near the budget, flushes the compressor
- * (Z_SYNC_FLUSH) to learn the exact size. 0 removes the budget. */
+ * keeps an upper bound and, near the budget, ends the block being filled
+ * (a sync flush) and waits for the blocks to be written to learn the exact
+ * size. 0 removes the budget. */
 TK_API int tk_writer_set_max_bytes(tk_writer *w, uint64_t max_bytes);
 /* Bytes of output so far (with gzip: as far as compressed, which lags
  * behind what was written); after tk_writer_close() the size of the
