@@ -55,11 +55,11 @@ static const cli_tool tool = {
 	"trace: all top-level metadata and the M events (process and thread names) are\n"
 	"repeated in each. A slice belongs to the part where it starts and is kept whole\n"
 	"unless --clip is given. A flow whose two ends fall in different parts is removed\n"
-	"from both and counted. Parts are named DIR/NAME.part-0000.json[.gz]; DIR/NAME.index.json\n"
-	"lists each part's time range, events and bytes. --max-size combines with one of the\n"
-	"other rules (JSON parts only: .tkb parts are cut by time or steps). IN is read more\n"
-	"than once (standard input cannot be split); an input not in time order is ordered in\n"
-	"bounded memory (--memory). A failed run leaves no file.",
+	"from both and counted. Parts are named DIR/NAME.part-0000.json[.gz] (or .tkb);\n"
+	"DIR/NAME.index.json lists each part's time range, events and bytes. --max-size\n"
+	"combines with one of the other rules (JSON parts only: .tkb parts are cut by time or\n"
+	"steps). IN is read more than once (standard input cannot be split); an input not in\n"
+	"time order is ordered in bounded memory (--memory). A failed run leaves no file.",
 	opts,
 	"DUR takes ns, us, ms, s or min (a plain number is microseconds); A and B in --range\n"
 	"count from the first event and may be left out (':2s', '1s:').\n\n"

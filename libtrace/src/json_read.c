@@ -261,6 +261,17 @@ extra:
 	return put_extra(r, kp, kn, p, e, endp);
 }
 
+/* The event's view of a canonicalized text, NUL-terminated (none if empty). */
+static int text_view(tk__buf *b, tk_sv *v)
+{
+	if (!b->len)
+		return 0;
+	if (tk__buf_putc(b, 0))
+		return TK_ERR_NOMEM;
+	*v = (tk_sv){b->p, --b->len};
+	return 0;
+}
+
 /* Parse one event object at p ('{'). */
 static int parse_event(tk_reader *r, const unsigned char *p, const unsigned char *e,
                        const unsigned char **endp)
@@ -311,18 +322,8 @@ static int parse_event(tk_reader *r, const unsigned char *p, const unsigned char
 	}
 done:
 	ev->has |= TK_HAS_VALID_JSON; /* args and extra were canonicalized above */
-	if (r->args.len) {
-		if (tk__buf_putc(&r->args, 0))
-			return jbad(s, p, "out of memory");
-		ev->args = (tk_sv){r->args.p, r->args.len - 1};
-		r->args.len--;
-	}
-	if (r->extra.len) {
-		if (tk__buf_putc(&r->extra, 0))
-			return jbad(s, p, "out of memory");
-		ev->extra = (tk_sv){r->extra.p, r->extra.len - 1};
-		r->extra.len--;
-	}
+	if (text_view(&r->args, &ev->args) || text_view(&r->extra, &ev->extra))
+		return jbad(s, p, "out of memory");
 	*endp = p + 1;
 	return TK__J_OK;
 }
@@ -534,11 +535,9 @@ int tk__reader_take_args(tk_reader *r)
 	if (rc == TK__J_MORE) /* brackets matched, the rest did not */
 		return tk__reader_fail_at(r, TK_ERR_FORMAT, r->base + (uint64_t)(r->lazy_at - r->buf),
 		                          "malformed \"args\" object");
-	if (tk__buf_putc(&r->args, 0))
+	if (text_view(&r->args, &r->ev.args))
 		return tk__reader_fail(r, TK_ERR_NOMEM, "%s: out of memory", r->name);
 	r->stats.repaired_strings += (uint64_t)s->je.repaired;
-	r->ev.args = (tk_sv){r->args.p, r->args.len - 1};
-	r->args.len--;
 	return 0;
 }
 

@@ -247,6 +247,15 @@ static int add_flow_end(tk__scan *sc, const tk_event *ev)
 	return 0;
 }
 
+/* The event (with ts) comes before the latest time seen: the input needs
+ * sorting. Flow starts may come just before their ends (trace-split writes
+ * them so): the second pass takes them late. Used by the scan and, on the
+ * reader's thread, by want_args: the two must agree. */
+static int out_of_order(int have_t, int64_t t_max, const tk_event *ev)
+{
+	return have_t && ev->ts < t_max && ev->ph != 's' && ev->ph != 'f';
+}
+
 static int scan_event(tk__scan *sc, const tk_event *ev, uint64_t weight)
 {
 	sc->events++;
@@ -256,9 +265,7 @@ static int scan_event(tk__scan *sc, const tk_event *ev, uint64_t weight)
 		return TK_ERR_NOMEM;
 	if (!(ev->has & TK_HAS_TS))
 		return 0;
-	/* flow starts may come just before their ends (trace-split writes them
-	 * so); the second pass takes them late, anything else needs sorting */
-	if (sc->have_t && ev->ts < sc->t_max && ev->ph != 's' && ev->ph != 'f')
+	if (out_of_order(sc->have_t, sc->t_max, ev))
 		sc->sorted = 0;
 	if (!sc->have_t || ev->ts < sc->t_min)
 		sc->t_min = ev->ts;
@@ -434,7 +441,7 @@ static int want_args(void *arg, const tk_event *ev)
 		return 1;
 	if (!(ev->has & TK_HAS_TS))
 		return 0;
-	if (o->have_t && ev->ts < o->t_max && ev->ph != 's' && ev->ph != 'f')
+	if (out_of_order(o->have_t, o->t_max, ev))
 		return o->unsorted = 1;
 	if (!o->have_t || ev->ts > o->t_max)
 		o->t_max = ev->ts;

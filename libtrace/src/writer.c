@@ -121,7 +121,7 @@ static uint64_t zbound(uint64_t n)
 }
 
 /* 1 if the finished output is sure to fit the budget. With gzip, the
- * output is known exactly up to the last flush of the compressor only. */
+ * output is known exactly up to the last tk__sink_sync() only. */
 static int fits(const tk_writer *w)
 {
 	uint64_t pending = w->out.len + w->fmt->close_bytes(w);
