@@ -32,7 +32,7 @@ static int json_open(tk_reader *r)
 {
 	jstate *s = calloc(1, sizeof *s);
 	if (!s)
-		return tk__reader_fail(r, TK_ERR_NOMEM, "%s: out of memory", r->name);
+		return tk__err_set(&r->err, TK_ERR_NOMEM, "%s: out of memory", r->name);
 	r->fs = s;
 	return 0;
 }
@@ -464,7 +464,7 @@ static int truncated(tk_reader *r)
 	r->stats.truncated = 1;
 	r->stats.dropped_bytes = dropped;
 	s->st = ST_END;
-	if (tk__reader_warn(r,
+	if (tk__err_warn(&r->err,
 	                    "%s:%llu:%llu: input ends early %s%s at byte %llu: kept %llu complete events, "
 	                    "dropped the last %llu bytes",
 	                    r->name, (unsigned long long)line, (unsigned long long)col, where, gz,
@@ -480,18 +480,18 @@ static int finish(tk_reader *r)
 	if (r->src.gz_truncated) {
 		/* the JSON is complete but the gzip stream lost its end (and checksum) */
 		if (r->opts.strict)
-			return tk__reader_fail(r, TK_ERR_TRUNCATED,
+			return tk__err_set(&r->err, TK_ERR_TRUNCATED,
 			                       "%s: the gzip stream is cut off at byte %llu of its input", r->name,
 			                       (unsigned long long)r->src.bytes_in);
 		r->stats.truncated = 1;
-		tk__reader_warn(r,
+		tk__err_warn(&r->err,
 		                "%s: the gzip stream is cut off at byte %llu of its input (its end and "
 		                "checksum are missing); kept %llu complete events",
 		                r->name, (unsigned long long)r->src.bytes_in,
 		                (unsigned long long)r->stats.events);
 	}
 	if (s->rounded)
-		tk__reader_warn(r, "%s: %llu time values had digits below a nanosecond and were rounded",
+		tk__err_warn(&r->err, "%s: %llu time values had digits below a nanosecond and were rounded",
 		                r->name, (unsigned long long)s->rounded);
 	s->st = ST_END;
 	return TK_EOF;
@@ -536,7 +536,7 @@ int tk__reader_take_args(tk_reader *r)
 		return tk__reader_fail_at(r, TK_ERR_FORMAT, r->base + (uint64_t)(r->lazy_at - r->buf),
 		                          "malformed \"args\" object");
 	if (text_view(&r->args, &r->ev.args))
-		return tk__reader_fail(r, TK_ERR_NOMEM, "%s: out of memory", r->name);
+		return tk__err_set(&r->err, TK_ERR_NOMEM, "%s: out of memory", r->name);
 	r->stats.repaired_strings += (uint64_t)s->je.repaired;
 	return 0;
 }

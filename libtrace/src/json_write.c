@@ -51,7 +51,7 @@ static int canon(tk_writer *w, tk__buf *o, const char *s, size_t n, const char *
 	tk__buf_free(&t);
 	w->repaired += (uint64_t)je.repaired;
 	if (rc)
-		return tk__writer_fail(w, TK_ERR_ARG, "%s is not valid JSON", what);
+		return tk__err_set(&w->err, TK_ERR_ARG, "%s is not valid JSON", what);
 	return 0;
 }
 
@@ -146,7 +146,7 @@ static int members(tk_writer *w, tk__buf *o, const tk_event *ev)
 		char ph[8] = {'"', 'p', 'h', '"', ':', '"', ev->ph, '"'};
 		if (ev->ph == '"' || ev->ph == '\\' || (unsigned char)ev->ph < 0x20 ||
 		    (unsigned char)ev->ph >= 0x80)
-			return tk__writer_fail(w, TK_ERR_ARG, "event phase must be a printable ASCII character");
+			return tk__err_set(&w->err, TK_ERR_ARG, "event phase must be a printable ASCII character");
 		rc = tk__buf_append(o, ph, 8) || tk__buf_putc(o, ',');
 	}
 	if (!rc && (ev->has & TK_HAS_CAT))

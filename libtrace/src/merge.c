@@ -6,26 +6,6 @@
 
 #define TK__KINETO_GPU_SORT 16777216 /* Kineto's process_sort_index of GPU 0 */
 
-int tk__merge_fail(tk_merge *m, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	tk__fmt_msg(m->err, sizeof m->err, fmt, ap);
-	va_end(ap);
-	m->failed = code;
-	return code;
-}
-
-int tk__merge_warn(tk_merge *m, const char *fmt, ...)
-{
-	char buf[TK__ERRLEN];
-	va_list ap;
-	va_start(ap, fmt);
-	tk__fmt_msg(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	return tk__strlist_add(&m->warnings, &m->n_warnings, buf);
-}
-
 /* The sorter gets the budget less what readers, the writer, the merge's read
  * buffers and the per-rank tables need besides it. */
 size_t tk__merge_sort_budget(const tk_merge *m)
@@ -46,11 +26,11 @@ int tk_merge_new(tk_merge **out, const tk_merge_opts *opts)
 		return TK_ERR_NOMEM;
 	m->o = *opts;
 	if (opts->align < TK_ALIGN_NONE || opts->align > TK_ALIGN_GIVEN)
-		return tk__merge_fail(m, TK_ERR_ARG, "merge: unknown alignment %d", opts->align);
+		return tk__err_set(&m->err, TK_ERR_ARG, "merge: unknown alignment %d", opts->align);
 	if (!m->o.memory_bytes)
 		m->o.memory_bytes = (size_t)256 << 20;
 	if (opts->tmpdir && !(m->tmpdir = tk__strdup(opts->tmpdir)))
-		return tk__merge_fail(m, TK_ERR_NOMEM, "merge: out of memory");
+		return tk__err_set(&m->err, TK_ERR_NOMEM, "merge: out of memory");
 	m->o.tmpdir = m->tmpdir;
 	m->o.ranks = m->o.n_ranks ? m->o.ranks : NULL;
 	/* the pointers in opts (ranks, cats) must outlive the merge */
@@ -59,7 +39,7 @@ int tk_merge_new(tk_merge **out, const tk_merge_opts *opts)
 	if (m->o.align == TK_ALIGN_START || m->o.align == TK_ALIGN_COLLECTIVES)
 		so.memory_bytes /= 2;
 	if (tk_sorter_new(&m->sorter, &so))
-		return tk__merge_fail(m, TK_ERR_NOMEM, "merge: out of memory");
+		return tk__err_set(&m->err, TK_ERR_NOMEM, "merge: out of memory");
 	return 0;
 }
 
@@ -74,7 +54,7 @@ int tk_merge_set_offset(tk_merge *m, int64_t rank, int64_t offset_ns)
 	if (o)
 		m->given_off = o;
 	if (!r || !o)
-		return tk__merge_fail(m, TK_ERR_NOMEM, "merge: out of memory");
+		return tk__err_set(&m->err, TK_ERR_NOMEM, "merge: out of memory");
 	m->given_rank[m->n_given] = rank;
 	m->given_off[m->n_given++] = offset_ns;
 	return 0;
@@ -115,7 +95,7 @@ static int parse_i64(tk_sv v, int64_t *out)
 tk__proc *tk__merge_find_proc(const tk__input *in, const tk_id *pid)
 {
 	if (pid->kind == TK_ID_INT) {
-		int64_t *i = tk__imap_get(&in->pidx, pid->num);
+		const uint64_t *i = tk__map_get_int(&in->pidx, (uint64_t)pid->num);
 		return i ? &in->procs[*i] : NULL;
 	}
 	for (size_t i = 0; i < in->n_procs; i++)
@@ -144,7 +124,7 @@ static tk__proc *note_proc(tk__input *in, const tk_id *pid)
 		memcpy(s, pid->str.ptr, pid->str.len);
 		s[pid->str.len] = 0;
 		p->pid.str.ptr = s;
-	} else if (pid->kind == TK_ID_INT && tk__imap_put(&in->pidx, pid->num, (int64_t)in->n_procs)) {
+	} else if (pid->kind == TK_ID_INT && tk__map_put_int(&in->pidx, (uint64_t)pid->num, in->n_procs)) {
 		return NULL;
 	}
 	in->n_procs++;
@@ -190,8 +170,8 @@ static int note_event(tk_merge *m, tk__input *in, const tk_event *ev)
 		in->first = ev->ts;
 		in->has_first = 1;
 	}
-	if (ev->tid.kind == TK_ID_INT && !tk__imap_get(&in->tids, ev->tid.num) &&
-	    tk__imap_put(&in->tids, ev->tid.num, 0))
+	if (ev->tid.kind == TK_ID_INT && !tk__map_get_int(&in->tids, (uint64_t)ev->tid.num) &&
+	    tk__map_put_int(&in->tids, (uint64_t)ev->tid.num, 0))
 		return TK_ERR_NOMEM;
 	if (ev->pid.kind != TK_ID_NONE) {
 		tk__proc *p = note_proc(in, &ev->pid);
@@ -315,14 +295,14 @@ static int read_input(tk_merge *m, tk__input *in, tk_reader *r, uint64_t tag)
 				return 0;
 		}
 		if (note_event(m, in, ev))
-			return tk__merge_fail(m, TK_ERR_NOMEM, "merge: out of memory");
+			return tk__err_set(&m->err, TK_ERR_NOMEM, "merge: out of memory");
 		if (!cat_selected(m, ev))
 			continue;
 		tk_event e = *ev;
 		if (e.has & TK_HAS_TS)
 			e.ts = sat_add(e.ts, in->prov_shift);
 		if ((rc = tk_sorter_add(m->sorter, &e, tag)) != 0)
-			return tk__merge_fail(m, rc, "%s", tk_sorter_error(m->sorter));
+			return tk__err_set(&m->err, rc, "%s", tk_sorter_error(m->sorter));
 		if ((in->events_in & 0xffff) == 0 && m->o.progress) {
 			m->bytes_done = bytes0 + tk_reader_get_stats(r)->bytes_in;
 			m->o.progress(m->o.progress_ctx, in->path, m->bytes_done, in->events_in);
@@ -330,11 +310,11 @@ static int read_input(tk_merge *m, tk__input *in, tk_reader *r, uint64_t tag)
 	}
 	m->bytes_done = bytes0 + tk_reader_get_stats(r)->bytes_in;
 	if (rc < 0)
-		return tk__merge_fail(m, rc, "%s", tk_reader_error(r));
+		return tk__err_set(&m->err, rc, "%s", tk_reader_error(r));
 	for (size_t i = 0; tk_reader_warning(r, i); i++)
-		tk__merge_warn(m, "%s", tk_reader_warning(r, i));
+		tk__err_warn(&m->err, "%s", tk_reader_warning(r, i));
 	if (save_meta(m, in, r))
-		return tk__merge_fail(m, TK_ERR_NOMEM, "merge: out of memory");
+		return tk__err_set(&m->err, TK_ERR_NOMEM, "merge: out of memory");
 	if (!in->has_base && input_base(r, &in->base) == 0)
 		in->has_base = 1;
 	int64_t rank;
@@ -343,51 +323,75 @@ static int read_input(tk_merge *m, tk__input *in, tk_reader *r, uint64_t tag)
 	return 0;
 }
 
-int tk_merge_add(tk_merge *m, const char *path, int64_t rank)
+/* A new input slot named `name`; NULL (the merge's error set) when out of memory. */
+static tk__input *new_input(tk_merge *m, const char *name, int64_t rank)
 {
-	if (!m || !path)
-		return TK_ERR_ARG;
-	if (m->failed)
-		return m->failed;
-	if (m->n_in == m->in_cap) {
-		size_t cap = m->in_cap ? m->in_cap * 2 : 16;
-		tk__input *n = realloc(m->in, cap * sizeof *n);
-		if (!n)
-			return tk__merge_fail(m, TK_ERR_NOMEM, "merge: out of memory");
-		m->in = n;
-		m->in_cap = cap;
+	if (TK__GROW(m->in, m->in_cap, m->n_in + 1)) {
+		tk__err_set(&m->err, TK_ERR_NOMEM, "merge: out of memory");
+		return NULL;
 	}
 	tk__input *in = &m->in[m->n_in];
 	memset(in, 0, sizeof *in);
-	if (!(in->path = tk__strdup(path)))
-		return tk__merge_fail(m, TK_ERR_NOMEM, "merge: out of memory");
+	if (!(in->path = tk__strdup(name))) {
+		tk__err_set(&m->err, TK_ERR_NOMEM, "merge: out of memory");
+		return NULL;
+	}
 	in->rank = rank >= 0 ? rank : (int64_t)m->n_in;
 	in->rank_source = rank >= 0 ? 0 : 2;
 	m->n_in++;
-	tk_reader *r = NULL;
-	int rc = tk_reader_open_path(&r, path, &m->o.ropts);
-	if (rc)
-		rc = tk__merge_fail(m, rc, "%s", r ? tk_reader_error(r) : tk_strerror(rc));
-	else
-		rc = read_input(m, in, r, (uint64_t)(m->n_in - 1));
-	tk_reader_free(r);
+	return in;
+}
+
+/* After an input failed: later inputs are still read so that each failure
+ * is reported, but no output will be written. */
+static int input_done(tk_merge *m, int rc)
+{
 	if (rc && rc != TK_ERR_NOMEM && tk_sorter_error(m->sorter)[0] == 0) {
-		/* a bad input: later inputs are still read so that each failure is
-		 * reported, but no output will be written */
 		m->n_bad++;
-		m->failed = 0;
+		m->err.code = 0;
 	}
 	return rc;
 }
 
+int tk_merge_add(tk_merge *m, const char *path, int64_t rank)
+{
+	if (!m || !path)
+		return TK_ERR_ARG;
+	if (m->err.code)
+		return m->err.code;
+	tk__input *in = new_input(m, path, rank);
+	if (!in)
+		return m->err.code;
+	tk_reader *r = NULL;
+	int rc = tk_reader_open_path(&r, path, &m->o.ropts);
+	if (rc)
+		rc = tk__err_set(&m->err, rc, "%s", r ? tk_reader_error(r) : tk_strerror(rc));
+	else
+		rc = read_input(m, in, r, (uint64_t)(m->n_in - 1));
+	tk_reader_free(r);
+	return input_done(m, rc);
+}
+
+int tk_merge_add_reader(tk_merge *m, tk_reader *r, int64_t rank)
+{
+	if (!m || !r)
+		return TK_ERR_ARG;
+	if (m->err.code)
+		return m->err.code;
+	tk__input *in = new_input(m, tk_reader_name(r), rank);
+	if (!in)
+		return m->err.code;
+	return input_done(m, read_input(m, in, r, (uint64_t)(m->n_in - 1)));
+}
+
 const char *tk_merge_error(const tk_merge *m)
 {
-	return m ? m->err : "no merge";
+	return m ? m->err.msg : "no merge";
 }
 
 const char *tk_merge_warning(const tk_merge *m, size_t i)
 {
-	return m && i < m->n_warnings ? m->warnings[i] : NULL;
+	return m ? tk__err_warning(&m->err, i) : NULL;
 }
 
 size_t tk_merge_inputs(const tk_merge *m)
@@ -417,8 +421,8 @@ static void input_free(tk__input *in)
 		free(in->procs[i].labels);
 	}
 	free(in->procs);
-	tk__imap_free(&in->pidx);
-	tk__imap_free(&in->tids);
+	tk__map_free(&in->pidx);
+	tk__map_free(&in->tids);
 	free(in->colls);
 	free(in->dist_info);
 	free(in->dev_props);
@@ -440,9 +444,7 @@ void tk_merge_free(tk_merge *m)
 	free(m->given_off);
 	tk_sorter_free(m->sorter);
 	tk__strtab_free(&m->keys);
-	for (size_t i = 0; i < m->n_warnings; i++)
-		free(m->warnings[i]);
-	free(m->warnings);
+	tk__err_free(&m->err);
 	free(m->tmpdir);
 	free(m);
 }

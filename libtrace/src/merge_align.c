@@ -1,72 +1,10 @@
-/* merge_align.c: clock offsets between ranks from matched NCCL collectives; a small int map. */
+/* merge_align.c: clock offsets between ranks from matched NCCL collectives. */
 #include <stdlib.h>
 
 #include "merge_int.h"
 
 #define MAX_COLLS (1u << 16) /* kernels kept per input: the first ones are what we match */
 #define MAX_PAIRS 64         /* matched collectives used per rank */
-
-/* ---- int64 map ---- */
-
-static uint64_t mix(int64_t k)
-{
-	uint64_t x = (uint64_t)k * 0x9E3779B97F4A7C15ull;
-	return x ^ (x >> 29);
-}
-
-int64_t *tk__imap_get(const tk__imap *m, int64_t key)
-{
-	if (!m->cap)
-		return NULL;
-	for (size_t i = mix(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-		if (!m->used[i])
-			return NULL;
-		if (m->keys[i] == key)
-			return &m->vals[i];
-	}
-}
-
-static int imap_grow(tk__imap *m)
-{
-	tk__imap n = {0};
-	n.cap = m->cap ? m->cap * 2 : 64;
-	n.keys = malloc(n.cap * sizeof *n.keys);
-	n.vals = malloc(n.cap * sizeof *n.vals);
-	n.used = calloc(n.cap, 1);
-	if (!n.keys || !n.vals || !n.used) {
-		tk__imap_free(&n);
-		return TK_ERR_NOMEM;
-	}
-	for (size_t i = 0; i < m->cap; i++)
-		if (m->used[i])
-			tk__imap_put(&n, m->keys[i], m->vals[i]);
-	tk__imap_free(m);
-	*m = n;
-	return 0;
-}
-
-int tk__imap_put(tk__imap *m, int64_t key, int64_t val)
-{
-	if ((m->n + 1) * 2 > m->cap && imap_grow(m))
-		return TK_ERR_NOMEM;
-	size_t i = mix(key) & (m->cap - 1);
-	while (m->used[i] && m->keys[i] != key)
-		i = (i + 1) & (m->cap - 1);
-	if (!m->used[i])
-		m->n++;
-	m->used[i] = 1;
-	m->keys[i] = key;
-	m->vals[i] = val;
-	return 0;
-}
-
-void tk__imap_free(tk__imap *m)
-{
-	free(m->keys);
-	free(m->vals);
-	free(m->used);
-	memset(m, 0, sizeof *m);
-}
 
 /* ---- collectives ---- */
 
@@ -150,7 +88,7 @@ static int p2p(const tk_merge *m, uint32_t key)
 }
 
 /* (key, occurrence) -> the reference rank's end time. */
-static int index_ref(tk_merge *m, const tk__input *ref, tk__imap *idx, int with_p2p)
+static int index_ref(tk_merge *m, const tk__input *ref, tk__map *idx, int with_p2p)
 {
 	size_t n_keys = m->keys.n;
 	uint32_t *occ = calloc(n_keys ? n_keys : 1, sizeof *occ);
@@ -161,7 +99,7 @@ static int index_ref(tk_merge *m, const tk__input *ref, tk__imap *idx, int with_
 		if (!with_p2p && p2p(m, c->key))
 			continue;
 		int64_t k = ((int64_t)c->key << 32) | occ[c->key]++;
-		if (tk__imap_put(idx, k, c->end)) {
+		if (tk__map_put_int(idx, (uint64_t)k, (uint64_t)c->end)) {
 			free(occ);
 			return TK_ERR_NOMEM;
 		}
@@ -173,7 +111,7 @@ static int index_ref(tk_merge *m, const tk__input *ref, tk__imap *idx, int with_
 /* Differences (reference end - this rank's end, in absolute ns) of the first
  * matched collectives. */
 static size_t match(const tk_merge *m, const tk__input *ref, const tk__input *in,
-                    const tk__imap *idx, int with_p2p, int64_t *d)
+                    const tk__map *idx, int with_p2p, int64_t *d)
 {
 	uint32_t *occ = calloc(m->keys.n ? m->keys.n : 1, sizeof *occ);
 	size_t n = 0;
@@ -183,7 +121,7 @@ static size_t match(const tk_merge *m, const tk__input *ref, const tk__input *in
 		const tk__coll *c = &in->colls[i];
 		if (!with_p2p && p2p(m, c->key))
 			continue;
-		int64_t *ref_end = tk__imap_get(idx, ((int64_t)c->key << 32) | occ[c->key]++);
+		const int64_t *ref_end = (const int64_t *)tk__map_get_int(idx, ((uint64_t)c->key << 32) | occ[c->key]++);
 		if (ref_end)
 			d[n++] = (*ref_end + ref->base) - (c->end + in->base);
 	}
@@ -202,17 +140,17 @@ static void estimate(tk__input *in, int64_t *d, size_t n)
 	in->matched = n;
 }
 
-static int align_one(tk_merge *m, tk__input *ref, tk__input *in, tk__imap idx[2])
+static int align_one(tk_merge *m, tk__input *ref, tk__input *in, tk__map idx[2])
 {
 	int64_t d[MAX_PAIRS];
 	size_t n = 0;
 	for (int with_p2p = 0; with_p2p < 2 && n == 0; with_p2p++) {
-		if (!idx[with_p2p].cap && index_ref(m, ref, &idx[with_p2p], with_p2p))
+		if (!idx[with_p2p].esize && index_ref(m, ref, &idx[with_p2p], with_p2p))
 			return TK_ERR_NOMEM;
 		n = match(m, ref, in, &idx[with_p2p], with_p2p, d);
 	}
 	if (!n)
-		return tk__merge_warn(m, "%s: rank %lld: no NCCL collective matched rank %lld; clock left as recorded",
+		return tk__err_warn(&m->err, "%s: rank %lld: no NCCL collective matched rank %lld; clock left as recorded",
 		                      in->path, (long long)in->rank, (long long)ref->rank);
 	estimate(in, d, n);
 	return 0;
@@ -232,13 +170,13 @@ int tk__merge_align_collectives(tk_merge *m)
 	}
 	if (!ref)
 		return 0;
-	tk__imap idx[2] = {{0}, {0}};
+	tk__map idx[2] = {{0}, {0}};
 	int rc = 0;
 	for (size_t i = 0; i < m->n_in && !rc; i++)
 		if (!m->in[i].skipped && &m->in[i] != ref)
 			rc = align_one(m, ref, &m->in[i], idx);
 	ref->matched = ref->n_colls;
-	tk__imap_free(&idx[0]);
-	tk__imap_free(&idx[1]);
+	tk__map_free(&idx[0]);
+	tk__map_free(&idx[1]);
 	return rc;
 }

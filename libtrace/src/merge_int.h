@@ -23,16 +23,6 @@
 #define TK__SORT_OTHER 9000
 #define TK__SORT_RANK 10000
 
-/* int64 -> int64 map with open addressing (pids and tids of one input). */
-typedef struct tk__imap {
-	int64_t *keys, *vals;
-	unsigned char *used;
-	size_t n, cap;
-} tk__imap;
-int64_t *tk__imap_get(const tk__imap *m, int64_t key);
-int tk__imap_put(tk__imap *m, int64_t key, int64_t val);
-void tk__imap_free(tk__imap *m);
-
 /* One process of one input: what its metadata events say. */
 typedef struct tk__proc {
 	tk_id pid;     /* original; str owned */
@@ -64,8 +54,8 @@ typedef struct tk__input {
 	int64_t delta;             /* sorter ts -> output ts */
 	tk__proc *procs;
 	size_t n_procs;
-	tk__imap pidx;             /* int pid -> index in procs */
-	tk__imap tids;             /* int tid -> new tid (values filled at output time) */
+	tk__map pidx;              /* int pid -> index in procs (tk__map_put_int) */
+	tk__map tids;              /* int tid -> new tid (values filled at output time) */
 	tk__coll *colls;
 	size_t n_colls, colls_cap;
 	char *dist_info;           /* distributedInfo JSON or NULL */
@@ -76,6 +66,7 @@ typedef struct tk__input {
 } tk__input;
 
 struct tk_merge {
+	tk__err err; /* code: the sticky error */
 	tk_merge_opts o;
 	char *tmpdir;
 	tk__input *in;
@@ -85,17 +76,11 @@ struct tk_merge {
 	tk_sorter *sorter;
 	tk__strtab keys;           /* collective keys */
 	uint64_t bytes_done;
-	char **warnings;
-	size_t n_warnings;
 	size_t n_bad; /* inputs that could not be read */
-	int failed;
-	char err[TK__ERRLEN];
 };
 
 size_t tk__merge_sort_budget(const tk_merge *m);
 tk__proc *tk__merge_find_proc(const tk__input *in, const tk_id *pid);
-int tk__merge_fail(tk_merge *m, int code, const char *fmt, ...) TK__PRINTF(3, 4);
-int tk__merge_warn(tk_merge *m, const char *fmt, ...) TK__PRINTF(2, 3);
 /* Record a kernel when it is an NCCL collective. */
 int tk__merge_note_coll(tk_merge *m, tk__input *in, const tk_event *ev);
 /* Set in->offset/residual/matched for every selected input. */

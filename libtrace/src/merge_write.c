@@ -33,7 +33,7 @@ static int check_ranks(tk_merge *m)
 	for (size_t i = 0; i < m->n_in; i++)
 		for (size_t j = i + 1; j < m->n_in; j++)
 			if (!m->in[i].skipped && !m->in[j].skipped && m->in[i].rank == m->in[j].rank)
-				return tk__merge_fail(m, TK_ERR_ARG,
+				return tk__err_set(&m->err, TK_ERR_ARG,
 				                      "rank %lld appears twice: %s and %s (set ranks with --rank-from)",
 				                      (long long)m->in[i].rank, m->in[i].path, m->in[j].path);
 	return 0;
@@ -99,40 +99,54 @@ static int set_deltas(tk_merge *m, int64_t *tbase)
 }
 
 /* rank * SPAN + v when that is free, else the highest free slot of the rank. */
-static int remap_num(tk__imap *taken, int64_t rank, int64_t v, int64_t *next_free, int64_t *out)
+static int remap_num(tk__map *taken, int64_t rank, int64_t v, int64_t *next_free, int64_t *out)
 {
-	int64_t base = rank * TK__RANK_SPAN, n = base + v;
-	if (v < 0 || v >= TK__RANK_SPAN || tk__imap_get(taken, n)) {
-		while (tk__imap_get(taken, *next_free))
+	int64_t n = rank * TK__RANK_SPAN + v;
+	if (v < 0 || v >= TK__RANK_SPAN || tk__map_get_int(taken, (uint64_t)n)) {
+		while (tk__map_get_int(taken, (uint64_t)*next_free))
 			(*next_free)--;
-		if (*next_free < base)
-			return TK_ERR_LIMIT;
 		n = (*next_free)--;
 	}
 	*out = n;
-	return tk__imap_put(taken, n, 1);
+	return tk__map_put_int(taken, (uint64_t)n, 1);
 }
 
+static int cmp_tid(const void *a, const void *b)
+{
+	int64_t x = (int64_t)(*(tk__map_int *const *)a)->key, y = (int64_t)(*(tk__map_int *const *)b)->key;
+	return (x > y) - (x < y);
+}
+
+/* Small tids first, so that a large one never takes a small one's slot;
+ * within each pass in increasing order, so the numbers do not depend on
+ * the map's layout. */
 static int map_tids(tk__input *in)
 {
-	tk__imap taken = {0};
+	tk__map taken = {0};
 	int64_t next = in->rank * TK__RANK_SPAN + TK__RANK_SPAN - 1;
+	tk__map_int **v = malloc((in->tids.n ? in->tids.n : 1) * sizeof *v);
+	if (!v)
+		return TK_ERR_NOMEM;
+	size_t n = 0, it = 0;
+	for (tk__map_int *r; (r = tk__map_next(&in->tids, &it));)
+		v[n++] = r;
+	qsort(v, n, sizeof *v, cmp_tid);
 	int rc = 0;
-	/* small tids first, so that a large one never takes a small one's slot */
 	for (int pass = 0; pass < 2 && !rc; pass++)
-		for (size_t i = 0; i < in->tids.cap && !rc; i++) {
-			int64_t k = in->tids.keys[i];
+		for (size_t i = 0; i < n && !rc; i++) {
+			int64_t k = (int64_t)v[i]->key;
 			int small = k >= 0 && k < TK__RANK_SPAN;
-			if (in->tids.used[i] && small == (pass == 0))
-				rc = remap_num(&taken, in->rank, k, &next, &in->tids.vals[i]);
+			if (small == (pass == 0))
+				rc = remap_num(&taken, in->rank, k, &next, (int64_t *)&v[i]->val);
 		}
-	tk__imap_free(&taken);
+	free(v);
+	tk__map_free(&taken);
 	return rc;
 }
 
 static int map_pids(tk__input *in)
 {
-	tk__imap taken = {0};
+	tk__map taken = {0};
 	int64_t next = in->rank * TK__RANK_SPAN + TK__RANK_SPAN - 1;
 	int rc = 0;
 	for (int pass = 0; pass < 2 && !rc; pass++)
@@ -153,7 +167,7 @@ static int map_pids(tk__input *in)
 				p->newpid = (tk_id){TK_ID_STR, 0, {s, n}};
 			}
 		}
-	tk__imap_free(&taken);
+	tk__map_free(&taken);
 	return rc;
 }
 
@@ -174,7 +188,7 @@ static int prepare(tk_merge *m, int64_t *tbase, int *resort)
 		if (!rc)
 			rc = map_tids(in);
 		if (rc)
-			return tk__merge_fail(m, rc, "%s: rank %lld: cannot remap pids and tids (%s)",
+			return tk__err_set(&m->err, rc, "%s: rank %lld: cannot remap pids and tids (%s)",
 			                      in->path, (long long)in->rank, tk_strerror(rc));
 	}
 	return 0;
@@ -455,7 +469,7 @@ static int remap(out_ctx *c, const tk__input *in, tk_event *e)
 	if (p)
 		e->pid = p->newpid;
 	if (e->tid.kind == TK_ID_INT)
-		e->tid.num = *tk__imap_get(&in->tids, e->tid.num);
+		e->tid.num = (int64_t)*tk__map_get_int(&in->tids, (uint64_t)e->tid.num);
 	if (e->id.kind == TK_ID_INT) {
 		e->id.num = (int64_t)((uint64_t)e->id.num ^ ((uint64_t)in->rank << TK__ID_SHIFT));
 	} else if (e->id.kind == TK_ID_STR) {
@@ -503,7 +517,7 @@ static int resort(tk_merge *m, tk_sorter **out)
 	const tk_event *ev;
 	uint64_t tag;
 	if (rc)
-		return tk__merge_fail(m, rc, "merge: out of memory");
+		return tk__err_set(&m->err, rc, "merge: out of memory");
 	while ((rc = tk_sorter_next(m->sorter, &ev, &tag)) == TK_OK) {
 		tk__input *in = &m->in[tag];
 		if (in->skipped)
@@ -512,16 +526,16 @@ static int resort(tk_merge *m, tk_sorter **out)
 		if (e.has & TK_HAS_TS)
 			e.ts += in->delta;
 		if ((rc = tk_sorter_add(*out, &e, tag)) != 0)
-			return tk__merge_fail(m, rc, "%s", tk_sorter_error(*out));
+			return tk__err_set(&m->err, rc, "%s", tk_sorter_error(*out));
 	}
 	if (rc < 0)
-		return tk__merge_fail(m, rc, "%s", tk_sorter_error(m->sorter));
+		return tk__err_set(&m->err, rc, "%s", tk_sorter_error(m->sorter));
 	tk_sorter_free(m->sorter); /* its runs are no longer needed */
 	m->sorter = NULL;
 	for (size_t i = 0; i < m->n_in; i++)
 		m->in[i].delta = 0;
 	if ((rc = tk_sorter_finish(*out)) != 0)
-		return tk__merge_fail(m, rc, "%s", tk_sorter_error(*out));
+		return tk__err_set(&m->err, rc, "%s", tk_sorter_error(*out));
 	return 0;
 }
 
@@ -542,9 +556,9 @@ static int stream(out_ctx *c, tk_sorter *s)
 			rc = emit(c, ev, in);
 		}
 		if (rc)
-			return tk__merge_fail(c->m, rc, "%s", tk_writer_error(c->w));
+			return tk__err_set(&c->m->err, rc, "%s", tk_writer_error(c->w));
 	}
-	return rc < 0 ? tk__merge_fail(c->m, rc, "%s", tk_sorter_error(s)) : 0;
+	return rc < 0 ? tk__err_set(&c->m->err, rc, "%s", tk_sorter_error(s)) : 0;
 }
 
 static int write_all(tk_merge *m, out_ctx *c, int64_t tbase, tk_sorter *s)
@@ -554,11 +568,11 @@ static int write_all(tk_merge *m, out_ctx *c, int64_t tbase, tk_sorter *s)
 		if (!m->in[i].skipped)
 			rc = synth_procs(c, &m->in[i]);
 	if (rc)
-		return tk__merge_fail(m, rc < 0 ? rc : TK_ERR_NOMEM, "%s", tk_writer_error(c->w));
+		return tk__err_set(&m->err, rc < 0 ? rc : TK_ERR_NOMEM, "%s", tk_writer_error(c->w));
 	if ((rc = stream(c, s)) != 0)
 		return rc;
 	if ((rc = tk_writer_close(c->w)) != 0)
-		return tk__merge_fail(m, rc, "%s", tk_writer_error(c->w));
+		return tk__err_set(&m->err, rc, "%s", tk_writer_error(c->w));
 	return 0;
 }
 
@@ -566,17 +580,17 @@ int tk_merge_write(tk_merge *m, const char *path)
 {
 	if (!m || !path)
 		return TK_ERR_ARG;
-	if (m->failed)
-		return m->failed;
+	if (m->err.code)
+		return m->err.code;
 	if (m->n_bad)
-		return tk__merge_fail(m, TK_ERR_IO, "%zu of %zu inputs could not be read; nothing written",
+		return tk__err_set(&m->err, TK_ERR_IO, "%zu of %zu inputs could not be read; nothing written",
 		                      m->n_bad, m->n_in);
 	int64_t tbase;
 	int need_resort, rc = prepare(m, &tbase, &need_resort);
 	if (rc)
 		return rc;
 	if ((rc = tk_sorter_finish(m->sorter)) != 0)
-		return tk__merge_fail(m, rc, "%s", tk_sorter_error(m->sorter));
+		return tk__err_set(&m->err, rc, "%s", tk_sorter_error(m->sorter));
 	tk_sorter *second = NULL;
 	if (need_resort && (rc = resort(m, &second)) != 0) {
 		tk_sorter_free(second);
@@ -584,7 +598,7 @@ int tk_merge_write(tk_merge *m, const char *path)
 	}
 	out_ctx c = {m, NULL, {0}, {0}, {0}, 0, 0, 0};
 	if ((rc = tk_writer_open_path(&c.w, path, &m->o.wopts)) != 0)
-		rc = tk__merge_fail(m, rc, "%s", c.w ? tk_writer_error(c.w) : tk_strerror(rc));
+		rc = tk__err_set(&m->err, rc, "%s", c.w ? tk_writer_error(c.w) : tk_strerror(rc));
 	else
 		rc = write_all(m, &c, tbase, second ? second : m->sorter);
 	tk_writer_free(c.w);

@@ -101,7 +101,7 @@ static int fill(tk__pump *p, batch *b)
 			p->limit--;
 			rc = p->want ? wanted(p, b, ev) : copy_event(b, ev);
 			if (rc == TK_ERR_NOMEM) /* the reader is fine, the copy is not: report it as the reader's */
-				rc = tk__reader_fail(p->r, rc, "%s: out of memory", tk_reader_name(p->r));
+				rc = tk__err_set(&p->r->err, rc, "%s: out of memory", tk_reader_name(p->r));
 		}
 		if (rc) {
 			b->rc = rc;

@@ -30,8 +30,7 @@ static int reader_new(tk_reader **out, const char *name, const tk_reader_opts *o
 	r->buf = malloc(r->cap + TK__PAD);
 	r->line = 1;
 	if (!r->name || !r->buf) {
-		snprintf(r->err, sizeof r->err, "out of memory");
-		return r->failed = TK_ERR_NOMEM;
+		return tk__err_set(&r->err, TK_ERR_NOMEM, "out of memory");
 	}
 	memset(r->buf, 0, TK__PAD);
 	return 0;
@@ -43,7 +42,7 @@ static int reader_start(tk_reader *r)
 	if (rc)
 		return rc;
 	if (r->end == r->pos)
-		return tk__reader_fail(r, TK_ERR_FORMAT, "%s: empty input", r->name);
+		return tk__err_set(&r->err, TK_ERR_FORMAT, "%s: empty input", r->name);
 	int best = 0;
 	for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
 		int b = formats[i]->bid(r->buf + r->pos, r->end - r->pos);
@@ -55,14 +54,14 @@ static int reader_start(tk_reader *r)
 	if (!r->fmt) {
 		const unsigned char *p = r->buf + r->pos;
 		size_t n = r->end - r->pos;
-		return tk__reader_fail(r, TK_ERR_FORMAT,
+		return tk__err_set(&r->err, TK_ERR_FORMAT,
 		                       "%s: not a trace tracekit reads (starts with bytes %02x %02x %02x %02x)",
 		                       r->name, p[0], n > 1 ? p[1] : 0, n > 2 ? p[2] : 0, n > 3 ? p[3] : 0);
 	}
 	snprintf(r->fmtname, sizeof r->fmtname, "%s%s", r->fmt->name, r->src.gz > 0 ? ".gz" : "");
 	rc = r->fmt->open(r);
-	if (rc < 0 && !r->failed)
-		r->failed = rc;
+	if (rc < 0 && !r->err.code)
+		r->err.code = rc;
 	return rc < 0 ? rc : 0;
 }
 
@@ -89,11 +88,11 @@ int tk_reader_open_path(tk_reader **out, const char *path, const tk_reader_opts 
 	} else {
 		r->src.fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (r->src.fd < 0)
-			return tk__reader_fail(r, TK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+			return tk__err_set(&r->err, TK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
 		r->src.own_fd = 1;
 		struct stat st;
 		if (fstat(r->src.fd, &st) == 0 && S_ISDIR(st.st_mode))
-			return tk__reader_fail(r, TK_ERR_IO, "%s: is a directory", path);
+			return tk__err_set(&r->err, TK_ERR_IO, "%s: is a directory", path);
 #ifdef POSIX_FADV_SEQUENTIAL
 		posix_fadvise(r->src.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
@@ -168,8 +167,8 @@ static void compact(tk_reader *r)
 
 int tk__reader_more(tk_reader *r)
 {
-	if (r->failed)
-		return r->failed;
+	if (r->err.code)
+		return r->err.code;
 	if (r->eof)
 		return 0;
 	/* more is asked for while one unit (an event, a metadata value) is
@@ -184,7 +183,7 @@ int tk__reader_more(tk_reader *r)
 		size_t ncap = r->cap * 2;
 		unsigned char *nb = realloc(r->buf, ncap + TK__PAD);
 		if (!nb)
-			return tk__reader_fail(r, TK_ERR_NOMEM, "%s: out of memory", r->name);
+			return tk__err_set(&r->err, TK_ERR_NOMEM, "%s: out of memory", r->name);
 		r->buf = nb;
 		r->cap = ncap;
 	}
@@ -195,7 +194,7 @@ int tk__reader_more(tk_reader *r)
 	while (r->end < r->cap) {
 		long n = tk__src_read(&r->src, r->buf + r->end, r->cap - r->end);
 		if (n < 0)
-			return tk__reader_fail(r, TK_ERR_IO, "%s: %s", r->name, r->src.err);
+			return tk__err_set(&r->err, TK_ERR_IO, "%s: %s", r->name, r->src.err);
 		if (n == 0) {
 			r->eof = 1;
 			break;
@@ -229,16 +228,6 @@ void tk__reader_linecol(const tk_reader *r, uint64_t at, uint64_t *line, uint64_
 	*col = at >= la ? at - la + 1 : 1;
 }
 
-int tk__reader_fail(tk_reader *r, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	tk__fmt_msg(r->err, sizeof r->err, fmt, ap);
-	va_end(ap);
-	r->failed = code;
-	return code;
-}
-
 int tk__reader_fail_at(tk_reader *r, int code, uint64_t at, const char *fmt, ...)
 {
 	char msg[TK__ERRLEN / 2];
@@ -248,20 +237,8 @@ int tk__reader_fail_at(tk_reader *r, int code, uint64_t at, const char *fmt, ...
 	va_end(ap);
 	uint64_t line, col;
 	tk__reader_linecol(r, at, &line, &col);
-	snprintf(r->err, sizeof r->err, "%.200s:%llu:%llu: %s (byte %llu)", r->name,
-	         (unsigned long long)line, (unsigned long long)col, msg, (unsigned long long)at);
-	r->failed = code;
-	return code;
-}
-
-int tk__reader_warn(tk_reader *r, const char *fmt, ...)
-{
-	char msg[TK__ERRLEN];
-	va_list ap;
-	va_start(ap, fmt);
-	tk__fmt_msg(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	return tk__strlist_add(&r->warnings, &r->n_warnings, msg);
+	return tk__err_set(&r->err, code, "%.200s:%llu:%llu: %s (byte %llu)", r->name,
+	                   (unsigned long long)line, (unsigned long long)col, msg, (unsigned long long)at);
 }
 
 int tk__reader_add_meta(tk_reader *r, const char *key, size_t klen, const char *json, size_t jlen,
@@ -271,7 +248,7 @@ int tk__reader_add_meta(tk_reader *r, const char *key, size_t klen, const char *
 		size_t nc = r->meta_cap ? r->meta_cap * 2 : 16;
 		tk__meta *nm = realloc(r->meta, nc * sizeof *nm);
 		if (!nm)
-			return tk__reader_fail(r, TK_ERR_NOMEM, "%s: out of memory", r->name);
+			return tk__err_set(&r->err, TK_ERR_NOMEM, "%s: out of memory", r->name);
 		r->meta = nm;
 		r->meta_cap = nc;
 	}
@@ -280,7 +257,7 @@ int tk__reader_add_meta(tk_reader *r, const char *key, size_t klen, const char *
 	m->json = malloc(jlen + 1);
 	if (!m->key.ptr || !m->json) {
 		free(m->json);
-		return tk__reader_fail(r, TK_ERR_NOMEM, "%s: out of memory", r->name);
+		return tk__err_set(&r->err, TK_ERR_NOMEM, "%s: out of memory", r->name);
 	}
 	memcpy(m->json, json, jlen);
 	m->json[jlen] = 0;
@@ -294,15 +271,15 @@ int tk_reader_next(tk_reader *r, const tk_event **ev)
 {
 	if (!r)
 		return TK_ERR_ARG;
-	if (r->failed)
-		return r->failed;
+	if (r->err.code)
+		return r->err.code;
 	if (!r->fmt)
 		return TK_ERR_ARG;
 	int rc = r->fmt->next(r, ev);
 	if (rc == TK_OK)
 		r->stats.events++;
-	else if (rc < 0 && !r->failed)
-		r->failed = rc;
+	else if (rc < 0 && !r->err.code)
+		r->err.code = rc;
 	r->stats.bytes_in = r->src.bytes_in;
 	return rc;
 }
@@ -311,16 +288,12 @@ const char *tk_reader_error(const tk_reader *r)
 {
 	if (!r)
 		return "no reader";
-	if (r->err[0])
-		return r->err;
-	if (r->n_warnings)
-		return r->warnings[r->n_warnings - 1];
-	return "";
+	return tk__err_text(&r->err);
 }
 
 const char *tk_reader_warning(const tk_reader *r, size_t i)
 {
-	return r && i < r->n_warnings ? r->warnings[i] : NULL;
+	return r ? tk__err_warning(&r->err, i) : NULL;
 }
 
 const tk_reader_stats *tk_reader_get_stats(const tk_reader *r)
@@ -384,9 +357,7 @@ void tk_reader_free(tk_reader *r)
 	for (size_t i = 0; i < r->n_meta; i++)
 		free(r->meta[i].json);
 	free(r->meta);
-	for (size_t i = 0; i < r->n_warnings; i++)
-		free(r->warnings[i]);
-	free(r->warnings);
+	tk__err_free(&r->err);
 	free(r->buf);
 	free(r->name);
 	free(r);

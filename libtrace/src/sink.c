@@ -52,21 +52,10 @@ typedef struct tk__aio {
 
 static int write_all(int fd, const char *path, const void *buf, size_t n, uint64_t *count, char *err)
 {
-	const unsigned char *p = buf;
-	while (n) {
-		ssize_t k = write(fd, p, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			snprintf(err, TK__ERRLEN, "%s: write failed: %s", path ? path : "(output)",
-			         strerror(errno));
-			return TK_ERR_IO;
-		}
-		p += k;
-		n -= (size_t)k;
-		*count += (uint64_t)k;
-	}
-	return 0;
+	int e = tk__write_all(fd, buf, n, count);
+	if (e)
+		snprintf(err, TK__ERRLEN, "%s: write failed: %s", path ? path : "(output)", strerror(e));
+	return e ? TK_ERR_IO : 0;
 }
 
 static int deflate_start(z_stream *z, int level)

@@ -20,22 +20,13 @@
  * record. The fixed part ends at REC_FIXED. */
 #define REC_FIXED 36
 #define CHUNK_BYTES (4u << 20) /* at most; budget / 16 below 64 MiB */
-#define fail tk__sort_fail
+#define fail(s, ...) tk__err_set(tk__sort_err(s), __VA_ARGS__)
 
 static int on_bg_thread(const tk_sorter *s);
 
-int tk__sort_fail(tk_sorter *s, int code, const char *fmt, ...)
+tk__err *tk__sort_err(tk_sorter *s)
 {
-	int bg = on_bg_thread(s);
-	va_list ap;
-	va_start(ap, fmt);
-	tk__fmt_msg(bg ? s->bg_err : s->err, sizeof s->err, fmt, ap);
-	va_end(ap);
-	if (!bg)
-		s->failed = code;
-	else if (!s->bg_failed)
-		s->bg_failed = code; /* read under the lock once the thread is idle */
-	return code;
+	return on_bg_thread(s) ? &s->bg_err : &s->err;
 }
 
 /* ---- record encoding ---- */
@@ -331,7 +322,7 @@ static int spill(tk_sorter *s, sortbuf *b)
 
 /* ---- the spill thread ---- */
 
-/* Errors of the thread go to bg_err (see tk__sort_fail), and reach the
+/* Errors of the thread go to s->bg_err (see tk__sort_err), and reach the
  * caller when it next waits for the thread. */
 static int on_bg_thread(const tk_sorter *s)
 {
@@ -349,7 +340,7 @@ static void *bg_main(void *arg)
 		if (!s->bg_busy)
 			break;
 		sortbuf *b = &s->buf[!s->fill];
-		int failed = s->bg_failed;
+		int failed = s->bg_err.code;
 		pthread_mutex_unlock(&s->mu);
 		if (!failed)
 			spill(s, b);
@@ -371,11 +362,10 @@ static int bg_wait(tk_sorter *s)
 	pthread_mutex_lock(&s->mu);
 	while (s->bg_busy)
 		pthread_cond_wait(&s->cv, &s->mu);
-	int rc = s->bg_failed;
+	int rc = s->bg_err.code;
 	pthread_mutex_unlock(&s->mu);
-	if (rc && !s->failed) {
-		memcpy(s->err, s->bg_err, sizeof s->err);
-		s->failed = rc;
+	if (rc && !s->err.code) {
+		tk__err_copy(&s->err, &s->bg_err);
 	}
 	return rc;
 }
@@ -460,8 +450,8 @@ int tk_sorter_add(tk_sorter *s, const tk_event *ev, uint64_t tag)
 {
 	if (!s || !ev)
 		return TK_ERR_ARG;
-	if (s->failed)
-		return s->failed;
+	if (s->err.code)
+		return s->err.code;
 	if (s->finished)
 		return fail(s, TK_ERR_ARG, "sorter: event added after tk_sorter_finish()");
 	size_t n = rec_size(ev);
@@ -477,7 +467,7 @@ int tk_sorter_add(tk_sorter *s, const tk_event *ev, uint64_t tag)
 		b = &s->buf[s->fill];
 	}
 	if (b->n_ents == b->ents_cap && grow_entries(s, b))
-		return s->failed;
+		return s->err.code;
 	char *rec = mem_alloc(s, b, n);
 	if (!rec)
 		return fail(s, TK_ERR_NOMEM, "sorter: out of memory buffering an event of %zu bytes", n);
@@ -491,8 +481,8 @@ int tk_sorter_finish(tk_sorter *s)
 {
 	if (!s)
 		return TK_ERR_ARG;
-	if (s->failed)
-		return s->failed;
+	if (s->err.code)
+		return s->err.code;
 	if (s->finished)
 		return 0;
 	int rc = bg_wait(s);
@@ -519,8 +509,8 @@ int tk_sorter_next(tk_sorter *s, const tk_event **ev, uint64_t *tag)
 {
 	if (!s || !ev)
 		return TK_ERR_ARG;
-	if (s->failed)
-		return s->failed;
+	if (s->err.code)
+		return s->err.code;
 	if (!s->finished)
 		return fail(s, TK_ERR_ARG, "sorter: tk_sorter_next() before tk_sorter_finish()");
 	uint64_t t;
@@ -542,7 +532,7 @@ int tk_sorter_next(tk_sorter *s, const tk_event **ev, uint64_t *tag)
 
 const char *tk_sorter_error(const tk_sorter *s)
 {
-	return s ? s->err : "no sorter";
+	return s ? s->err.msg : "no sorter";
 }
 
 size_t tk_sorter_runs(const tk_sorter *s)

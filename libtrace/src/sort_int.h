@@ -59,8 +59,7 @@ struct tk_sorter {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int bg_started, bg_busy, bg_quit;
-	int bg_failed; /* the thread's first error, with its message */
-	char bg_err[TK__ERRLEN];
+	tk__err bg_err; /* the thread's error */
 
 	size_t dict_cap; /* bytes of dictionary per run */
 	size_t fanin;    /* runs merged at once */
@@ -71,11 +70,12 @@ struct tk_sorter {
 	size_t mem_pos; /* fast path: next in-memory entry */
 	merger m;
 	tk_event ev;
-	int failed;
-	char err[TK__ERRLEN];
+	tk__err err; /* code: the sticky error */
 };
 
-int tk__sort_fail(tk_sorter *s, int code, const char *fmt, ...) TK__PRINTF(3, 4);
+/* Where an error goes: the thread's own object on the spill thread (read
+ * under the lock once the thread is idle), the sorter's elsewhere. */
+tk__err *tk__sort_err(tk_sorter *s);
 
 /* Order key: events without ts before all others (they carry has_ts 0 and
  * compare by input order alone), then ts as an unsigned number. */

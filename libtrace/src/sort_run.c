@@ -10,7 +10,7 @@
 #include "tkb_int.h"
 
 #define WRITE_BUF (1u << 20) /* write buffer while spilling */
-#define fail tk__sort_fail
+#define fail(s, ...) tk__err_set(tk__sort_err(s), __VA_ARGS__)
 
 static int make_dir(tk_sorter *s)
 {
@@ -91,92 +91,68 @@ static int run_create(tk_sorter *s, char **path_out, int *fd_out)
 #define DICT_ENTRY 32      /* bytes counted per dictionary entry beside its text */
 #define DICT_MAX_STR 4096  /* longer strings are never kept in a dictionary */
 
-static unsigned char *put_vu(unsigned char *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (unsigned char)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (unsigned char)v;
-	return p;
-}
+#define put_vu tk__varint_at
 
-/* The writer's dictionary: open addressing over entries in one buffer. */
+/* The writer's dictionary: entries back to back in one buffer, found
+ * through the map (hash -> entry). */
 typedef struct dict_wr {
-	tk__buf text;       /* entries back to back */
-	size_t *off;        /* entry i is text[off[i] .. off[i+1]) */
-	uint64_t *hash;     /* per entry */
-	uint32_t *slots;    /* entry + 1, 0 = empty */
-	size_t n, n_cap, n_slots, used, cap;
+	tk__buf text; /* entries back to back */
+	size_t *off;  /* entry i is text[off[i] .. off[i+1]) */
+	tk__map map;  /* records {hash, entry} */
+	size_t n, n_cap, used, cap;
 } dict_wr;
+
+typedef struct dict_rec {
+	uint64_t h;
+	uint32_t entry;
+} dict_rec;
+
+typedef struct dict_key {
+	const dict_wr *d;
+	const char *s;
+	size_t n;
+} dict_key;
 
 static void dict_wr_free(dict_wr *d)
 {
 	tk__buf_free(&d->text);
 	free(d->off);
-	free(d->hash);
-	free(d->slots);
+	tk__map_free(&d->map);
 	memset(d, 0, sizeof *d);
 }
 
-static int dict_wr_grow(dict_wr *d)
+static int dict_eq(const void *rec, const void *key)
 {
-	size_t nc = d->n_cap ? d->n_cap * 2 : 256, ns = nc * 2;
-	size_t *off = realloc(d->off, (nc + 1) * sizeof *off);
-	if (off)
-		d->off = off;
-	uint64_t *hash = realloc(d->hash, nc * sizeof *hash);
-	if (hash)
-		d->hash = hash;
-	uint32_t *slots = calloc(ns, sizeof *slots);
-	if (!off || !hash || !slots) {
-		free(slots);
-		return TK_ERR_NOMEM;
-	}
-	for (size_t i = 0; i < d->n; i++) {
-		size_t j = d->hash[i] & (ns - 1);
-		while (slots[j])
-			j = (j + 1) & (ns - 1);
-		slots[j] = (uint32_t)i + 1;
-	}
-	free(d->slots);
-	d->slots = slots;
-	d->n_slots = ns;
-	d->n_cap = nc;
-	if (!d->n)
-		d->off[0] = 0;
-	return 0;
+	const dict_key *k = key;
+	size_t i = ((const dict_rec *)rec)->entry;
+	return k->d->off[i + 1] - k->d->off[i] == k->n && memcmp(k->d->text.p + k->d->off[i], k->s, k->n) == 0;
 }
 
 /* *id = the entry of s: 0 found, 1 added, 2 not kept (full or too long), or an error. */
 static int dict_wr_find(dict_wr *d, const char *s, size_t n, uint32_t *id)
 {
+	if (!d->map.esize)
+		tk__map_init(&d->map, sizeof(dict_rec), 4);
 	uint64_t h = tk__hash(s, n);
-	size_t j = d->n_slots ? h & (d->n_slots - 1) : 0;
-	for (; d->n_slots && d->slots[j]; j = (j + 1) & (d->n_slots - 1)) {
-		size_t i = d->slots[j] - 1;
-		if (d->hash[i] == h && d->off[i + 1] - d->off[i] == n &&
-		    memcmp(d->text.p + d->off[i], s, n) == 0) {
-			*id = (uint32_t)i;
-			return 0;
-		}
+	dict_key k = {d, s, n};
+	const dict_rec *r = tk__map_find(&d->map, h, dict_eq, &k);
+	if (r) {
+		*id = r->entry;
+		return 0;
 	}
 	if (n > DICT_MAX_STR || d->used + n + DICT_ENTRY > d->cap)
 		return 2;
-	if (d->n == d->n_cap) {
-		if (dict_wr_grow(d))
-			return TK_ERR_NOMEM;
-		j = h & (d->n_slots - 1);
-		while (d->slots[j])
-			j = (j + 1) & (d->n_slots - 1);
-	}
-	if (tk__buf_append(&d->text, s, n))
+	if (tk__grow(&d->off, &d->n_cap, d->n + 2, sizeof *d->off, 256))
 		return TK_ERR_NOMEM;
-	d->hash[d->n] = h;
+	if (!d->n)
+		d->off[0] = 0;
+	dict_rec *nr;
+	if (tk__buf_append(&d->text, s, n) || !(nr = tk__map_insert(&d->map, h)))
+		return TK_ERR_NOMEM;
+	nr->entry = (uint32_t)d->n;
 	d->off[d->n + 1] = d->text.len;
-	d->slots[j] = (uint32_t)++d->n;
 	d->used += n + DICT_ENTRY;
-	*id = (uint32_t)(d->n - 1);
+	*id = (uint32_t)d->n++;
 	return 1;
 }
 
@@ -192,17 +168,8 @@ typedef struct run_wr {
 
 static int write_all(tk_sorter *s, int fd, const char *path, const char *p, size_t n)
 {
-	while (n) {
-		ssize_t k = write(fd, p, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return fail(s, TK_ERR_IO, "sorter: cannot write %s: %s", path,
-			            k < 0 ? strerror(errno) : "short write");
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
+	int e = tk__write_all(fd, p, n, NULL);
+	return e ? fail(s, TK_ERR_IO, "sorter: cannot write %s: %s", path, strerror(e)) : 0;
 }
 
 /* A ref to s (NULL: absent); the record has room for n + 10 bytes. */

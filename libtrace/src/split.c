@@ -29,12 +29,10 @@ typedef struct seg {
 } seg;
 
 struct tk_split {
+	tk__err err; /* the message and the warnings of the last run */
 	tk_split_opts o;
 	char *name, *ext, *index_path;
 	int gz, tkb; /* parts gzip-compressed (.tkb: zlib chunks); .tkb parts */
-	char err[TK__ERRLEN];
-	char **warnings;
-	size_t n_warnings;
 	tk_split_stats st;
 	tk__scan sc;
 
@@ -59,15 +57,7 @@ struct tk_split {
 	tk__buf argbuf;
 };
 
-static int fail(tk_split *s, int code, const char *fmt, ...) TK__PRINTF(3, 4);
-static int fail(tk_split *s, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	tk__fmt_msg(s->err, sizeof s->err, fmt, ap);
-	va_end(ap);
-	return code;
-}
+#define fail(s, ...) tk__err_msg(&(s)->err, __VA_ARGS__)
 
 /* ---- segments ---- */
 
@@ -285,7 +275,7 @@ static int part_close(tk_split *s)
 	s->w = NULL;
 	if (s->o.max_bytes && pr->p.bytes > s->o.max_bytes) {
 		s->st.over_budget++;
-		if (tk__push_warning(&s->warnings, &s->n_warnings,
+		if (tk__err_warn(&s->err,
 		                     "part %zu is %llu bytes, over --max-size: one event (or flow pair) "
 		                     "alone did not fit", s->n_parts - 1, (unsigned long long)pr->p.bytes))
 			return fail(s, TK_ERR_NOMEM, "out of memory");
@@ -576,7 +566,7 @@ static int finish_parts(tk_split *s)
 		if (part_open(s, s->seg_start) || part_close(s))
 			return -1;
 		if ((s->o.range || s->o.steps) &&
-		    tk__push_warning(&s->warnings, &s->n_warnings, "no event starts in the range"))
+		    tk__err_warn(&s->err, "no event starts in the range"))
 			return fail(s, TK_ERR_NOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < s->n_carry; i++)
@@ -615,7 +605,7 @@ static int pass_sorted(tk_split *s, const char *path)
 		}
 		progress(s, "writing", tk__pump_bytes_in(p), tk__pump_events(p));
 	}
-	if (rc < 0 && !s->err[0])
+	if (rc < 0 && !s->err.msg[0])
 		pump_fail(s, p, rc);
 	tk__pump_free(p);
 	return rc == TK_EOF ? 0 : rc;
@@ -691,7 +681,7 @@ static int pass_unsorted(tk_split *s, const char *path)
 			ev = NULL;
 		progress(s, "writing", 0, ++n);
 	}
-	if (rc < 0 && !s->err[0])
+	if (rc < 0 && !s->err.msg[0])
 		fail(s, rc, "%s", tk_sorter_error(so));
 	s->st.sorter_runs = tk_sorter_runs(so);
 	tk_sorter_free(so);
@@ -890,9 +880,7 @@ static void reset_run(tk_split *s)
 		free(s->parts[i].final);
 	}
 	s->n_parts = 0;
-	for (size_t i = 0; i < s->n_warnings; i++)
-		free(s->warnings[i]);
-	s->n_warnings = 0;
+	tk__err_free(&s->err);
 	for (size_t i = 0; i < s->n_pool; i++)
 		tk_event_free(s->pool[i].ev);
 	s->n_pool = 0;
@@ -906,14 +894,13 @@ static void reset_run(tk_split *s)
 	s->windowed = 0;
 	tk__scan_free(&s->sc);
 	memset(&s->st, 0, sizeof s->st);
-	s->err[0] = 0;
 }
 
 static int run(tk_split *s, const char *path)
 {
 	if (pick_name(s, path) || make_dir(s))
 		return -1;
-	int rc = tk__split_scan(&s->sc, path, &s->o, s->err, &s->warnings, &s->n_warnings);
+	int rc = tk__split_scan(&s->sc, path, &s->o, &s->err);
 	if (rc)
 		return rc;
 	s->tkb = s->o.wopts.format == TK_FORMAT_TKB;
@@ -929,7 +916,7 @@ static int run(tk_split *s, const char *path)
 	s->st.orphan_flow_ends = s->sc.orphan_ends;
 	s->st.steps_found = s->sc.n_steps;
 	s->st.input_sorted = s->sc.sorted;
-	s->st.flow_table_bytes = s->sc.flows.n_slots * sizeof(tk__flow);
+	s->st.flow_table_bytes = s->sc.flows.map.n_slots * sizeof(tk__flow);
 	if ((rc = build_segments(s)))
 		return rc;
 	rc = s->sc.sorter ? pass_unsorted(s, path) : pass_sorted(s, path);
@@ -953,7 +940,7 @@ int tk_split_run(tk_split *s, const char *path)
 	int rc = run(s, path);
 	if (rc) {
 		remove_outputs(s);
-		if (!s->err[0])
+		if (!s->err.msg[0])
 			fail(s, rc, "%s", tk_strerror(rc));
 		return rc < 0 ? rc : TK_ERR_IO;
 	}
@@ -1004,12 +991,12 @@ int tk_split_new(tk_split **out, const tk_split_opts *opts)
 
 const char *tk_split_error(const tk_split *s)
 {
-	return s ? s->err : "out of memory";
+	return s ? s->err.msg : "out of memory";
 }
 
 const char *tk_split_warning(const tk_split *s, size_t i)
 {
-	return s && i < s->n_warnings ? s->warnings[i] : NULL;
+	return s ? tk__err_warning(&s->err, i) : NULL;
 }
 
 const tk_split_stats *tk_split_get_stats(const tk_split *s)
@@ -1039,7 +1026,6 @@ void tk_split_free(tk_split *s)
 	tk_writer_free(s->w);
 	reset_run(s);
 	free(s->parts);
-	free(s->warnings);
 	free(s->pool);
 	free(s->carry);
 	tk__buf_free(&s->argbuf);

@@ -6,21 +6,20 @@
 #include "tracekit/sort.h"
 #include "tracekit/split.h"
 
-/* One flow key (cat, id) with the ends still to come. 24 bytes a key. */
+/* One flow key (cat, id) with the ends still to come: a record of the
+ * flow table's map. 32 bytes a key. */
 typedef struct tk__flow {
+	uint64_t h;    /* the map's */
 	uint64_t id;   /* integer id, or the hash of a string id */
-	uint32_t catk; /* (cat index + 1) << 2 | id kind; 0 = empty slot */
+	uint32_t catk; /* (cat index + 1) << 2 | id kind */
 	uint16_t rem_s, rem_f; /* ends not yet seen by the second pass (saturating) */
 	uint16_t cut_s, cut_f; /* ends removed at a part's end whose partners are to come */
 	uint32_t held;         /* 1 + index in the held pool of the first held end */
 } tk__flow;
 
 typedef struct tk__flowtab {
-	tk__flow *slots;
-	size_t n_slots, n;
-	char **cats; /* distinct flow categories */
-	size_t *cat_len;
-	size_t n_cats;
+	tk__map map;     /* tk__flow records */
+	tk__strtab cats; /* distinct flow categories */
 } tk__flowtab;
 
 /* A flow event's key; returns 0 when the event has no usable key. */
@@ -72,10 +71,8 @@ typedef struct tk__scan {
 	int64_t strict_ts;         /* the last ts among them */
 } tk__scan;
 
-/* The first pass. Errors go to err (TK__ERRLEN). */
-int tk__split_scan(tk__scan *sc, const char *path, const tk_split_opts *o, char *err,
-                   char ***warnings, size_t *n_warnings);
+/* The first pass. Its error message and the reader's warnings go to err. */
+int tk__split_scan(tk__scan *sc, const char *path, const tk_split_opts *o, tk__err *err);
 void tk__scan_free(tk__scan *sc);
-int tk__push_warning(char ***warnings, size_t *n, const char *fmt, ...) TK__PRINTF(3, 4);
 
 #endif

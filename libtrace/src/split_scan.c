@@ -5,52 +5,7 @@
 #include "split_int.h"
 #include "tracekit/sort.h"
 
-int tk__push_warning(char ***warnings, size_t *n, const char *fmt, ...)
-{
-	char msg[TK__ERRLEN];
-	va_list ap;
-	va_start(ap, fmt);
-	tk__fmt_msg(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	return tk__strlist_add(warnings, n, msg);
-}
-
-/* ---- flow table: open addressing, linear probing ---- */
-
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	return x ^ (x >> 33);
-}
-
-static int cat_index(tk__flowtab *t, tk_sv cat, int add, uint32_t *idx)
-{
-	for (size_t i = 0; i < t->n_cats; i++)
-		if (t->cat_len[i] == cat.len && memcmp(t->cats[i], cat.ptr, cat.len) == 0) {
-			*idx = (uint32_t)i;
-			return 1;
-		}
-	if (!add || t->n_cats >= (1u << 28))
-		return 0;
-	char **nc = realloc(t->cats, (t->n_cats + 1) * sizeof *nc);
-	if (nc)
-		t->cats = nc;
-	size_t *nl = nc ? realloc(t->cat_len, (t->n_cats + 1) * sizeof *nl) : NULL;
-	if (nl)
-		t->cat_len = nl;
-	char *c = nl ? malloc(cat.len + 1) : NULL;
-	if (!c)
-		return -1;
-	memcpy(c, cat.ptr, cat.len);
-	c[cat.len] = 0;
-	t->cats[t->n_cats] = c;
-	t->cat_len[t->n_cats] = cat.len;
-	*idx = (uint32_t)t->n_cats++;
-	return 1;
-}
+/* ---- flow table ---- */
 
 int tk__flow_key(tk__flowtab *t, const tk_event *ev, int add, uint64_t *id, uint32_t *catk)
 {
@@ -58,83 +13,61 @@ int tk__flow_key(tk__flowtab *t, const tk_event *ev, int add, uint64_t *id, uint
 		return 0;
 	tk_sv cat = (ev->has & TK_HAS_CAT) ? ev->cat : (tk_sv){"", 0};
 	uint32_t ci;
-	int rc = cat_index(t, cat, add, &ci);
-	if (rc <= 0)
-		return rc;
+	if (add) {
+		if (t->cats.n >= (1u << 28) && !tk__strtab_find(&t->cats, cat.ptr, cat.len, &ci))
+			return 0;
+		if (!tk__strtab_intern_id(&t->cats, cat.ptr, cat.len, &ci).ptr)
+			return -1;
+	} else if (!tk__strtab_find(&t->cats, cat.ptr, cat.len, &ci)) {
+		return 0;
+	}
 	*catk = (ci + 1) << 2 | (uint32_t)ev->id.kind;
 	*id = ev->id.kind == TK_ID_INT ? (uint64_t)ev->id.num : tk__hash(ev->id.str.ptr, ev->id.str.len);
 	return 1;
 }
 
-static size_t slot_of(const tk__flowtab *t, uint64_t id, uint32_t catk)
+typedef struct flow_key {
+	uint64_t id;
+	uint32_t catk;
+} flow_key;
+
+static int flow_eq(const void *rec, const void *key)
 {
-	return (size_t)(mix(id ^ ((uint64_t)catk << 40)) & (t->n_slots - 1));
+	const tk__flow *f = rec;
+	const flow_key *k = key;
+	return f->id == k->id && f->catk == k->catk;
+}
+
+static uint64_t flow_hash(uint64_t id, uint32_t catk)
+{
+	return tk__mix64(id ^ ((uint64_t)catk << 40));
 }
 
 tk__flow *tk__flow_find(tk__flowtab *t, uint64_t id, uint32_t catk)
 {
-	if (!t->n_slots)
-		return NULL;
-	for (size_t i = slot_of(t, id, catk);; i = (i + 1) & (t->n_slots - 1)) {
-		tk__flow *f = &t->slots[i];
-		if (!f->catk)
-			return NULL;
-		if (f->catk == catk && f->id == id)
-			return f;
-	}
-}
-
-static int grow(tk__flowtab *t)
-{
-	size_t n = t->n_slots ? t->n_slots * 2 : 1024;
-	tk__flow *ns = calloc(n, sizeof *ns);
-	if (!ns)
-		return TK_ERR_NOMEM;
-	tk__flowtab nt = *t;
-	nt.slots = ns;
-	nt.n_slots = n;
-	for (size_t i = 0; i < t->n_slots; i++) {
-		tk__flow *f = &t->slots[i];
-		if (!f->catk)
-			continue;
-		size_t j = slot_of(&nt, f->id, f->catk);
-		while (ns[j].catk)
-			j = (j + 1) & (n - 1);
-		ns[j] = *f;
-	}
-	free(t->slots);
-	t->slots = ns;
-	t->n_slots = n;
-	return 0;
+	flow_key k = {id, catk};
+	return tk__map_find(&t->map, flow_hash(id, catk), flow_eq, &k);
 }
 
 tk__flow *tk__flow_add(tk__flowtab *t, uint64_t id, uint32_t catk)
 {
-	tk__flow *f = tk__flow_find(t, id, catk);
-	if (f)
-		return f;
-	/* a load of 7/8 keeps the table at 24-48 bytes a flow */
-	if ((t->n + 1) * 8 > t->n_slots * 7 && grow(t))
-		return NULL;
-	size_t i = slot_of(t, id, catk);
-	while (t->slots[i].catk)
-		i = (i + 1) & (t->n_slots - 1);
-	f = &t->slots[i];
-	memset(f, 0, sizeof *f);
-	f->id = id;
-	f->catk = catk;
-	t->n++;
+	/* a load of 7/8 keeps the table at 32-64 bytes a flow */
+	if (!t->map.esize)
+		tk__map_init(&t->map, sizeof(tk__flow), 7);
+	flow_key k = {id, catk};
+	int added;
+	tk__flow *f = tk__map_put(&t->map, flow_hash(id, catk), flow_eq, &k, &added);
+	if (f && added) {
+		f->id = id;
+		f->catk = catk;
+	}
 	return f;
 }
 
 void tk__flowtab_free(tk__flowtab *t)
 {
-	free(t->slots);
-	for (size_t i = 0; i < t->n_cats; i++)
-		free(t->cats[i]);
-	free(t->cats);
-	free(t->cat_len);
-	memset(t, 0, sizeof *t);
+	tk__map_free(&t->map);
+	tk__strtab_free(&t->cats);
 }
 
 /* ---- histogram of input bytes over time ---- */
@@ -334,22 +267,19 @@ static int keep_meta(tk__scan *sc, const tk_reader *r)
 
 static void count_orphans(tk__scan *sc)
 {
-	for (size_t i = 0; i < sc->flows.n_slots; i++) {
-		tk__flow *f = &sc->flows.slots[i];
-		if (f->catk) /* ends pair one to one: the rest have no partner */
-			sc->orphan_ends += f->rem_s > f->rem_f ? f->rem_s - f->rem_f : f->rem_f - f->rem_s;
-	}
+	size_t i = 0;
+	for (tk__flow *f; (f = tk__map_next(&sc->flows.map, &i));) /* ends pair one to one: the rest have no partner */
+		sc->orphan_ends += f->rem_s > f->rem_f ? f->rem_s - f->rem_f : f->rem_f - f->rem_s;
 }
 
-static int reader_warnings(tk_reader *r, char ***w, size_t *n)
+static int reader_warnings(tk_reader *r, tk__err *err)
 {
-	for (size_t i = 0; tk_reader_warning(r, i); i++)
-		if (tk__push_warning(w, n, "%s", tk_reader_warning(r, i)))
-			return TK_ERR_NOMEM;
+	if (tk__err_take_warnings(err, &r->err))
+		return TK_ERR_NOMEM;
 	const tk_reader_stats *st = tk_reader_get_stats(r);
 	if (st->repaired_strings &&
-	    tk__push_warning(w, n, "%s: %llu strings held invalid UTF-8 and were repaired with U+FFFD",
-	                     tk_reader_name(r), (unsigned long long)st->repaired_strings))
+	    tk__err_warn(err, "%s: %llu strings held invalid UTF-8 and were repaired with U+FFFD",
+	                 tk_reader_name(r), (unsigned long long)st->repaired_strings))
 		return TK_ERR_NOMEM;
 	return 0;
 }
@@ -365,7 +295,7 @@ static uint64_t weight(const tk_event *ev)
 
 /* Events [from, to) of the input, again, into the sorter. */
 static int feed_prefix(tk_sorter *so, const char *path, const tk_split_opts *o, uint64_t from,
-                       uint64_t to, char *err)
+                       uint64_t to, tk__err *err)
 {
 	tk_reader *r = NULL;
 	const tk_event *ev;
@@ -374,21 +304,21 @@ static int feed_prefix(tk_sorter *so, const char *path, const tk_split_opts *o, 
 		if ((rc = tk_reader_next(r, &ev)) == TK_EOF)
 			rc = TK_ERR_IO; /* the file changed under us */
 		else if (!rc && i >= from && ev->ph != 'M' && (rc = tk_sorter_add(so, ev, 0)))
-			snprintf(err, TK__ERRLEN, "%s", tk_sorter_error(so));
+			tk__err_msg(err, 0, "%s", tk_sorter_error(so));
 	}
-	if (rc && !err[0])
-		snprintf(err, TK__ERRLEN, "%s: %s", path, r && *tk_reader_error(r) ? tk_reader_error(r) :
+	if (rc && !err->msg[0])
+		tk__err_msg(err, 0, "%s: %s", path, r && *tk_reader_error(r) ? tk_reader_error(r) :
 		         "the input changed while it was read");
 	tk_reader_free(r);
 	return rc;
 }
 
-static int new_sorter(tk__scan *sc, const tk_split_opts *o, char *err)
+static int new_sorter(tk__scan *sc, const tk_split_opts *o, tk__err *err)
 {
 	tk_sorter_opts so = {o->memory_bytes ? o->memory_bytes : (size_t)128 << 20, o->tmpdir};
 	int rc = tk_sorter_new(&sc->sorter, &so);
 	if (rc)
-		snprintf(err, TK__ERRLEN, "cannot start the sorter: %s",
+		tk__err_msg(err, 0, "cannot start the sorter: %s",
 		         sc->sorter ? tk_sorter_error(sc->sorter) : "out of memory");
 	return rc;
 }
@@ -417,7 +347,7 @@ static void strict_order(tk__scan *sc, const tk_event *ev, uint64_t idx)
  * again by the write, merged with the sorter's output; the rest (flow ends
  * out of order, see scan_event) are read again now to feed the sorter. */
 static int start_sorter(tk__scan *sc, const char *path, const tk_split_opts *o, uint64_t idx,
-                        char *err)
+                        tk__err *err)
 {
 	int rc = new_sorter(sc, o, err);
 	if (!rc && sc->n_prefix < idx)
@@ -449,7 +379,7 @@ static int want_args(void *arg, const tk_event *ev)
 	return 0;
 }
 
-static int scan_loop(tk__scan *sc, tk__pump *p, const char *path, const tk_split_opts *o, char *err)
+static int scan_loop(tk__scan *sc, tk__pump *p, const char *path, const tk_split_opts *o, tk__err *err)
 {
 	const tk_event *ev;
 	int rc;
@@ -462,12 +392,12 @@ static int scan_loop(tk__scan *sc, tk__pump *p, const char *path, const tk_split
 		if (was_sorted && !sc->sorted && (rc = start_sorter(sc, path, o, n - 1, err)))
 			return rc;
 		if (sc->sorter && ev->ph != 'M' && (ev->has & TK__HAS_NO_ARGS)) {
-			snprintf(err, TK__ERRLEN, "%s: internal error: event %llu reached the sorter without "
+			tk__err_msg(err, 0, "%s: internal error: event %llu reached the sorter without "
 			         "its args", path, (unsigned long long)n);
 			return TK_ERR_ARG;
 		}
 		if (sc->sorter && ev->ph != 'M' && (rc = tk_sorter_add(sc->sorter, ev, 0))) {
-			snprintf(err, TK__ERRLEN, "%s", tk_sorter_error(sc->sorter));
+			tk__err_msg(err, 0, "%s", tk_sorter_error(sc->sorter));
 			return rc;
 		}
 		if (o->progress && (n & 0xffff) == 0)
@@ -477,8 +407,7 @@ static int scan_loop(tk__scan *sc, tk__pump *p, const char *path, const tk_split
 	return rc;
 }
 
-int tk__split_scan(tk__scan *sc, const char *path, const tk_split_opts *o, char *err,
-                   char ***warnings, size_t *n_warnings)
+int tk__split_scan(tk__scan *sc, const char *path, const tk_split_opts *o, tk__err *err)
 {
 	tk__pump *p = NULL;
 	order ord = {0};
@@ -490,14 +419,14 @@ int tk__split_scan(tk__scan *sc, const char *path, const tk_split_opts *o, char 
 	if (rc == TK_EOF)
 		rc = keep_meta(sc, r);
 	if (rc == TK_ERR_NOMEM)
-		snprintf(err, TK__ERRLEN, "%s: out of memory in the first pass", path);
-	else if (rc && !err[0])
-		snprintf(err, TK__ERRLEN, "%s", r ? tk_reader_error(r) : "out of memory");
+		tk__err_msg(err, 0, "%s: out of memory in the first pass", path);
+	else if (rc && !err->msg[0])
+		tk__err_msg(err, 0, "%s", r ? tk_reader_error(r) : "out of memory");
 	if (!rc) {
 		sc->gz_input = strcmp(tk_reader_format(r), "json.gz") == 0;
 		finish_steps(sc);
 		count_orphans(sc);
-		rc = reader_warnings(r, warnings, n_warnings);
+		rc = reader_warnings(r, err);
 	}
 	tk__pump_free(p);
 	return rc;

@@ -5,30 +5,6 @@
 
 #define TK__DEFAULT_PENDING (1u << 19)
 
-int tk__stats_fail(tk_stats *s, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	tk__fmt_msg(s->err, sizeof s->err, fmt, ap);
-	va_end(ap);
-	return code;
-}
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t nc = *cap ? *cap : 16;
-	while (nc < need)
-		nc *= 2;
-	void *np = realloc(*p, nc * elem);
-	if (!np)
-		return TK_ERR_NOMEM;
-	*p = np;
-	*cap = nc;
-	return 0;
-}
-
 /* ---- classification ---- */
 
 static int sv_is(tk_sv s, const char *lit)
@@ -113,7 +89,7 @@ int tk_stats_new(tk_stats **out, const tk_stats_opts *opts)
 		s->opts.cats = NULL;
 	}
 	s->n_chains = 1; /* chain 0 = no op */
-	if (grow((void **)&s->chain_key, &s->cap_chains, 1024, sizeof *s->chain_key) ||
+	if (tk__grow(&s->chain_key, &s->cap_chains, 1024, sizeof *s->chain_key, 16) ||
 	    !(s->chain_parent = malloc(s->cap_chains * sizeof *s->chain_parent))) {
 		tk_stats_free(s);
 		return TK_ERR_NOMEM;
@@ -131,14 +107,14 @@ void tk_stats_free(tk_stats *s)
 	free(s->cats);
 	tk__strtab_free(&s->strs);
 	free(s->ops);
-	tk__hmap_free(&s->op_index);
+	tk__map_free(&s->op_index);
 	for (size_t i = 0; i < s->n_sums; i++)
 		tk__durs_free(&s->sums[i].durs);
 	free(s->sums);
-	tk__hmap_free(&s->sum_index);
+	tk__map_free(&s->sum_index);
 	free(s->chain_key);
 	free(s->chain_parent);
-	tk__hmap_free(&s->chain_index);
+	tk__map_free(&s->chain_index);
 	tk__idmap_free(&s->ext_map);
 	tk__idmap_free(&s->corr_map);
 	for (size_t i = 0; i < s->n_threads; i++) {
@@ -146,18 +122,19 @@ void tk_stats_free(tk_stats *s)
 		free(s->threads[i].stack);
 	}
 	free(s->threads);
-	tk__hmap_free(&s->thread_index);
+	tk__map_free(&s->thread_index);
 	free(s->defer);
 	for (int i = 0; i < 6; i++)
 		free(s->sum_order[i]);
 	tk__buf_free(&s->scratch);
 	tk__buf_free(&s->shapes);
+	tk__err_free(&s->err);
 	free(s);
 }
 
 const char *tk_stats_error(const tk_stats *s)
 {
-	return s ? s->err : "out of memory";
+	return s ? s->err.msg : "out of memory";
 }
 
 const tk_stats_info *tk_stats_get_info(const tk_stats *s)
@@ -193,10 +170,10 @@ static uint32_t op_row(tk_stats *s, tk_sv name, tk_sv shapes, int dev)
 		sh = (tk_sv){both.ptr + name.len + 1, shapes.len};
 	}
 	key = key * 2 + (dev != 0);
-	uint32_t r = tk__hmap_get(&s->op_index, key);
+	uint32_t r = (uint32_t)tk__map_get0(&s->op_index, key);
 	if (r)
 		return r;
-	if (grow((void **)&s->ops, &s->cap_ops, s->n_ops + 1, sizeof *s->ops))
+	if (tk__grow(&s->ops, &s->cap_ops, s->n_ops + 1, sizeof *s->ops, 16))
 		return 0;
 	tk__oprow *row = &s->ops[s->n_ops++];
 	memset(row, 0, sizeof *row);
@@ -204,7 +181,7 @@ static uint32_t op_row(tk_stats *s, tk_sv name, tk_sv shapes, int dev)
 	row->pub.shapes = sh.ptr;
 	row->pub.is_device = dev;
 	row->first_ts = INT64_MAX;
-	if (tk__hmap_put(&s->op_index, key, (uint32_t)s->n_ops))
+	if (tk__map_put_int(&s->op_index, key, (uint32_t)s->n_ops))
 		return 0;
 	return (uint32_t)s->n_ops;
 }
@@ -223,10 +200,10 @@ static tk__sumrow *sum_row(tk_stats *s, tk_sv name, int cls)
 	if (!nm.ptr)
 		return NULL;
 	uint64_t key = (uint64_t)(uintptr_t)nm.ptr * 8 + (unsigned)cls;
-	uint32_t r = tk__hmap_get(&s->sum_index, key);
+	uint32_t r = (uint32_t)tk__map_get0(&s->sum_index, key);
 	if (r)
 		return &s->sums[r - 1];
-	if (grow((void **)&s->sums, &s->cap_sums, s->n_sums + 1, sizeof *s->sums))
+	if (tk__grow(&s->sums, &s->cap_sums, s->n_sums + 1, sizeof *s->sums, 16))
 		return NULL;
 	tk__sumrow *row = &s->sums[s->n_sums++];
 	memset(row, 0, sizeof *row);
@@ -234,7 +211,7 @@ static tk__sumrow *sum_row(tk_stats *s, tk_sv name, int cls)
 	row->pub.min = INT64_MAX;
 	row->pub.max = INT64_MIN;
 	row->cls = cls;
-	if (tk__hmap_put(&s->sum_index, key, (uint32_t)s->n_sums))
+	if (tk__map_put_int(&s->sum_index, key, (uint32_t)s->n_sums))
 		return NULL;
 	return row;
 }
@@ -256,11 +233,11 @@ static int sum_add(tk_stats *s, uint32_t sum, int64_t dur, uint64_t bytes)
 static uint32_t chain_of(tk_stats *s, uint32_t row, uint32_t parent)
 {
 	uint64_t key = (uint64_t)row << 32 | parent;
-	uint32_t c = tk__hmap_get(&s->chain_index, key);
+	uint32_t c = (uint32_t)tk__map_get0(&s->chain_index, key);
 	if (c)
 		return c;
 	size_t cap = s->cap_chains;
-	if (grow((void **)&s->chain_key, &s->cap_chains, s->n_chains + 1, sizeof *s->chain_key))
+	if (tk__grow(&s->chain_key, &s->cap_chains, s->n_chains + 1, sizeof *s->chain_key, 16))
 		return 0;
 	if (cap != s->cap_chains) {
 		uint32_t *np = realloc(s->chain_parent, s->cap_chains * sizeof *np);
@@ -271,7 +248,7 @@ static uint32_t chain_of(tk_stats *s, uint32_t row, uint32_t parent)
 	c = (uint32_t)s->n_chains++;
 	s->chain_key[c] = row;
 	s->chain_parent[c] = parent;
-	return tk__hmap_put(&s->chain_index, key, c) ? 0 : c;
+	return tk__map_put_int(&s->chain_index, key, c) ? 0 : c;
 }
 
 /* ---- CPU ops: per-thread time order and nesting ---- */
@@ -324,14 +301,14 @@ static tk__thread *thread_lookup(tk_stats *s, const tk_event *ev)
 	tk_sv k = intern(s, b->p, b->len);
 	if (!k.ptr)
 		return NULL;
-	uint32_t t = tk__hmap_get(&s->thread_index, (uintptr_t)k.ptr);
+	uint32_t t = (uint32_t)tk__map_get0(&s->thread_index, (uintptr_t)k.ptr);
 	if (t)
 		return &s->threads[t - 1];
-	if (grow((void **)&s->threads, &s->cap_threads, s->n_threads + 1, sizeof *s->threads))
+	if (tk__grow(&s->threads, &s->cap_threads, s->n_threads + 1, sizeof *s->threads, 16))
 		return NULL;
 	tk__thread *th = &s->threads[s->n_threads++];
 	memset(th, 0, sizeof *th);
-	if (tk__hmap_put(&s->thread_index, (uintptr_t)k.ptr, (uint32_t)s->n_threads))
+	if (tk__map_put_int(&s->thread_index, (uintptr_t)k.ptr, (uint32_t)s->n_threads))
 		return NULL;
 	return th;
 }
@@ -508,7 +485,7 @@ static int process_op(tk_stats *s, tk__thread *t, const tk__pend *p)
 	}
 	t->started = 1;
 	t->frontier = p->ts;
-	if (grow((void **)&t->stack, &t->cap_stack, t->depth + 1, sizeof *t->stack))
+	if (tk__grow(&t->stack, &t->cap_stack, t->depth + 1, sizeof *t->stack, 16))
 		return TK_ERR_NOMEM;
 	t->stack[t->depth++] = (tk__frame){p->ts, p->ts + p->dur, p->key, chain, counted || fl > 0};
 	return 0;
@@ -519,11 +496,11 @@ static int flush_thread(tk_stats *s, tk__thread *t, size_t n)
 {
 	int rc = pend_sort(t->pend, t->n_pend, t->n_sorted);
 	if (rc)
-		return tk__stats_fail(s, rc, rc == TK_ERR_NOMEM ? "out of memory"
+		return tk__err_msg(&s->err, rc, rc == TK_ERR_NOMEM ? "out of memory"
 		                                                : "too many pending events on one thread");
 	for (size_t i = 0; i < n; i++) {
 		if ((rc = process_op(s, t, &t->pend[i])) != 0)
-			return tk__stats_fail(s, rc, "out of memory");
+			return tk__err_msg(&s->err, rc, "out of memory");
 	}
 	memmove(t->pend, t->pend + n, (t->n_pend - n) * sizeof *t->pend);
 	t->n_pend -= n;
@@ -577,90 +554,15 @@ static tk_sv *sargs_slot(tk__sargs *a, const char *k, size_t n)
 	}
 }
 
-/* p just past an opening quote: just past the closing one, NULL if none. */
-static const char *sargs_string(const char *p, const char *e)
-{
-	for (const char *s = p;;) {
-		const char *q = memchr(p, '"', (size_t)(e - p));
-		if (!q)
-			return NULL;
-		size_t bs = 0;
-		while (q - bs > s && q[-1 - (ptrdiff_t)bs] == '\\')
-			bs++;
-		if (!(bs & 1))
-			return q + 1;
-		p = q + 1;
-	}
-}
-
-/* End of the value at p in compact JSON, NULL if not as expected. */
-static const char *sargs_value(const char *p, const char *e)
-{
-	if (*p == '"')
-		return sargs_string(p + 1, e);
-	if (*p != '[' && *p != '{') {
-		while (*p != ',' && *p != '}' && *p != ']') /* the object ends in '}' */
-			p++;
-		return p;
-	}
-	for (int depth = 0; p < e;) {
-		char c = *p++;
-		if (c == '"') {
-			if (!(p = sargs_string(p, e)))
-				return NULL;
-		} else if (c == '[' || c == '{') {
-			depth++;
-		} else if ((c == ']' || c == '}') && --depth == 0) {
-			return p;
-		}
-	}
-	return NULL;
-}
-
-/* tk__parse_int64 without its per-digit overflow division where up to 18
- * digits cannot overflow. */
-static int sargs_parse(tk_sv v, int64_t *out)
-{
-	const unsigned char *p = (const unsigned char *)v.ptr, *e = p + v.len;
-	int neg = p < e && *p == '-';
-	if (v.len - (size_t)neg > 18)
-		return tk__parse_int64(p, e, out);
-	if ((p += neg) >= e)
-		return -1;
-	int64_t x = 0;
-	for (; p < e; p++) {
-		if ((unsigned)(*p - '0') > 9)
-			return -1;
-		x = x * 10 + (*p - '0');
-	}
-	*out = neg ? -x : x;
-	return 0;
-}
-
 /* tk_args_get_int on a found member, else on `alt`; 0 when neither parses. */
 static int64_t sargs_int(tk_sv v, tk_sv alt)
 {
 	int64_t x;
-	if (v.ptr && !sargs_parse(v, &x))
+	if (v.ptr && !tk__js_int(v, &x))
 		return x;
-	if (alt.ptr && !sargs_parse(alt, &x))
+	if (alt.ptr && !tk__js_int(alt, &x))
 		return x;
 	return 0;
-}
-
-/* An integer of up to 18 digits ending the member at p: its end, else NULL
- * (the value is then scanned as any other). */
-static const char *sargs_int_end(const char *p, int64_t *out)
-{
-	int neg = *p == '-';
-	const char *q = p + neg;
-	int64_t x = 0;
-	for (; (unsigned)(*q - '0') <= 9 && q - p - neg < 18; q++)
-		x = x * 10 + (*q - '0');
-	if (q == p + neg || (*q != ',' && *q != '}'))
-		return NULL;
-	*out = neg ? -x : x;
-	return q;
 }
 
 /* Whether members not seen yet can still change what a caller reads. */
@@ -677,71 +579,27 @@ static int sargs_settled(const tk__sargs *a, unsigned need)
 	return !(need & TK__NEED_CONC) || a->conc.ptr;
 }
 
-/* One member's value at v, into its slot: its end, NULL if not as expected. */
-static const char *sargs_member(tk__sargs *a, tk_sv *slot, const char *v, const char *e)
-{
-	const char *ve = NULL;
-	if (slot == &a->ext && (ve = sargs_int_end(v, &a->ext_id)))
-		a->ext_int = 1;
-	else if (slot == &a->corr && (ve = sargs_int_end(v, &a->corr_id)))
-		a->corr_int = 1;
-	else if (!(ve = sargs_value(v, e)))
-		return NULL;
-	*slot = (tk_sv){v, (size_t)(ve - v)};
-	return ve;
-}
-
-/* The compact JSON the reader guarantees (TK_HAS_VALID_JSON); -1 at
- * anything else, for the general path to decide. */
-static int sargs_fast(tk_sv obj, unsigned need, tk__sargs *a)
-{
-	const char *p = obj.ptr, *e = obj.ptr + obj.len;
-	if (obj.len < 2 || *p != '{' || e[-1] != '}')
-		return -1;
-	if (*++p == '}')
-		return 0;
-	while (*p == '"') {
-		const char *k = p + 1, *ke = sargs_string(k, e), *ve;
-		if (!ke || ke >= e - 1 || *ke != ':')
-			return -1;
-		tk_sv *slot = sargs_slot(a, k, (size_t)(ke - 1 - k));
-		if (slot && !slot->ptr) {
-			if (!(ve = sargs_member(a, slot, ke + 1, e)))
-				return -1;
-			if (sargs_settled(a, need))
-				return 0;
-		} else if (!(ve = sargs_value(ke + 1, e))) {
-			return -1;
-		}
-		if (ve == ke + 1 || ve >= e)
-			return -1;
-		if (*ve == '}')
-			return ve + 1 == e ? 0 : -1;
-		if (*ve != ',')
-			return -1;
-		p = ve + 1;
-	}
-	return -1;
-}
-
+/* One pass over the members, stopping once the caller's are settled.
+ * Members are found as tk_args_find finds them: the first of a key wins,
+ * and what stands before malformed text is found. */
 void tk__sargs_read(const tk_event *ev, unsigned need, tk__sargs *a)
 {
-	static const struct { const char *key; unsigned need; } keys[] = {
-		{"External id", TK__NEED_EXT}, {"external id", TK__NEED_EXT},
-		{"correlation", TK__NEED_CORR}, {"bytes", TK__NEED_BYTES},
-		{"Input Dims", TK__NEED_DIMS}, {"Input dims", TK__NEED_DIMS},
-		{"Concrete Inputs", TK__NEED_CONC},
-	};
 	memset(a, 0, sizeof *a);
-	if (!need || !ev->args.ptr)
+	tk__js_iter it;
+	if (!need || !ev->args.ptr || tk__js_obj(&it, ev->args))
 		return;
-	if (!(ev->has & TK_HAS_VALID_JSON) || sargs_fast(ev->args, need, a) != 0) {
-		memset(a, 0, sizeof *a);
-		for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-			tk_sv v, *slot = sargs_slot(a, keys[i].key, strlen(keys[i].key));
-			if ((need & keys[i].need) && tk_args_find(ev, keys[i].key, &v) == 0)
-				*slot = v;
-		}
+	tk_sv k, v;
+	while (tk__js_member(&it, &k, &v) == 1) {
+		tk_sv *slot = sargs_slot(a, k.ptr, k.len);
+		if (!slot || slot->ptr)
+			continue;
+		*slot = v;
+		if (slot == &a->ext && !tk__js_int(v, &a->ext_id))
+			a->ext_int = 1;
+		else if (slot == &a->corr && !tk__js_int(v, &a->corr_id))
+			a->corr_int = 1;
+		if (sargs_settled(a, need))
+			break;
 	}
 	if (!a->ext_int)
 		a->ext_id = sargs_int(a->ext, a->ext_alt);
@@ -798,8 +656,8 @@ static int add_cpu(tk_stats *s, const tk_event *ev, const tk__namec *c, int api)
 	tk__sargs_read(ev, need, &a);
 	uint32_t key = op_key(s, &a, c);
 	tk__thread *t = key ? thread_of(s, ev) : NULL;
-	if (!t || grow((void **)&t->pend, &t->cap_pend, t->n_pend + 1, sizeof *t->pend))
-		return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
+	if (!t || tk__grow(&t->pend, &t->cap_pend, t->n_pend + 1, sizeof *t->pend, 16))
+		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 	tk__pend *p = &t->pend[t->n_pend++];
 	p->ts = ev->ts;
 	p->dur = ev->has & TK_HAS_DUR ? ev->dur : 0;
@@ -811,7 +669,7 @@ static int add_cpu(tk_stats *s, const tk_event *ev, const tk__namec *c, int api)
 	if (api) {
 		s->info.apis++;
 		if (sum_add(s, c->sum, p->dur, 0))
-			return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
+			return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 	} else {
 		s->info.ops++;
 	}
@@ -837,8 +695,8 @@ static int add_device(tk_stats *s, const tk_event *ev, const tk__namec *nc, int 
 	if (c) {
 		attribute(s, c, dur);
 	} else if (s->n_pending) {
-		if (grow((void **)&s->defer, &s->cap_defer, s->n_defer + 1, sizeof *s->defer))
-			return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
+		if (tk__grow(&s->defer, &s->cap_defer, s->n_defer + 1, sizeof *s->defer, 16))
+			return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 		s->defer[s->n_defer++] = (tk__defer){dur, ext, corr};
 		if (s->n_pending + s->n_defer > s->opts.max_pending && over_budget(s, NULL))
 			return TK_ERR_NOMEM;
@@ -846,7 +704,7 @@ static int add_device(tk_stats *s, const tk_event *ev, const tk__namec *nc, int 
 		s->info.unattributed++;
 	}
 	if (sum_add(s, nc->sum, dur, bytes > 0 ? (uint64_t)bytes : 0))
-		return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
+		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 	return 0;
 }
 
@@ -871,7 +729,7 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 		name = (tk_sv){"ProfilerStep*", 13};
 	const tk__namec *c = name_of(s, name, cls);
 	if (!c)
-		return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
+		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 	switch (cls) {
 	case TK_STATS_OP: return add_cpu(s, ev, c, 0);
 	case TK_STATS_API: return add_cpu(s, ev, c, 1);
@@ -887,7 +745,7 @@ int tk_stats_add_reader(tk_stats *s, tk_reader *r)
 		if ((rc = tk_stats_add(s, ev)) != 0)
 			return rc;
 	if (rc < 0)
-		return tk__stats_fail(s, rc, "%s", tk_reader_error(r));
+		return tk__err_msg(&s->err, rc, "%s", tk_reader_error(r));
 	return 0;
 }
 
@@ -913,8 +771,8 @@ int tk_stats_finish(tk_stats *s)
 		qsort(s->ops, s->n_ops, sizeof *s->ops, cmp_first);
 	for (size_t i = 0; i < s->n_ops; i++)
 		s->ops[i].pub.first = i;
-	tk__hmap_free(&s->op_index);
-	tk__hmap_free(&s->chain_index);
+	tk__map_free(&s->op_index);
+	tk__map_free(&s->chain_index);
 	tk__idmap_free(&s->ext_map);
 	tk__idmap_free(&s->corr_map);
 	return tk__stats_finish_sums(s);

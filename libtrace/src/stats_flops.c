@@ -259,39 +259,26 @@ static int concrete_dims(tk_sv v, tk_dims *out)
 		return TK_ERR_NOMEM;
 	}
 	size_t nv = 0;
-	const char *p = v.ptr + 1, *e = v.ptr + v.len - 1;
+	const char *p = tk__js_ws(v.ptr + 1, v.ptr + v.len), *e = v.ptr + v.len;
 	while (p < e && *p == '"') {
-		const char *q = p + 1;
-		while (q < e && *q != '"')
-			q += *q == '\\' ? 2 : 1;
+		const char *q = tk__js_string_end(p + 1, e);
+		if (!q)
+			break;
 		size_t before = nv;
-		concrete_item(p, q + 1, &out->item_len[out->n_items], out->values, &nv);
+		concrete_item(p, q, &out->item_len[out->n_items], out->values, &nv);
 		out->items[out->n_items++] = out->values + before;
-		p = q + 1 < e && q[1] == ',' ? q + 2 : q + 1;
+		p = tk__js_ws(q, e);
+		if (p < e && *p == ',')
+			p = tk__js_ws(p + 1, e);
 	}
 	return 0;
 }
 
-/* tk_args_get_dims on a member's value found already: the value alone, as
- * the one member of an object, so the dims parser sees no other member. */
+/* tk_args_get_dims on a member's value found already. */
 static int dims_of(tk_sv v, tk_dims *out)
 {
 	memset(out, 0, sizeof *out);
-	if (!v.ptr)
-		return TK_EOF;
-	char stack[256], *buf = v.len + 6 <= sizeof stack ? stack : malloc(v.len + 6);
-	if (!buf)
-		return TK_ERR_NOMEM;
-	memcpy(buf, "{\"\":", 4);
-	memcpy(buf + 4, v.ptr, v.len);
-	memcpy(buf + 4 + v.len, "}", 2);
-	tk_event ev;
-	memset(&ev, 0, sizeof ev);
-	ev.args = (tk_sv){buf, v.len + 5};
-	int rc = tk_args_get_dims(&ev, "", out);
-	if (buf != stack)
-		free(buf);
-	return rc;
+	return v.ptr ? tk__js_dims(v, out) : TK_EOF;
 }
 
 static int has_concrete(int kind)

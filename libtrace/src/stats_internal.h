@@ -7,21 +7,10 @@
 
 /* ---- small maps (stats_map.c) ---- */
 
-/* Open addressing from a 64-bit key (never 0 after mixing) to a u32 value. */
-typedef struct tk__hmap {
-	uint64_t *keys;
-	uint32_t *vals;
-	size_t n_slots, n;
-} tk__hmap;
-/* Returns the value, or 0 if absent (values are stored +1 by callers). */
-uint32_t tk__hmap_get(const tk__hmap *m, uint64_t key);
-int tk__hmap_put(tk__hmap *m, uint64_t key, uint32_t val);
-void tk__hmap_free(tk__hmap *m);
-
 /* Dense ids (External id, correlation) -> u32, in pages of 4096 entries: 4
  * bytes per id when ids are dense, as Kineto's are. */
 typedef struct tk__idmap {
-	tk__hmap dir; /* page number + 1 -> page index + 1 */
+	tk__map dir; /* page number -> page index + 1 */
 	uint32_t **pages;
 	size_t n_pages, pages_cap;
 } tk__idmap;
@@ -130,18 +119,18 @@ struct tk_stats {
 	tk__strtab strs;
 	tk__oprow *ops;
 	size_t n_ops, cap_ops;
-	tk__hmap op_index;
+	tk__map op_index;
 	tk__sumrow *sums;
 	size_t n_sums, cap_sums;
-	tk__hmap sum_index;
+	tk__map sum_index;
 	/* call paths: chain i = (chain_key[i], chain_parent[i]); 0 = none */
 	uint32_t *chain_key, *chain_parent;
 	size_t n_chains, cap_chains;
-	tk__hmap chain_index;
+	tk__map chain_index;
 	tk__idmap ext_map, corr_map;
 	tk__thread *threads;
 	size_t n_threads, cap_threads;
-	tk__hmap thread_index;
+	tk__map thread_index;
 	tk_id last_pid, last_tid; /* strings held in strs */
 	size_t last_thread;       /* index + 1 of the thread of the last CPU event */
 	size_t n_pending;
@@ -154,10 +143,9 @@ struct tk_stats {
 	tk_stats_info info;
 	tk__buf scratch, shapes;
 	tk__namec names[1u << TK__NAMEC_BITS];
-	char err[TK__ERRLEN];
+	tk__err err;
 };
 
-int tk__stats_fail(tk_stats *s, int code, const char *fmt, ...) TK__PRINTF(3, 4);
 /* Python's repr of the Input Dims list: "[[8, 1024], [], [1024, 1024]]". */
 int tk__shapes_repr(tk_sv dims_json, tk__buf *out);
 int tk__stats_finish_sums(tk_stats *s);

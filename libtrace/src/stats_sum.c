@@ -40,14 +40,14 @@ int tk__stats_finish_sums(tk_stats *s)
 		tk__sumrow *r = &s->sums[i];
 		int64_t *v = tk__durs_sorted(&r->durs);
 		if (!v)
-			return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
+			return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 		r->pub.avg = r->pub.count ? (double)r->pub.total / (double)r->pub.count : 0;
 		describe(v, (size_t)r->pub.count, r->pub.total, &r->pub.med, &r->pub.stddev);
 		free(v);
 		int t = table_of(r->cls);
 		size_t *o = realloc(s->sum_order[t], (s->n_sum_order[t] + 1) * sizeof *o);
 		if (!o)
-			return tk__stats_fail(s, TK_ERR_NOMEM, "out of memory");
+			return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 		s->sum_order[t] = o;
 		o[s->n_sum_order[t]++] = i;
 	}
@@ -142,7 +142,7 @@ static int merge_sums(srow **rows, size_t *n_rows, const tk__sumrow ***store,
 	*rows = calloc(cap ? cap : 1, sizeof **rows);
 	*store = calloc((cap ? cap : 1) * n, sizeof **store);
 	tk__strtab keys = {0};
-	tk__hmap idx = {0};
+	tk__map idx = {0};
 	int rc = *rows && *store ? 0 : TK_ERR_NOMEM;
 	*n_rows = 0;
 	for (size_t i = 0; i < n && !rc; i++) {
@@ -151,8 +151,8 @@ static int merge_sums(srow **rows, size_t *n_rows, const tk__sumrow ***store,
 			if (glob && fnmatch(glob, r->pub.name, 0) != 0)
 				continue;
 			tk_sv k = tk__strtab_intern(&keys, r->pub.name, strlen(r->pub.name));
-			uint32_t x = k.ptr ? tk__hmap_get(&idx, (uintptr_t)k.ptr) : 0;
-			if (!k.ptr || (!x && tk__hmap_put(&idx, (uintptr_t)k.ptr, (uint32_t)*n_rows + 1))) {
+			uint32_t x = k.ptr ? (uint32_t)tk__map_get0(&idx, (uintptr_t)k.ptr) : 0;
+			if (!k.ptr || (!x && tk__map_put_int(&idx, (uintptr_t)k.ptr, (uint32_t)*n_rows + 1))) {
 				rc = TK_ERR_NOMEM;
 				break;
 			}
@@ -168,7 +168,7 @@ static int merge_sums(srow **rows, size_t *n_rows, const tk__sumrow ***store,
 	for (size_t i = 0; i < *n_rows && !rc; i++)
 		rc = pool(&(*rows)[i], n);
 	tk__strtab_free(&keys);
-	tk__hmap_free(&idx);
+	tk__map_free(&idx);
 	return rc;
 }
 

@@ -76,7 +76,7 @@ static int merge_rows(optable *t, tk_stats *const *s, size_t n)
 	t->rows = calloc(cap ? cap : 1, sizeof *t->rows);
 	t->per_store = calloc((cap ? cap : 1) * n, sizeof *t->per_store);
 	tk__strtab keys = {0};
-	tk__hmap idx = {0};
+	tk__map idx = {0};
 	tk__buf kb = {0};
 	int rc = t->rows && t->per_store ? 0 : TK_ERR_NOMEM;
 	for (size_t i = 0; i < n && !rc; i++) {
@@ -87,8 +87,8 @@ static int merge_rows(optable *t, tk_stats *const *s, size_t n)
 			     tk__buf_append(&kb, o->shapes, strlen(o->shapes) + 1) ||
 			     tk__buf_putc(&kb, o->is_device ? 'd' : 'c');
 			tk_sv k = rc ? (tk_sv){NULL, 0} : tk__strtab_intern(&keys, kb.p, kb.len);
-			uint32_t r = k.ptr ? tk__hmap_get(&idx, (uintptr_t)k.ptr) : 0;
-			if (!k.ptr || (!r && tk__hmap_put(&idx, (uintptr_t)k.ptr, (uint32_t)t->n_rows + 1))) {
+			uint32_t r = k.ptr ? (uint32_t)tk__map_get0(&idx, (uintptr_t)k.ptr) : 0;
+			if (!k.ptr || (!r && tk__map_put_int(&idx, (uintptr_t)k.ptr, (uint32_t)t->n_rows + 1))) {
 				rc = TK_ERR_NOMEM;
 				break;
 			}
@@ -104,7 +104,7 @@ static int merge_rows(optable *t, tk_stats *const *s, size_t n)
 		}
 	}
 	tk__strtab_free(&keys);
-	tk__hmap_free(&idx);
+	tk__map_free(&idx);
 	tk__buf_free(&kb);
 	t->n_ranks = n;
 	return rc ? TK_ERR_NOMEM : 0;
@@ -408,7 +408,7 @@ int tk_stats_format_ops(tk_stats *const *s, size_t n, const tk_table_opts *o, ch
 		return TK_ERR_ARG;
 	optable t = {0};
 	if ((t.sort = sort_index(o->sort_by)) == -2)
-		return tk__stats_fail(s[0], TK_ERR_ARG, "unknown sort key '%s'", o->sort_by);
+		return tk__err_msg(&s[0]->err, TK_ERR_ARG, "unknown sort key '%s'", o->sort_by);
 	int rc = merge_rows(&t, s, n);
 	totals(&t);
 	filter_rows(&t, o->name_glob);

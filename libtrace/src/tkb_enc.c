@@ -42,13 +42,7 @@ void tk__tkb_enc_free(tk__tkb_enc *e)
 	memset(e, 0, sizeof *e);
 }
 
-static int put_v(tk__buf *b, uint64_t v)
-{
-	if (TK__UNLIKELY(b->len + 11 > b->cap) && tk__buf_reserve(b, 11))
-		return TK_ERR_NOMEM;
-	tk__put_varint(b, v);
-	return 0;
-}
+#define put_v tk__buf_varint
 
 static int put_bytes(tk__buf *b, const void *p, size_t n)
 {
@@ -64,10 +58,8 @@ static int put_tlv_num(tk__buf *b, unsigned tag, int64_t v)
 {
 	if (v < 0)
 		return 0;
-	unsigned char t[11];
-	tk__buf tb = {(char *)t, 0, sizeof t};
-	tk__put_varint(&tb, (uint64_t)v);
-	return put_tlv(b, tag, t, tb.len);
+	unsigned char t[TK__VARINT_MAX];
+	return put_tlv(b, tag, t, (size_t)(tk__varint_at(t, (uint64_t)v) - t));
 }
 
 static int put_anchor(tk__buf *b, const tk_tkb_anchor *a)
@@ -301,47 +293,6 @@ static int sid_cached(tk__tkb_enc *e, const char *s, size_t n, uint32_t *id)
 	return 0;
 }
 
-/* p just after an opening quote: the closing quote, or NULL. */
-static const char *skip_str(const char *p, const char *e)
-{
-	for (;;) {
-		const char *q = memchr(p, '"', (size_t)(e - p));
-		if (!q)
-			return NULL;
-		size_t bs = 0; /* an odd run of backslashes escapes the quote */
-		while (q - bs > p && q[-1 - (ptrdiff_t)bs] == '\\')
-			bs++;
-		if (!(bs & 1))
-			return q;
-		p = q + 1;
-	}
-}
-
-/* End of the compact JSON value at p: the ',' or '}' that follows it, or NULL. */
-static const char *skip_val(const char *p, const char *e)
-{
-	int depth = 0;
-	while (p < e) {
-		char c = *p;
-		if (c == '"') {
-			if (!(p = skip_str(p + 1, e)))
-				return NULL;
-			p++;
-		} else if (c == '{' || c == '[') {
-			depth++, p++;
-		} else if (c == '}' || c == ']') {
-			if (!depth)
-				return p;
-			depth--, p++;
-		} else if (c == ',' && !depth) {
-			return p;
-		} else {
-			p++;
-		}
-	}
-	return NULL;
-}
-
 /* Canonical integer text (no leading zeros, no "-0") that fits int64. */
 static int parse_canon_int(const char *p, const char *e, int64_t *out)
 {
@@ -405,43 +356,32 @@ static int classify(tk__tkb_slot *s)
 }
 
 /* Splits compact args text into e->slots; returns the count, or -1 if the
- * text is not a plain compact object (it is then stored raw). */
+ * text is not an object whose members are all kept as slots (it is then
+ * stored raw). */
 static long split_args(tk__tkb_enc *e, const char *p, size_t n)
 {
-	const char *end = p + n;
-	if (n < 2 || p[0] != '{' || end[-1] != '}')
+	tk__js_iter it;
+	if (tk__js_obj(&it, (tk_sv){p, n}))
 		return -1;
-	p++;
-	if (p == end - 1)
-		return 0;
 	long k = 0;
-	for (;;) {
-		if ((size_t)k == e->slots_cap) {
-			size_t nc = e->slots_cap ? e->slots_cap * 2 : 32;
-			tk__tkb_slot *ns = realloc(e->slots, nc * sizeof *ns);
-			if (!ns)
-				return -2;
-			e->slots = ns;
-			e->slots_cap = nc;
-		}
+	tk_sv key, val;
+	int rc;
+	const char *at = p + 1; /* compact text: each member right after '{' or ',' */
+	while ((rc = tk__js_member(&it, &key, &val)) == 1) {
+		if (key.ptr != at + 1 + (k > 0) || val.ptr != key.ptr + key.len + 2)
+			return -1;
+		at = val.ptr + val.len;
+		if (TK__GROW(e->slots, e->slots_cap, (size_t)k + 1))
+			return -2;
 		tk__tkb_slot *s = &e->slots[k++];
-		const char *ke = *p == '"' ? skip_str(p + 1, end) : NULL;
-		if (!ke || ke + 1 >= end || ke[1] != ':')
-			return -1;
-		s->key = p + 1;
-		s->klen = (size_t)(ke - p - 1);
-		s->val = ke + 2;
-		const char *ve = skip_val(s->val, end);
-		if (!ve || ve == s->val)
-			return -1;
-		s->vlen = (size_t)(ve - s->val);
+		s->key = key.ptr;
+		s->klen = key.len;
+		s->val = val.ptr;
+		s->vlen = val.len;
 		s->type = classify(s);
-		if (ve == end - 1)
-			return k;
-		if (*ve != ',')
-			return -1;
-		p = ve + 1;
 	}
+	/* compact text only: nothing around the closing brace */
+	return rc == 0 && it.p == at && it.p + 1 == p + n ? k : -1;
 }
 
 static int grow_shapes(tk__tkb_enc *e, size_t need)

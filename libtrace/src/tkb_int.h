@@ -1,4 +1,4 @@
-/* tkb_int.h: private constants, varint helpers and the chunk encoder of the .tkb format. */
+/* tkb_int.h: private constants and the chunk encoder of the .tkb format (varints: core/varint.h). */
 #ifndef TK_TKB_INT_H
 #define TK_TKB_INT_H
 
@@ -35,60 +35,6 @@ enum { TK__ID_ABSENT = 0, TK__ID_SAME = 1, TK__ID_INT = 2, TK__ID_STR = 3 };
 /* args value types, stored in shapes */
 enum { TK__V_INT = 0, TK__V_STR = 1, TK__V_JSON = 2, TK__V_RAW = 3, TK__V_DEC = 4,
        TK__V_NULL = 5, TK__V_TRUE = 6, TK__V_FALSE = 7, TK__V_MAX = 7 };
-
-static inline uint64_t tk__zz(int64_t v)
-{
-	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-static inline int64_t tk__unzz(uint64_t u)
-{
-	return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
-}
-static inline void tk__put_le32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-	p[2] = (unsigned char)(v >> 16);
-	p[3] = (unsigned char)(v >> 24);
-}
-static inline uint32_t tk__get_le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-/* Appends v as a LEB128 varint; the buffer must have 10 bytes reserved. */
-static inline void tk__put_varint(tk__buf *b, uint64_t v)
-{
-	unsigned char *p = (unsigned char *)b->p + b->len, *s = p;
-	while (v >= 0x80) {
-		*p++ = (unsigned char)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (unsigned char)v;
-	b->len += (size_t)(p - s);
-}
-/* Reads a varint; sets *bad past the end or beyond 10 bytes. */
-static inline uint64_t tk__get_varint(const unsigned char **pp, const unsigned char *e, int *bad)
-{
-	const unsigned char *p = *pp;
-	if (TK__LIKELY(p < e && *p < 0x80)) {
-		*pp = p + 1;
-		return *p;
-	}
-	uint64_t v = 0;
-	for (unsigned sh = 0; sh < 64; sh += 7) {
-		if (p >= e)
-			break;
-		unsigned c = *p++;
-		v |= (uint64_t)(c & 0x7f) << sh;
-		if (c < 0x80) {
-			*pp = p;
-			return v;
-		}
-	}
-	*bad = 1;
-	*pp = e;
-	return 0;
-}
 
 /* ---- the encoder: dictionaries, events, chunk framing (tkb_enc.c) ---- */
 typedef struct tk__tkb_slot {

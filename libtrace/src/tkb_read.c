@@ -75,7 +75,7 @@ static void tkb_free(tk_reader *r)
 
 static int nomem(tk_reader *r)
 {
-	return tk__reader_fail(r, TK_ERR_NOMEM, "%s: out of memory", r->name);
+	return tk__err_set(&r->err, TK_ERR_NOMEM, "%s: out of memory", r->name);
 }
 
 /* The input stops early: keep what came before (non-strict) or fail. */
@@ -85,13 +85,13 @@ static int truncated(tk_reader *r, size_t tail, const char *where)
 	uint64_t at = r->base + r->pos;
 	s->st = ST_END;
 	if (r->opts.strict)
-		return tk__reader_fail(r, TK_ERR_TRUNCATED,
+		return tk__err_set(&r->err, TK_ERR_TRUNCATED,
 		                       "%s: input ends early %s at byte %llu; %llu events before that point",
 		                       r->name, where, (unsigned long long)(at + tail),
 		                       (unsigned long long)r->stats.events);
 	r->stats.truncated = 1;
 	r->stats.dropped_bytes = tail;
-	if (tk__reader_warn(r,
+	if (tk__err_warn(&r->err,
 	                    "%s: input ends early %s at byte %llu (the writer did not finish): kept %llu "
 	                    "events of complete chunks, dropped the last %llu bytes",
 	                    r->name, where, (unsigned long long)(at + tail),
@@ -157,7 +157,7 @@ static int damaged_header(tk_reader *r)
 		return tk__reader_fail_at(r, TK_ERR_FORMAT, r->base + r->pos, "file header fails its CRC");
 	s->info.bad_chunks++;
 	r->pos += 8; /* the chunk scan starts after the magic */
-	return tk__reader_warn(r, "%s: the file header fails its CRC: producer details are lost",
+	return tk__err_warn(&r->err, "%s: the file header fails its CRC: producer details are lost",
 	                       r->name) ? TK_ERR_NOMEM : 0;
 }
 
@@ -172,12 +172,12 @@ static int tkb_open(tk_reader *r)
 	if (rc)
 		return rc;
 	if (r->end - r->pos < TK__TKB_FILEHDR)
-		return truncated(r, r->end - r->pos, "inside the file header") == TK_EOF ? 0 : r->failed;
+		return truncated(r, r->end - r->pos, "inside the file header") == TK_EOF ? 0 : r->err.code;
 	const unsigned char *p = r->buf + r->pos;
 	s->info.version_major = p[8];
 	s->info.version_minor = p[9];
 	if (p[8] != TK__TKB_MAJOR)
-		return tk__reader_fail(r, TK_ERR_UNSUPPORTED, "%s: .tkb version %u.%u; this reader reads 1.x",
+		return tk__err_set(&r->err, TK_ERR_UNSUPPORTED, "%s: .tkb version %u.%u; this reader reads 1.x",
 		                       r->name, p[8], p[9]);
 	uint32_t blen = tk__get_le32(p + 12);
 	if (blen > TK__TKB_HDR_MAX)
@@ -185,7 +185,7 @@ static int tkb_open(tk_reader *r)
 	if ((rc = tk__reader_fill(r, TK__TKB_FILEHDR + blen + 4)))
 		return rc;
 	if (r->end - r->pos < TK__TKB_FILEHDR + blen + 4)
-		return truncated(r, r->end - r->pos, "inside the file header") == TK_EOF ? 0 : r->failed;
+		return truncated(r, r->end - r->pos, "inside the file header") == TK_EOF ? 0 : r->err.code;
 	p = r->buf + r->pos;
 	if (crc32(0, p, TK__TKB_FILEHDR + blen) != tk__get_le32(p + TK__TKB_FILEHDR + blen))
 		return damaged_header(r);
@@ -237,7 +237,7 @@ static int resync(tk_reader *r)
 	uint64_t skipped = r->base + r->pos - from;
 	s->info.bad_chunks++;
 	s->info.skipped_bytes += skipped;
-	return tk__reader_warn(r,
+	return tk__err_warn(&r->err,
 	                       "%s: chunk at byte %llu is damaged (bad chunk header): skipped %llu bytes "
 	                       "to the next chunk; the events it held are lost",
 	                       r->name, (unsigned long long)from, (unsigned long long)skipped)
@@ -257,7 +257,7 @@ static int bad_payload(tk_reader *r, const unsigned char *h, const char *why)
 	s->info.skipped_bytes += len;
 	s->info.lost_events += count;
 	r->pos += len;
-	return tk__reader_warn(r, "%s: chunk at byte %llu (type %u, %zu bytes) %s: skipped it, %lu events lost",
+	return tk__err_warn(&r->err, "%s: chunk at byte %llu (type %u, %zu bytes) %s: skipped it, %lu events lost",
 	                       r->name, (unsigned long long)at, h[4], len, why, (unsigned long)count)
 	           ? TK_ERR_NOMEM
 	           : 0;
@@ -318,7 +318,7 @@ static int read_meta(tk_reader *r, uint32_t count)
 		if (bad || vl > (uint64_t)(e - p))
 			return chunk_bad(r, "metadata value");
 		if (tk__reader_add_meta(r, (const char *)k, kl, (const char *)p, vl, after))
-			return r->failed;
+			return r->err.code;
 		p += vl;
 	}
 	return 0;
@@ -358,7 +358,7 @@ static int read_end(tk_reader *r)
 		;
 	if (rc < 0)
 		return rc;
-	if (tk__reader_warn(r, "%s: %llu bytes after the end chunk were ignored", r->name,
+	if (tk__err_warn(&r->err, "%s: %llu bytes after the end chunk were ignored", r->name,
 	                    (unsigned long long)(r->end - r->pos)))
 		return TK_ERR_NOMEM;
 	r->pos = r->end;
@@ -475,7 +475,7 @@ static int read_strings(tk_reader *r)
 	int bad = 0;
 	uint64_t first = tk__get_varint(&s->p, s->e, &bad), n = tk__get_varint(&s->p, s->e, &bad);
 	if (bad || n > (uint64_t)(s->e - s->p) || fill_gap(r, &s->n_strs, first, "string ids out of order"))
-		return r->failed ? r->failed : chunk_bad(r, "string table");
+		return r->err.code ? r->err.code : chunk_bad(r, "string table");
 	if (grow((void **)&s->strs, &s->strs_cap, (size_t)(first + n), sizeof *s->strs) ||
 	    grow((void **)&s->sok, &s->sok_cap, (size_t)(first + n), 1))
 		return nomem(r);
@@ -575,7 +575,7 @@ static int read_dicts(tk_reader *r)
 		return rc;
 	uint64_t first = tk__get_varint(&s->p, s->e, &bad), n = tk__get_varint(&s->p, s->e, &bad);
 	if (bad || n > (uint64_t)(s->e - s->p) || fill_gap(r, &s->n_shapes, first, "shape ids out of order"))
-		return r->failed ? r->failed : chunk_bad(r, "shape table");
+		return r->err.code ? r->err.code : chunk_bad(r, "shape table");
 	if (grow((void **)&s->shapes, &s->shapes_cap, (size_t)(first + n), sizeof *s->shapes))
 		return nomem(r);
 	while (s->n_shapes < first)
@@ -815,7 +815,7 @@ static int finish(tk_reader *r)
 	if (s->lost_strings) {
 		uint64_t n = s->lost_strings;
 		s->lost_strings = 0;
-		if (tk__reader_warn(r, "%s: %llu events used strings or args shapes of a damaged chunk "
+		if (tk__err_warn(&r->err, "%s: %llu events used strings or args shapes of a damaged chunk "
 		                       "and were dropped", r->name, (unsigned long long)n))
 			return TK_ERR_NOMEM;
 	}

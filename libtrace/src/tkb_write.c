@@ -37,11 +37,11 @@ static int tw_add_meta(tk_writer *w, tk_sv key, tk_sv json, int after)
 	after = after || e->events > 0;
 	/* members after the events follow them in the file too */
 	if (after && tk__tkb_enc_flush(e, &w->out))
-		return tk__writer_fail(w, TK_ERR_NOMEM, "out of memory");
+		return tk__err_set(&w->err, TK_ERR_NOMEM, "out of memory");
 	int rc = tk__tkb_enc_meta(e, key, json, after);
 	if (rc == TK_ERR_ARG)
-		return tk__writer_fail(w, rc, "metadata value is not valid JSON");
-	return rc ? tk__writer_fail(w, rc, "out of memory") : 0;
+		return tk__err_set(&w->err, rc, "metadata value is not valid JSON");
+	return rc ? tk__err_set(&w->err, rc, "out of memory") : 0;
 }
 
 static int tw_write(tk_writer *w, const tk_event *ev)
@@ -50,7 +50,7 @@ static int tw_write(tk_writer *w, const tk_event *ev)
 	int rc = tk__tkb_enc_event(e, ev);
 	if (!rc && tk__tkb_enc_chunk_full(e))
 		rc = tk__tkb_enc_flush(e, &w->out);
-	return rc ? tk__writer_fail(w, rc, "%s", e->err ? e->err : "out of memory") : 0;
+	return rc ? tk__err_set(&w->err, rc, "%s", e->err ? e->err : "out of memory") : 0;
 }
 
 static int tw_close(tk_writer *w)
@@ -158,11 +158,11 @@ void tk_tkb_buf_free(tk_tkb_buf *b)
 
 struct tk_tkb_writer {
 	pthread_mutex_t mu;
-	int fd, own_fd, failed, closed;
+	tk__err err; /* code: the sticky error (a refused argument is not) */
+	int fd, own_fd, closed;
 	char *name;
 	tk__tkb_enc enc;
 	tk__buf out;
-	char err[TK__ERRLEN];
 };
 
 void tk_tkb_anchor_now(tk_tkb_anchor *a, int64_t gpu_ns)
@@ -175,34 +175,12 @@ void tk_tkb_anchor_now(tk_tkb_anchor *a, int64_t gpu_ns)
 	a->monotonic_ns = (int64_t)mt.tv_sec * 1000000000 + mt.tv_nsec;
 }
 
-static int wfail(tk_tkb_writer *w, int code, const char *fmt, ...) TK__PRINTF(3, 4);
-static int wfail(tk_tkb_writer *w, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	tk__fmt_msg(w->err, sizeof w->err, fmt, ap);
-	va_end(ap);
-	if (code != TK_ERR_ARG)
-		w->failed = code;
-	return code;
-}
-
 /* Writes w->out: whole chunks, so a crash leaves at most one partial chunk. */
 static int put_out(tk_tkb_writer *w)
 {
-	const char *p = w->out.p;
-	size_t n = w->out.len;
+	int e = tk__write_all(w->fd, w->out.p, w->out.len, NULL);
 	w->out.len = 0;
-	while (n) {
-		ssize_t k = write(w->fd, p, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return wfail(w, TK_ERR_IO, "%s: write failed: %s", w->name, strerror(errno));
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
+	return e ? tk__err_set(&w->err, TK_ERR_IO, "%s: write failed: %s", w->name, strerror(e)) : 0;
 }
 
 static int wstart(tk_tkb_writer **out, int fd, int own, const char *name, const tk_tkb_header *h,
@@ -220,7 +198,7 @@ static int wstart(tk_tkb_writer **out, int fd, int own, const char *name, const 
 	pthread_mutex_init(&w->mu, NULL);
 	w->name = tk__strdup(name ? name : "(output)");
 	if (!w->name || tk__tkb_enc_init(&w->enc, o) || tk__tkb_enc_header(&w->enc, &w->out, h))
-		return wfail(w, TK_ERR_NOMEM, "out of memory");
+		return tk__err_set(&w->err, TK_ERR_NOMEM, "out of memory");
 	return put_out(w);
 }
 
@@ -234,7 +212,7 @@ int tk_tkb_writer_open(tk_tkb_writer **out, const char *path, const tk_tkb_heade
 		int rc = wstart(out, -1, 0, path, h, opts);
 		if (rc)
 			return rc;
-		return wfail(*out, TK_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+		return tk__err_set(&(*out)->err, TK_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
 	}
 	return wstart(out, fd, 1, path, h, opts);
 }
@@ -252,13 +230,13 @@ int tk_tkb_writer_add_meta(tk_tkb_writer *w, tk_sv key, tk_sv json, int after_ev
 	if (!w || !key.ptr || !json.ptr)
 		return TK_ERR_ARG;
 	pthread_mutex_lock(&w->mu);
-	int rc = w->failed;
+	int rc = w->err.code;
 	if (!rc)
 		rc = tk__tkb_enc_meta(&w->enc, key, json, after_events);
 	if (rc == TK_ERR_ARG)
-		wfail(w, rc, "metadata value for key '%.100s' is not valid JSON", key.ptr);
-	else if (rc && !w->failed)
-		wfail(w, rc, "out of memory");
+		tk__err_msg(&w->err, rc, "metadata value for key '%.100s' is not valid JSON", key.ptr);
+	else if (rc && !w->err.code)
+		tk__err_set(&w->err, rc, "out of memory");
 	pthread_mutex_unlock(&w->mu);
 	return rc;
 }
@@ -274,16 +252,16 @@ static int submit_locked(tk_tkb_writer *w, tk_tkb_buf *b)
 			continue;
 		}
 		if (rc)
-			return wfail(w, rc, "out of memory");
+			return tk__err_set(&w->err, rc, "out of memory");
 		if (tk__tkb_enc_chunk_full(&w->enc) &&
 		    (tk__tkb_enc_flush(&w->enc, &w->out) || put_out(w)))
-			return w->failed ? w->failed : wfail(w, TK_ERR_NOMEM, "out of memory");
+			return w->err.code ? w->err.code : tk__err_set(&w->err, TK_ERR_NOMEM, "out of memory");
 	}
 	if (tk__tkb_enc_flush(&w->enc, &w->out))
-		return wfail(w, TK_ERR_NOMEM, "out of memory");
+		return tk__err_set(&w->err, TK_ERR_NOMEM, "out of memory");
 	int rc = put_out(w);
 	if (!rc && bad)
-		rc = wfail(w, TK_ERR_ARG, "%d events had args or extra text that is not valid JSON and were skipped", bad);
+		rc = tk__err_msg(&w->err, TK_ERR_ARG, "%d events had args or extra text that is not valid JSON and were skipped", bad);
 	return rc;
 }
 
@@ -292,7 +270,7 @@ int tk_tkb_writer_submit(tk_tkb_writer *w, tk_tkb_buf *b)
 	if (!w || !b)
 		return TK_ERR_ARG;
 	pthread_mutex_lock(&w->mu);
-	int rc = w->failed ? w->failed : w->closed ? TK_ERR_ARG : submit_locked(w, b);
+	int rc = w->err.code ? w->err.code : w->closed ? TK_ERR_ARG : submit_locked(w, b);
 	pthread_mutex_unlock(&w->mu);
 	tk_tkb_buf_reset(b);
 	return rc;
@@ -303,9 +281,9 @@ int tk_tkb_writer_anchor(tk_tkb_writer *w, const tk_tkb_anchor *a)
 	if (!w || !a)
 		return TK_ERR_ARG;
 	pthread_mutex_lock(&w->mu);
-	int rc = w->failed;
+	int rc = w->err.code;
 	if (!rc && tk__tkb_enc_anchor(&w->enc, &w->out, 0, a))
-		rc = wfail(w, TK_ERR_NOMEM, "out of memory");
+		rc = tk__err_set(&w->err, TK_ERR_NOMEM, "out of memory");
 	if (!rc)
 		rc = put_out(w);
 	pthread_mutex_unlock(&w->mu);
@@ -317,16 +295,16 @@ int tk_tkb_writer_close(tk_tkb_writer *w, const tk_tkb_anchor *end)
 	if (!w)
 		return TK_ERR_ARG;
 	pthread_mutex_lock(&w->mu);
-	int rc = w->failed;
+	int rc = w->err.code;
 	if (!rc && !w->closed) {
 		if (tk__tkb_enc_flush(&w->enc, &w->out) ||
 		    (end && tk__tkb_enc_anchor(&w->enc, &w->out, 2, end)) ||
 		    tk__tkb_enc_end(&w->enc, &w->out))
-			rc = wfail(w, TK_ERR_NOMEM, "out of memory");
+			rc = tk__err_set(&w->err, TK_ERR_NOMEM, "out of memory");
 		if (!rc)
 			rc = put_out(w);
 		if (w->own_fd && close(w->fd) && !rc)
-			rc = wfail(w, TK_ERR_IO, "%s: close failed: %s", w->name, strerror(errno));
+			rc = tk__err_set(&w->err, TK_ERR_IO, "%s: close failed: %s", w->name, strerror(errno));
 		w->own_fd = 0;
 		w->closed = 1;
 	}
@@ -336,7 +314,7 @@ int tk_tkb_writer_close(tk_tkb_writer *w, const tk_tkb_anchor *end)
 
 const char *tk_tkb_writer_error(const tk_tkb_writer *w)
 {
-	return w ? w->err : "no writer";
+	return w ? w->err.msg : "no writer";
 }
 
 uint64_t tk_tkb_writer_events(const tk_tkb_writer *w)

@@ -11,16 +11,6 @@ static int ends_with(const char *s, const char *suf)
 	return n >= m && strcmp(s + n - m, suf) == 0;
 }
 
-int tk__writer_fail(tk_writer *w, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	tk__fmt_msg(w->err, sizeof w->err, fmt, ap);
-	va_end(ap);
-	w->failed = code;
-	return code;
-}
-
 static int writer_start(tk_writer **out, const char *path, const tk_writer_opts *opts, int fd)
 {
 	tk_writer_opts o = {TK_FORMAT_AUTO, -1, 0};
@@ -37,7 +27,7 @@ static int writer_start(tk_writer **out, const char *path, const tk_writer_opts 
 	if (fmt == TK_FORMAT_AUTO)
 		fmt = ends_with(base, ".tkb") ? TK_FORMAT_TKB : TK_FORMAT_JSON;
 	if (fmt != TK_FORMAT_JSON && fmt != TK_FORMAT_TKB)
-		return tk__writer_fail(w, TK_ERR_UNSUPPORTED, "%s: output format not supported", base);
+		return tk__err_set(&w->err, TK_ERR_UNSUPPORTED, "%s: output format not supported", base);
 	w->fmt = fmt == TK_FORMAT_TKB ? &tk__wfmt_tkb : &tk__wfmt_json;
 	w->opts = (tk_writer_opts){fmt, gz, o.gzip_level};
 	if (fmt == TK_FORMAT_TKB)
@@ -45,10 +35,10 @@ static int writer_start(tk_writer **out, const char *path, const tk_writer_opts 
 	int rc = fd >= 0 ? tk__sink_open_fd(&w->sink, fd, path, gz, o.gzip_level)
 	                 : tk__sink_open_path(&w->sink, path, gz, o.gzip_level);
 	if (rc)
-		return tk__writer_fail(w, rc, "%s", w->sink.err[0] ? w->sink.err : "out of memory");
+		return tk__err_set(&w->err, rc, "%s", w->sink.err[0] ? w->sink.err : "out of memory");
 	tk__sink_async(&w->sink);
 	rc = w->fmt->open ? w->fmt->open(w) : 0;
-	return rc ? tk__writer_fail(w, rc, "%s: cannot start output", base) : 0;
+	return rc ? tk__err_set(&w->err, rc, "%s: cannot start output", base) : 0;
 }
 
 int tk_writer_open_path(tk_writer **out, const char *path, const tk_writer_opts *opts)
@@ -71,7 +61,7 @@ int tk__writer_flush(tk_writer *w)
 		return 0;
 	int rc = tk__sink_give(&w->sink, &w->out);
 	if (rc)
-		return tk__writer_fail(w, rc, "%s", w->sink.err);
+		return tk__err_set(&w->err, rc, "%s", w->sink.err);
 	return 0;
 }
 
@@ -79,8 +69,8 @@ static int add_meta(tk_writer *w, tk_sv key, tk_sv json, int after)
 {
 	if (!w || !key.ptr || !json.ptr)
 		return TK_ERR_ARG;
-	if (w->failed)
-		return w->failed;
+	if (w->err.code)
+		return w->err.code;
 	return w->fmt->add_meta(w, key, json, after);
 }
 
@@ -99,7 +89,7 @@ int tk_writer_set_max_bytes(tk_writer *w, uint64_t max_bytes)
 	if (!w)
 		return TK_ERR_ARG;
 	if (max_bytes && (!w->fmt->state_size || !w->fmt->close_bytes))
-		return tk__writer_fail(w, TK_ERR_UNSUPPORTED,
+		return tk__err_set(&w->err, TK_ERR_UNSUPPORTED,
 		                       "a byte budget is supported for JSON output only, not %s",
 		                       w->fmt->name);
 	w->max_bytes = max_bytes;
@@ -142,7 +132,7 @@ static int fits_after_sync(tk_writer *w, size_t *mark)
 	if (!rc)
 		rc = tk__sink_sync(&w->sink);
 	if (rc)
-		return tk__writer_fail(w, rc, "%s", w->sink.err);
+		return tk__err_set(&w->err, rc, "%s", w->sink.err);
 	memmove(w->out.p, w->out.p + *mark, w->out.len - *mark);
 	w->out.len -= *mark;
 	*mark = 0;
@@ -154,8 +144,8 @@ int tk_writer_write_group(tk_writer *w, const tk_event *const *evs, size_t n)
 {
 	if (!w || (!evs && n))
 		return TK_ERR_ARG;
-	if (w->failed)
-		return w->failed;
+	if (w->err.code)
+		return w->err.code;
 	int limited = w->max_bytes && w->events > 0;
 	unsigned char state[TK__WSTATE_MAX];
 	size_t mark = w->out.len;
@@ -167,7 +157,7 @@ int tk_writer_write_group(tk_writer *w, const tk_event *const *evs, size_t n)
 			return TK_ERR_ARG;
 		int rc = w->fmt->write(w, evs[i]);
 		if (rc)
-			return w->failed ? w->failed : tk__writer_fail(w, rc, "out of memory");
+			return w->err.code ? w->err.code : tk__err_set(&w->err, rc, "out of memory");
 	}
 	if (limited && !fits(w)) {
 		int ok = fits_after_sync(w, &mark);
@@ -195,24 +185,24 @@ int tk_writer_close(tk_writer *w)
 {
 	if (!w)
 		return TK_ERR_ARG;
-	if (w->failed)
-		return w->failed;
+	if (w->err.code)
+		return w->err.code;
 	if (w->closed)
 		return 0;
 	int rc = w->fmt->close(w);
 	if (!rc)
 		rc = tk__writer_flush(w);
 	if (!rc && tk__sink_finish(&w->sink))
-		rc = tk__writer_fail(w, TK_ERR_IO, "%s", w->sink.err);
+		rc = tk__err_set(&w->err, TK_ERR_IO, "%s", w->sink.err);
 	if (rc)
-		return w->failed ? w->failed : tk__writer_fail(w, rc, "cannot finish output");
+		return w->err.code ? w->err.code : tk__err_set(&w->err, rc, "cannot finish output");
 	w->closed = 1;
 	return 0;
 }
 
 const char *tk_writer_error(const tk_writer *w)
 {
-	return w ? w->err : "no writer";
+	return w ? w->err.msg : "no writer";
 }
 
 uint64_t tk_writer_repaired_strings(const tk_writer *w)
@@ -231,6 +221,7 @@ void tk_writer_free(tk_writer *w)
 	for (size_t i = 0; i < w->n_meta; i++)
 		free(w->meta[i].json);
 	free(w->meta);
+	tk__err_free(&w->err);
 	free(w);
 }
 

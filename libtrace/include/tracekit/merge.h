@@ -57,6 +57,10 @@ TK_API int tk_merge_set_offset(tk_merge *m, int64_t rank, int64_t offset_ns);
 /* Read one input ("-" = standard input) completely. rank < 0: from its
  * distributedInfo.rank, else its position among the inputs. */
 TK_API int tk_merge_add(tk_merge *m, const char *path, int64_t rank);
+/* The same for a reader the caller opened (a member of an archive, say):
+ * it is read to its end and stays the caller's to free. The input is named
+ * by tk_reader_name(). */
+TK_API int tk_merge_add_reader(tk_merge *m, tk_reader *r, int64_t rank);
 /* Align, sort and write everything to `path` (temporary name, renamed when
  * complete). */
 TK_API int tk_merge_write(tk_merge *m, const char *path);

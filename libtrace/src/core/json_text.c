@@ -93,7 +93,7 @@ static int bad(tk__jerr *je, const unsigned char *at, const char *msg)
 /* Handle a backslash escape at p. Sets *cp to the code point (or -1 for a
  * simple escape kept as is, with *simple its decoded byte), *len to the bytes
  * consumed. Lone surrogates become U+FFFD with *repaired set. */
-static int escape_at(const unsigned char *p, const unsigned char *e, long *cp, char *simple,
+int tk__json_escape_at(const unsigned char *p, const unsigned char *e, long *cp, char *simple,
                      int *len, int *repaired, tk__jerr *je)
 {
 	if (p + 2 > e)
@@ -140,7 +140,7 @@ static int escape_at(const unsigned char *p, const unsigned char *e, long *cp, c
 	return TK__J_OK;
 }
 
-static size_t put_utf8(char *d, long v)
+size_t tk__utf8_put(char *d, long v)
 {
 	if (v < 0x80) {
 		d[0] = (char)v;
@@ -254,7 +254,7 @@ static int canon_str(const unsigned char *p, const unsigned char *e, wout *w,
 		if (c == '\\') {
 			long cp;
 			char simple;
-			int len, rep = 0, rc = escape_at(p, e, &cp, &simple, &len, &rep, je);
+			int len, rep = 0, rc = tk__json_escape_at(p, e, &cp, &simple, &len, &rep, je);
 			if (rc)
 				return rc;
 			if (rep) {
@@ -339,14 +339,14 @@ int tk__json_decode_string(const unsigned char *p, const unsigned char *e, tk__b
 		if (c == '\\') {
 			long cp;
 			char simple;
-			int len, rc = escape_at(p, e, &cp, &simple, &len, &repaired, je);
+			int len, rc = tk__json_escape_at(p, e, &cp, &simple, &len, &repaired, je);
 			if (rc)
 				return rc;
 			if (cp < 0) {
 				tmp[0] = simple;
 				tn = 1;
 			} else {
-				tn = put_utf8(tmp, cp);
+				tn = tk__utf8_put(tmp, cp);
 			}
 			p += len;
 		} else if (c < 0x20) {
@@ -747,6 +747,15 @@ int tk__parse_int64(const unsigned char *p, const unsigned char *e, int64_t *out
 	}
 	if (p >= e)
 		return -1;
+	if (e - p <= 18) { /* cannot overflow: no check per digit */
+		for (; p < e; p++) {
+			if ((unsigned)(*p - '0') > 9)
+				return -1;
+			v = v * 10 + (unsigned)(*p - '0');
+		}
+		*out = neg ? -(int64_t)v : (int64_t)v;
+		return 0;
+	}
 	for (; p < e; p++) {
 		if (*p < '0' || *p > '9')
 			return -1;

@@ -1,0 +1,106 @@
+/* buf.c: growable buffers and arrays, whole writes, decimal formatting, string copies. */
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+int tk__buf_reserve(tk__buf *b, size_t extra)
+{
+	if (b->len + extra + 1 <= b->cap)
+		return 0;
+	size_t ncap = b->cap ? b->cap : 256;
+	while (ncap < b->len + extra + 1) {
+		if (ncap > SIZE_MAX / 2)
+			return TK_ERR_NOMEM;
+		ncap *= 2;
+	}
+	char *np = realloc(b->p, ncap);
+	if (!np)
+		return TK_ERR_NOMEM;
+	b->p = np;
+	b->cap = ncap;
+	return 0;
+}
+
+void tk__buf_free(tk__buf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
+
+int tk__grow(void *pp, size_t *cap, size_t need, size_t elem, size_t min)
+{
+	if (need <= *cap)
+		return 0;
+	size_t nc = *cap ? *cap : (min ? min : 1);
+	while (nc < need) {
+		if (nc > SIZE_MAX / 2 / elem)
+			return TK_ERR_NOMEM;
+		nc *= 2;
+	}
+	void **p = pp;
+	void *np = realloc(*p, nc * elem);
+	if (!np)
+		return TK_ERR_NOMEM;
+	*p = np;
+	*cap = nc;
+	return 0;
+}
+
+int tk__write_all(int fd, const void *buf, size_t n, uint64_t *count)
+{
+	const unsigned char *p = buf;
+	while (n) {
+		ssize_t k = write(fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return errno ? errno : EIO;
+		if (k == 0)
+			return ENOSPC;
+		p += k;
+		n -= (size_t)k;
+		if (count)
+			*count += (uint64_t)k;
+	}
+	return 0;
+}
+
+static const char digits2[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                              "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                              "8081828384858687888990919293949596979899";
+
+/* Decimal digits of v, written backwards ending at `end`; two at a time. */
+char *tk__fmt_u64(char *end, uint64_t v)
+{
+	while (v >= 100) {
+		unsigned d = (unsigned)(v % 100) * 2;
+		v /= 100;
+		*--end = digits2[d + 1];
+		*--end = digits2[d];
+	}
+	if (v >= 10) {
+		*--end = digits2[v * 2 + 1];
+		*--end = digits2[v * 2];
+	} else {
+		*--end = (char)('0' + v);
+	}
+	return end;
+}
+
+char *tk__strndup(const char *s, size_t n)
+{
+	char *d = malloc(n + 1);
+	if (d) {
+		memcpy(d, s, n);
+		d[n] = 0;
+	}
+	return d;
+}
+
+char *tk__strdup(const char *s)
+{
+	return tk__strndup(s, strlen(s));
+}

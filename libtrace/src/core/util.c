@@ -1,0 +1,31 @@
+/* util.c: version strings, error texts, starting the library's threads. */
+#include "internal.h"
+
+const char *tk_version(void)
+{
+	return TK_VERSION_STRING;
+}
+
+const char *tk_strerror(int code)
+{
+	switch (code) {
+	case TK_OK: return "success";
+	case TK_EOF: return "end of stream";
+	case TK_ERR_IO: return "input/output error";
+	case TK_ERR_FORMAT: return "invalid input";
+	case TK_ERR_NOMEM: return "out of memory";
+	case TK_ERR_TRUNCATED: return "input ended early";
+	case TK_ERR_ARG: return "invalid argument";
+	case TK_ERR_LIMIT: return "limit exceeded";
+	case TK_ERR_UNSUPPORTED: return "unsupported";
+	default: return "unknown error";
+	}
+}
+
+int tk__no_threads;
+
+/* pthread_create, or the failure that tests ask for (0 started). */
+int tk__thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	return tk__no_threads ? -1 : pthread_create(th, NULL, fn, arg);
+}
