@@ -20,24 +20,46 @@
 #include "core/strtab.h"
 #include "core/varint.h"
 
-/* ---- sources: bytes from fd / memory, gzip layer detected from the bytes ---- */
+/* ---- sources: bytes from an fd, memory or an archive member, decoded by
+ * a stack of input filters (source.c; the filters in formats/) ---- */
+#define TK__MAX_STAGES 4
+struct tk__ifilter;
+struct tk__arc;
+typedef struct tk__stage {
+	const struct tk__ifilter *f; /* NULL: the base */
+	void *st;                    /* the filter's state */
+	unsigned char *ahead;        /* bytes read ahead for a bid, given out first */
+	size_t ahead_len, ahead_pos, ahead_cap;
+} tk__stage;
+
 typedef struct tk__src {
-	int fd;
-	int own_fd;
+	/* the base: an fd, memory, or the current member of an archive */
+	int fd, own_fd;
 	const unsigned char *mem;
 	size_t mem_len, mem_pos;
-	int gz;      /* gzip layer active */
-	int gz_done; /* inflate saw the end and no further member follows */
-	int gz_truncated; /* the gzip stream stopped inside a member */
-	z_stream z;
-	unsigned char *zin;
-	size_t zin_cap;
-	int eof_raw;
-	uint64_t bytes_in;
+	struct tk__arc *arc; /* a reference; the member of generation arc_gen */
+	uint64_t arc_gen;
+	uint64_t bytes_in; /* bytes read from the base (for a member: the archive's) */
+	tk__stage st[TK__MAX_STAGES];
+	int n;           /* stages in use, st[0] the base; 0 before init */
+	const char *cut; /* a filter whose stream stopped inside a unit: its name */
 	char err[TK__ERRLEN];
 } tk__src;
-/* Reads up to cap decoded bytes: >0 bytes, 0 at end, <0 error (src->err). */
+void tk__src_init_fd(tk__src *s, int fd, int own);
+void tk__src_init_mem(tk__src *s, const void *p, size_t n);
+/* A member of an archive (takes a reference). */
+void tk__src_init_arc(tk__src *s, struct tk__arc *a, uint64_t gen);
+/* Reads up to cap decoded bytes of the top stage: >0 bytes, 0 at end, <0
+ * error (s->err). */
 long tk__src_read(tk__src *s, unsigned char *dst, size_t cap);
+/* The same from stage `level` (filters read the stage below them). */
+long tk__src_read_at(tk__src *s, int level, unsigned char *dst, size_t cap);
+/* Stacks input filters while one bids on the top's first bytes. An
+ * archive's bid stops the stacking: *archive says so (1), and the stack
+ * is left as it is for tk__arc_open. 0 or <0 (s->err). */
+int tk__src_detect(tk__src *s, int *archive);
+/* The filters stacked, as name suffixes (".gz"), into buf. */
+void tk__src_suffixes(const tk__src *s, char *buf, size_t cap);
 void tk__src_close(tk__src *s);
 
 /* ---- the generic reader, shared by all input formats ---- */
@@ -48,16 +70,19 @@ typedef struct tk__meta {
 	int after;
 } tk__meta;
 
-struct tk__fmt;
+struct tk__format;
 
 struct tk_reader {
 	tk__err err; /* code: the sticky error */
 	tk__src src;
-	char *name;
+	char *name; /* "rank0.json", "logs.tar.gz//rank3/trace.json" */
 	tk_reader_opts opts;
-	const struct tk__fmt *fmt;
+	const struct tk__format *fmt;
 	void *fs; /* format state */
-	char fmtname[16];
+	char fmtname[32];
+	/* an archive's first trace, opened without naming the member: at the
+	 * end, no other member may be a trace */
+	int arc_only;
 
 	/* decoded input window: buf[pos..end) unread, TK__PAD zero bytes after end */
 	unsigned char *buf;
@@ -83,17 +108,11 @@ struct tk_reader {
 	tk_reader_stats stats;
 };
 
-typedef struct tk__fmt {
-	const char *name;
-	/* Bid on the first decoded bytes: higher wins, 0 = not this format. */
-	int (*bid)(const unsigned char *p, size_t n);
-	int (*open)(tk_reader *r);
-	int (*next)(tk_reader *r, const tk_event **ev);
-	void (*free)(tk_reader *r);
-} tk__fmt;
-
-extern const tk__fmt tk__fmt_json;
-extern const tk__fmt tk__fmt_tkb;
+/* A reader on an open source (taken: *src is left empty), named `name`;
+ * archives are resolved (member: a member's path, or NULL for the first
+ * trace). For tk_reader_open_* and tk_inputs. */
+int tk__reader_open_src(tk_reader **out, tk__src *src, const char *name, const char *member,
+                        const tk_reader_opts *opts);
 
 /* JSON input: skip "args" objects instead of canonicalizing them; an event
  * whose args were skipped comes without them, and tk__reader_lazy_args()
@@ -125,59 +144,68 @@ int tk__reader_add_meta(tk_reader *r, const char *key, size_t klen, const char *
 extern int tk__no_threads;
 int tk__thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 
-/* ---- output sinks: file / fd, optional gzip; temp file + rename ---- */
+/* ---- output sinks: a file (temporary name, renamed when complete) or an
+ * fd, through an optional output filter (formats/), written in blocks by
+ * threads of the sink's own (sink.c) ---- */
+struct tk__ofilter;
 typedef struct tk__sink {
 	int fd;
 	int own_fd;
-	char *path;     /* final path (NULL for fd output) */
-	char *tmppath;  /* temporary name while writing */
-	int gz, level;
+	char *path;    /* final path (the name for fd output) */
+	char *tmppath; /* temporary name while writing */
+	const struct tk__ofilter *f; /* NULL: the bytes as they are */
+	void *fst;                   /* the filter's state */
+	void *enc;                   /* the caller's encoder when there are no threads */
+	unsigned char *ctx;          /* the caller's block context then */
 	tk__buf pend; /* bytes accepted, not yet handed over as a block */
-	/* gzip (see sink.c): the caller's compressor when there are no threads,
-	 * its output, the crc of what is written, the dictionary of the next
-	 * block (the last 32 KiB handed over) */
-	z_stream z;
-	int z_init;
-	tk__buf zbuf;
-	uint32_t crc;
-	unsigned char *dict;
-	size_t dict_len;
-	/* Bytes of output: exact for plain output; with gzip, exact only after
+	tk__buf fbuf; /* the caller's encoded block, header or trailer */
+	/* Bytes of output: exact without a filter; with one, exact only after
 	 * tk__sink_sync() (synced_out). */
 	uint64_t bytes_out;
 	uint64_t synced_out; /* bytes_out when every block was last written */
-	uint64_t raw_in;     /* uncompressed bytes accepted */
+	uint64_t raw_in;     /* bytes accepted */
 	uint64_t raw_synced; /* raw_in then */
-	struct tk__aio *aio; /* threads that compress and write; NULL = the caller does */
+	struct tk__aio *aio; /* threads that encode and write; NULL = the caller does */
 	int may_aio;         /* start them with the first full block */
 	char err[TK__ERRLEN];
 } tk__sink;
-int tk__sink_open_path(tk__sink *s, const char *path, int gz, int level);
-int tk__sink_open_fd(tk__sink *s, int fd, const char *name, int gz, int level);
-/* Move compression and write() to threads of the sink's own (gzip: one
+/* f: an output filter or NULL; level: the filter's (0 = its default). */
+int tk__sink_open_path(tk__sink *s, const char *path, const struct tk__ofilter *f, int level);
+int tk__sink_open_fd(tk__sink *s, int fd, const char *name, const struct tk__ofilter *f, int level);
+/* Move encoding and write() to threads of the sink's own (a filter: one
  * per processor, at most 8), so that they overlap with the caller's work;
  * they start with the first block of 1 MiB, so small outputs never have
- * them. Without threads the caller compresses and writes, to the same
- * bytes: nothing fails. */
+ * them. Without threads the caller encodes and writes, to the same bytes:
+ * nothing fails. */
 void tk__sink_async(tk__sink *s);
 int tk__sink_write(tk__sink *s, const void *p, size_t n);
 /* Appends b's bytes and takes its memory: b comes back empty, possibly
  * with the capacity of an earlier buffer. */
 int tk__sink_give(tk__sink *s, tk__buf *b);
 /* Hand over what is pending and wait until every block is written, so
- * that bytes_out and synced_out cover every byte accepted. */
+ * that the size is exact (a filter's block ends there). */
 int tk__sink_sync(tk__sink *s);
-/* Finish compression, fsync-free close, rename into place. */
+/* The most bytes the finished output can have if `extra` more bytes are
+ * accepted: exact without a filter or right after a sync, else the
+ * filter's bound. */
+uint64_t tk__sink_bound(const tk__sink *s, uint64_t extra);
+/* 1 when tk__sink_bound() is exact for what was accepted so far. */
+int tk__sink_exact(const tk__sink *s);
+/* Bytes of output so far (with a filter: as far as written). */
+static inline uint64_t tk__sink_bytes(const tk__sink *s)
+{
+	return s->bytes_out;
+}
+/* Finish the filter, close, rename into place. */
 int tk__sink_finish(tk__sink *s);
 /* Close and remove the temporary file if not finished. */
 void tk__sink_discard(tk__sink *s);
 
 /* ---- the generic writer ---- */
-struct tk__wfmt;
 struct tk_writer {
 	tk__err err; /* code: the sticky error */
 	tk__sink sink;
-	const struct tk__wfmt *fmt;
+	const struct tk__format *fmt;
 	void *fs;
 	tk__buf out; /* pending output, flushed to the sink in large blocks */
 	int closed;
@@ -188,20 +216,6 @@ struct tk_writer {
 	size_t n_meta, meta_cap;
 	tk_writer_opts opts; /* as resolved by tk_writer_open_* */
 };
-#define TK__WSTATE_MAX 64
-typedef struct tk__wfmt {
-	const char *name;
-	size_t state_size; /* bytes of w->fs, saved and restored to undo a refused write */
-	int (*open)(tk_writer *w);
-	int (*add_meta)(tk_writer *w, tk_sv key, tk_sv json, int after);
-	/* bytes close() will still add (the budget reserves them) */
-	uint64_t (*close_bytes)(const tk_writer *w);
-	int (*write)(tk_writer *w, const tk_event *ev);
-	int (*close)(tk_writer *w);
-	void (*free)(tk_writer *w);
-} tk__wfmt;
-extern const tk__wfmt tk__wfmt_json;
-extern const tk__wfmt tk__wfmt_tkb;
 int tk__writer_flush(tk_writer *w);
 
 /* 1 if both ids have the same kind and value. */

@@ -6,11 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "formats/archive.h"
+#include "formats/formats.h"
 
 #define TK__BUF0 (1024 * 1024)
-
-static const tk__fmt *const formats[] = {&tk__fmt_json, &tk__fmt_tkb};
 
 static int reader_new(tk_reader **out, const char *name, const tk_reader_opts *opts)
 {
@@ -29,14 +28,14 @@ static int reader_new(tk_reader **out, const char *name, const tk_reader_opts *o
 	r->cap = TK__BUF0;
 	r->buf = malloc(r->cap + TK__PAD);
 	r->line = 1;
-	if (!r->name || !r->buf) {
+	if (!r->name || !r->buf)
 		return tk__err_set(&r->err, TK_ERR_NOMEM, "out of memory");
-	}
 	memset(r->buf, 0, TK__PAD);
 	return 0;
 }
 
-static int reader_start(tk_reader *r)
+/* The format that bids highest on the first decoded bytes, opened. */
+static int pick_format(tk_reader *r)
 {
 	int rc = tk__reader_fill(r, 16);
 	if (rc)
@@ -44,71 +43,192 @@ static int reader_start(tk_reader *r)
 	if (r->end == r->pos)
 		return tk__err_set(&r->err, TK_ERR_FORMAT, "%s: empty input", r->name);
 	int best = 0;
-	for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
-		int b = formats[i]->bid(r->buf + r->pos, r->end - r->pos);
+	for (size_t i = 0; tk__format_at(i); i++) {
+		const tk__format *f = tk__format_at(i);
+		int b = f->rd ? f->rd->bid(r->buf + r->pos, r->end - r->pos) : 0;
 		if (b > best) {
 			best = b;
-			r->fmt = formats[i];
+			r->fmt = f;
 		}
 	}
 	if (!r->fmt) {
 		const unsigned char *p = r->buf + r->pos;
 		size_t n = r->end - r->pos;
 		return tk__err_set(&r->err, TK_ERR_FORMAT,
-		                       "%s: not a trace tracekit reads (starts with bytes %02x %02x %02x %02x)",
-		                       r->name, p[0], n > 1 ? p[1] : 0, n > 2 ? p[2] : 0, n > 3 ? p[3] : 0);
+		                   "%s: not a trace tracekit reads (starts with bytes %02x %02x %02x %02x)",
+		                   r->name, p[0], n > 1 ? p[1] : 0, n > 2 ? p[2] : 0, n > 3 ? p[3] : 0);
 	}
-	snprintf(r->fmtname, sizeof r->fmtname, "%s%s", r->fmt->name, r->src.gz > 0 ? ".gz" : "");
-	rc = r->fmt->open(r);
+	char suf[16];
+	tk__src_suffixes(&r->src, suf, sizeof suf);
+	snprintf(r->fmtname, sizeof r->fmtname, "%s%s", r->fmt->name, suf);
+	rc = r->fmt->rd->open(r);
 	if (rc < 0 && !r->err.code)
 		r->err.code = rc;
 	return rc < 0 ? rc : 0;
 }
 
-int tk_reader_open_fd(tk_reader **out, int fd, const char *name, const tk_reader_opts *opts)
+/* "./a/b" and "a/b" name the same member. */
+static const char *member_key(const char *m)
+{
+	while (m[0] == '.' && m[1] == '/')
+		m += 2;
+	while (*m == '/')
+		m++;
+	return m;
+}
+
+/* The reader's source is an archive: go to the member (by its path, or the
+ * first trace) and read that. */
+static int open_member(tk_reader *r, const char *member)
+{
+	tk__arc *a;
+	int rc = tk__arc_open(&a, &r->src, r->name);
+	if (rc) {
+		rc = tk__err_set(&r->err, rc, "%s", tk__arc_error(a));
+		tk__arc_unref(a);
+		return rc;
+	}
+	const char *m = NULL;
+	int64_t size;
+	while ((rc = tk__arc_next(a, &m, &size)) == 1) {
+		if (member ? m && strcmp(member_key(m), member_key(member)) == 0 : !m || tk__is_trace_name(m))
+			break;
+	}
+	if (rc <= 0) {
+		if (rc < 0)
+			rc = tk__err_set(&r->err, rc, "%s", tk__arc_error(a));
+		else if (member)
+			rc = tk__err_set(&r->err, TK_ERR_ARG, "%s: no member '%s' (--list shows the traces it holds)",
+			                 r->name, member);
+		else
+			rc = tk__err_set(&r->err, TK_ERR_FORMAT,
+			                 "%s: the archive holds no trace (no member named *.json, *.json.gz or *.tkb)",
+			                 r->name);
+		tk__arc_unref(a);
+		return rc;
+	}
+	if (m) {
+		size_t n = strlen(r->name) + strlen(m) + 3;
+		char *name = malloc(n);
+		if (!name) {
+			tk__arc_unref(a);
+			return tk__err_set(&r->err, TK_ERR_NOMEM, "out of memory");
+		}
+		snprintf(name, n, "%s//%s", r->name, m);
+		free(r->name);
+		r->name = name;
+	}
+	tk__src_init_arc(&r->src, a, tk__arc_gen(a));
+	tk__arc_unref(a);
+	r->arc_only = !member && m;
+	int inner;
+	if (tk__src_detect(&r->src, &inner) < 0)
+		return tk__err_set(&r->err, TK_ERR_IO, "%s: %s", r->name, r->src.err);
+	if (inner)
+		return tk__err_set(&r->err, TK_ERR_UNSUPPORTED, "%s: an archive inside an archive is not read",
+		                   r->name);
+	return 0;
+}
+
+/* After the first trace of an archive opened without a member: no other
+ * member may be a trace. */
+static int only_trace(tk_reader *r)
+{
+	r->arc_only = 0;
+	const char *m;
+	int64_t size;
+	int rc;
+	while ((rc = tk__arc_next(r->src.arc, &m, &size)) == 1)
+		if (m && tk__is_trace_name(m)) {
+			const char *arc = tk__arc_name(r->src.arc);
+			return tk__err_set(&r->err, TK_ERR_ARG,
+			                   "%s holds more than one trace (%s and %s at least): name one as "
+			                   "%s//MEMBER (--list shows them)",
+			                   arc, r->name + strlen(arc) + 2, m, arc);
+		}
+	return rc < 0 ? tk__err_set(&r->err, rc, "%s", tk__arc_error(r->src.arc)) : TK_EOF;
+}
+
+int tk__reader_open_src(tk_reader **out, tk__src *src, const char *name, const char *member,
+                        const tk_reader_opts *opts)
 {
 	int rc = reader_new(out, name, opts);
-	if (rc)
+	if (rc) {
+		tk__src_close(src);
 		return rc;
-	(*out)->src.fd = fd;
-	return reader_start(*out);
+	}
+	tk_reader *r = *out;
+	r->src = *src;
+	memset(src, 0, sizeof *src);
+	int archive;
+	if (tk__src_detect(&r->src, &archive) < 0)
+		return tk__err_set(&r->err, TK_ERR_IO, "%s: %s", r->name, r->src.err);
+	if (archive && r->src.arc)
+		return tk__err_set(&r->err, TK_ERR_UNSUPPORTED, "%s: an archive inside an archive is not read",
+		                   r->name);
+	if (archive && (rc = open_member(r, member)))
+		return rc;
+	if (!archive && member)
+		return tk__err_set(&r->err, TK_ERR_ARG, "%s: not an archive, so it has no member '%s'", r->name,
+		                   member);
+	return pick_format(r);
+}
+
+int tk_reader_open_fd(tk_reader **out, int fd, const char *name, const tk_reader_opts *opts)
+{
+	if (!out)
+		return TK_ERR_ARG;
+	tk__src src;
+	tk__src_init_fd(&src, fd, 0);
+	return tk__reader_open_src(out, &src, name, NULL, opts);
 }
 
 int tk_reader_open_path(tk_reader **out, const char *path, const tk_reader_opts *opts)
 {
-	if (!path)
+	if (!out || !path)
 		return TK_ERR_ARG;
-	int is_stdin = strcmp(path, "-") == 0;
-	int rc = reader_new(out, is_stdin ? "(stdin)" : path, opts);
-	if (rc)
+	char *file = NULL;
+	const char *member = NULL;
+	if (tk__member_path(path, &file, &member))
+		path = file;
+	tk__src src;
+	if (strcmp(path, "-") == 0) {
+		tk__src_init_fd(&src, 0, 0);
+		int rc = tk__reader_open_src(out, &src, "(stdin)", member, opts);
+		free(file);
 		return rc;
-	tk_reader *r = *out;
-	if (is_stdin) {
-		r->src.fd = 0;
-	} else {
-		r->src.fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (r->src.fd < 0)
-			return tk__err_set(&r->err, TK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-		r->src.own_fd = 1;
-		struct stat st;
-		if (fstat(r->src.fd, &st) == 0 && S_ISDIR(st.st_mode))
-			return tk__err_set(&r->err, TK_ERR_IO, "%s: is a directory", path);
-#ifdef POSIX_FADV_SEQUENTIAL
-		posix_fadvise(r->src.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-#endif
 	}
-	return reader_start(r);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int e = errno;
+	struct stat st;
+	int dir = fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+	if (fd < 0 || dir) {
+		if (fd >= 0)
+			close(fd);
+		int rc = reader_new(out, path, opts);
+		if (!rc)
+			rc = dir ? tk__err_set(&(*out)->err, TK_ERR_IO, "%s: is a directory", path)
+			         : tk__err_set(&(*out)->err, TK_ERR_IO, "%s: cannot open: %s", path, strerror(e));
+		free(file);
+		return rc;
+	}
+#ifdef POSIX_FADV_SEQUENTIAL
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
+	tk__src_init_fd(&src, fd, 1);
+	int rc = tk__reader_open_src(out, &src, path, member, opts);
+	free(file);
+	return rc;
 }
 
 int tk_reader_open_memory(tk_reader **out, const void *buf, size_t len, const char *name,
                           const tk_reader_opts *opts)
 {
-	int rc = reader_new(out, name ? name : "(memory)", opts);
-	if (rc)
-		return rc;
-	(*out)->src.mem = buf ? buf : (const void *)"";
-	(*out)->src.mem_len = len;
-	return reader_start(*out);
+	if (!out)
+		return TK_ERR_ARG;
+	tk__src src;
+	tk__src_init_mem(&src, buf, len);
+	return tk__reader_open_src(out, &src, name ? name : "(memory)", NULL, opts);
 }
 
 static uint64_t sum_bytes(__m128i acc)
@@ -275,7 +395,9 @@ int tk_reader_next(tk_reader *r, const tk_event **ev)
 		return r->err.code;
 	if (!r->fmt)
 		return TK_ERR_ARG;
-	int rc = r->fmt->next(r, ev);
+	int rc = r->fmt->rd->next(r, ev);
+	if (rc == TK_EOF && r->arc_only)
+		rc = only_trace(r);
 	if (rc == TK_OK)
 		r->stats.events++;
 	else if (rc < 0 && !r->err.code)
@@ -347,8 +469,8 @@ void tk_reader_free(tk_reader *r)
 {
 	if (!r)
 		return;
-	if (r->fmt && r->fmt->free)
-		r->fmt->free(r);
+	if (r->fmt && r->fmt->rd->free)
+		r->fmt->rd->free(r);
 	tk__src_close(&r->src);
 	tk__strtab_free(&r->strs);
 	tk__buf_free(&r->args);

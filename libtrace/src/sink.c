@@ -1,4 +1,4 @@
-/* sink.c: output to a file (temporary name, renamed when complete) or fd, optionally gzip, written in blocks by threads of its own. */
+/* sink.c: output to a file (temporary name, renamed when complete) or fd, through an optional output filter, written in blocks by threads of its own. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -8,29 +8,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "formats/formats.h"
 
-/* Output goes out in blocks of about TK__BLOCK bytes. With gzip, the member
- * is a header, then each block deflated on its own (raw deflate, the last
- * 32 KiB before the block as its dictionary, ended by a sync flush, so that
- * blocks can be compressed in parallel and the output size is exact after
- * each), then an empty final block and the trailer. The bytes do not depend
- * on how many threads compressed them. */
+/* Output goes out in blocks of about TK__BLOCK bytes. With a filter, each
+ * block is prepared in order (its context), encoded by any thread and
+ * written in order; see tk__ofilter. */
 #define TK__BLOCK (1024 * 1024)
-#define TK__DICT 32768
 #define TK__MAX_WORKERS 8
 
 enum { J_FREE, J_QUEUED, J_BUSY, J_DONE };
 
 typedef struct job {
-	tk__buf raw, out; /* the block's bytes; deflated (gzip) */
-	unsigned char dict[TK__DICT];
-	size_t dict_len;
-	uint32_t crc; /* of raw */
+	tk__buf raw, out; /* the block's bytes; encoded (filter) */
+	unsigned char *ctx; /* the filter's block context */
 	int state;
 } job;
 
-/* Workers take queued blocks, compress them, and the one that finds the
+/* Workers take queued blocks, encode them, and the one that finds the
  * oldest block done writes the blocks that are done, in order. The caller
  * blocks only when every slot of the ring is taken. */
 typedef struct tk__aio {
@@ -45,7 +39,6 @@ typedef struct tk__aio {
 	tk__buf spare[4]; /* emptied block buffers, kept for their capacity */
 	size_t n_spare;
 	uint64_t written; /* bytes written, the header included */
-	uint32_t crc;     /* of the blocks written */
 	int rc;           /* the first error; nothing is written after it */
 	char err[TK__ERRLEN];
 } tk__aio;
@@ -56,65 +49,6 @@ static int write_all(int fd, const char *path, const void *buf, size_t n, uint64
 	if (e)
 		snprintf(err, TK__ERRLEN, "%s: write failed: %s", path ? path : "(output)", strerror(e));
 	return e ? TK_ERR_IO : 0;
-}
-
-static int deflate_start(z_stream *z, int level)
-{
-	memset(z, 0, sizeof *z);
-	return deflateInit2(z, level > 0 ? level : 6, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK
-	           ? 0
-	           : TK_ERR_NOMEM;
-}
-
-/* One gzip block: raw into out, deflated after the dictionary and ended by
- * a sync flush; *crc of raw. */
-static int block_deflate(z_stream *z, const unsigned char *dict, size_t dict_len, const tk__buf *raw,
-                         tk__buf *out, uint32_t *crc, char *err)
-{
-	out->len = 0;
-	if (deflateReset(z) != Z_OK ||
-	    (dict_len && deflateSetDictionary(z, dict, (uInt)dict_len) != Z_OK)) {
-		snprintf(err, TK__ERRLEN, "zlib deflate failed");
-		return TK_ERR_IO;
-	}
-	if (tk__buf_reserve(out, deflateBound(z, (uLong)raw->len) + 64)) {
-		snprintf(err, TK__ERRLEN, "out of memory");
-		return TK_ERR_NOMEM;
-	}
-	z->next_in = (unsigned char *)raw->p;
-	z->avail_in = (uInt)raw->len;
-	for (;;) {
-		z->next_out = (unsigned char *)out->p + out->len;
-		z->avail_out = (uInt)(out->cap - out->len - 1);
-		int rc = deflate(z, Z_SYNC_FLUSH);
-		out->len = out->cap - 1 - z->avail_out;
-		if (rc == Z_STREAM_ERROR) {
-			snprintf(err, TK__ERRLEN, "zlib deflate failed");
-			return TK_ERR_IO;
-		}
-		if (z->avail_out) /* all in, and the flush is complete */
-			break;
-		if (tk__buf_reserve(out, out->cap)) {
-			snprintf(err, TK__ERRLEN, "out of memory");
-			return TK_ERR_NOMEM;
-		}
-	}
-	*crc = (uint32_t)crc32(0, (const unsigned char *)raw->p, (uInt)raw->len);
-	return 0;
-}
-
-/* The dictionary for the block after raw: the last 32 KiB so far. */
-static void dict_after(unsigned char *dict, size_t *dict_len, const tk__buf *raw)
-{
-	if (raw->len >= TK__DICT) {
-		memcpy(dict, raw->p + raw->len - TK__DICT, TK__DICT);
-		*dict_len = TK__DICT;
-		return;
-	}
-	size_t keep = *dict_len + raw->len > TK__DICT ? TK__DICT - raw->len : *dict_len;
-	memmove(dict, dict + *dict_len - keep, keep);
-	memcpy(dict + keep, raw->p, raw->len);
-	*dict_len = keep + raw->len;
 }
 
 /* ---- the threads ---- */
@@ -130,12 +64,12 @@ static void write_ready(tk__sink *s, tk__aio *a)
 		pthread_mutex_unlock(&a->mu);
 		uint64_t count = 0;
 		char err[TK__ERRLEN];
-		const tk__buf *o = s->gz ? &j->out : &j->raw;
+		const tk__buf *o = s->f ? &j->out : &j->raw;
 		int rc = failed ? 0 : write_all(s->fd, s->path, o->p, o->len, &count, err);
+		if (s->f && !failed)
+			s->f->written(s->fst, j->ctx, j->raw.len);
 		pthread_mutex_lock(&a->mu);
 		a->written += count;
-		if (s->gz && !failed)
-			a->crc = (uint32_t)crc32_combine(a->crc, j->crc, (z_off_t)j->raw.len);
 		if (rc && !a->rc) {
 			a->rc = rc;
 			memcpy(a->err, err, sizeof err);
@@ -166,8 +100,9 @@ static void *aio_main(void *arg)
 	tk__sink *s = arg;
 	tk__aio *a = s->aio;
 	pthread_setname_np(pthread_self(), "tk-write");
-	z_stream z;
-	int z_rc = s->gz ? deflate_start(&z, s->level) : 0;
+	char err[TK__ERRLEN];
+	void *enc = s->f ? s->f->enc_new(s->fst, err) : NULL;
+	int enc_rc = s->f && !enc ? TK_ERR_NOMEM : 0;
 	pthread_mutex_lock(&a->mu);
 	while (!a->quit) {
 		job *j = next_queued(a);
@@ -178,12 +113,9 @@ static void *aio_main(void *arg)
 		j->state = J_BUSY;
 		int failed = a->rc;
 		pthread_mutex_unlock(&a->mu);
-		char err[TK__ERRLEN];
-		int rc = 0;
-		if (!failed && s->gz && !(rc = z_rc))
-			rc = block_deflate(&z, j->dict, j->dict_len, &j->raw, &j->out, &j->crc, err);
-		else if (rc)
-			snprintf(err, sizeof err, "zlib deflate init failed");
+		int rc = enc_rc;
+		if (!failed && s->f && !rc)
+			rc = s->f->encode(enc, j->ctx, &j->raw, &j->out, err);
 		pthread_mutex_lock(&a->mu);
 		j->state = J_DONE;
 		if (rc && !a->rc) {
@@ -193,8 +125,8 @@ static void *aio_main(void *arg)
 		write_ready(s, a);
 	}
 	pthread_mutex_unlock(&a->mu);
-	if (s->gz && !z_rc)
-		deflateEnd(&z);
+	if (enc)
+		s->f->enc_free(enc);
 	return NULL;
 }
 
@@ -203,6 +135,7 @@ static void aio_free(tk__aio *a)
 	for (size_t i = 0; i < a->n_ring; i++) {
 		tk__buf_free(&a->ring[i].raw);
 		tk__buf_free(&a->ring[i].out);
+		free(a->ring[i].ctx);
 	}
 	free(a->ring);
 	for (size_t i = 0; i < a->n_spare; i++)
@@ -239,7 +172,7 @@ static int cpus(void)
 }
 
 /* The threads start with the first full block: small outputs never need
- * them. gzip gets a compressing thread per processor (at most 8), plain
+ * them. A filter gets an encoding thread per processor (at most 8), plain
  * output one writing thread. */
 static void aio_start(tk__sink *s)
 {
@@ -247,21 +180,27 @@ static void aio_start(tk__sink *s)
 	if (s->aio || s->fd < 0)
 		return;
 	tk__aio *a = calloc(1, sizeof *a);
-	int want = s->gz ? cpus() : 1;
+	int want = s->f ? cpus() : 1;
 	if (want > TK__MAX_WORKERS)
 		want = TK__MAX_WORKERS;
+	size_t n_ring = (size_t)(2 * want + 2);
 	if (a)
-		a->ring = calloc((size_t)(2 * want + 2), sizeof *a->ring);
+		a->ring = calloc(n_ring, sizeof *a->ring);
+	for (size_t i = 0; a && a->ring && s->f && i < n_ring; i++)
+		if (!(a->ring[i].ctx = malloc(s->f->ctx_size))) {
+			a->n_ring = n_ring;
+			aio_free(a);
+			return;
+		}
 	if (!a || !a->ring) {
 		free(a);
 		return;
 	}
-	a->n_ring = (size_t)(2 * want + 2);
+	a->n_ring = n_ring;
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->work, NULL);
 	pthread_cond_init(&a->done, NULL);
 	a->written = s->bytes_out; /* the header and what was written before the threads */
-	a->crc = s->crc;
 	s->aio = a;
 	while (a->n_th < want && !tk__thread_start(&a->th[a->n_th], aio_main, s))
 		a->n_th++;
@@ -290,16 +229,20 @@ static int aio_error(tk__sink *s)
 static int block_now(tk__sink *s, tk__buf *raw)
 {
 	uint64_t counted = 0; /* plain bytes were counted when accepted */
-	if (!s->gz)
+	if (!s->f)
 		return write_all(s->fd, s->path, raw->p, raw->len, &counted, s->err);
-	uint32_t crc;
-	int rc = block_deflate(&s->z, s->dict, s->dict_len, raw, &s->zbuf, &crc, s->err);
-	if (!rc)
-		rc = write_all(s->fd, s->path, s->zbuf.p, s->zbuf.len, &s->bytes_out, s->err);
-	if (!rc) {
-		s->crc = (uint32_t)crc32_combine(s->crc, crc, (z_off_t)raw->len);
-		dict_after(s->dict, &s->dict_len, raw);
+	if (!s->enc && !(s->enc = s->f->enc_new(s->fst, s->err)))
+		return TK_ERR_NOMEM;
+	if (!s->ctx && !(s->ctx = malloc(s->f->ctx_size))) {
+		snprintf(s->err, sizeof s->err, "out of memory");
+		return TK_ERR_NOMEM;
 	}
+	s->f->prepare(s->fst, s->ctx, raw);
+	int rc = s->f->encode(s->enc, s->ctx, raw, &s->fbuf, s->err);
+	if (!rc)
+		rc = write_all(s->fd, s->path, s->fbuf.p, s->fbuf.len, &s->bytes_out, s->err);
+	if (!rc)
+		s->f->written(s->fst, s->ctx, raw->len);
 	return rc;
 }
 
@@ -324,11 +267,8 @@ static int submit(tk__sink *s, tk__buf *raw)
 	/* the slot is free: no thread looks at it until it is queued */
 	job *j = &a->ring[a->tail % a->n_ring];
 	j->raw = *raw;
-	if (s->gz) {
-		memcpy(j->dict, s->dict, s->dict_len);
-		j->dict_len = s->dict_len;
-		dict_after(s->dict, &s->dict_len, raw);
-	}
+	if (s->f)
+		s->f->prepare(s->fst, j->ctx, raw);
 	pthread_mutex_lock(&a->mu);
 	j->state = J_QUEUED;
 	a->tail++;
@@ -344,7 +284,7 @@ static int cut(tk__sink *s)
 	return submit(s, &s->pend);
 }
 
-/* Every block written; the byte count and crc are then exact. */
+/* Every block written; the byte count is then exact. */
 static int drain(tk__sink *s)
 {
 	int rc = cut(s);
@@ -356,48 +296,43 @@ static int drain(tk__sink *s)
 		pthread_cond_wait(&a->done, &a->mu);
 	if (!rc)
 		rc = aio_error(s);
-	if (s->gz) {
+	if (s->f)
 		s->bytes_out = a->written;
-		s->crc = a->crc;
-	}
 	pthread_mutex_unlock(&a->mu);
 	return rc;
 }
 
 /* ---- opening ---- */
 
-static int gz_init(tk__sink *s, int level)
+static int filter_start(tk__sink *s, const tk__ofilter *f, int level)
 {
-	s->gz = 1;
-	s->level = level > 0 && level <= 9 ? level : 6;
-	if (deflate_start(&s->z, s->level)) {
-		snprintf(s->err, sizeof s->err, "zlib deflate init failed");
+	if (!f)
+		return 0;
+	s->f = f;
+	s->fbuf.len = 0;
+	if (!(s->fst = f->open(level, &s->fbuf, s->err))) {
+		s->f = NULL;
 		return TK_ERR_NOMEM;
 	}
-	s->z_init = 1;
-	if (!(s->dict = malloc(TK__DICT)))
-		return TK_ERR_NOMEM;
-	/* the header as zlib writes it: no name, no time, Unix */
-	unsigned char h[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, s->level == 9 ? 2 : s->level == 1 ? 4 : 0, 3};
-	int rc = write_all(s->fd, s->path, h, sizeof h, &s->bytes_out, s->err);
+	int rc = write_all(s->fd, s->path, s->fbuf.p, s->fbuf.len, &s->bytes_out, s->err);
 	s->synced_out = s->bytes_out;
 	return rc;
 }
 
-int tk__sink_open_fd(tk__sink *s, int fd, const char *name, int gz, int level)
+int tk__sink_open_fd(tk__sink *s, int fd, const char *name, const tk__ofilter *f, int level)
 {
 	memset(s, 0, sizeof *s);
 	s->fd = fd;
 	s->path = tk__strdup(name ? name : "(output)");
 	if (!s->path)
 		return TK_ERR_NOMEM;
-	return gz ? gz_init(s, level) : 0;
+	return filter_start(s, f, level);
 }
 
-int tk__sink_open_path(tk__sink *s, const char *path, int gz, int level)
+int tk__sink_open_path(tk__sink *s, const char *path, const tk__ofilter *f, int level)
 {
 	if (strcmp(path, "-") == 0)
-		return tk__sink_open_fd(s, 1, "(stdout)", gz, level);
+		return tk__sink_open_fd(s, 1, "(stdout)", f, level);
 	memset(s, 0, sizeof *s);
 	s->fd = -1;
 	s->path = tk__strdup(path);
@@ -412,7 +347,7 @@ int tk__sink_open_path(tk__sink *s, const char *path, int gz, int level)
 			return TK_ERR_IO;
 		}
 		s->own_fd = 1;
-		return gz ? gz_init(s, level) : 0;
+		return filter_start(s, f, level);
 	}
 	size_t n = strlen(path);
 	s->tmppath = malloc(n + 16);
@@ -431,17 +366,17 @@ int tk__sink_open_path(tk__sink *s, const char *path, int gz, int level)
 	mode_t um = umask(0);
 	umask(um);
 	fchmod(s->fd, 0666 & ~um);
-	return gz ? gz_init(s, level) : 0;
+	return filter_start(s, f, level);
 }
 
 /* ---- writing ---- */
 
 /* n more bytes accepted: plain output counts them at once (its size is
- * exact); gzip output when its blocks are written. */
+ * exact); filtered output when its blocks are written. */
 static void accepted(tk__sink *s, size_t n)
 {
 	s->raw_in += n;
-	if (!s->gz) {
+	if (!s->f) {
 		s->bytes_out += n;
 		s->synced_out = s->bytes_out;
 		s->raw_synced = s->raw_in;
@@ -477,7 +412,7 @@ int tk__sink_give(tk__sink *s, tk__buf *b)
 
 int tk__sink_sync(tk__sink *s)
 {
-	if (!s->gz || s->raw_synced == s->raw_in)
+	if (tk__sink_exact(s))
 		return 0;
 	int rc = drain(s);
 	if (!rc) {
@@ -487,19 +422,27 @@ int tk__sink_sync(tk__sink *s)
 	return rc;
 }
 
+int tk__sink_exact(const tk__sink *s)
+{
+	return !s->f || s->raw_synced == s->raw_in;
+}
+
+uint64_t tk__sink_bound(const tk__sink *s, uint64_t extra)
+{
+	if (!s->f)
+		return s->bytes_out + extra;
+	return s->synced_out + s->f->bound(s->raw_in - s->raw_synced + extra);
+}
+
 int tk__sink_finish(tk__sink *s)
 {
 	int rc = drain(s);
 	aio_stop(s);
-	if (!rc && s->gz) {
-		/* an empty final block (the stream is byte-aligned after the sync
-		 * flushes), crc and size */
-		unsigned char t[10] = {3, 0};
-		for (int i = 0; i < 4; i++) {
-			t[2 + i] = (unsigned char)(s->crc >> (8 * i));
-			t[6 + i] = (unsigned char)(s->raw_in >> (8 * i));
-		}
-		rc = write_all(s->fd, s->path, t, sizeof t, &s->bytes_out, s->err);
+	if (!rc && s->f) {
+		s->fbuf.len = 0;
+		rc = s->f->finish(s->fst, s->raw_in, &s->fbuf, s->err);
+		if (!rc)
+			rc = write_all(s->fd, s->path, s->fbuf.p, s->fbuf.len, &s->bytes_out, s->err);
 		s->synced_out = s->bytes_out;
 	}
 	if (s->own_fd && s->fd >= 0) {
@@ -525,9 +468,13 @@ int tk__sink_finish(tk__sink *s)
 void tk__sink_discard(tk__sink *s)
 {
 	aio_stop(s);
-	if (s->z_init)
-		deflateEnd(&s->z);
-	s->z_init = 0;
+	if (s->f) {
+		if (s->enc)
+			s->f->enc_free(s->enc);
+		s->f->close(s->fst);
+	}
+	s->enc = s->fst = NULL;
+	s->f = NULL;
 	if (s->own_fd && s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;
@@ -537,9 +484,9 @@ void tk__sink_discard(tk__sink *s)
 	}
 	s->tmppath = NULL;
 	tk__buf_free(&s->pend);
-	tk__buf_free(&s->zbuf);
-	free(s->dict);
-	s->dict = NULL;
+	tk__buf_free(&s->fbuf);
+	free(s->ctx);
+	s->ctx = NULL;
 	free(s->path);
 	s->path = NULL;
 }

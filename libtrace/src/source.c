@@ -1,14 +1,44 @@
-/* source.c: input bytes from a file descriptor or memory, with a gzip layer detected from the magic. */
+/* source.c: input bytes from an fd, memory or an archive member, through a stack of input filters chosen by their bids. */
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "formats/archive.h"
+#include "formats/formats.h"
 
-#define TK__ZIN (256 * 1024)
-
-static long raw_read(tk__src *s, unsigned char *dst, size_t cap)
+void tk__src_init_fd(tk__src *s, int fd, int own)
 {
+	memset(s, 0, sizeof *s);
+	s->fd = fd;
+	s->own_fd = own;
+	s->n = 1;
+}
+
+void tk__src_init_mem(tk__src *s, const void *p, size_t n)
+{
+	memset(s, 0, sizeof *s);
+	s->fd = -1;
+	s->mem = p ? p : (const void *)"";
+	s->mem_len = n;
+	s->n = 1;
+}
+
+void tk__src_init_arc(tk__src *s, tk__arc *a, uint64_t gen)
+{
+	memset(s, 0, sizeof *s);
+	s->fd = -1;
+	s->arc = tk__arc_ref(a);
+	s->arc_gen = gen;
+	s->n = 1;
+}
+
+static long base_read(tk__src *s, unsigned char *dst, size_t cap)
+{
+	if (s->arc) {
+		long n = tk__arc_read(s->arc, s->arc_gen, dst, cap, s->err);
+		s->bytes_in = tk__arc_bytes_in(s->arc);
+		return n;
+	}
 	if (s->mem) {
 		size_t n = s->mem_len - s->mem_pos;
 		if (n > cap)
@@ -31,139 +61,118 @@ static long raw_read(tk__src *s, unsigned char *dst, size_t cap)
 	}
 }
 
-/* Fill zin with raw bytes; returns count, 0 at end, <0 on error. */
-static long refill_in(tk__src *s)
+/* The stage's own bytes: the base's, or its filter's decoding. */
+static long produce(tk__src *s, int level, unsigned char *dst, size_t cap)
 {
-	long n = raw_read(s, s->zin, s->zin_cap);
-	if (n == 0)
-		s->eof_raw = 1;
-	if (n > 0) {
-		s->z.next_in = s->zin;
-		s->z.avail_in = (uInt)n;
-	}
-	return n;
+	return level == 0 ? base_read(s, dst, cap) : s->st[level].f->read(s, level, dst, cap);
 }
 
-/* Called on the first read: sniff the gzip magic. */
-static int sniff(tk__src *s)
+long tk__src_read_at(tk__src *s, int level, unsigned char *dst, size_t cap)
 {
-	s->zin_cap = TK__ZIN;
-	s->zin = malloc(s->zin_cap);
-	if (!s->zin) {
-		snprintf(s->err, sizeof s->err, "out of memory");
-		return -1;
-	}
-	size_t got = 0;
-	while (got < 2) {
-		long n = raw_read(s, s->zin + got, s->zin_cap - got);
-		if (n < 0)
-			return -1;
-		if (n == 0) {
-			s->eof_raw = 1;
-			break;
+	tk__stage *st = &s->st[level];
+	if (st->ahead_pos < st->ahead_len) {
+		size_t n = st->ahead_len - st->ahead_pos;
+		if (n > cap)
+			n = cap;
+		memcpy(dst, st->ahead + st->ahead_pos, n);
+		st->ahead_pos += n;
+		if (st->ahead_pos == st->ahead_len) {
+			free(st->ahead);
+			st->ahead = NULL;
+			st->ahead_len = st->ahead_pos = st->ahead_cap = 0;
 		}
-		got += (size_t)n;
-	}
-	s->z.next_in = s->zin;
-	s->z.avail_in = (uInt)got;
-	if (got >= 2 && s->zin[0] == 0x1f && s->zin[1] == 0x8b) {
-		if (inflateInit2(&s->z, 16 + MAX_WBITS) != Z_OK) {
-			snprintf(s->err, sizeof s->err, "zlib init failed");
-			return -1;
-		}
-		s->gz = 1;
-	} else {
-		s->gz = -1; /* plain: drain zin first */
-	}
-	return 0;
-}
-
-static long plain_read(tk__src *s, unsigned char *dst, size_t cap)
-{
-	if (s->z.avail_in) {
-		size_t n = s->z.avail_in < cap ? s->z.avail_in : cap;
-		memcpy(dst, s->z.next_in, n);
-		s->z.next_in += n;
-		s->z.avail_in -= (uInt)n;
 		return (long)n;
 	}
-	if (s->eof_raw)
-		return 0;
-	return raw_read(s, dst, cap);
-}
-
-/* After one gzip member ends: another member may follow (as `cat a.gz b.gz`). */
-static int next_member(tk__src *s)
-{
-	if (!s->z.avail_in && !s->eof_raw && refill_in(s) < 0)
-		return -1;
-	if (!s->z.avail_in) {
-		s->gz_done = 1;
-		return 0;
-	}
-	if (s->z.avail_in == 1 && !s->eof_raw && s->z.next_in[0] == 0x1f) {
-		/* need the second magic byte */
-		unsigned char b0 = s->z.next_in[0];
-		s->zin[0] = b0;
-		long n = raw_read(s, s->zin + 1, s->zin_cap - 1);
-		if (n < 0)
-			return -1;
-		s->z.next_in = s->zin;
-		s->z.avail_in = (uInt)(1 + n);
-	}
-	if (s->z.avail_in >= 2 && s->z.next_in[0] == 0x1f && s->z.next_in[1] == 0x8b) {
-		inflateReset(&s->z);
-		return 0;
-	}
-	snprintf(s->err, sizeof s->err, "trailing bytes after the gzip data");
-	return -1;
-}
-
-static long gz_read(tk__src *s, unsigned char *dst, size_t cap)
-{
-	s->z.next_out = dst;
-	s->z.avail_out = (uInt)(cap > (1u << 30) ? (1u << 30) : cap);
-	uInt want = s->z.avail_out;
-	while (s->z.avail_out == want && !s->gz_done) {
-		if (!s->z.avail_in && !s->eof_raw && refill_in(s) < 0)
-			return -1;
-		if (!s->z.avail_in && s->eof_raw) {
-			s->gz_truncated = 1; /* the stream stopped inside a member */
-			s->gz_done = 1;
-			break;
-		}
-		int rc = inflate(&s->z, Z_NO_FLUSH);
-		if (rc == Z_STREAM_END) {
-			if (next_member(s))
-				return -1;
-		} else if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT) {
-			snprintf(s->err, sizeof s->err, "corrupt gzip data: %s",
-			         s->z.msg ? s->z.msg : "invalid stream");
-			return -1;
-		} else if (rc == Z_MEM_ERROR) {
-			snprintf(s->err, sizeof s->err, "out of memory in zlib");
-			return -1;
-		}
-	}
-	return (long)(want - s->z.avail_out);
+	return produce(s, level, dst, cap);
 }
 
 long tk__src_read(tk__src *s, unsigned char *dst, size_t cap)
 {
-	if (!s->gz && sniff(s))
-		return -1;
-	if (s->gz > 0)
-		return gz_read(s, dst, cap);
-	return plain_read(s, dst, cap);
+	return tk__src_read_at(s, s->n - 1, dst, cap);
+}
+
+/* At least `want` unread bytes of the top stage in its ahead buffer (fewer
+ * at its end): *p, *n. */
+static int peek(tk__src *s, size_t want, const unsigned char **p, size_t *n)
+{
+	tk__stage *st = &s->st[s->n - 1];
+	if (st->ahead_pos) {
+		memmove(st->ahead, st->ahead + st->ahead_pos, st->ahead_len - st->ahead_pos);
+		st->ahead_len -= st->ahead_pos;
+		st->ahead_pos = 0;
+	}
+	if (tk__grow(&st->ahead, &st->ahead_cap, want, 1, want)) {
+		snprintf(s->err, sizeof s->err, "out of memory");
+		return TK_ERR_NOMEM;
+	}
+	while (st->ahead_len < want) {
+		long k = produce(s, s->n - 1, st->ahead + st->ahead_len, want - st->ahead_len);
+		if (k < 0)
+			return TK_ERR_IO;
+		if (k == 0)
+			break;
+		st->ahead_len += (size_t)k;
+	}
+	*p = st->ahead;
+	*n = st->ahead_len;
+	return 0;
+}
+
+int tk__src_detect(tk__src *s, int *archive)
+{
+	*archive = 0;
+	while (s->n < TK__MAX_STAGES) {
+		const unsigned char *p;
+		size_t n;
+		int rc = peek(s, TK__BID_BYTES, &p, &n);
+		if (rc)
+			return rc;
+		const tk__ifilter *best = NULL;
+		int top = 0;
+		for (size_t i = 0; tk__ifilter_at(i); i++) {
+			int b = n ? tk__ifilter_at(i)->bid(p, n) : 0;
+			if (b > top) {
+				top = b;
+				best = tk__ifilter_at(i);
+			}
+		}
+		if (!best)
+			return 0;
+		if (best->archive) {
+			*archive = 1;
+			return 0;
+		}
+		tk__stage *st = &s->st[s->n];
+		memset(st, 0, sizeof *st);
+		st->f = best;
+		s->n++;
+		if ((rc = best->open(s, s->n - 1)) < 0) {
+			s->n--;
+			return rc;
+		}
+	}
+	return 0;
+}
+
+void tk__src_suffixes(const tk__src *s, char *buf, size_t cap)
+{
+	size_t k = 0;
+	buf[0] = 0;
+	for (int i = 1; i < s->n && k < cap; i++)
+		k += (size_t)snprintf(buf + k, cap - k, "%s", s->st[i].f->suffix);
 }
 
 void tk__src_close(tk__src *s)
 {
-	if (s->gz > 0)
-		inflateEnd(&s->z);
-	free(s->zin);
-	s->zin = NULL;
+	for (int i = s->n - 1; i >= 0; i--) {
+		if (s->st[i].f && s->st[i].f->close)
+			s->st[i].f->close(s->st[i].st);
+		free(s->st[i].ahead);
+	}
+	s->n = 0;
 	if (s->own_fd && s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;
+	tk__arc_unref(s->arc);
+	s->arc = NULL;
 }

@@ -773,7 +773,7 @@ static int write_index(tk_split *s, const char *input)
 		return fail(s, TK_ERR_NOMEM, "out of memory");
 	}
 	snprintf(s->index_path, n, "%s/%s.index.json", s->o.dir, s->name);
-	int rc = tk__sink_open_path(&k, s->index_path, 0, 0);
+	int rc = tk__sink_open_path(&k, s->index_path, NULL, 0);
 	if (!rc)
 		rc = tk__sink_write(&k, b.p, b.len);
 	if (!rc)

@@ -1,4 +1,4 @@
-/* tkb_write.c: .tkb output: the tk_writer format, and per-thread buffers with a thread-safe writer for collectors. */
+/* tkb_write.c: .tkb output for collectors: per-thread buffers and a thread-safe writer (the tk_writer format is formats/tkb.c). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -8,59 +8,6 @@
 #include <unistd.h>
 
 #include "tkb_int.h"
-
-/* ---- the tk_writer format ---- */
-
-static int tw_open(tk_writer *w)
-{
-	tk__tkb_enc *e = calloc(1, sizeof *e);
-	if (!e)
-		return TK_ERR_NOMEM;
-	w->fs = e;
-	tk_tkb_opts o = {w->opts.gzip > 0, w->opts.gzip_level, 0};
-	if (tk__tkb_enc_init(e, &o))
-		return TK_ERR_NOMEM;
-	return tk__tkb_enc_header(e, &w->out, NULL);
-}
-
-static void tw_free(tk_writer *w)
-{
-	if (w->fs)
-		tk__tkb_enc_free(w->fs);
-	free(w->fs);
-	w->fs = NULL;
-}
-
-static int tw_add_meta(tk_writer *w, tk_sv key, tk_sv json, int after)
-{
-	tk__tkb_enc *e = w->fs;
-	after = after || e->events > 0;
-	/* members after the events follow them in the file too */
-	if (after && tk__tkb_enc_flush(e, &w->out))
-		return tk__err_set(&w->err, TK_ERR_NOMEM, "out of memory");
-	int rc = tk__tkb_enc_meta(e, key, json, after);
-	if (rc == TK_ERR_ARG)
-		return tk__err_set(&w->err, rc, "metadata value is not valid JSON");
-	return rc ? tk__err_set(&w->err, rc, "out of memory") : 0;
-}
-
-static int tw_write(tk_writer *w, const tk_event *ev)
-{
-	tk__tkb_enc *e = w->fs;
-	int rc = tk__tkb_enc_event(e, ev);
-	if (!rc && tk__tkb_enc_chunk_full(e))
-		rc = tk__tkb_enc_flush(e, &w->out);
-	return rc ? tk__err_set(&w->err, rc, "%s", e->err ? e->err : "out of memory") : 0;
-}
-
-static int tw_close(tk_writer *w)
-{
-	return tk__tkb_enc_end(w->fs, &w->out);
-}
-
-/* state_size 0: the encoder's state cannot be rolled back, so byte budgets
- * (tk_writer_set_max_bytes) are refused for .tkb output */
-const tk__wfmt tk__wfmt_tkb = {"tkb", 0, tw_open, tw_add_meta, NULL, tw_write, tw_close, tw_free};
 
 /* ---- per-thread buffers ---- */
 

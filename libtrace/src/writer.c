@@ -1,15 +1,9 @@
 /* writer.c: the generic writer: output selection, buffering, metadata, error state. */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "formats/formats.h"
 
 #define TK__FLUSH_AT (1024 * 1024)
-
-static int ends_with(const char *s, const char *suf)
-{
-	size_t n = strlen(s), m = strlen(suf);
-	return n >= m && strcmp(s + n - m, suf) == 0;
-}
 
 static int writer_start(tk_writer **out, const char *path, const tk_writer_opts *opts, int fd)
 {
@@ -22,22 +16,26 @@ static int writer_start(tk_writer **out, const char *path, const tk_writer_opts 
 		return TK_ERR_NOMEM;
 	w->sink.fd = -1;
 	const char *base = path ? path : "";
-	int gz = o.gzip < 0 ? ends_with(base, ".gz") : o.gzip;
-	int fmt = o.format;
-	if (fmt == TK_FORMAT_AUTO)
-		fmt = ends_with(base, ".tkb") ? TK_FORMAT_TKB : TK_FORMAT_JSON;
-	if (fmt != TK_FORMAT_JSON && fmt != TK_FORMAT_TKB)
+	const tk__ofilter *of = NULL;
+	const tk__format *f = o.format == TK_FORMAT_AUTO ? tk__format_for_output(base, &of)
+	                                                 : tk__format_by_id(o.format);
+	if (!f && o.format == TK_FORMAT_AUTO)
+		f = tk__format_by_id(TK_FORMAT_JSON); /* the default */
+	if (!f || !f->wr)
 		return tk__err_set(&w->err, TK_ERR_UNSUPPORTED, "%s: output format not supported", base);
-	w->fmt = fmt == TK_FORMAT_TKB ? &tk__wfmt_tkb : &tk__wfmt_json;
-	w->opts = (tk_writer_opts){fmt, gz, o.gzip_level};
-	if (fmt == TK_FORMAT_TKB)
-		gz = 0; /* .tkb compresses chunk by chunk, never as a whole */
-	int rc = fd >= 0 ? tk__sink_open_fd(&w->sink, fd, path, gz, o.gzip_level)
-	                 : tk__sink_open_path(&w->sink, path, gz, o.gzip_level);
+	if (o.format != TK_FORMAT_AUTO && o.gzip < 0) /* the filter still comes from the name */
+		tk__format_for_output(base, &of);
+	int gz = o.gzip < 0 ? of != NULL : o.gzip;
+	w->fmt = f;
+	w->opts = (tk_writer_opts){f->id, gz, o.gzip_level};
+	/* a format that compresses on its own (.tkb chunks) takes gzip as its option */
+	const tk__ofilter *filter = gz && (f->flags & TK__FMT_WHOLE_GZIP) ? tk__ofilter_by_name("gzip") : NULL;
+	int rc = fd >= 0 ? tk__sink_open_fd(&w->sink, fd, path, filter, o.gzip_level)
+	                 : tk__sink_open_path(&w->sink, path, filter, o.gzip_level);
 	if (rc)
 		return tk__err_set(&w->err, rc, "%s", w->sink.err[0] ? w->sink.err : "out of memory");
 	tk__sink_async(&w->sink);
-	rc = w->fmt->open ? w->fmt->open(w) : 0;
+	rc = f->wr->open ? f->wr->open(w) : 0;
 	return rc ? tk__err_set(&w->err, rc, "%s: cannot start output", base) : 0;
 }
 
@@ -71,7 +69,7 @@ static int add_meta(tk_writer *w, tk_sv key, tk_sv json, int after)
 		return TK_ERR_ARG;
 	if (w->err.code)
 		return w->err.code;
-	return w->fmt->add_meta(w, key, json, after);
+	return w->fmt->wr->add_meta(w, key, json, after);
 }
 
 int tk_writer_add_meta(tk_writer *w, tk_sv key, tk_sv json)
@@ -88,7 +86,7 @@ int tk_writer_set_max_bytes(tk_writer *w, uint64_t max_bytes)
 {
 	if (!w)
 		return TK_ERR_ARG;
-	if (max_bytes && (!w->fmt->state_size || !w->fmt->close_bytes))
+	if (max_bytes && (!w->fmt->wr->state_size || !w->fmt->wr->close_bytes))
 		return tk__err_set(&w->err, TK_ERR_UNSUPPORTED,
 		                       "a byte budget is supported for JSON output only, not %s",
 		                       w->fmt->name);
@@ -98,35 +96,22 @@ int tk_writer_set_max_bytes(tk_writer *w, uint64_t max_bytes)
 
 uint64_t tk_writer_bytes(const tk_writer *w)
 {
-	return w ? w->sink.bytes_out : 0;
+	return w ? tk__sink_bytes(&w->sink) : 0;
 }
 
-/* Upper bound of the deflate output for n more input bytes after a flush
- * point: stored blocks cost 5 bytes per 64 KiB, and deflate never picks a
- * block coding larger than stored; the constant covers the final block,
- * bit padding and the 8-byte gzip trailer. */
-static uint64_t zbound(uint64_t n)
-{
-	return n + (n >> 8) + 64;
-}
-
-/* 1 if the finished output is sure to fit the budget. With gzip, the
- * output is known exactly up to the last tk__sink_sync() only. */
+/* 1 if the finished output is sure to fit the budget: the sink knows its
+ * size, or a bound of it through its filter. */
 static int fits(const tk_writer *w)
 {
-	uint64_t pending = w->out.len + w->fmt->close_bytes(w);
-	if (!w->sink.gz)
-		return w->sink.bytes_out + pending <= w->max_bytes;
-	pending += w->sink.raw_in - w->sink.raw_synced;
-	return w->sink.synced_out + zbound(pending) <= w->max_bytes;
+	return tk__sink_bound(&w->sink, w->out.len + w->fmt->wr->close_bytes(w)) <= w->max_bytes;
 }
 
 /* The events appended after `mark` overrun the budget's bound: make the
- * bound exact for what came before them (gzip: flush the compressor), and
- * ask again. */
+ * bound exact for what came before them (a filter ends its block there),
+ * and ask again. */
 static int fits_after_sync(tk_writer *w, size_t *mark)
 {
-	if (!w->sink.gz || (*mark == 0 && w->sink.raw_in == w->sink.raw_synced))
+	if (*mark == 0 && tk__sink_exact(&w->sink))
 		return fits(w);
 	int rc = tk__sink_write(&w->sink, w->out.p, *mark);
 	if (!rc)
@@ -151,11 +136,11 @@ int tk_writer_write_group(tk_writer *w, const tk_event *const *evs, size_t n)
 	size_t mark = w->out.len;
 	uint64_t repaired = w->repaired;
 	if (limited)
-		memcpy(state, w->fs, w->fmt->state_size);
+		memcpy(state, w->fs, w->fmt->wr->state_size);
 	for (size_t i = 0; i < n; i++) {
 		if (!evs[i])
 			return TK_ERR_ARG;
-		int rc = w->fmt->write(w, evs[i]);
+		int rc = w->fmt->wr->write(w, evs[i]);
 		if (rc)
 			return w->err.code ? w->err.code : tk__err_set(&w->err, rc, "out of memory");
 	}
@@ -165,7 +150,7 @@ int tk_writer_write_group(tk_writer *w, const tk_event *const *evs, size_t n)
 			return ok;
 		if (!ok) {
 			w->out.len = mark;
-			memcpy(w->fs, state, w->fmt->state_size);
+			memcpy(w->fs, state, w->fmt->wr->state_size);
 			w->repaired = repaired;
 			return TK_ERR_LIMIT;
 		}
@@ -189,7 +174,7 @@ int tk_writer_close(tk_writer *w)
 		return w->err.code;
 	if (w->closed)
 		return 0;
-	int rc = w->fmt->close(w);
+	int rc = w->fmt->wr->close(w);
 	if (!rc)
 		rc = tk__writer_flush(w);
 	if (!rc && tk__sink_finish(&w->sink))
@@ -214,8 +199,8 @@ void tk_writer_free(tk_writer *w)
 {
 	if (!w)
 		return;
-	if (w->fmt && w->fmt->free)
-		w->fmt->free(w);
+	if (w->fmt && w->fmt->wr->free)
+		w->fmt->wr->free(w);
 	tk__sink_discard(&w->sink);
 	tk__buf_free(&w->out);
 	for (size_t i = 0; i < w->n_meta; i++)

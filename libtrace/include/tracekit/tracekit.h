@@ -103,9 +103,11 @@ typedef struct tk_reader_stats {
 	uint64_t dropped_bytes;    /* bytes after the last complete event when truncated */
 } tk_reader_stats;
 
-/* Open a trace. `path` "-" is standard input. The format and any gzip
- * layer are detected from the bytes, never from the name. On failure *out
- * may still hold a reader whose tk_reader_error() says why; free it. */
+/* Open a trace. `path` "-" is standard input; "ARCHIVE//MEMBER" is a
+ * member of an archive (see tk_inputs), and an archive alone its one
+ * trace. The format, any compression and any archive are detected from
+ * the bytes, never from the name. On failure *out may still hold a reader
+ * whose tk_reader_error() says why; free it. */
 TK_API int tk_reader_open_path(tk_reader **out, const char *path, const tk_reader_opts *opts);
 /* `name` is used in messages. The fd is not closed by the reader. */
 TK_API int tk_reader_open_fd(tk_reader **out, int fd, const char *name, const tk_reader_opts *opts);
@@ -121,7 +123,8 @@ TK_API const char *tk_reader_error(const tk_reader *r);
 /* Warnings (e.g. truncated input) accumulate; index from 0. NULL past the end. */
 TK_API const char *tk_reader_warning(const tk_reader *r, size_t i);
 TK_API const tk_reader_stats *tk_reader_get_stats(const tk_reader *r);
-/* Name of the detected format: "json", "json.gz", ... */
+/* Name of the detected format: "json", "json.gz", ... (for a member of
+ * an archive, the member's own: "json.gz" in a .tar.gz) */
 TK_API const char *tk_reader_format(const tk_reader *r);
 TK_API const char *tk_reader_name(const tk_reader *r);
 
@@ -139,10 +142,36 @@ TK_API int tk_reader_is_bare_array(const tk_reader *r);
 
 TK_API void tk_reader_free(tk_reader *r);
 
+/* ---- Inputs: the traces a path stands for --------------------------- */
+
+/* A trace file stands for itself. An archive (tar, tar.gz, zip, 7z, ...:
+ * whatever libarchive reads) stands for each member that is a trace
+ * (named *.json, *.json.gz, *.tkb, ...), in the archive's order, read as
+ * the archive streams by: nothing is extracted to disk. "ARCHIVE//MEMBER"
+ * stands for that member alone, as it does for tk_reader_open_path(); an
+ * archive opened by tk_reader_open_path() without a member must hold
+ * exactly one trace. */
+typedef struct tk_inputs tk_inputs;
+
+/* On failure *out may hold a handle whose tk_inputs_error() says why. */
+TK_API int tk_inputs_open(tk_inputs **out, const char *path, const tk_reader_opts *opts);
+/* The next trace: TK_OK with *name ("logs.tar.gz//rank3/trace.json", or
+ * the path of a plain file; valid until the next call) and, when r is not
+ * NULL, a new reader in *r that the caller frees. A member's reader reads
+ * until the next call of tk_inputs_next() moves the archive on (it then
+ * fails); it may be freed before or after the tk_inputs. With r NULL the
+ * member is only named and skipped (a listing). TK_EOF after the last, or
+ * an error: a damaged archive stops the listing, with the archive, the
+ * member and the byte named in tk_inputs_error(). */
+TK_API int tk_inputs_next(tk_inputs *in, tk_reader **r, const char **name);
+TK_API const char *tk_inputs_error(const tk_inputs *in);
+TK_API void tk_inputs_free(tk_inputs *in);
+
 /* ---- Output --------------------------------------------------------- */
 
 typedef struct tk_writer tk_writer;
 
+/* Formats. Values are pinned: they never change between versions. */
 enum { TK_FORMAT_AUTO = 0, TK_FORMAT_JSON = 1, TK_FORMAT_TKB = 2 };
 
 typedef struct tk_writer_opts {
@@ -150,6 +179,18 @@ typedef struct tk_writer_opts {
 	int gzip;       /* -1 = from the name (".gz"), 0 = no, 1 = yes; for TKB: zlib chunks */
 	int gzip_level; /* 1..9, 0 = default (6) */
 } tk_writer_opts;
+
+/* The output a name stands for, as every tool's --to and -o read it: a
+ * format's name, possibly with a compression suffix ("json", "json.gz",
+ * "tkb"), or a file name ending in a format's suffix ("x.json.gz",
+ * "x.tkb"). Sets o->format and o->gzip and leaves the rest of *o alone.
+ * 0, or TK_ERR_UNSUPPORTED when no format is written under that name. */
+TK_API int tk_format_from_name(const char *name, tk_writer_opts *o);
+/* A format's name ("json"), or NULL for an unknown one. */
+TK_API const char *tk_format_name(int format);
+/* The names tk_format_from_name() takes, for messages: "json, json.gz,
+ * tkb". A buffer of the calling thread's own. */
+TK_API const char *tk_format_names(void);
 
 /* Write to `path` ("-" = standard output). A file is written under a
  * temporary name beside it and renamed on tk_writer_close(); a writer freed

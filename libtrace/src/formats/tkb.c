@@ -1,8 +1,11 @@
-/* tkb_read.c: .tkb input: file header, chunk framing with CRC checks and resync, dictionaries, event records. */
+/* tkb.c: the .tkb format: a reader (file header, chunk framing with CRC checks and resync, dictionaries, event records) and the tk_writer format on the encoder of tkb_enc.c. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 
+#include "formats/formats.h"
 #include "tkb_int.h"
+
+/* ---- reading ---- */
 
 #define TK__TKB_HDR_MAX (1u << 20)  /* largest file header body accepted */
 #define TK__TKB_GAP_MAX (1u << 22)  /* most dictionary ids a lost chunk may have held */
@@ -860,10 +863,68 @@ static int tkb_next(tk_reader *r, const tk_event **ev)
 
 int tk_reader_tkb_info(const tk_reader *r, tk_tkb_info *out)
 {
-	if (!r || !out || r->fmt != &tk__fmt_tkb || !r->fs)
+	if (!r || !out || r->fmt != &tk__format_tkb || !r->fs)
 		return TK_ERR_ARG;
 	*out = ((const tstate *)r->fs)->info;
 	return 0;
 }
 
-const tk__fmt tk__fmt_tkb = {"tkb", tkb_bid, tkb_open, tkb_next, tkb_free};
+static const tk__fmt tkb_rd = {tkb_bid, tkb_open, tkb_next, tkb_free};
+
+/* ---- writing ---- */
+
+static int tw_open(tk_writer *w)
+{
+	tk__tkb_enc *e = calloc(1, sizeof *e);
+	if (!e)
+		return TK_ERR_NOMEM;
+	w->fs = e;
+	tk_tkb_opts o = {w->opts.gzip > 0, w->opts.gzip_level, 0};
+	if (tk__tkb_enc_init(e, &o))
+		return TK_ERR_NOMEM;
+	return tk__tkb_enc_header(e, &w->out, NULL);
+}
+
+static void tw_free(tk_writer *w)
+{
+	if (w->fs)
+		tk__tkb_enc_free(w->fs);
+	free(w->fs);
+	w->fs = NULL;
+}
+
+static int tw_add_meta(tk_writer *w, tk_sv key, tk_sv json, int after)
+{
+	tk__tkb_enc *e = w->fs;
+	after = after || e->events > 0;
+	/* members after the events follow them in the file too */
+	if (after && tk__tkb_enc_flush(e, &w->out))
+		return tk__err_set(&w->err, TK_ERR_NOMEM, "out of memory");
+	int rc = tk__tkb_enc_meta(e, key, json, after);
+	if (rc == TK_ERR_ARG)
+		return tk__err_set(&w->err, rc, "metadata value is not valid JSON");
+	return rc ? tk__err_set(&w->err, rc, "out of memory") : 0;
+}
+
+static int tw_write(tk_writer *w, const tk_event *ev)
+{
+	tk__tkb_enc *e = w->fs;
+	int rc = tk__tkb_enc_event(e, ev);
+	if (!rc && tk__tkb_enc_chunk_full(e))
+		rc = tk__tkb_enc_flush(e, &w->out);
+	return rc ? tk__err_set(&w->err, rc, "%s", e->err ? e->err : "out of memory") : 0;
+}
+
+static int tw_close(tk_writer *w)
+{
+	return tk__tkb_enc_end(w->fs, &w->out);
+}
+
+/* state_size 0: the encoder's state cannot be rolled back, so byte budgets
+ * (tk_writer_set_max_bytes) are refused for .tkb output */
+static const tk__wfmt tkb_wr = {0, tw_open, tw_add_meta, NULL, tw_write, tw_close, tw_free};
+
+
+static const char *const tkb_suffixes[] = {".tkb", NULL};
+
+const tk__format tk__format_tkb = {TK_FORMAT_TKB, "tkb", tkb_suffixes, 0, &tkb_rd, &tkb_wr};

@@ -1,0 +1,271 @@
+/* archive.c: the archive filter: tar, zip, 7z and whatever else libarchive reads, with the members read as they stream by (nothing extracted to disk). */
+#define _GNU_SOURCE
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "formats/archive.h"
+#include "formats/formats.h"
+
+#define TK__ARC_BUF (256 * 1024)
+#define TK__ARC_RETRIES 16 /* headers skipped after ARCHIVE_RETRY before giving up */
+
+struct tk__arc {
+	int refs;
+	tk__src src; /* the stack below the archive */
+	struct archive *a;
+	char *name;
+	unsigned char *buf;
+	uint64_t gen;    /* the member now open */
+	char *member;    /* its path */
+	int raw;         /* libarchive's raw format: one stream, no members */
+	int done;        /* no member follows */
+	int failed;
+	char err[TK__ERRLEN];
+};
+
+/* Magic numbers of what libarchive reads and the gzip filter does not:
+ * archive formats and the compressions only libarchive decodes. Bids
+ * below gzip's, which decodes gzip first (a .tar.gz is gzip, then tar). */
+static int arc_bid(const unsigned char *p, size_t n)
+{
+	static const struct {
+		size_t off, len;
+		const char *magic;
+	} m[] = {
+		{0, 4, "PK\x03\x04"},        /* zip */
+		{0, 4, "PK\x05\x06"},        /* empty zip */
+		{0, 4, "PK\x07\x08"},        /* spanned zip */
+		{0, 6, "7z\xbc\xaf\x27\x1c"}, /* 7z */
+		{257, 5, "ustar"},           /* tar (POSIX and GNU) */
+		{0, 6, "\xfd" "7zXZ\0"},     /* xz */
+		{0, 4, "\x28\xb5\x2f\xfd"},  /* zstd */
+		{0, 3, "BZh"},               /* bzip2 */
+		{0, 4, "\x04\x22\x4d\x18"},  /* lz4 */
+		{0, 4, "LZIP"},              /* lzip */
+		{0, 2, "\x1f\x9d"},          /* compress (.Z) */
+		{0, 6, "Rar!\x1a\x07"},      /* rar */
+		{0, 8, "!<arch>\n"},         /* ar */
+		{0, 6, "070707"},            /* cpio, odc */
+		{0, 6, "070701"},            /* cpio, newc */
+		{0, 6, "070702"},            /* cpio, newc with crc */
+	};
+	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
+		if (n >= m[i].off + m[i].len && memcmp(p + m[i].off, m[i].magic, m[i].len) == 0)
+			return 50;
+	return 0;
+}
+
+const tk__ifilter tk__ifilter_archive = {"archive", 1, "", arc_bid, NULL, NULL, NULL};
+
+/* ---- libarchive's callbacks: the stack below ---- */
+
+static la_ssize_t cb_read(struct archive *ar, void *cd, const void **buf)
+{
+	tk__arc *a = cd;
+	long n = tk__src_read(&a->src, a->buf, TK__ARC_BUF);
+	if (n < 0) {
+		archive_set_error(ar, EIO, "%s", a->src.err);
+		return -1;
+	}
+	*buf = a->buf;
+	return n;
+}
+
+/* Seeking, for an archive straight on a regular file: libarchive then
+ * skips members without reading them and reads zip and 7z through their
+ * directories. */
+static la_int64_t cb_seek(struct archive *ar, void *cd, la_int64_t off, int whence)
+{
+	tk__arc *a = cd;
+	tk__stage *st = &a->src.st[0];
+	off_t cur = lseek(a->src.fd, 0, SEEK_CUR);
+	if (cur < 0)
+		return ARCHIVE_FATAL;
+	la_int64_t pos = (la_int64_t)cur - (la_int64_t)(st->ahead_len - st->ahead_pos), to = off;
+	if (whence == SEEK_CUR)
+		to = pos + off;
+	else if (whence == SEEK_END) {
+		struct stat sb;
+		if (fstat(a->src.fd, &sb))
+			return ARCHIVE_FATAL;
+		to = (la_int64_t)sb.st_size + off;
+	}
+	if (to < 0 || lseek(a->src.fd, (off_t)to, SEEK_SET) < 0) {
+		archive_set_error(ar, errno, "cannot seek: %s", strerror(errno));
+		return ARCHIVE_FATAL;
+	}
+	free(st->ahead);
+	st->ahead = NULL;
+	st->ahead_len = st->ahead_pos = st->ahead_cap = 0;
+	a->src.bytes_in = (uint64_t)to;
+	return to;
+}
+
+static int seekable(const tk__src *s)
+{
+	struct stat sb;
+	return s->n == 1 && s->fd >= 0 && !s->mem && !s->arc && fstat(s->fd, &sb) == 0 &&
+	       S_ISREG(sb.st_mode) && lseek(s->fd, 0, SEEK_CUR) >= 0;
+}
+
+/* ---- the archive ---- */
+
+static int arc_fail(tk__arc *a, const char *what)
+{
+	const char *msg = a->a ? archive_error_string(a->a) : NULL;
+	snprintf(a->err, sizeof a->err, "%s: damaged archive at byte %llu%s%s%s: %s", a->name,
+	         (unsigned long long)tk__arc_bytes_in(a), a->member ? " (in member " : "",
+	         a->member ? a->member : "", a->member ? ")" : "", msg ? msg : what);
+	a->failed = 1;
+	a->done = 1;
+	return TK_ERR_FORMAT;
+}
+
+int tk__arc_open(tk__arc **out, tk__src *below, const char *name)
+{
+	tk__arc *a = calloc(1, sizeof *a);
+	*out = a;
+	if (!a) {
+		tk__src_close(below);
+		return TK_ERR_NOMEM;
+	}
+	a->refs = 1;
+	a->src = *below;
+	memset(below, 0, sizeof *below);
+	a->name = tk__strdup(name ? name : "(input)");
+	a->buf = malloc(TK__ARC_BUF);
+	a->a = archive_read_new();
+	if (!a->name || !a->buf || !a->a) {
+		snprintf(a->err, sizeof a->err, "%s: out of memory", name);
+		a->failed = a->done = 1;
+		return TK_ERR_NOMEM;
+	}
+	archive_read_support_filter_all(a->a);
+	archive_read_support_format_all(a->a);
+	archive_read_support_format_raw(a->a);
+	if (seekable(&a->src))
+		archive_read_set_seek_callback(a->a, cb_seek);
+	archive_read_set_read_callback(a->a, cb_read);
+	archive_read_set_callback_data(a->a, a);
+	if (archive_read_open1(a->a) != ARCHIVE_OK)
+		return arc_fail(a, "cannot open");
+	return 0;
+}
+
+tk__arc *tk__arc_ref(tk__arc *a)
+{
+	if (a)
+		__atomic_add_fetch(&a->refs, 1, __ATOMIC_RELAXED);
+	return a;
+}
+
+void tk__arc_unref(tk__arc *a)
+{
+	if (!a || __atomic_sub_fetch(&a->refs, 1, __ATOMIC_ACQ_REL) > 0)
+		return;
+	if (a->a)
+		archive_read_free(a->a);
+	tk__src_close(&a->src);
+	free(a->member);
+	free(a->name);
+	free(a->buf);
+	free(a);
+}
+
+int tk__arc_next(tk__arc *a, const char **member, int64_t *size)
+{
+	if (a->done)
+		return a->failed ? TK_ERR_FORMAT : 0;
+	for (int retries = 0;;) {
+		struct archive_entry *e;
+		int rc = archive_read_next_header(a->a, &e);
+		if (rc == ARCHIVE_EOF) {
+			a->done = 1;
+			free(a->member);
+			a->member = NULL;
+			a->gen++;
+			return 0;
+		}
+		if (rc == ARCHIVE_RETRY && ++retries < TK__ARC_RETRIES)
+			continue;
+		if (rc < ARCHIVE_WARN)
+			return arc_fail(a, "unreadable member header");
+		a->gen++;
+		free(a->member);
+		a->member = NULL;
+		a->raw = archive_format(a->a) == ARCHIVE_FORMAT_RAW;
+		if (!a->raw && archive_entry_filetype(e) != AE_IFREG)
+			continue;
+		const char *path = archive_entry_pathname(e);
+		if (!a->raw && !(a->member = tk__strdup(path ? path : ""))) {
+			snprintf(a->err, sizeof a->err, "%s: out of memory", a->name);
+			a->failed = a->done = 1;
+			return TK_ERR_NOMEM;
+		}
+		*member = a->member;
+		*size = !a->raw && archive_entry_size_is_set(e) ? (int64_t)archive_entry_size(e) : -1;
+		return 1;
+	}
+}
+
+uint64_t tk__arc_gen(const tk__arc *a)
+{
+	return a->gen;
+}
+
+long tk__arc_read(tk__arc *a, uint64_t gen, unsigned char *dst, size_t cap, char *err)
+{
+	if (gen != a->gen || (a->done && !a->failed)) {
+		snprintf(err, TK__ERRLEN, "%s: the archive has moved on past this member", a->name);
+		return -1;
+	}
+	if (a->failed) {
+		snprintf(err, TK__ERRLEN, "%s", a->err);
+		return -1;
+	}
+	la_ssize_t n = archive_read_data(a->a, dst, cap);
+	if (n < 0) {
+		arc_fail(a, "unreadable member data");
+		snprintf(err, TK__ERRLEN, "%s", a->err);
+		return -1;
+	}
+	return (long)n;
+}
+
+uint64_t tk__arc_bytes_in(const tk__arc *a)
+{
+	return a->src.bytes_in;
+}
+
+const char *tk__arc_error(const tk__arc *a)
+{
+	return a ? a->err : "out of memory";
+}
+
+const char *tk__arc_name(const tk__arc *a)
+{
+	return a->name;
+}
+
+int tk__member_path(const char *path, char **file, const char **member)
+{
+	struct stat sb;
+	if (stat(path, &sb) == 0)
+		return 0;
+	for (const char *p = strstr(path, "//"); p; p = strstr(p + 1, "//")) {
+		char *f = tk__strndup(path, (size_t)(p - path));
+		if (!f)
+			return 0;
+		if (strcmp(f, "-") == 0 || (stat(f, &sb) == 0 && !S_ISDIR(sb.st_mode))) {
+			*file = f;
+			*member = p + 2;
+			return 1;
+		}
+		free(f);
+	}
+	return 0;
+}

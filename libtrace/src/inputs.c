@@ -1,0 +1,134 @@
+/* inputs.c: the traces a path stands for: a trace file, an archive's members that are traces, or one member. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "formats/archive.h"
+#include "formats/formats.h"
+
+struct tk_inputs {
+	tk__err err;
+	tk_reader_opts opts;
+	char *path;   /* the file ("-" standard input) */
+	char *member; /* the member named with ARCHIVE//MEMBER, or NULL */
+	tk__src src;  /* the opened file, until its one reader takes it */
+	tk__arc *arc; /* an archive: its members are the traces */
+	int done;
+	char *name; /* the last name returned */
+};
+
+int tk_inputs_open(tk_inputs **out, const char *path, const tk_reader_opts *opts)
+{
+	if (!out || !path)
+		return TK_ERR_ARG;
+	tk_inputs *in = calloc(1, sizeof *in);
+	*out = in;
+	if (!in)
+		return TK_ERR_NOMEM;
+	if (opts)
+		in->opts = *opts;
+	char *file = NULL;
+	const char *member = NULL;
+	if (tk__member_path(path, &file, &member)) {
+		in->path = file;
+		in->member = tk__strdup(member);
+	} else {
+		in->path = tk__strdup(path);
+	}
+	if (!in->path || (member && !in->member))
+		return tk__err_set(&in->err, TK_ERR_NOMEM, "out of memory");
+	int fd = 0;
+	if (strcmp(in->path, "-") != 0) {
+		fd = open(in->path, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		if (fd < 0)
+			return tk__err_set(&in->err, TK_ERR_IO, "%s: cannot open: %s", in->path, strerror(errno));
+		if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+			close(fd);
+			return tk__err_set(&in->err, TK_ERR_IO, "%s: is a directory", in->path);
+		}
+	}
+	tk__src_init_fd(&in->src, fd, fd != 0);
+	if (in->member) /* one member: its reader finds it */
+		return 0;
+	int archive;
+	if (tk__src_detect(&in->src, &archive) < 0)
+		return tk__err_set(&in->err, TK_ERR_IO, "%s: %s", in->path, in->src.err);
+	if (!archive)
+		return 0;
+	int rc = tk__arc_open(&in->arc, &in->src, in->path);
+	return rc ? tk__err_set(&in->err, rc, "%s", tk__arc_error(in->arc)) : 0;
+}
+
+/* *name = "FILE//MEMBER", or FILE. */
+static int set_name(tk_inputs *in, const char *member)
+{
+	free(in->name);
+	size_t n = strlen(in->path) + (member ? strlen(member) + 2 : 0) + 1;
+	if (!(in->name = malloc(n)))
+		return tk__err_set(&in->err, TK_ERR_NOMEM, "out of memory");
+	snprintf(in->name, n, "%s%s%s", in->path, member ? "//" : "", member ? member : "");
+	return 0;
+}
+
+int tk_inputs_next(tk_inputs *in, tk_reader **r, const char **name)
+{
+	if (r)
+		*r = NULL;
+	if (!in || !name)
+		return TK_ERR_ARG;
+	if (in->err.code)
+		return in->err.code;
+	if (in->done)
+		return TK_EOF;
+	if (!in->arc) { /* a trace file, or the member named */
+		in->done = 1;
+		if (set_name(in, in->member))
+			return in->err.code;
+		*name = in->name;
+		if (!r) {
+			tk__src_close(&in->src);
+			return TK_OK;
+		}
+		const char *label = strcmp(in->path, "-") == 0 ? "(stdin)" : in->path;
+		return tk__reader_open_src(r, &in->src, label, in->member, &in->opts);
+	}
+	const char *m;
+	int64_t size;
+	int rc;
+	while ((rc = tk__arc_next(in->arc, &m, &size)) == 1 && m && !tk__is_trace_name(m))
+		;
+	if (rc <= 0) {
+		in->done = 1;
+		return rc < 0 ? tk__err_set(&in->err, rc, "%s", tk__arc_error(in->arc)) : TK_EOF;
+	}
+	if (set_name(in, m))
+		return in->err.code;
+	*name = in->name;
+	if (!r)
+		return TK_OK;
+	tk__src s;
+	tk__src_init_arc(&s, in->arc, tk__arc_gen(in->arc));
+	return tk__reader_open_src(r, &s, in->name, NULL, &in->opts);
+}
+
+const char *tk_inputs_error(const tk_inputs *in)
+{
+	return in ? in->err.msg : "out of memory";
+}
+
+void tk_inputs_free(tk_inputs *in)
+{
+	if (!in)
+		return;
+	tk__src_close(&in->src);
+	tk__arc_unref(in->arc);
+	tk__err_free(&in->err);
+	free(in->path);
+	free(in->member);
+	free(in->name);
+	free(in);
+}
