@@ -47,12 +47,18 @@ void cli_usage_error(const cli_tool *t, const char *fmt, ...)
 
 void cli_err(const char *tool, const char *fmt, ...)
 {
+	/* the same error twice in a row (a damaged archive reported by the
+	 * member being read and again by the listing) is said once */
+	static char last[1024];
+	char msg[1024];
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, "%s: error: ", tool);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	if (strcmp(msg, last) == 0)
+		return;
+	snprintf(last, sizeof last, "%s", msg);
+	fprintf(stderr, "%s: error: %s\n", tool, msg);
 }
 
 void cli_warn(const char *tool, const char *fmt, ...)
@@ -146,6 +152,83 @@ int64_t cli_parse_size(const char *s)
 	if (*end || v * mul > 9.0e18)
 		return -1;
 	return (int64_t)(v * mul);
+}
+
+int cli_parse_window(const cli_tool *t, const char *arg, tk_window *w)
+{
+	if (!tk_window_parse(arg, w))
+		return 0;
+	cli_usage_error(t, "--window takes A:B with times like 200ms, 1.5s or 1500 (us), '+' to count "
+	                "from the first event, either end left out for an open one; not '%s'", arg);
+	return 2;
+}
+
+int cli_parse_to(const cli_tool *t, const char *arg, tk_writer_opts *o)
+{
+	if (!tk_format_from_name(arg, o))
+		return 0;
+	cli_usage_error(t, "--to: cannot use '%s': not an output format (%s)", arg, tk_format_names());
+	return 2;
+}
+
+int cli_parse_memory(const cli_tool *t, const char *arg, size_t *bytes)
+{
+	int64_t v = cli_parse_size(arg);
+	if (v >= (256 << 10)) {
+		*bytes = (size_t)v;
+		return 0;
+	}
+	cli_usage_error(t, "--memory takes a size of at least 256K, e.g. 256M, not '%s'", arg);
+	return 2;
+}
+
+size_t cli_each_trace(const char *tool, char *const *paths, size_t n, const tk_reader_opts *ro,
+                      cli_trace_fn fn, void *ctx)
+{
+	size_t failed = 0;
+	for (size_t i = 0; i < n; i++) {
+		tk_inputs *in = NULL;
+		if (tk_inputs_open(&in, paths[i], ro)) {
+			cli_err(tool, "%s", in ? tk_inputs_error(in) : "out of memory");
+			tk_inputs_free(in);
+			failed++;
+			continue;
+		}
+		const char *name;
+		tk_reader *r;
+		int rc;
+		while ((rc = tk_inputs_next(in, &r, &name)) != TK_EOF) {
+			if (rc == TK_OK && fn(ctx, name, r))
+				failed++;
+			else if (rc != TK_OK) {
+				cli_err(tool, "%s", r ? tk_reader_error(r) : tk_inputs_error(in));
+				failed++;
+			}
+			tk_reader_free(r);
+			if (rc != TK_OK && !r) /* the archive itself failed: nothing follows */
+				break;
+		}
+		tk_inputs_free(in);
+	}
+	return failed;
+}
+
+int cli_list_traces(const char *tool, char *const *paths, size_t n)
+{
+	int status = 0;
+	for (size_t i = 0; i < n; i++) {
+		tk_inputs *in = NULL;
+		const char *name;
+		int rc = tk_inputs_open(&in, paths[i], NULL);
+		while (!rc && (rc = tk_inputs_next(in, NULL, &name)) == TK_OK)
+			printf("%s\n", name);
+		if (rc != TK_EOF) {
+			cli_err(tool, "%s", in ? tk_inputs_error(in) : "out of memory");
+			status = 1;
+		}
+		tk_inputs_free(in);
+	}
+	return fflush(stdout) ? 1 : status;
 }
 
 static double now(void)

@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "tracekit/tracekit.h"
+
 typedef struct cli_opt {
 	int id;           /* returned by cli_next; a printable char for a short option */
 	char short_name;  /* 0 if none */
@@ -33,6 +35,24 @@ void cli_err(const char *tool, const char *fmt, ...);
 void cli_warn(const char *tool, const char *fmt, ...);
 /* "500M", "2G", "1024" -> bytes; -1 if malformed. */
 int64_t cli_parse_size(const char *s);
+/* --window A:B (tk_window_parse); a usage error and 2 when malformed. */
+int cli_parse_window(const cli_tool *t, const char *arg, tk_window *w);
+/* --to NAME (tk_format_from_name); a usage error and 2 when unknown. */
+int cli_parse_to(const cli_tool *t, const char *arg, tk_writer_opts *o);
+/* --memory SIZE: everything the operation holds, at least 256K. */
+int cli_parse_memory(const cli_tool *t, const char *arg, size_t *bytes);
+
+/* The traces the arguments stand for: a trace file, and each member of an
+ * archive that is a trace (tk_inputs). fn gets each with a reader open on
+ * it (the reader is freed after the call) and returns nonzero when it
+ * failed. Inputs that cannot be opened are reported; the others are still
+ * read. Returns the number of failures. */
+typedef int (*cli_trace_fn)(void *ctx, const char *name, tk_reader *r);
+size_t cli_each_trace(const char *tool, char *const *paths, size_t n, const tk_reader_opts *ro,
+                      cli_trace_fn fn, void *ctx);
+/* --list: the traces each argument stands for, one per line on standard
+ * output. The exit status. */
+int cli_list_traces(const char *tool, char *const *paths, size_t n);
 
 /* Progress on stderr, only when it is a terminal and the work is long. */
 typedef struct cli_progress {

@@ -5,7 +5,7 @@
 #include "cli.h"
 #include "tracekit/tracekit.h"
 
-enum { O_OUT = 'o', O_QUIET = 'q', O_FORMAT = 0x100, O_LEVEL, O_STRICT, O_COMPRESS };
+enum { O_OUT = 'o', O_QUIET = 'q', O_FORMAT = 0x100, O_LEVEL, O_STRICT, O_COMPRESS, O_LIST };
 
 static const cli_opt opts[] = {
 	{O_OUT, 'o', "output", "FILE", "write to FILE ('-' for standard output); required"},
@@ -13,6 +13,7 @@ static const cli_opt opts[] = {
 	{O_COMPRESS, 0, "compress", NULL, "tkb output: zlib-compress each chunk"},
 	{O_LEVEL, 0, "gzip-level", "N", "compression level 1-9 (default: gzip 6, tkb chunks 1)"},
 	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
+	{O_LIST, 0, "list", NULL, "list the traces IN stands for (archive members) and exit"},
 	{O_QUIET, 'q', "quiet", NULL, "no progress output and no warnings"},
 	{0, 0, NULL, NULL, NULL},
 };
@@ -22,7 +23,8 @@ static const cli_tool tool = {
 	"IN -o OUT [options]",
 	"Convert a trace from IN to OUT. The input format (Chrome trace JSON, plain or\n"
 	"gzip, or the compact binary .tkb) is detected from its bytes; IN '-' reads\n"
-	"standard input. The output format follows OUT's name (*.json, *.json.gz,\n"
+	"standard input, ARCHIVE//MEMBER a trace inside a .tar, .tar.gz, .zip, ...\n"
+	"(an archive alone: its one trace). The output format follows OUT's name (*.json, *.json.gz,\n"
 	"*.tkb) unless --to is given. Every event, argument and top-level metadata\n"
 	"member is kept. OUT is written under a temporary name and renamed when\n"
 	"complete, so a failed run leaves no file.",
@@ -31,7 +33,8 @@ static const cli_tool tool = {
 	"examples:\n"
 	"  trace-convert rank0.json -o rank0.json.gz\n"
 	"  zcat big.json.gz | trace-convert - -o big.json\n"
-	"  trace-convert rank0.json.gz -o rank0.tkb --compress\n",
+	"  trace-convert rank0.json.gz -o rank0.tkb --compress\n"
+	"  trace-convert logs.tar.gz//run/rank3.pt.trace.json.gz -o rank3.json\n",
 	0,
 };
 
@@ -41,6 +44,7 @@ typedef struct convert_opts {
 	tk_reader_opts ropts;
 	int quiet;
 	int compress;
+	int list;
 } convert_opts;
 
 static void print_warnings(const convert_opts *o, tk_reader *r)
@@ -109,9 +113,10 @@ out:
 /* .tkb compresses its chunks with zlib instead of a gzip layer. */
 static int resolve_format(convert_opts *o)
 {
-	size_t n = strlen(o->out);
+	tk_writer_opts named = {TK_FORMAT_AUTO, -1, 0};
 	int tkb = o->wopts.format == TK_FORMAT_TKB ||
-	          (o->wopts.format == TK_FORMAT_AUTO && n >= 4 && strcmp(o->out + n - 4, ".tkb") == 0);
+	          (o->wopts.format == TK_FORMAT_AUTO && !tk_format_from_name(o->out, &named) &&
+	           named.format == TK_FORMAT_TKB);
 	if (o->compress && !tkb) {
 		cli_usage_error(&tool, "--compress applies to tkb output only (json: use a .gz name)");
 		return 2;
@@ -143,19 +148,10 @@ static int parse_args(int argc, char **argv, convert_opts *o)
 			}
 			break;
 		case O_FORMAT:
-			if (strcmp(arg, "json") == 0) {
-				o->wopts.format = TK_FORMAT_JSON;
-				o->wopts.gzip = 0;
-			} else if (strcmp(arg, "json.gz") == 0) {
-				o->wopts.format = TK_FORMAT_JSON;
-				o->wopts.gzip = 1;
-			} else if (strcmp(arg, "tkb") == 0) {
-				o->wopts.format = TK_FORMAT_TKB;
-			} else {
-				cli_usage_error(&tool, "unknown output format '%s' (json, json.gz, tkb)", arg);
+			if (cli_parse_to(&tool, arg, &o->wopts))
 				return 2;
-			}
 			break;
+		case O_LIST: o->list = 1; break;
 		default: return 2;
 		}
 	}
@@ -164,6 +160,8 @@ static int parse_args(int argc, char **argv, convert_opts *o)
 		return 2;
 	}
 	o->in = argv[ind];
+	if (o->list)
+		return 0;
 	if (!o->out) {
 		cli_usage_error(&tool, "missing -o OUT");
 		return 2;
@@ -177,5 +175,7 @@ int main(int argc, char **argv)
 	int rc = parse_args(argc, argv, &o);
 	if (rc)
 		return rc;
+	if (o.list)
+		return cli_list_traces(tool.name, (char *const *)&o.in, 1);
 	return run_convert(&o);
 }

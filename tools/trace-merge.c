@@ -23,20 +23,23 @@ enum {
 	O_WINDOW,
 	O_CAT,
 	O_LEVEL,
-	O_STRICT
+	O_STRICT,
+	O_LIST
 };
 
 static const cli_opt opts[] = {
 	{O_OUT, 'o', "output", "FILE", "write to FILE ('-' for standard output); required"},
 	{O_RANK_FROM, 0, "rank-from", "REGEX", "rank = first capture group of REGEX on each file name"},
 	{O_ALIGN, 0, "align", "HOW", "none (default), start, collectives, or a FILE of 'rank offset_ns' lines"},
-	{O_MEMORY, 0, "memory", "SIZE", "memory budget for sorting, e.g. 256M (default 256M)"},
+	{O_MEMORY, 0, "memory", "SIZE", "memory for the whole run, sorting included (default 256M)"},
 	{O_TMPDIR, 0, "tmpdir", "DIR", "where sorted runs are spilled (default $TMPDIR or /tmp)"},
 	{O_RANKS, 0, "ranks", "LIST", "keep only these ranks, e.g. 0,3-5"},
-	{O_WINDOW, 0, "window", "A:B", "keep events overlapping A..B (output time; +A:+B from the first event)"},
+	{O_WINDOW, 0, "window", "A:B", "keep events overlapping A..B of the output's time line (200ms,\n"
+	 "                             1.5s; a plain number is us; +A:+B from the first event)"},
 	{O_CAT, 0, "cat", "LIST", "keep only these categories, e.g. kernel,cpu_op"},
 	{O_LEVEL, 0, "gzip-level", "N", "gzip compression level 1-9 (default 6)"},
 	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
+	{O_LIST, 0, "list", NULL, "list the traces the inputs stand for (archive members) and exit"},
 	{O_QUIET, 'q', "quiet", NULL, "no progress, no offset report, no warnings"},
 	{0, 0, NULL, NULL, NULL},
 };
@@ -46,7 +49,8 @@ static const cli_tool tool = {
 	"INPUT... -o OUT [options]",
 	"Merge the traces of the ranks of a distributed job into one trace, sorted by\n"
 	"time, in bounded memory. INPUTs are files, directories (every *.json,\n"
-	"*.json.gz and *.tkb in them), glob patterns, or '-' for standard input. A\n"
+	"*.json.gz and *.tkb in them), glob patterns, archives (.tar, .tar.gz, .zip,\n"
+	"...: every trace in them; ARCHIVE//MEMBER for one), or '-' for standard input. A\n"
 	"rank's number comes from --rank-from, else from its distributedInfo.rank (a\n"
 	".tkb file: its header), else from its position among the inputs. Each rank\n"
 	"becomes its own process group: pids and tids are renumbered to\n"
@@ -58,7 +62,8 @@ static const cli_tool tool = {
 	"examples:\n"
 	"  trace-merge traces/ -o all.json.gz\n"
 	"  trace-merge 'rank*.json.gz' --rank-from 'rank([0-9]+)' --align collectives -o all.json\n"
-	"  trace-merge traces/ --ranks 0-3 --window +1s:+1.5s --cat kernel -o part.json\n",
+	"  trace-merge traces/ --ranks 0-3 --window +1s:+1.5s --cat kernel -o part.json\n"
+	"  trace-merge logs_to_share.tar.gz -o all.json.gz\n",
 	0,
 };
 
@@ -67,7 +72,7 @@ typedef struct merge_cli {
 	size_t n_inputs, cap;
 	const char *out, *rank_from, *align_file;
 	regex_t re;
-	int have_re, quiet;
+	int have_re, quiet, list;
 	tk_merge_opts mo;
 	int64_t *ranks;
 	size_t n_ranks;
@@ -89,18 +94,6 @@ static int push(merge_cli *o, const char *s)
 	return (o->inputs[o->n_inputs++] = strdup(s)) ? 0 : -1;
 }
 
-static int is_trace_name(const char *n)
-{
-	static const char *const ext[] = {".json", ".json.gz", ".tkb"};
-	size_t l = strlen(n);
-	for (int i = 0; i < 3; i++) {
-		size_t e = strlen(ext[i]);
-		if (l > e && strcmp(n + l - e, ext[i]) == 0)
-			return 1;
-	}
-	return 0;
-}
-
 static int cmp_names(const void *a, const void *b)
 {
 	return strverscmp(*(char *const *)a, *(char *const *)b);
@@ -118,7 +111,7 @@ static int add_dir(merge_cli *o, const char *dir)
 		char path[4096];
 		struct stat st;
 		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		if (e->d_name[0] != '.' && is_trace_name(e->d_name) && stat(path, &st) == 0 &&
+		if (e->d_name[0] != '.' && tk_is_trace_name(e->d_name) && stat(path, &st) == 0 &&
 		    S_ISREG(st.st_mode) && push(o, path))
 			break;
 	}
@@ -172,56 +165,6 @@ static int rank_of(merge_cli *o, const char *path, int64_t *rank)
 }
 
 /* ---- option values ---- */
-
-/* "1.5s", "200ms", "30us", "12ns", "1500" (microseconds, like trace ts). */
-static int parse_time(const char *s, const char *end, int64_t *ns)
-{
-	int neg = 0;
-	if (s < end && (*s == '-' || *s == '+'))
-		neg = *s++ == '-';
-	int64_t ip = 0, frac = 0, fscale = 1;
-	const char *p = s;
-	for (; p < end && *p >= '0' && *p <= '9'; p++)
-		if (__builtin_mul_overflow(ip, 10, &ip) || __builtin_add_overflow(ip, *p - '0', &ip))
-			return -1;
-	if (p < end && *p == '.')
-		for (p++; p < end && *p >= '0' && *p <= '9'; p++)
-			if (fscale < 1000000000000LL)
-				frac = frac * 10 + (*p - '0'), fscale *= 10;
-	if (p == s)
-		return -1;
-	static const struct { const char *u; int64_t mul; } units[] = {
-		{"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}, {"", 1000}};
-	size_t ul = (size_t)(end - p);
-	for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
-		if (strlen(units[i].u) != ul || strncmp(p, units[i].u, ul))
-			continue;
-		int64_t v;
-		if (__builtin_mul_overflow(ip, units[i].mul, &v))
-			return -1;
-		v += (int64_t)((__int128)frac * units[i].mul / fscale);
-		*ns = neg ? -v : v;
-		return 0;
-	}
-	return -1;
-}
-
-static int parse_window(merge_cli *o, const char *arg)
-{
-	const char *colon = strchr(arg, ':');
-	if (!colon)
-		return -1;
-	const char *e = arg + strlen(arg);
-	o->mo.window = 1;
-	o->mo.window_from_first = arg[0] == '+' || colon[1] == '+';
-	o->mo.window_lo = INT64_MIN;
-	o->mo.window_hi = INT64_MAX;
-	if (colon > arg && parse_time(arg, colon, &o->mo.window_lo))
-		return -1;
-	if (colon + 1 < e && parse_time(colon + 1, e, &o->mo.window_hi))
-		return -1;
-	return o->mo.window_lo <= o->mo.window_hi ? 0 : -1;
-}
 
 static int parse_ranks(merge_cli *o, const char *arg)
 {
@@ -290,7 +233,8 @@ static int read_offsets(const merge_cli *o, tk_merge *m)
 		int64_t ns;
 		size_t ol = n == 2 ? strlen(off) : 0;
 		int has_unit = ol && (off[ol - 1] == 's');
-		if (n != 2 || *end || r < 0 || (has_unit ? parse_time(off, off + ol, &ns) : (ns = strtoll(off, &end, 10), *end != 0)))
+		if (n != 2 || *end || r < 0 ||
+		    (has_unit ? tk_time_parse(off + (off[0] == '+'), &ns) : (ns = strtoll(off, &end, 10), *end != 0)))
 			bad = ln;
 		else
 			tk_merge_set_offset(m, r, ns);
@@ -331,8 +275,32 @@ static void report(const merge_cli *o, const tk_merge *m)
 	}
 }
 
+typedef struct merge_run {
+	merge_cli *o;
+	tk_merge *m;
+	cli_progress *prog;
+} merge_run;
+
+/* One trace: its rank from --rank-from, read into the merge. A bad input
+ * does not stop the others from being read, so that every failure is
+ * reported. */
+static int add_trace(void *ctx, const char *name, tk_reader *r)
+{
+	merge_run *run = ctx;
+	int64_t rank;
+	if (rank_of(run->o, name, &rank))
+		return 1;
+	if (!tk_merge_add_reader(run->m, r, rank))
+		return 0;
+	cli_progress_done(run->prog);
+	cli_err(tool.name, "%s", tk_merge_error(run->m));
+	return 1;
+}
+
 static int run_merge(merge_cli *o)
 {
+	if (o->list)
+		return cli_list_traces(tool.name, o->inputs, o->n_inputs);
 	tk_merge *m = NULL;
 	cli_progress prog;
 	cli_progress_init(&prog, o->quiet);
@@ -346,26 +314,13 @@ static int run_merge(merge_cli *o)
 	}
 	if (o->align_file && read_offsets(o, m))
 		status = 1;
-	/* a bad input does not stop the others from being read, so that every
-	 * failure is reported; a failure of the merge itself repeats: stop then */
-	char last[512] = "";
-	int failed_inputs = 0;
-	for (size_t i = 0; i < o->n_inputs && !status; i++) {
-		int64_t rank;
-		if (rank_of(o, o->inputs[i], &rank)) {
-			failed_inputs = 1;
-		} else if (tk_merge_add(m, o->inputs[i], rank)) {
-			cli_progress_done(&prog);
-			if (strcmp(last, tk_merge_error(m)) == 0)
-				status = 1;
-			else
-				cli_err(tool.name, "%s", tk_merge_error(m));
-			snprintf(last, sizeof last, "%s", tk_merge_error(m));
-			failed_inputs = 1;
-		}
-	}
-	if (failed_inputs)
+	merge_run run = {o, m, &prog};
+	if (!status && cli_each_trace(tool.name, o->inputs, o->n_inputs, &o->mo.ropts, add_trace, &run))
 		status = 1;
+	if (!status && !tk_merge_inputs(m)) {
+		cli_err(tool.name, "no traces in the inputs");
+		status = 1;
+	}
 	if (!status && tk_merge_write(m, o->out)) {
 		cli_progress_done(&prog);
 		cli_err(tool.name, "%s", tk_merge_error(m));
@@ -395,7 +350,6 @@ static int set_align(merge_cli *o, const char *arg)
 
 static int set_opt(merge_cli *o, int c, const char *arg)
 {
-	int64_t v;
 	switch (c) {
 	case O_OUT: o->out = arg; return 0;
 	case O_QUIET: o->quiet = 1; return 0;
@@ -409,15 +363,11 @@ static int set_opt(merge_cli *o, int c, const char *arg)
 		return 0;
 	case O_ALIGN:
 		return set_align(o, arg) ? (cli_usage_error(&tool, "--align takes none, start, collectives or an existing FILE, not '%s'", arg), 2) : 0;
-	case O_MEMORY:
-		if ((v = cli_parse_size(arg)) < (1 << 20))
-			return (cli_usage_error(&tool, "--memory takes a size of at least 1M, e.g. 256M, not '%s'", arg), 2);
-		o->mo.memory_bytes = (size_t)v;
-		return 0;
+	case O_MEMORY: return cli_parse_memory(&tool, arg, &o->mo.memory_bytes);
+	case O_LIST: o->list = 1; return 0;
 	case O_RANKS:
 		return parse_ranks(o, arg) ? (cli_usage_error(&tool, "--ranks takes a list like 0,3-5, not '%s'", arg), 2) : 0;
-	case O_WINDOW:
-		return parse_window(o, arg) ? (cli_usage_error(&tool, "--window takes A:B with times like 200ms or 1.5s, not '%s'", arg), 2) : 0;
+	case O_WINDOW: return cli_parse_window(&tool, arg, &o->mo.window);
 	case O_CAT:
 		return parse_cats(o, arg) ? (cli_usage_error(&tool, "--cat takes a list like kernel,cpu_op, not '%s'", arg), 2) : 0;
 	case O_LEVEL:
@@ -442,7 +392,7 @@ static int parse_args(int argc, char **argv, merge_cli *o)
 		cli_usage_error(&tool, "missing input files");
 		return 2;
 	}
-	if (!o->out) {
+	if (!o->out && !o->list) {
 		cli_usage_error(&tool, "missing -o OUT");
 		return 2;
 	}

@@ -23,7 +23,9 @@ enum {
 	O_MEMORY,
 	O_TMPDIR,
 	O_STRICT,
-	O_COMPRESS
+	O_COMPRESS,
+	O_EVERY,
+	O_LIST
 };
 
 static const cli_opt opts[] = {
@@ -31,25 +33,30 @@ static const cli_opt opts[] = {
 	{O_NAME, 0, "name", "NAME", "base name of the files (default: IN's name without .json/.gz)"},
 	{O_MAX_SIZE, 0, "max-size", "SIZE", "every part at most SIZE bytes as written (500M, 2G)"},
 	{O_PARTS, 0, "parts", "N", "about N parts of equal size, cut at times"},
-	{O_WINDOW, 0, "window", "DUR", "a part per time window of DUR (200ms, 1s, 500us)"},
+	{O_EVERY, 0, "every", "DUR", "a part per time window of DUR (200ms, 1s, 500us); '--window DUR'\n"
+	 "                             says the same"},
 	{O_BY_STEP, 0, "by-step", NULL, "a part per ProfilerStep#N"},
 	{O_STEPS_PER_PART, 0, "steps-per-part", "K", "with --by-step: K steps in each part"},
-	{O_RANGE, 0, "range", "A:B", "only the events starting from A to B after the first event"},
+	{O_WINDOW, 0, "window", "A:B", "only the events starting in [A, B) of the trace clock (+A:+B from\n"
+	 "                             the first event)"},
+	{O_RANGE, 0, "range", "A:B", "the same as --window +A:+B"},
 	{O_STEP, 0, "step", "A[-B]", "only ProfilerStep#A to #B (to the start of the next step)"},
 	{O_CLIP, 0, "clip", NULL, "cut slices at time boundaries; the rest continues in the next part"},
 	{O_FORMAT, 0, "to", "FORMAT", "json, json.gz or tkb (default: json.gz when IN was gzip, else json)"},
 	{O_COMPRESS, 0, "compress", NULL, "tkb parts: zlib-compress each chunk"},
 	{O_LEVEL, 0, "gzip-level", "N", "compression level 1-9 (default: gzip 6, tkb chunks 1)"},
-	{O_MEMORY, 0, "memory", "SIZE", "memory for ordering an unsorted input (default 128M)"},
+	{O_MEMORY, 0, "memory", "SIZE", "memory for the whole run, ordering an unsorted input included\n"
+	 "                             (default 128M)"},
 	{O_TMPDIR, 0, "tmpdir", "DIR", "where ordering spills runs (default $TMPDIR or /tmp)"},
 	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
+	{O_LIST, 0, "list", NULL, "list the traces IN stands for (archive members) and exit"},
 	{O_QUIET, 'q', "quiet", NULL, "no progress, warnings or summary"},
 	{0, 0, NULL, NULL, NULL},
 };
 
 static const cli_tool tool = {
 	"trace-split",
-	"IN -o DIR (--max-size SIZE | --parts N | --window DUR | --by-step | --range A:B | --step A-B) [options]",
+	"IN -o DIR (--max-size SIZE | --parts N | --every DUR | --by-step | --window A:B | --step A-B) [options]",
 	"Split a large trace into parts that viewers can open (chrome://tracing stops near\n"
 	"256 MB, TensorBoard near 500 MB, the Perfetto UI near 2 GB). Every part is a complete\n"
 	"trace: all top-level metadata and the M events (process and thread names) are\n"
@@ -59,16 +66,20 @@ static const cli_tool tool = {
 	"DIR/NAME.index.json lists each part's time range, events and bytes. --max-size\n"
 	"combines with one of the other rules (JSON parts only: .tkb parts are cut by time or\n"
 	"steps). IN is read more than once (standard input cannot be split); an input not in\n"
-	"time order is ordered in bounded memory (--memory). A failed run leaves no file.",
+	"time order is ordered in bounded memory (--memory). IN may be a member of an\n"
+	"archive (ARCHIVE//MEMBER), or an archive holding one trace. A failed run leaves\n"
+	"no file.",
 	opts,
-	"DUR takes ns, us, ms, s or min (a plain number is microseconds); A and B in --range\n"
-	"count from the first event and may be left out (':2s', '1s:').\n\n"
+	"DUR takes ns, us, ms, s or min (a plain number is microseconds); A and B in --window\n"
+	"are times on the trace clock, or count from the first event after a '+', and may be\n"
+	"left out (':2s', '+1s:').\n\n"
 	"exit status: 0 success (warnings may be printed), 1 data or I/O error, 2 usage error.\n\n"
 	"examples:\n"
 	"  trace-split big.json.gz -o parts/ --max-size 500M\n"
 	"  trace-split big.json.gz -o parts/ --by-step --steps-per-part 4\n"
 	"  trace-split big.json.gz -o steps/ --step 12-15\n"
-	"  trace-split big.json.gz -o win/ --window 200ms --clip --to json\n"
+	"  trace-split big.json.gz -o win/ --every 200ms --clip --to json\n"
+	"  trace-split big.json.gz -o cut/ --window +2s:+3s\n"
 	"  trace-split big.json.gz -o steps/ --by-step --to tkb --compress\n",
 	0,
 };
@@ -76,53 +87,16 @@ static const cli_tool tool = {
 typedef struct split_args {
 	const char *in;
 	tk_split_opts so;
-	int quiet, compress;
+	int quiet, compress, list;
 } split_args;
 
 /* "200ms", "1.5s", "250" (microseconds) -> ns; 0 on success. */
-static int parse_duration(const char *s, int64_t *out)
-{
-	char *end;
-	double v = strtod(s, &end);
-	if (end == s || !isfinite(v))
-		return -1;
-	double mul = 1e3;
-	if (!*end || strcmp(end, "us") == 0)
-		mul = 1e3;
-	else if (strcmp(end, "ns") == 0)
-		mul = 1;
-	else if (strcmp(end, "ms") == 0)
-		mul = 1e6;
-	else if (strcmp(end, "s") == 0)
-		mul = 1e9;
-	else if (strcmp(end, "min") == 0)
-		mul = 60e9;
-	else
-		return -1;
-	if (fabs(v * mul) > 9.0e18)
-		return -1;
-	*out = (int64_t)llround(v * mul);
-	return 0;
-}
-
+/* --range A:B: both ends count from the first event. */
 static int parse_range(const char *arg, tk_split_opts *o)
 {
-	const char *colon = strchr(arg, ':');
-	if (!colon)
+	if (tk_window_parse(arg, &o->window) || o->window.lo_rel || o->window.hi_rel)
 		return -1;
-	char a[64];
-	size_t n = (size_t)(colon - arg);
-	if (n >= sizeof a)
-		return -1;
-	memcpy(a, arg, n);
-	a[n] = 0;
-	o->range = 1;
-	o->range_from = TK_SPLIT_OPEN_START;
-	o->range_to = TK_SPLIT_OPEN_END;
-	if (n && parse_duration(a, &o->range_from))
-		return -1;
-	if (colon[1] && parse_duration(colon + 1, &o->range_to))
-		return -1;
+	o->window.lo_rel = o->window.hi_rel = 1;
 	return 0;
 }
 
@@ -153,20 +127,6 @@ static int parse_count(const char *arg, unsigned *out)
 	return 0;
 }
 
-static int parse_format(const char *arg, tk_split_opts *o)
-{
-	o->wopts.format = TK_FORMAT_JSON;
-	if (strcmp(arg, "json") == 0)
-		o->wopts.gzip = 0;
-	else if (strcmp(arg, "json.gz") == 0)
-		o->wopts.gzip = 1;
-	else if (strcmp(arg, "tkb") == 0)
-		o->wopts.format = TK_FORMAT_TKB;
-	else
-		return -1;
-	return 0;
-}
-
 /* One option; 0 or a usage error already printed (2). */
 static int take_opt(split_args *a, int c, const char *arg)
 {
@@ -186,19 +146,20 @@ static int take_opt(split_args *a, int c, const char *arg)
 			break;
 		o->max_bytes = (uint64_t)v;
 		return 0;
-	case O_MEMORY:
-		if ((v = cli_parse_size(arg)) <= 0)
-			break;
-		o->memory_bytes = (size_t)v;
-		return 0;
+	case O_MEMORY: return cli_parse_memory(&tool, arg, &o->memory_bytes);
+	case O_LIST: a->list = 1; return 0;
 	case O_PARTS: return parse_count(arg, &o->n_parts) ? 3 : 0;
 	case O_STEPS_PER_PART:
 		o->by_step = 1;
 		return parse_count(arg, &o->steps_per_part) ? 3 : 0;
-	case O_WINDOW: return parse_duration(arg, &o->window_ns) || o->window_ns <= 0 ? 3 : 0;
+	case O_WINDOW:
+		if (strchr(arg, ':')) /* A:B, as in every tool */
+			return cli_parse_window(&tool, arg, &o->window);
+		return tk_time_parse(arg, &o->every_ns) || o->every_ns <= 0 ? 3 : 0; /* --every DUR */
+	case O_EVERY: return tk_time_parse(arg, &o->every_ns) || o->every_ns <= 0 ? 3 : 0;
 	case O_RANGE: return parse_range(arg, o) ? 3 : 0;
 	case O_STEP: return parse_steps(arg, o) ? 3 : 0;
-	case O_FORMAT: return parse_format(arg, o) ? 3 : 0;
+	case O_FORMAT: return cli_parse_to(&tool, arg, &o->wopts);
 	case O_LEVEL:
 		o->wopts.gzip_level = atoi(arg);
 		if (o->wopts.gzip_level >= 1 && o->wopts.gzip_level <= 9)
@@ -227,7 +188,7 @@ static int check_format(split_args *a)
 	}
 	if (tkb && a->so.max_bytes) {
 		cli_usage_error(&tool, "--max-size needs JSON parts (the viewers' limits are on JSON); "
-		                "cut .tkb parts with --parts, --window, --by-step, --range or --step");
+		                "cut .tkb parts with --parts, --every, --by-step, --window or --step");
 		return 2;
 	}
 	if (tkb)
@@ -253,18 +214,20 @@ static int parse_args(int argc, char **argv, split_args *a)
 		return 2;
 	}
 	a->in = argv[ind];
+	if (a->list)
+		return 0;
 	if (!a->so.dir) {
 		cli_usage_error(&tool, "missing -o DIR");
 		return 2;
 	}
-	int rules = !!a->so.n_parts + !!a->so.window_ns + a->so.by_step + a->so.range + a->so.steps;
+	int rules = !!a->so.n_parts + !!a->so.every_ns + a->so.by_step + a->so.window.set + a->so.steps;
 	if (rules > 1) {
-		cli_usage_error(&tool, "--parts, --window, --by-step, --range and --step exclude each other");
+		cli_usage_error(&tool, "--parts, --every, --by-step, --window (--range) and --step exclude each other");
 		return 2;
 	}
 	if (!rules && !a->so.max_bytes) {
-		cli_usage_error(&tool, "say where to split: --max-size, --parts, --window, --by-step, "
-		                "--range or --step");
+		cli_usage_error(&tool, "say where to split: --max-size, --parts, --every, --by-step, "
+		                "--window or --step");
 		return 2;
 	}
 	return check_format(a);
@@ -302,7 +265,7 @@ static int run_split(split_args *a)
 	cli_progress prog;
 	cli_progress_init(&prog, a->quiet);
 	a->so.progress = on_progress;
-	a->so.progress_arg = &prog;
+	a->so.progress_ctx = &prog;
 	int status = 1;
 	if (tk_split_new(&s, &a->so)) {
 		cli_err(tool.name, "%s", tk_split_error(s));
@@ -326,5 +289,7 @@ int main(int argc, char **argv)
 	int rc = parse_args(argc, argv, &a);
 	if (rc)
 		return rc;
+	if (a.list)
+		return cli_list_traces(tool.name, (char *const *)&a.in, 1);
 	return run_split(&a);
 }

@@ -9,7 +9,7 @@
 #include "tracekit/tracekit.h"
 
 enum { O_OUT = 'o', O_QUIET = 'q', O_SORT = 's', O_LIMIT = 'n', O_FORMAT = 'f', O_TABLES = 't',
-       O_SHAPES = 0x100, O_UNIT, O_CAT, O_NAME, O_WINDOW, O_STEPS, O_FLOPS, O_PENDING };
+       O_SHAPES = 0x100, O_UNIT, O_CAT, O_NAME, O_WINDOW, O_STEPS, O_FLOPS, O_PENDING, O_LIST };
 
 static const cli_opt opts[] = {
 	{O_SORT, 's', "sort", "KEY", "sort rows by a torch key: self_cpu_time_total, cpu_time_total,\n"
@@ -20,13 +20,15 @@ static const cli_opt opts[] = {
 	{O_UNIT, 0, "time-unit", "UNIT", "print times in s, ms, us or ns (default: torch's choice)"},
 	{O_CAT, 0, "cat", "LIST", "count only these categories (comma separated)"},
 	{O_NAME, 0, "name", "GLOB", "show only rows whose name matches GLOB"},
-	{O_WINDOW, 0, "window", "BEGIN:END", "only events starting in [BEGIN, END) µs of the trace clock"},
+	{O_WINDOW, 0, "window", "A:B", "only events starting in [A, B) of the trace clock (200ms, 1.5s;\n"
+	 "                             a plain number is us; +A:+B from the first event)"},
 	{O_STEPS, 0, "steps", "A[-B]", "only events inside ProfilerStep#A..#B (reads each input twice)"},
 	{O_FLOPS, 0, "flops", "MODE", "torch (default), extended or none (see docs/flops.md)"},
 	{O_FORMAT, 'f', "format", "FMT", "text (default), csv, json or md"},
 	{O_TABLES, 't', "tables", "LIST", "ops,kernels,memcpy,api (default: all that have rows)"},
 	{O_PENDING, 0, "max-pending", "N", "CPU ops held for time sorting (default 524288)"},
 	{O_OUT, 'o', "output", "FILE", "write to FILE instead of standard output"},
+	{O_LIST, 0, "list", NULL, "list the traces the inputs stand for (archive members) and exit"},
 	{O_QUIET, 'q', "quiet", NULL, "no warnings"},
 	{0, 0, NULL, NULL, NULL},
 };
@@ -38,13 +40,16 @@ static const cli_tool tool = {
 	"prof.key_averages().table() prints (self and total CPU and CUDA time, calls,\n"
 	"FLOPs), then kernel, memcpy/memset and runtime API summaries in the shape of\n"
 	"nsys cuda_gpu_kern_sum. Several traces are treated as ranks: the tables are\n"
-	"combined and get one column per rank and the rank that spent the most.",
+	"combined and get one column per rank and the rank that spent the most. An\n"
+	"archive (.tar, .tar.gz, .zip, ...) stands for every trace in it, each a rank;\n"
+	"ARCHIVE//MEMBER for one.",
 	opts,
 	"exit status: 0 success, 1 data or I/O error (other inputs are still read), 2 usage error.\n\n"
 	"examples:\n"
 	"  trace-stats rank0.json.gz --sort self_cuda_time_total --row-limit 10\n"
 	"  trace-stats --group-by-input-shape --flops extended -t ops trace.json\n"
-	"  trace-stats worker*.json --sort cuda_time_total -f md > summary.md\n",
+	"  trace-stats worker*.json --sort cuda_time_total -f md > summary.md\n"
+	"  trace-stats logs.tar.gz -t kernels\n",
 	0,
 };
 
@@ -57,24 +62,10 @@ typedef struct stats_opts {
 	int tables; /* bits: 1 ops, 2 kernels, 4 memcpy, 8 api */
 	int tables_given;
 	long step_a, step_b; /* -1 = no step filter */
-	int quiet;
+	int quiet, list;
 } stats_opts;
 
 /* ---- options ---- */
-
-static int parse_window(const char *arg, tk_stats_opts *so)
-{
-	char *end;
-	double a = strtod(arg, &end);
-	if (*end != ':')
-		return -1;
-	double b = strtod(end + 1, &end);
-	if (*end || b <= a)
-		return -1;
-	so->t_begin = (int64_t)(a * 1000.0);
-	so->t_end = (int64_t)(b * 1000.0);
-	return 0;
-}
 
 static int parse_tables(const char *arg)
 {
@@ -114,7 +105,8 @@ static int parse_one(stats_opts *o, int c, const char *arg)
 	case O_UNIT: o->topts.time_unit = arg; return parse_enum(arg, units, 4) < 0 ? -1 : 0;
 	case O_CAT: o->sopts.cats = arg; return 0;
 	case O_NAME: o->topts.name_glob = arg; return 0;
-	case O_WINDOW: return parse_window(arg, &o->sopts);
+	case O_WINDOW: return cli_parse_window(&tool, arg, &o->sopts.window) ? -2 : 0;
+	case O_LIST: o->list = 1; return 0;
 	case O_STEPS:
 		o->step_a = o->step_b = strtol(arg, &end, 10);
 		if (*end == '-')
@@ -153,9 +145,11 @@ static int parse_args(int argc, char **argv, stats_opts *o)
 	}
 	o->in = argv + ind;
 	o->n_in = argc - ind;
-	for (int i = 0; i < o->n_in && o->step_a >= 0; i++)
+	int twice = o->step_a >= 0 || o->sopts.window.lo_rel || o->sopts.window.hi_rel;
+	for (int i = 0; i < o->n_in && twice; i++)
 		if (strcmp(o->in[i], "-") == 0) {
-			cli_usage_error(&tool, "--steps reads each input twice and cannot read standard input");
+			cli_usage_error(&tool, "--steps and a --window counted from the first event read each "
+			                "input twice and cannot read standard input");
 			return 2;
 		}
 	return 0;
@@ -163,20 +157,17 @@ static int parse_args(int argc, char **argv, stats_opts *o)
 
 /* ---- reading ---- */
 
-static void warn_reader(const stats_opts *o, tk_reader *r)
-{
-	for (size_t i = 0; !o->quiet && tk_reader_warning(r, i); i++)
-		cli_warn(tool.name, "%s", tk_reader_warning(r, i));
-}
-
-/* First pass for --steps: the time span of ProfilerStep#A..#B. */
-static int step_window(const stats_opts *o, const char *path, tk_stats_opts *so)
+/* First pass for --steps and for a window counted from the first event:
+ * the time span of ProfilerStep#A..#B, the first event's time. */
+static int first_pass(const stats_opts *o, const char *name, tk_stats_opts *so)
 {
 	tk_reader *r = NULL;
 	const tk_event *ev;
-	int64_t lo = INT64_MAX, hi = INT64_MIN;
-	int rc = tk_reader_open_path(&r, path, NULL);
+	int64_t lo = INT64_MAX, hi = INT64_MIN, first = INT64_MAX;
+	int rc = tk_reader_open_path(&r, name, NULL);
 	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK) {
+		if ((ev->has & TK_HAS_TS) && ev->ph != 'M' && ev->ts < first)
+			first = ev->ts;
 		if (ev->ph != 'X' || ev->name.len < 14 || memcmp(ev->name.ptr, "ProfilerStep#", 13))
 			continue;
 		long n = strtol(ev->name.ptr + 13, NULL, 10);
@@ -190,50 +181,78 @@ static int step_window(const stats_opts *o, const char *path, tk_stats_opts *so)
 	tk_reader_free(r);
 	if (rc < 0)
 		return 1;
+	if (so->window.set)
+		so->window = tk_window_at(&so->window, first == INT64_MAX ? 0 : first);
+	if (o->step_a < 0)
+		return 0;
 	if (lo > hi) {
-		cli_err(tool.name, "%s: no ProfilerStep#%ld..#%ld events", path, o->step_a, o->step_b);
+		cli_err(tool.name, "%s: no ProfilerStep#%ld..#%ld events", name, o->step_a, o->step_b);
 		return 1;
 	}
-	so->t_begin = lo;
-	so->t_end = hi + 1;
+	/* the steps, within the window when there is one */
+	int64_t wlo = so->window.set ? so->window.lo : INT64_MIN, whi = so->window.set ? so->window.hi : INT64_MAX;
+	so->window = (tk_window){1, lo > wlo ? lo : wlo, hi + 1 < whi ? hi + 1 : whi, 0, 0};
 	return 0;
 }
 
 /* "rank N" from distributedInfo when the trace has it. */
-static void rank_label(tk_reader *r, int index, char *buf, size_t cap)
+static void rank_label(tk_reader *r, size_t index, char *buf, size_t cap)
 {
 	tk_sv di = tk_reader_meta_find(r, "distributedInfo"), v;
 	if (di.ptr && tk_json_obj_find(di, "rank", &v) == 0 && v.len < 20)
 		snprintf(buf, cap, "rank %.*s", (int)v.len, v.ptr);
 	else
-		snprintf(buf, cap, "trace %d", index);
+		snprintf(buf, cap, "trace %zu", index);
 }
 
-static int read_one(const stats_opts *o, int i, tk_stats **out, char *label, size_t cap)
+/* The stats of every trace read, with their labels. */
+typedef struct stats_run {
+	const stats_opts *o;
+	tk_stats **s;
+	char (*labels)[32];
+	size_t n, cap, seen;
+} stats_run;
+
+static int read_one(void *ctx, const char *name, tk_reader *r)
 {
+	stats_run *run = ctx;
+	const stats_opts *o = run->o;
+	size_t index = run->seen++;
+	if (run->n == run->cap) {
+		size_t nc = run->cap ? run->cap * 2 : 16;
+		tk_stats **ns = realloc(run->s, nc * sizeof *ns);
+		if (ns)
+			run->s = ns;
+		char(*nl)[32] = ns ? realloc(run->labels, nc * sizeof *nl) : NULL;
+		if (!nl) {
+			cli_err(tool.name, "out of memory");
+			return 1;
+		}
+		run->labels = nl;
+		run->cap = nc;
+	}
 	tk_stats_opts so = o->sopts;
-	if (o->step_a >= 0 && step_window(o, o->in[i], &so))
+	if ((o->step_a >= 0 || so.window.lo_rel || so.window.hi_rel) && first_pass(o, name, &so))
 		return 1;
-	tk_reader *r = NULL;
-	int rc = tk_reader_open_path(&r, o->in[i], NULL);
+	tk_stats *st = NULL;
+	int rc = tk_stats_new(&st, &so);
+	if (!rc && (rc = tk_stats_add_reader(st, r)) == 0)
+		rc = tk_stats_finish(st);
+	if (rc)
+		cli_err(tool.name, "%s: %s", name, st ? tk_stats_error(st) : tk_strerror(rc));
+	for (size_t i = 0; !o->quiet && tk_reader_warning(r, i); i++)
+		cli_warn(tool.name, "%s", tk_reader_warning(r, i));
 	if (rc) {
-		cli_err(tool.name, "%s", r ? tk_reader_error(r) : tk_strerror(rc));
-		tk_reader_free(r);
+		tk_stats_free(st);
 		return 1;
 	}
-	rc = tk_stats_new(out, &so);
-	if (!rc && (rc = tk_stats_add_reader(*out, r)) == 0)
-		rc = tk_stats_finish(*out);
-	if (rc)
-		cli_err(tool.name, "%s: %s", o->in[i], *out ? tk_stats_error(*out) : tk_strerror(rc));
-	warn_reader(o, r);
-	rank_label(r, i, label, cap);
-	tk_reader_free(r);
-	if (!rc && !o->quiet && tk_stats_get_info(*out)->late)
+	if (!o->quiet && tk_stats_get_info(st)->late)
 		cli_warn(tool.name, "%s: %llu ops arrived after their time was processed; raise "
-		         "--max-pending for exact self times", o->in[i],
-		         (unsigned long long)tk_stats_get_info(*out)->late);
-	return rc ? 1 : 0;
+		         "--max-pending for exact self times", name,
+		         (unsigned long long)tk_stats_get_info(st)->late);
+	rank_label(r, index, run->labels[run->n], sizeof run->labels[run->n]);
+	run->s[run->n++] = st;
+	return 0;
 }
 
 /* ---- output ---- */
@@ -307,31 +326,25 @@ static int write_out(const stats_opts *o, tk_stats *const *s, size_t n)
 
 static int run_stats(const stats_opts *o)
 {
-	tk_stats **s = calloc((size_t)o->n_in, sizeof *s);
-	char (*labels)[32] = calloc((size_t)o->n_in, sizeof *labels);
-	const char **lp = calloc((size_t)o->n_in, sizeof *lp);
-	int status = s && labels && lp ? 0 : 1;
-	size_t n = 0;
-	for (int i = 0; i < o->n_in && s && labels && lp; i++) {
-		tk_stats *st = NULL;
-		if (read_one(o, i, &st, labels[n], sizeof labels[n])) {
-			tk_stats_free(st);
-			status = 1;
-			continue;
-		}
-		lp[n] = labels[n];
-		s[n++] = st;
-	}
+	if (o->list)
+		return cli_list_traces(tool.name, o->in, (size_t)o->n_in);
+	stats_run run = {o, NULL, NULL, 0, 0, 0};
+	int status = cli_each_trace(tool.name, o->in, (size_t)o->n_in, NULL, read_one, &run) ? 1 : 0;
+	const char **lp = calloc(run.n ? run.n : 1, sizeof *lp);
+	for (size_t i = 0; lp && i < run.n; i++)
+		lp[i] = run.labels[i];
 	stats_opts oo = *o;
 	oo.topts.labels = lp;
-	if (n) {
-		int rc = write_out(&oo, s, n);
+	if (!lp)
+		status = 1;
+	else if (run.n) {
+		int rc = write_out(&oo, run.s, run.n);
 		status = rc ? rc : status;
 	}
-	for (size_t i = 0; i < n; i++)
-		tk_stats_free(s[i]);
-	free(s);
-	free(labels);
+	for (size_t i = 0; i < run.n; i++)
+		tk_stats_free(run.s[i]);
+	free(run.s);
+	free(run.labels);
 	free(lp);
 	return status;
 }

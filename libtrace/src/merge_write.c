@@ -450,15 +450,12 @@ static int synth_procs(out_ctx *c, const tk__input *in)
 static int in_window(out_ctx *c, const tk_event *ev)
 {
 	const tk_merge_opts *o = &c->m->o;
-	if (!o->window || ev->ph == 'M' || !(ev->has & TK_HAS_TS))
+	if (!o->window.set || ev->ph == 'M' || !(ev->has & TK_HAS_TS))
 		return 1;
-	int64_t lo = o->window_lo, hi = o->window_hi;
-	if (o->window_from_first) {
-		if (!c->have_first)
-			c->first = ev->ts, c->have_first = 1;
-		lo += c->first;
-		hi += c->first;
-	}
+	if (!c->have_first)
+		c->first = ev->ts, c->have_first = 1;
+	tk_window w = tk_window_at(&o->window, c->first);
+	int64_t lo = w.lo, hi = w.hi;
 	int64_t end = ev->ts + ((ev->has & TK_HAS_DUR) && ev->dur > 0 ? ev->dur : 0);
 	return ev->ts <= hi && end >= lo;
 }

@@ -64,7 +64,7 @@ struct tk_split {
 static int64_t seg_index(const tk_split *s, int64_t ts)
 {
 	if (s->windowed)
-		return ts <= s->t0 ? 0 : (ts - s->t0) / s->o.window_ns;
+		return ts <= s->t0 ? 0 : (ts - s->t0) / s->o.every_ns;
 	size_t lo = 0, hi = s->n_segs; /* last segment whose start <= ts */
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -80,8 +80,8 @@ static void seg_load(tk_split *s, int64_t k)
 {
 	s->cur = k;
 	if (s->windowed) {
-		s->seg_start = s->t0 + k * s->o.window_ns;
-		s->seg_end = s->seg_start + s->o.window_ns;
+		s->seg_start = s->t0 + k * s->o.every_ns;
+		s->seg_end = s->seg_start + s->o.every_ns;
 		s->seg_discard = 0;
 	} else {
 		s->seg_start = s->segs[k].start;
@@ -146,9 +146,9 @@ static int build_segments(tk_split *s)
 	s->t0 = sc->have_t ? sc->t_min : 0;
 	const tk_split_opts *o = &s->o;
 	int rc = 0;
-	if (o->window_ns) {
+	if (o->every_ns) {
 		s->windowed = 1;
-		if (o->clip && sc->have_t && (sc->t_max - s->t0) / o->window_ns >= MAX_WINDOWS)
+		if (o->clip && sc->have_t && (sc->t_max - s->t0) / o->every_ns >= MAX_WINDOWS)
 			return fail(s, TK_ERR_ARG, "--window with --clip would make more than %d parts",
 			            MAX_WINDOWS);
 	} else if (o->n_parts > 1) {
@@ -162,10 +162,9 @@ static int build_segments(tk_split *s)
 		free(cuts);
 	} else if (o->by_step) {
 		rc = step_segs(s);
-	} else if (o->range) {
-		int64_t from = o->range_from == TK_SPLIT_OPEN_START ? o->range_from : s->t0 + o->range_from;
-		int64_t to = o->range_to == TK_SPLIT_OPEN_END ? o->range_to : s->t0 + o->range_to;
-		rc = range_segs(s, from, to);
+	} else if (o->window.set) {
+		tk_window w = tk_window_at(&o->window, s->t0);
+		rc = range_segs(s, w.lo, w.hi);
 	} else if (o->steps) {
 		size_t a = 0, b = 0;
 		if (find_step(s, o->step_from, &a) || find_step(s, o->step_to, &b))
@@ -565,7 +564,7 @@ static int finish_parts(tk_split *s)
 		seg_load(s, k);
 		if (part_open(s, s->seg_start) || part_close(s))
 			return -1;
-		if ((s->o.range || s->o.steps) &&
+		if ((s->o.window.set || s->o.steps) &&
 		    tk__err_warn(&s->err, "no event starts in the range"))
 			return fail(s, TK_ERR_NOMEM, "out of memory");
 	}
@@ -578,7 +577,7 @@ static int finish_parts(tk_split *s)
 static void progress(tk_split *s, const char *what, uint64_t bytes, uint64_t n)
 {
 	if (s->o.progress && (n & 0xffff) == 0)
-		s->o.progress(s->o.progress_arg, what, bytes, n);
+		s->o.progress(s->o.progress_ctx, what, bytes, n);
 }
 
 /* The reader's error, or what stopped the pump before it. */
@@ -952,19 +951,19 @@ int tk_split_run(tk_split *s, const char *path)
 static int check_opts(tk_split *s)
 {
 	const tk_split_opts *o = &s->o;
-	int rules = (o->window_ns != 0) + (o->n_parts != 0) + (o->by_step != 0) + (o->range != 0) +
+	int rules = (o->every_ns != 0) + (o->n_parts != 0) + (o->by_step != 0) + (o->window.set != 0) +
 	            (o->steps != 0);
 	if (!o->dir || !*o->dir)
 		return fail(s, TK_ERR_ARG, "no output directory");
 	if (rules > 1)
-		return fail(s, TK_ERR_ARG, "choose one of parts, window, by-step, range and steps");
+		return fail(s, TK_ERR_ARG, "choose one of parts, every, by-step, window and steps");
 	if (!rules && !o->max_bytes)
-		return fail(s, TK_ERR_ARG, "nothing says where to split: give a size, parts, a window, "
-		            "steps or a range");
-	if (o->window_ns < 0)
-		return fail(s, TK_ERR_ARG, "the window must be positive");
-	if (o->range && o->range_from >= o->range_to)
-		return fail(s, TK_ERR_ARG, "the range is empty");
+		return fail(s, TK_ERR_ARG, "nothing says where to split: give a size, parts, a window length, "
+		            "steps or a window");
+	if (o->every_ns < 0)
+		return fail(s, TK_ERR_ARG, "the window length must be positive");
+	if (o->window.set && o->window.lo_rel == o->window.hi_rel && o->window.lo >= o->window.hi)
+		return fail(s, TK_ERR_ARG, "the window is empty");
 	if (o->steps && o->step_from > o->step_to)
 		return fail(s, TK_ERR_ARG, "the step range is empty");
 	if (o->wopts.format != TK_FORMAT_AUTO && o->wopts.format != TK_FORMAT_JSON &&

@@ -401,7 +401,7 @@ static int scan_loop(tk__scan *sc, tk__pump *p, const char *path, const tk_split
 			return rc;
 		}
 		if (o->progress && (n & 0xffff) == 0)
-			o->progress(o->progress_arg, sc->sorted ? "scanning" : "sorting",
+			o->progress(o->progress_ctx, sc->sorted ? "scanning" : "sorting",
 			            tk__pump_bytes_in(p), n);
 	}
 	return rc;

@@ -72,6 +72,8 @@ static int filtered_name(tk_sv n)
 int tk_stats_new(tk_stats **out, const tk_stats_opts *opts)
 {
 	*out = NULL;
+	if (opts && opts->window.set && (opts->window.lo_rel || opts->window.hi_rel))
+		return TK_ERR_ARG; /* a relative window needs the first event: tk_window_at() */
 	tk_stats *s = calloc(1, sizeof *s);
 	if (!s)
 		return TK_ERR_NOMEM;
@@ -717,7 +719,7 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 	int cls = classify(s, ev);
 	if (cls == TK_STATS_SKIP || filtered_name(ev->name))
 		return 0;
-	if (s->opts.t_end && (ev->ts < s->opts.t_begin || ev->ts >= s->opts.t_end))
+	if (s->opts.window.set && (ev->ts < s->opts.window.lo || ev->ts >= s->opts.window.hi))
 		return 0;
 	s->info.events++;
 	if (ev->ts < s->info.ts_min)

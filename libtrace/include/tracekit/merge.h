@@ -30,11 +30,12 @@ typedef struct tk_merge_opts {
 	size_t n_ranks;
 	const char *const *cats;
 	size_t n_cats;
-	int window;                 /* 1: keep events overlapping [window_lo, window_hi] */
-	int window_from_first;      /* 1: the window counts from the first event's time */
-	int64_t window_lo, window_hi; /* ns in the output's time base */
-	/* called now and then while inputs are read and while the output is written */
-	void (*progress)(void *ctx, const char *what, uint64_t bytes, uint64_t events);
+	/* keep the events overlapping [lo, hi] of the output's time line
+	 * (relative ends count from its first event) */
+	tk_window window;
+	/* called while inputs are read (with the input's name) and while the
+	 * output is written ("writing") */
+	tk_progress_fn progress;
 	void *progress_ctx;
 } tk_merge_opts;
 

@@ -12,8 +12,9 @@ extern "C" {
 #define TK_SPLIT_OPEN_START INT64_MIN
 #define TK_SPLIT_OPEN_END INT64_MAX
 
-/* Where parts end. At most one time rule (window, n_parts, by_step, range,
- * steps); max_bytes combines with any of them and alone cuts by size. */
+/* Where parts end. At most one time rule (every_ns, n_parts, by_step,
+ * window, steps); max_bytes combines with any of them and alone cuts by
+ * size. */
 typedef struct tk_split_opts {
 	const char *dir;  /* output directory; created if missing */
 	const char *name; /* base name of parts and index; NULL = the input's
@@ -24,12 +25,10 @@ typedef struct tk_split_opts {
 
 	uint64_t max_bytes;      /* per part, as written (compressed size with gzip); 0 = none */
 	unsigned n_parts;        /* about N parts of equal size, cut at times */
-	int64_t window_ns;       /* windows of this length from the first event */
+	int64_t every_ns;        /* a part per window of this length from the first event */
 	int by_step;             /* a part per ProfilerStep#N ... */
 	unsigned steps_per_part; /* ... or per K of them (0 = 1) */
-	int range;               /* only the events starting in [range_from, range_to) ns,
-	                            counted from the first event */
-	int64_t range_from, range_to;
+	tk_window window;        /* only the events starting in [lo, hi) */
 	int steps;               /* only ProfilerStep#step_from to #step_to */
 	int64_t step_from, step_to;
 	int clip; /* cut slices at time boundaries instead of keeping them whole */
@@ -37,9 +36,9 @@ typedef struct tk_split_opts {
 	size_t memory_bytes; /* sorter budget for unsorted input; 0 = 128 MiB */
 	const char *tmpdir;  /* sorter spill directory; NULL = $TMPDIR or /tmp */
 
-	/* called now and then: pass name, input bytes read, events */
-	void (*progress)(void *arg, const char *pass, uint64_t bytes, uint64_t events);
-	void *progress_arg;
+	/* called now and then with the pass ("scanning", "sorting", "writing") */
+	tk_progress_fn progress;
+	void *progress_ctx;
 } tk_split_opts;
 
 /* One written part. Times are ns in the trace's own time base. */

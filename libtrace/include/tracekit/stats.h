@@ -32,9 +32,10 @@ typedef struct tk_stats_opts {
 	/* Categories to count, comma separated ("cpu_op,kernel"); NULL = the
 	 * default set (see tk_stats_event_class). */
 	const char *cats;
-	/* Only events starting in [t_begin, t_end) (ns, the trace's own clock)
-	 * count; t_end == 0 means no window. */
-	int64_t t_begin, t_end;
+	/* Only events starting in [lo, hi) of the trace's own clock count. Its
+	 * ends must be absolute (tk_window_at() after finding the first event):
+	 * tk_stats_new() refuses relative ones. */
+	tk_window window;
 	/* Most CPU events held for sorting by time per stats object; 0 = 1<<19.
 	 * Results are exact while every thread's ops fit (see docs). */
 	size_t max_pending;

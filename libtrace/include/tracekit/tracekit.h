@@ -186,6 +186,10 @@ typedef struct tk_writer_opts {
  * "x.tkb"). Sets o->format and o->gzip and leaves the rest of *o alone.
  * 0, or TK_ERR_UNSUPPORTED when no format is written under that name. */
 TK_API int tk_format_from_name(const char *name, tk_writer_opts *o);
+/* 1 if a file name looks like a trace tracekit reads: it ends in a
+ * format's suffix (.json, .tkb), possibly compressed (.json.gz). What
+ * directories and archives are searched for. */
+TK_API int tk_is_trace_name(const char *name);
 /* A format's name ("json"), or NULL for an unknown one. */
 TK_API const char *tk_format_name(int format);
 /* The names tk_format_from_name() takes, for messages: "json, json.gz,
@@ -270,6 +274,37 @@ typedef struct tk_dims {
 } tk_dims;
 TK_API int tk_args_get_dims(const tk_event *ev, const char *key, tk_dims *out);
 TK_API void tk_dims_free(tk_dims *d);
+
+/* ---- Time windows and progress: one face for every operation -------- */
+
+/* A time window on a trace's clock, in ns; each end absolute or counted
+ * from the trace's first (earliest) event. What "in the window" means is
+ * the operation's: tk_stats and tk_split take the events that start in
+ * [lo, hi), tk_merge the events that overlap [lo, hi]. Zeroed = no
+ * window. */
+typedef struct tk_window {
+	int set;            /* 0: no window, everything counts */
+	int64_t lo, hi;     /* INT64_MIN / INT64_MAX: an open end */
+	int lo_rel, hi_rel; /* 1: that end counts from the first event */
+} tk_window;
+
+/* "A:B" as every tool's --window takes it: A and B are times with a unit
+ * (ns, us, ms, s, min; a plain number is microseconds, the unit of Chrome
+ * trace timestamps), absolute on the trace's clock or, after a '+',
+ * counted from the first event; either may be left out for an open end
+ * (":2s", "+1s:"). 0, or TK_ERR_ARG with *w untouched. */
+TK_API int tk_window_parse(const char *text, tk_window *w);
+/* One time or duration in that syntax ("1.5s", "200ms", "1500"), without
+ * the '+': ns in *ns. 0 or TK_ERR_ARG. */
+TK_API int tk_time_parse(const char *text, int64_t *ns);
+/* The window with its relative ends made absolute for a trace whose first
+ * event is at first_ts (sums saturate at the open ends). */
+TK_API tk_window tk_window_at(const tk_window *w, int64_t first_ts);
+
+/* Progress of a long operation, called now and then on the caller's
+ * thread: what it is doing ("reading", "sorting", "writing", or the input
+ * being read), the input bytes read so far and the events handled so far. */
+typedef void (*tk_progress_fn)(void *ctx, const char *what, uint64_t bytes, uint64_t events);
 
 /* ---- Misc ----------------------------------------------------------- */
 

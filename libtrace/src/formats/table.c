@@ -135,6 +135,11 @@ int tk_format_from_name(const char *name, tk_writer_opts *o)
 	return 0;
 }
 
+int tk_is_trace_name(const char *name)
+{
+	return name ? tk__is_trace_name(name) : 0;
+}
+
 const char *tk_format_name(int format)
 {
 	const tk__format *f = tk__format_by_id(format);
