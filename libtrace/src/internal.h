@@ -139,6 +139,11 @@ void tk__reader_linecol(const tk_reader *r, uint64_t at, uint64_t *line, uint64_
 int tk__reader_add_meta(tk_reader *r, const char *key, size_t klen, const char *json, size_t jlen,
                         int after);
 
+/* The sorter's part of an operation's memory budget (--memory: everything
+ * the operation holds): all but an eighth, at most 32 MiB, that readers,
+ * writer threads, batches and tables use besides it. */
+size_t tk__sorter_share(size_t total);
+
 /* Tests set this to make every thread the library starts fail to start,
  * so that the paths without one (the caller does the work) are exercised. */
 extern int tk__no_threads;

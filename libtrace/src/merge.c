@@ -6,14 +6,9 @@
 
 #define TK__KINETO_GPU_SORT 16777216 /* Kineto's process_sort_index of GPU 0 */
 
-/* The sorter gets the budget less what readers, the writer, the merge's read
- * buffers and the per-rank tables need besides it. */
 size_t tk__merge_sort_budget(const tk_merge *m)
 {
-	size_t reserve = m->o.memory_bytes / 8;
-	if (reserve > (32u << 20))
-		reserve = 32u << 20;
-	return m->o.memory_bytes - reserve;
+	return tk__sorter_share(m->o.memory_bytes);
 }
 
 int tk_merge_new(tk_merge **out, const tk_merge_opts *opts)

@@ -79,6 +79,7 @@ struct tk_merge {
 	size_t n_bad; /* inputs that could not be read */
 };
 
+/* The sorter's part of --memory (tk__sorter_share). */
 size_t tk__merge_sort_budget(const tk_merge *m);
 tk__proc *tk__merge_find_proc(const tk__input *in, const tk_id *pid);
 /* Record a kernel when it is an NCCL collective. */

@@ -24,6 +24,14 @@
 
 static int on_bg_thread(const tk_sorter *s);
 
+size_t tk__sorter_share(size_t total)
+{
+	size_t reserve = total / 8;
+	if (reserve > (32u << 20))
+		reserve = 32u << 20;
+	return total - reserve;
+}
+
 tk__err *tk__sort_err(tk_sorter *s)
 {
 	return on_bg_thread(s) ? &s->bg_err : &s->err;

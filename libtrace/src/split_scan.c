@@ -315,7 +315,7 @@ static int feed_prefix(tk_sorter *so, const char *path, const tk_split_opts *o, 
 
 static int new_sorter(tk__scan *sc, const tk_split_opts *o, tk__err *err)
 {
-	tk_sorter_opts so = {o->memory_bytes ? o->memory_bytes : (size_t)128 << 20, o->tmpdir};
+	tk_sorter_opts so = {tk__sorter_share(o->memory_bytes ? o->memory_bytes : (size_t)128 << 20), o->tmpdir};
 	int rc = tk_sorter_new(&sc->sorter, &so);
 	if (rc)
 		tk__err_msg(err, 0, "cannot start the sorter: %s",

@@ -20,7 +20,10 @@ enum {
 typedef struct tk_merge tk_merge;
 
 typedef struct tk_merge_opts {
-	size_t memory_bytes; /* sorter budget; 0 = 256 MiB */
+	/* memory for everything the merge holds (0 = 256 MiB): the sorters
+	 * get all but an eighth (at most 32 MiB) that readers, the writer's
+	 * threads and the per-rank tables use */
+	size_t memory_bytes;
 	const char *tmpdir;  /* spilled runs; NULL = $TMPDIR or /tmp */
 	int align;           /* TK_ALIGN_* */
 	tk_reader_opts ropts;

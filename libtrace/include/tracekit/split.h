@@ -33,7 +33,11 @@ typedef struct tk_split_opts {
 	int64_t step_from, step_to;
 	int clip; /* cut slices at time boundaries instead of keeping them whole */
 
-	size_t memory_bytes; /* sorter budget for unsorted input; 0 = 128 MiB */
+	/* memory for everything the split holds (0 = 128 MiB): ordering an
+	 * unsorted input gets all but an eighth (at most 32 MiB) that readers,
+	 * writer threads and batches use; the flow table comes on top (32-64
+	 * bytes per distinct flow) */
+	size_t memory_bytes;
 	const char *tmpdir;  /* sorter spill directory; NULL = $TMPDIR or /tmp */
 
 	/* called now and then with the pass ("scanning", "sorting", "writing") */
