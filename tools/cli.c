@@ -25,6 +25,8 @@ void cli_help(const cli_tool *t, FILE *f)
 	}
 	fprintf(f, "  %-26s %s\n", "-h, --help", "show this help and exit");
 	fprintf(f, "  %-26s %s\n", "    --version", "show version information and exit");
+	if (t->writes)
+		fprintf(f, "\noutput formats (--to, else from the output's name): %s\n", tk_format_names());
 	if (t->footer)
 		fprintf(f, "\n%s", t->footer);
 }

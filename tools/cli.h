@@ -22,6 +22,7 @@ typedef struct cli_tool {
 	const cli_opt *opts;
 	const char *footer;   /* examples, may be NULL */
 	int in_order;         /* stop at the first positional argument: it starts a command */
+	int writes;           /* --help lists the output formats (--to) the library writes */
 } cli_tool;
 
 /* Parses argv; returns the option id, -1 at the end (positional arguments

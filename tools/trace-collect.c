@@ -57,6 +57,7 @@ static const cli_tool tool = {
 	"  trace-collect -o traces/ --schedule wait=1,warmup=1,active=3 -- torchrun train.py\n"
 	"  trace-collect --capture-range cudaProfilerApi -a kernel,memcpy -- ./app\n",
 	1,
+	0,
 };
 
 typedef struct collect_opts {

@@ -9,7 +9,7 @@ enum { O_OUT = 'o', O_QUIET = 'q', O_FORMAT = 0x100, O_LEVEL, O_STRICT, O_COMPRE
 
 static const cli_opt opts[] = {
 	{O_OUT, 'o', "output", "FILE", "write to FILE ('-' for standard output); required"},
-	{O_FORMAT, 0, "to", "FORMAT", "output format: json, json.gz or tkb (default: from FILE's name)"},
+	{O_FORMAT, 0, "to", "FORMAT", "output format (listed below; default: from FILE's name)"},
 	{O_COMPRESS, 0, "compress", NULL, "tkb output: zlib-compress each chunk"},
 	{O_LEVEL, 0, "gzip-level", "N", "compression level 1-9 (default: gzip 6, tkb chunks 1)"},
 	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
@@ -36,6 +36,7 @@ static const cli_tool tool = {
 	"  trace-convert rank0.json.gz -o rank0.tkb --compress\n"
 	"  trace-convert logs.tar.gz//run/rank3.pt.trace.json.gz -o rank3.json\n",
 	0,
+	1,
 };
 
 typedef struct convert_opts {

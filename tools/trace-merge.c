@@ -24,7 +24,8 @@ enum {
 	O_CAT,
 	O_LEVEL,
 	O_STRICT,
-	O_LIST
+	O_LIST,
+	O_FORMAT
 };
 
 static const cli_opt opts[] = {
@@ -37,6 +38,7 @@ static const cli_opt opts[] = {
 	{O_WINDOW, 0, "window", "A:B", "keep events overlapping A..B of the output's time line (200ms,\n"
 	 "                             1.5s; a plain number is us; +A:+B from the first event)"},
 	{O_CAT, 0, "cat", "LIST", "keep only these categories, e.g. kernel,cpu_op"},
+	{O_FORMAT, 0, "to", "FORMAT", "output format (listed below; default: from OUT's name)"},
 	{O_LEVEL, 0, "gzip-level", "N", "gzip compression level 1-9 (default 6)"},
 	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
 	{O_LIST, 0, "list", NULL, "list the traces the inputs stand for (archive members) and exit"},
@@ -65,6 +67,7 @@ static const cli_tool tool = {
 	"  trace-merge traces/ --ranks 0-3 --window +1s:+1.5s --cat kernel -o part.json\n"
 	"  trace-merge logs_to_share.tar.gz -o all.json.gz\n",
 	0,
+	1,
 };
 
 typedef struct merge_cli {
@@ -365,6 +368,7 @@ static int set_opt(merge_cli *o, int c, const char *arg)
 		return set_align(o, arg) ? (cli_usage_error(&tool, "--align takes none, start, collectives or an existing FILE, not '%s'", arg), 2) : 0;
 	case O_MEMORY: return cli_parse_memory(&tool, arg, &o->mo.memory_bytes);
 	case O_LIST: o->list = 1; return 0;
+	case O_FORMAT: return cli_parse_to(&tool, arg, &o->mo.wopts);
 	case O_RANKS:
 		return parse_ranks(o, arg) ? (cli_usage_error(&tool, "--ranks takes a list like 0,3-5, not '%s'", arg), 2) : 0;
 	case O_WINDOW: return cli_parse_window(&tool, arg, &o->mo.window);

@@ -42,7 +42,8 @@ static const cli_opt opts[] = {
 	{O_RANGE, 0, "range", "A:B", "the same as --window +A:+B"},
 	{O_STEP, 0, "step", "A[-B]", "only ProfilerStep#A to #B (to the start of the next step)"},
 	{O_CLIP, 0, "clip", NULL, "cut slices at time boundaries; the rest continues in the next part"},
-	{O_FORMAT, 0, "to", "FORMAT", "json, json.gz or tkb (default: json.gz when IN was gzip, else json)"},
+	{O_FORMAT, 0, "to", "FORMAT", "parts' format (listed below; default: json.gz when IN was gzip,\n"
+	 "                             else json)"},
 	{O_COMPRESS, 0, "compress", NULL, "tkb parts: zlib-compress each chunk"},
 	{O_LEVEL, 0, "gzip-level", "N", "compression level 1-9 (default: gzip 6, tkb chunks 1)"},
 	{O_MEMORY, 0, "memory", "SIZE", "memory for the whole run, ordering an unsorted input included\n"
@@ -82,6 +83,7 @@ static const cli_tool tool = {
 	"  trace-split big.json.gz -o cut/ --window +2s:+3s\n"
 	"  trace-split big.json.gz -o steps/ --by-step --to tkb --compress\n",
 	0,
+	1,
 };
 
 typedef struct split_args {

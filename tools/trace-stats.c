@@ -51,6 +51,7 @@ static const cli_tool tool = {
 	"  trace-stats worker*.json --sort cuda_time_total -f md > summary.md\n"
 	"  trace-stats logs.tar.gz -t kernels\n",
 	0,
+	0,
 };
 
 typedef struct stats_opts {

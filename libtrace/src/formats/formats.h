@@ -46,6 +46,8 @@ typedef struct tk__format {
 	const tk__wfmt *wr; /* NULL: not written */
 } tk__format;
 
+/* The formats whose files look at their own descriptor (to tell their
+ * reader from another's). */
 extern const tk__format tk__format_json, tk__format_tkb;
 
 /* The formats, in the order of the table; NULL past the end. */

@@ -3,22 +3,25 @@
 
 #include "formats/formats.h"
 
-extern const tk__ifilter tk__ifilter_gzip, tk__ifilter_archive;
-extern const tk__ofilter tk__ofilter_gzip;
+/* One line per format or filter, in the order they bid and are listed. */
+#define TK__FORMATS(X) \
+	X(tk__format, tk__format_json) \
+	X(tk__format, tk__format_tkb)
+#define TK__IFILTERS(X) \
+	X(tk__ifilter, tk__ifilter_gzip) \
+	X(tk__ifilter, tk__ifilter_archive)
+#define TK__OFILTERS(X) \
+	X(tk__ofilter, tk__ofilter_gzip)
 
-static const tk__format *const formats[] = {
-	&tk__format_json,
-	&tk__format_tkb,
-};
+#define DECLARE(type, name) extern const type name;
+#define ADDRESS(type, name) &name,
+TK__FORMATS(DECLARE)
+TK__IFILTERS(DECLARE)
+TK__OFILTERS(DECLARE)
 
-static const tk__ifilter *const ifilters[] = {
-	&tk__ifilter_gzip,
-	&tk__ifilter_archive,
-};
-
-static const tk__ofilter *const ofilters[] = {
-	&tk__ofilter_gzip,
-};
+static const tk__format *const formats[] = {TK__FORMATS(ADDRESS)};
+static const tk__ifilter *const ifilters[] = {TK__IFILTERS(ADDRESS)};
+static const tk__ofilter *const ofilters[] = {TK__OFILTERS(ADDRESS)};
 
 #define COUNT(a) (sizeof(a) / sizeof(a)[0])
 
