@@ -43,14 +43,8 @@ int tk__merge_note_coll(tk_merge *m, tk__input *in, const tk_event *ev)
 	if ((ev->has & (TK_HAS_TS | TK_HAS_PH)) != (TK_HAS_TS | TK_HAS_PH) || ev->ph != 'X' ||
 	    in->n_colls >= MAX_COLLS || !coll_key(ev, key, sizeof key, &len))
 		return 0;
-	if (in->n_colls == in->colls_cap) {
-		size_t cap = in->colls_cap ? in->colls_cap * 2 : 64;
-		tk__coll *c = realloc(in->colls, cap * sizeof *c);
-		if (!c)
+	if (tk__grow(&in->colls, &in->colls_cap, in->n_colls + 1, sizeof *in->colls, 64))
 			return TK_ERR_NOMEM;
-		in->colls = c;
-		in->colls_cap = cap;
-	}
 	tk_sv k = tk__strtab_intern(&m->keys, key, len);
 	if (!k.ptr)
 		return TK_ERR_NOMEM;

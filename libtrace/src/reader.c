@@ -364,14 +364,8 @@ int tk__reader_fail_at(tk_reader *r, int code, uint64_t at, const char *fmt, ...
 int tk__reader_add_meta(tk_reader *r, const char *key, size_t klen, const char *json, size_t jlen,
                         int after)
 {
-	if (r->n_meta == r->meta_cap) {
-		size_t nc = r->meta_cap ? r->meta_cap * 2 : 16;
-		tk__meta *nm = realloc(r->meta, nc * sizeof *nm);
-		if (!nm)
+	if (tk__grow(&r->meta, &r->meta_cap, r->n_meta + 1, sizeof *r->meta, 16))
 			return tk__err_set(&r->err, TK_ERR_NOMEM, "%s: out of memory", r->name);
-		r->meta = nm;
-		r->meta_cap = nc;
-	}
 	tk__meta *m = &r->meta[r->n_meta];
 	m->key = tk__strtab_intern(&r->strs, key, klen);
 	m->json = malloc(jlen + 1);

@@ -445,12 +445,8 @@ int tk_sorter_new(tk_sorter **out, const tk_sorter_opts *opts)
 
 static int grow_entries(tk_sorter *s, sortbuf *b)
 {
-	size_t cap = b->ents_cap ? b->ents_cap * 2 : 64;
-	entry *e = realloc(b->ents, cap * sizeof *e);
-	if (!e)
+	if (tk__grow(&b->ents, &b->ents_cap, b->ents_cap + 1, sizeof *b->ents, 64))
 		return fail(s, TK_ERR_NOMEM, "sorter: out of memory");
-	b->ents = e;
-	b->ents_cap = cap;
 	return 0;
 }
 

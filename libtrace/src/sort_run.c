@@ -395,14 +395,8 @@ static int wr_close(tk_sorter *s, run_wr *w)
 
 static int add_run(tk_sorter *s, char *path)
 {
-	if (s->n_runs == s->runs_cap) {
-		size_t cap = s->runs_cap ? s->runs_cap * 2 : 16;
-		char **r = realloc(s->runs, cap * sizeof *r);
-		if (!r)
+	if (tk__grow(&s->runs, &s->runs_cap, s->n_runs + 1, sizeof *s->runs, 16))
 			return fail(s, TK_ERR_NOMEM, "sorter: out of memory");
-		s->runs = r;
-		s->runs_cap = cap;
-	}
 	s->runs[s->n_runs++] = path;
 	return 0;
 }
@@ -506,13 +500,9 @@ static uint64_t get_vu(cur *c)
 static int dict_rd_add(run_rd *r, const unsigned char *p, size_t n)
 {
 	if (r->n_dict + 1 >= r->off_cap) {
-		size_t nc = r->off_cap ? r->off_cap * 2 : 256;
-		size_t *off = realloc(r->off, nc * sizeof *off);
-		if (!off)
+		if (tk__grow(&r->off, &r->off_cap, r->n_dict + 2, sizeof *r->off, 256))
 			return TK_ERR_NOMEM;
-		r->off = off;
-		r->off_cap = nc;
-		off[0] = 0;
+		r->off[0] = 0;
 	}
 	if (tk__buf_append(&r->dict, p, n) || tk__buf_putc(&r->dict, 0))
 		return TK_ERR_NOMEM;

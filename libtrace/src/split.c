@@ -206,14 +206,8 @@ static int part_prologue(tk_split *s)
 
 static int part_open(tk_split *s, int64_t start)
 {
-	if (s->n_parts == s->parts_cap) {
-		size_t nc = s->parts_cap ? s->parts_cap * 2 : 16;
-		part_rec *np = realloc(s->parts, nc * sizeof *np);
-		if (!np)
+	if (tk__grow(&s->parts, &s->parts_cap, s->n_parts + 1, sizeof *s->parts, 16))
 			return fail(s, TK_ERR_NOMEM, "out of memory");
-		s->parts = np;
-		s->parts_cap = nc;
-	}
 	part_rec *pr = &s->parts[s->n_parts];
 	memset(pr, 0, sizeof *pr);
 	size_t n = strlen(s->o.dir) + strlen(s->name) + strlen(s->ext) + 48;
@@ -373,14 +367,8 @@ static int write_piece(tk_split *s, const tk_event *ev, int64_t ts, int64_t end,
 
 static int carry_add(tk_split *s, const tk_event *ev)
 {
-	if (s->n_carry == s->carry_cap) {
-		size_t nc = s->carry_cap ? s->carry_cap * 2 : 16;
-		tk_event **n = realloc(s->carry, nc * sizeof *n);
-		if (!n)
+	if (tk__grow(&s->carry, &s->carry_cap, s->n_carry + 1, sizeof *s->carry, 16))
 			return fail(s, TK_ERR_NOMEM, "out of memory");
-		s->carry = n;
-		s->carry_cap = nc;
-	}
 	if (!(s->carry[s->n_carry] = tk_event_dup(ev)))
 		return fail(s, TK_ERR_NOMEM, "out of memory");
 	s->n_carry++;
@@ -446,14 +434,8 @@ static int enter_seg(tk_split *s, int64_t k)
 
 static int hold(tk_split *s, tk__flow *f, const tk_event *ev)
 {
-	if (s->n_pool == s->pool_cap && !s->free_head) {
-		size_t nc = s->pool_cap ? s->pool_cap * 2 : 256;
-		held *np = realloc(s->pool, nc * sizeof *np);
-		if (!np)
-			return fail(s, TK_ERR_NOMEM, "out of memory");
-		s->pool = np;
-		s->pool_cap = nc;
-	}
+	if (!s->free_head && tk__grow(&s->pool, &s->pool_cap, s->n_pool + 1, sizeof *s->pool, 256))
+		return fail(s, TK_ERR_NOMEM, "out of memory");
 	uint32_t i = s->free_head ? s->free_head - 1 : (uint32_t)s->n_pool++;
 	if (s->free_head)
 		s->free_head = s->pool[i].next;

@@ -126,14 +126,8 @@ size_t tk__hist_cuts(const tk__hist *h, unsigned n, int64_t *cuts)
 
 static int add_mev(tk__scan *sc, const tk_event *ev)
 {
-	if (sc->n_mev == sc->mev_cap) {
-		size_t nc = sc->mev_cap ? sc->mev_cap * 2 : 64;
-		tk_event **nm = realloc(sc->mev, nc * sizeof *nm);
-		if (!nm)
+	if (tk__grow(&sc->mev, &sc->mev_cap, sc->n_mev + 1, sizeof *sc->mev, 64))
 			return TK_ERR_NOMEM;
-		sc->mev = nm;
-		sc->mev_cap = nc;
-	}
 	return (sc->mev[sc->n_mev] = tk_event_dup(ev)) ? (sc->n_mev++, 0) : TK_ERR_NOMEM;
 }
 
@@ -152,14 +146,8 @@ static int add_step(tk__scan *sc, const tk_event *ev)
 			return 0;
 		num = num * 10 + (ev->name.ptr[i] - '0');
 	}
-	if (sc->n_steps == sc->steps_cap) {
-		size_t nc = sc->steps_cap ? sc->steps_cap * 2 : 64;
-		tk__step *ns = realloc(sc->steps, nc * sizeof *ns);
-		if (!ns)
+	if (tk__grow(&sc->steps, &sc->steps_cap, sc->n_steps + 1, sizeof *sc->steps, 64))
 			return TK_ERR_NOMEM;
-		sc->steps = ns;
-		sc->steps_cap = nc;
-	}
 	sc->steps[sc->n_steps++] = (tk__step){num, ev->ts, (ev->has & TK_HAS_DUR) ? ev->dur : 0};
 	return 0;
 }

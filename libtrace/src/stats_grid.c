@@ -24,14 +24,8 @@ int tk__grid_col(tk__grid *g, const char *head, const char *id, int width, int l
 int tk__grid_row(tk__grid *g)
 {
 	size_t per = 2 * g->n_cols;
-	if (g->n_rows == g->cap_rows) {
-		size_t nc = g->cap_rows ? g->cap_rows * 2 : 64;
-		char **n = realloc(g->cells, nc * per * sizeof *n);
-		if (!n)
-			return TK_ERR_NOMEM;
-		g->cells = n;
-		g->cap_rows = nc;
-	}
+	if (tk__grow(&g->cells, &g->cap_rows, g->n_rows + 1, per * sizeof *g->cells, 64))
+		return TK_ERR_NOMEM;
 	memset(g->cells + g->n_rows * per, 0, per * sizeof *g->cells);
 	g->n_rows++;
 	return 0;

@@ -218,41 +218,12 @@ int tk__tkb_enc_end(tk__tkb_enc *e, tk__buf *out)
 	return write_chunk(e, out, TK__C_END, 0, (unsigned char *)pl->p, pl->len);
 }
 
-int tk__tkb_canon(tk__buf *out, const char *s, size_t n, int members)
-{
-	tk__buf t = {0};
-	if (tk__buf_reserve(&t, n + 2 + TK__PAD))
-		return TK_ERR_NOMEM;
-	if (members)
-		t.p[t.len++] = '{';
-	memcpy(t.p + t.len, s, n);
-	t.len += n;
-	if (members)
-		t.p[t.len++] = '}';
-	memset(t.p + t.len, 0, TK__PAD);
-	t.p[t.len] = ' '; /* a number that ends the text must not read as cut off */
-	const unsigned char *p = (const unsigned char *)t.p, *e = p + t.len + 1, *end;
-	tk__jerr je = {0};
-	size_t mark = out->len;
-	int rc = tk__json_canon_value(p, e, out, &end, 1000, &je);
-	if (rc == TK__J_OK && tk__skip_ws(end, e) != e)
-		rc = TK__J_BAD;
-	tk__buf_free(&t);
-	if (rc)
-		return TK_ERR_ARG;
-	if (members) { /* strip the braces */
-		memmove(out->p + mark, out->p + mark + 1, out->len - mark - 2);
-		out->len -= 2;
-	}
-	return 0;
-}
-
 int tk__tkb_enc_meta(tk__tkb_enc *e, tk_sv key, tk_sv json, int after)
 {
 	tk__buf *m = &e->meta;
 	size_t mark = m->len;
 	e->tmp.len = 0;
-	int rc = tk__tkb_canon(&e->tmp, json.ptr, json.len, 0);
+	int rc = tk__json_canon_text(&e->tmp, json.ptr, json.len, 0, NULL);
 	if (rc)
 		return rc;
 	if (tk__buf_putc(m, after ? 1 : 0) || put_bytes(m, key.ptr, key.len) ||
@@ -409,16 +380,8 @@ static int new_shape(tk__tkb_enc *e, uint32_t id, size_t n)
 {
 	if (grow_shapes(e, id + 1))
 		return TK_ERR_NOMEM;
-	if (e->n_prev + n > e->prev_cap) {
-		size_t nc = e->prev_cap ? e->prev_cap * 2 : 1024;
-		while (nc < e->n_prev + n)
-			nc *= 2;
-		int64_t *np = realloc(e->prev, nc * sizeof *np);
-		if (!np)
-			return TK_ERR_NOMEM;
-		e->prev = np;
-		e->prev_cap = nc;
-	}
+	if (tk__grow(&e->prev, &e->prev_cap, e->n_prev + n, sizeof *e->prev, 1024))
+		return TK_ERR_NOMEM;
 	e->def_off[id] = e->defs.len;
 	if (put_v(&e->defs, n))
 		return TK_ERR_NOMEM;
@@ -543,9 +506,9 @@ static int canon_parts(tk__tkb_enc *e, const tk_event *ev, tk_sv *args, tk_sv *e
 	if (ev->has & TK_HAS_VALID_JSON)
 		return 0;
 	e->cargs.len = e->cextra.len = 0;
-	if (args->ptr && tk__tkb_canon(&e->cargs, args->ptr, args->len, 0))
+	if (args->ptr && tk__json_canon_text(&e->cargs, args->ptr, args->len, 0, NULL))
 		return TK_ERR_ARG;
-	if (extra->ptr && extra->len && tk__tkb_canon(&e->cextra, extra->ptr, extra->len, 1))
+	if (extra->ptr && extra->len && tk__json_canon_text(&e->cextra, extra->ptr, extra->len, 1, NULL))
 		return TK_ERR_ARG;
 	if (args->ptr)
 		*args = (tk_sv){e->cargs.p ? e->cargs.p : "", e->cargs.len};

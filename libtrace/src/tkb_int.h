@@ -95,7 +95,5 @@ int tk__tkb_enc_meta(tk__tkb_enc *e, tk_sv key, tk_sv json, int after);
 int tk__tkb_enc_flush(tk__tkb_enc *e, tk__buf *out);
 int tk__tkb_enc_anchor(tk__tkb_enc *e, tk__buf *out, int kind, const tk_tkb_anchor *a);
 int tk__tkb_enc_end(tk__tkb_enc *e, tk__buf *out);
-/* Canonical compact JSON of one value (or of members when `members`). */
-int tk__tkb_canon(tk__buf *out, const char *s, size_t n, int members);
 
 #endif

@@ -857,3 +857,38 @@ int tk__json_is_canonical(const char *s, size_t n, int kind)
 	tk__buf_free(&out);
 	return ok;
 }
+
+int tk__json_canon_text(tk__buf *out, const char *s, size_t n, int members, int *repaired)
+{
+	/* the scanner reads a little past its end: work on a padded copy */
+	tk__buf t = {0};
+	if (tk__buf_reserve(&t, n + 2 + TK__PAD))
+		return TK_ERR_NOMEM;
+	if (members)
+		t.p[t.len++] = '{';
+	if (n)
+		memcpy(t.p + t.len, s, n);
+	t.len += n;
+	if (members)
+		t.p[t.len++] = '}';
+	memset(t.p + t.len, 0, TK__PAD);
+	t.p[t.len] = ' '; /* a number that ends the text must not read as cut off */
+	const unsigned char *p = (const unsigned char *)t.p, *e = p + t.len + 1, *end;
+	tk__jerr je = {0};
+	size_t mark = out->len;
+	int rc = tk__json_canon_value(p, e, out, &end, 1000, &je);
+	if (rc == TK__J_OK && tk__skip_ws(end, e) != e)
+		rc = TK__J_BAD;
+	tk__buf_free(&t);
+	if (repaired)
+		*repaired = je.repaired;
+	if (rc) {
+		out->len = mark;
+		return je.msg && strcmp(je.msg, "out of memory") == 0 ? TK_ERR_NOMEM : TK_ERR_ARG;
+	}
+	if (members) { /* strip the braces */
+		memmove(out->p + mark, out->p + mark + 1, out->len - mark - 2);
+		out->len -= 2;
+	}
+	return 0;
+}

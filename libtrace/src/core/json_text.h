@@ -98,6 +98,12 @@ int tk__utf8_valid(const unsigned char *p, size_t n);
  * it runs past e, TK__J_BAD. */
 int tk__json_escape_at(const unsigned char *p, const unsigned char *e, long *cp, char *simple,
                        int *len, int *repaired, tk__jerr *je);
+/* Appends the canonical compact JSON of caller-supplied text (no padding
+ * needed): one value, or with `members` the members of an object without
+ * its braces (`"a":1,"b":2`). 0, TK_ERR_ARG when it is not valid JSON
+ * (out unchanged), or TK_ERR_NOMEM; *repaired (may be NULL): strings whose
+ * invalid UTF-8 was replaced. */
+int tk__json_canon_text(tk__buf *out, const char *s, size_t n, int members, int *repaired);
 /* UTF-8 of code point v into d (4 bytes of room); returns the length. */
 size_t tk__utf8_put(char *d, long v);
 

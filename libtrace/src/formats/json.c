@@ -628,27 +628,16 @@ static int put_str(tk_writer *w, tk__buf *o, const char *s, size_t n)
 }
 
 /* Canonicalize caller-supplied JSON text; returns 0 or an error. */
-static int canon(tk_writer *w, tk__buf *o, const char *s, size_t n, const char *what)
+/* Canonicalize caller-supplied JSON text (members: an object's, without
+ * braces); 0 or an error. */
+static int canon(tk_writer *w, tk__buf *o, const char *s, size_t n, int members, const char *what)
 {
-	const unsigned char *p = (const unsigned char *)s, *e = p + n, *end;
-	tk__jerr je = {0};
-	/* the scanner reads a little past e: work on a padded copy */
-	tk__buf t = {0};
-	if (tk__buf_reserve(&t, n + TK__PAD))
-		return TK_ERR_NOMEM;
-	memcpy(t.p, s, n);
-	memset(t.p + n, 0, TK__PAD);
-	t.p[n] = ' '; /* a number that ends the text must not read as cut off */
-	p = (const unsigned char *)t.p;
-	e = p + n + 1;
-	int rc = tk__json_canon_value(p, e, o, &end, 1000, &je);
-	if (rc == TK__J_OK && tk__skip_ws(end, e) != e)
-		rc = TK__J_BAD;
-	tk__buf_free(&t);
-	w->repaired += (uint64_t)je.repaired;
-	if (rc)
+	int repaired = 0;
+	int rc = tk__json_canon_text(o, s, n, members, &repaired);
+	w->repaired += (uint64_t)repaired;
+	if (rc == TK_ERR_ARG)
 		return tk__err_set(&w->err, TK_ERR_ARG, "%s is not valid JSON", what);
-	return 0;
+	return rc;
 }
 
 static int jw_add_meta(tk_writer *w, tk_sv key, tk_sv json, int after)
@@ -658,20 +647,14 @@ static int jw_add_meta(tk_writer *w, tk_sv key, tk_sv json, int after)
 	if (!rc)
 		rc = tk__buf_putc(&b, ':');
 	if (!rc)
-		rc = canon(w, &b, json.ptr, json.len, "metadata value");
+		rc = canon(w, &b, json.ptr, json.len, 0, "metadata value");
 	if (rc) {
 		tk__buf_free(&b);
 		return rc;
 	}
-	if (w->n_meta == w->meta_cap) {
-		size_t nc = w->meta_cap ? w->meta_cap * 2 : 16;
-		tk__meta *nm = realloc(w->meta, nc * sizeof *nm);
-		if (!nm) {
-			tk__buf_free(&b);
-			return TK_ERR_NOMEM;
-		}
-		w->meta = nm;
-		w->meta_cap = nc;
+	if (tk__grow(&w->meta, &w->meta_cap, w->n_meta + 1, sizeof *w->meta, 16)) {
+		tk__buf_free(&b);
+		return TK_ERR_NOMEM;
 	}
 	jw *s = w->fs;
 	w->meta[w->n_meta++] = (tk__meta){{NULL, 0}, b.p, b.len, s->header_done || after};
@@ -767,19 +750,7 @@ static int members(tk_writer *w, tk__buf *o, const tk_event *ev)
 		if (ev->has & TK_HAS_VALID_JSON) {
 			rc = tk__buf_append(o, ev->extra.ptr, ev->extra.len);
 		} else {
-			/* validate the members by wrapping them into an object */
-			tk__buf t = {0};
-			rc = tk__buf_putc(&t, '{') || tk__buf_append(&t, ev->extra.ptr, ev->extra.len) ||
-			     tk__buf_putc(&t, '}');
-			size_t mark = o->len;
-			if (!rc)
-				rc = canon(w, o, t.p, t.len, "event extra members");
-			tk__buf_free(&t);
-			if (rc)
-				return rc;
-			/* strip the braces canon() wrote */
-			memmove(o->p + mark, o->p + mark + 1, o->len - mark - 2);
-			o->len -= 2;
+			rc = canon(w, o, ev->extra.ptr, ev->extra.len, 1, "event extra members");
 		}
 		if (rc || tk__buf_putc(o, ','))
 			return rc ? rc : TK_ERR_NOMEM;
@@ -790,7 +761,7 @@ static int members(tk_writer *w, tk__buf *o, const tk_event *ev)
 		if (ev->has & TK_HAS_VALID_JSON)
 			rc = tk__buf_append(o, ev->args.ptr, ev->args.len);
 		else
-			rc = canon(w, o, ev->args.ptr, ev->args.len, "event args");
+			rc = canon(w, o, ev->args.ptr, ev->args.len, 0, "event args");
 		if (rc || tk__buf_putc(o, ','))
 			return rc ? rc : TK_ERR_NOMEM;
 	}
