@@ -24,11 +24,13 @@ typedef struct tk_merge_opts {
 	 * get all but an eighth (at most 32 MiB) that readers, the writer's
 	 * threads and the per-rank tables use */
 	size_t memory_bytes;
-	const char *tmpdir;  /* spilled runs; NULL = $TMPDIR or /tmp */
+	const char *tmpdir;  /* spilled runs; NULL = $TMPDIR or /tmp (copied) */
 	int align;           /* TK_ALIGN_* */
 	tk_reader_opts ropts;
 	tk_writer_opts wopts;
-	/* filters: NULL/0 = keep all. Metadata (ph 'M') events are always kept. */
+	/* filters: NULL/0 = keep all. Metadata (ph 'M') events are always kept.
+	 * The arrays and strings are borrowed: they must stay valid until
+	 * tk_merge_free(). */
 	const int64_t *ranks;
 	size_t n_ranks;
 	const char *const *cats;
@@ -39,12 +41,12 @@ typedef struct tk_merge_opts {
 	/* called while inputs are read (with the input's name) and while the
 	 * output is written ("writing") */
 	tk_progress_fn progress;
-	void *progress_ctx;
+	void *progress_ctx; /* borrowed */
 } tk_merge_opts;
 
 /* What happened to one input, for reports. */
 typedef struct tk_merge_rank_info {
-	const char *path;
+	const char *path; /* the merge's: valid until tk_merge_free() */
 	int64_t rank;
 	int rank_source;     /* 0 given, 1 from the input (distributedInfo.rank or a .tkb header), 2 input order */
 	uint64_t events_in;  /* events read */

@@ -12,7 +12,7 @@ typedef struct tk_sorter tk_sorter;
 
 typedef struct tk_sorter_opts {
 	size_t memory_bytes; /* budget for buffered events; 0 = 256 MiB */
-	const char *tmpdir;  /* where runs are spilled; NULL = $TMPDIR or /tmp */
+	const char *tmpdir;  /* where runs are spilled; NULL = $TMPDIR or /tmp (copied) */
 } tk_sorter_opts;
 
 /* Events come back ordered by ts (events without ts first, in input order),

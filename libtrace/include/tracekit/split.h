@@ -16,6 +16,7 @@ extern "C" {
  * window, steps); max_bytes combines with any of them and alone cuts by
  * size. */
 typedef struct tk_split_opts {
+	/* Strings are borrowed: they must stay valid until tk_split_free(). */
 	const char *dir;  /* output directory; created if missing */
 	const char *name; /* base name of parts and index; NULL = the input's
 	                     name without .json/.gz/.tkb */
@@ -42,12 +43,12 @@ typedef struct tk_split_opts {
 
 	/* called now and then with the pass ("scanning", "sorting", "writing") */
 	tk_progress_fn progress;
-	void *progress_ctx;
+	void *progress_ctx; /* borrowed */
 } tk_split_opts;
 
 /* One written part. Times are ns in the trace's own time base. */
 typedef struct tk_split_part {
-	const char *file;        /* file name inside dir */
+	const char *file;        /* file name inside dir (the split's: valid until the next run or tk_split_free()) */
 	int64_t start, end;      /* the time range the part stands for; OPEN_* when open */
 	int64_t first_ts;        /* earliest event start in the part */
 	int64_t last_end;        /* latest event end (ts + dur) in the part */

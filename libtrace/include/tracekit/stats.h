@@ -30,7 +30,7 @@ typedef struct tk_stats_opts {
 	int group_by_shapes; /* key rows by (name, Input Dims) as torch's group_by_input_shape */
 	int flops;           /* TK_FLOPS_*; 0 = none */
 	/* Categories to count, comma separated ("cpu_op,kernel"); NULL = the
-	 * default set (see tk_stats_event_class). */
+	 * default set (see tk_stats_event_class). Copied by tk_stats_new(). */
 	const char *cats;
 	/* Only events starting in [lo, hi) of the trace's own clock count. Its
 	 * ends must be absolute (tk_window_at() after finding the first event):
@@ -56,6 +56,8 @@ TK_API void tk_stats_free(tk_stats *s);
 TK_API int tk_stats_event_class(tk_sv cat, int has_cat);
 
 /* One operator row (torch FunctionEventAvg). Times in ns. */
+/* Rows and their strings belong to the stats object: valid until
+ * tk_stats_free(). */
 typedef struct tk_stats_op {
 	const char *name;   /* ProfilerStep#N already folded to ProfilerStep* */
 	const char *shapes; /* torch's str(input_shapes), "" when not grouped */
@@ -103,6 +105,7 @@ TK_API uint64_t tk_flops_event(const tk_event *ev, int mode);
 
 enum { TK_TABLE_TEXT = 0, TK_TABLE_CSV = 1, TK_TABLE_JSON = 2, TK_TABLE_MARKDOWN = 3 };
 
+/* Strings and arrays are borrowed for the call that renders a table. */
 typedef struct tk_table_opts {
 	int format;          /* TK_TABLE_* */
 	const char *sort_by; /* torch attribute name; NULL = first appearance */

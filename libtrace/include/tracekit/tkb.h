@@ -26,6 +26,8 @@ TK_API void tk_tkb_anchor_now(tk_tkb_anchor *a, int64_t gpu_ns);
 
 /* What the file header says about its producer. */
 typedef struct tk_tkb_header {
+	/* Strings and the anchor are read while the writer opens (copied into
+	 * the file header). */
 	const char *producer; /* e.g. "tracekit-collector 0.1"; NULL = "libtracekit <version>" */
 	const char *host;     /* NULL = unknown */
 	int64_t pid;          /* -1 = unknown */
