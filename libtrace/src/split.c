@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "pump.h"
+#include "formats/formats.h"
 #include "split_int.h"
 #include "tracekit/sort.h"
 
@@ -31,8 +32,10 @@ typedef struct seg {
 struct tk_split {
 	tk__err err; /* the message and the warnings of the last run */
 	tk_split_opts o;
-	char *name, *ext, *index_path;
-	int gz, tkb; /* parts gzip-compressed (.tkb: zlib chunks); .tkb parts */
+	char *name, *index_path;
+	char ext[32];             /* the parts' file name ending: ".json.gz" */
+	const tk__format *pf;     /* the parts' format */
+	int gz;                   /* gzip: the whole part, or the format's own (.tkb chunks) */
 	tk_split_stats st;
 	tk__scan sc;
 
@@ -216,7 +219,7 @@ static int part_open(tk_split *s, int64_t start)
 	snprintf(pr->tmp, n, "%s/.%s.part-%zu%s.partial", s->o.dir, s->name, s->n_parts, s->ext);
 	s->n_parts++;
 	pr->p = (tk_split_part){NULL, start, s->seg_end, INT64_MAX, INT64_MIN, 0, 0, -1, -1};
-	tk_writer_opts wo = {s->tkb ? TK_FORMAT_TKB : TK_FORMAT_JSON, s->gz, s->o.wopts.gzip_level};
+	tk_writer_opts wo = {s->pf->id, s->gz, s->o.wopts.gzip_level};
 	if (tk_writer_open_path(&s->w, pr->tmp, &wo))
 		return fail(s, TK_ERR_IO, "%s", tk_writer_error(s->w));
 	pr->p.events = s->sc.n_mev;
@@ -726,7 +729,7 @@ static int index_text(tk_split *s, tk__buf *b, const char *input)
 	int rc = tk__buf_append(b, "{\"tool\":\"trace-split\",\n\"tracekit\":", 34) ||
 	         put_jstr(b, tk_version()) || tk__buf_append(b, ",\n\"input\":", 10) ||
 	         put_jstr(b, base_name(input)) || tk__buf_append(b, ",\n\"format\":", 11) ||
-	         put_jstr(b, s->tkb ? "tkb" : s->gz ? "json.gz" : "json") ||
+	         put_jstr(b, s->ext + 1) ||
 	         tk__buf_append(b, ",\n\"time_unit\":\"us\"", 18) ||
 	         put_kv(b, "max_bytes", s->o.max_bytes) || put_kv(b, "clip", (uint64_t)!!s->o.clip) ||
 	         put_kv(b, "input_sorted", (uint64_t)st->input_sorted) ||
@@ -837,17 +840,11 @@ static int make_dir(tk_split *s)
 	return 0;
 }
 
-/* NAME from the input: its file name without .gz and .json. */
+/* NAME from the input: its file name without the trace suffixes (.json.gz). */
 static int pick_name(tk_split *s, const char *path)
 {
 	const char *b = base_name(path);
-	size_t n = strlen(b);
-	if (n > 3 && strcmp(b + n - 3, ".gz") == 0)
-		n -= 3;
-	if (n > 5 && strncmp(b + n - 5, ".json", 5) == 0)
-		n -= 5;
-	else if (n > 4 && strncmp(b + n - 4, ".tkb", 4) == 0)
-		n -= 4;
+	size_t n = tk__name_stem(b);
 	free(s->name);
 	if (!(s->name = s->o.name ? tk__strdup(s->o.name) : strndup(b, n)))
 		return fail(s, TK_ERR_NOMEM, "out of memory");
@@ -884,13 +881,13 @@ static int run(tk_split *s, const char *path)
 	int rc = tk__split_scan(&s->sc, path, &s->o, &s->err);
 	if (rc)
 		return rc;
-	s->tkb = s->o.wopts.format == TK_FORMAT_TKB;
-	if (s->tkb) { /* gzip means zlib chunks, never by default */
-		s->gz = s->o.wopts.gzip > 0;
-		s->ext = ".tkb";
-	} else {
+	s->pf = tk__format_by_id(s->o.wopts.format == TK_FORMAT_AUTO ? TK_FORMAT_JSON : s->o.wopts.format);
+	if (s->pf->flags & TK__FMT_WHOLE_GZIP) { /* gzip parts by default when the input was */
 		s->gz = s->o.wopts.gzip < 0 ? s->sc.gz_input : s->o.wopts.gzip;
-		s->ext = s->gz ? ".json.gz" : ".json";
+		snprintf(s->ext, sizeof s->ext, "%s%s", s->pf->suffixes[0], s->gz ? ".gz" : "");
+	} else { /* gzip means the format's own compression, never by default */
+		s->gz = s->o.wopts.gzip > 0;
+		snprintf(s->ext, sizeof s->ext, "%s", s->pf->suffixes[0]);
 	}
 	s->st.events_in = s->sc.events;
 	s->st.meta_events = s->sc.n_mev;
@@ -948,12 +945,12 @@ static int check_opts(tk_split *s)
 		return fail(s, TK_ERR_ARG, "the window is empty");
 	if (o->steps && o->step_from > o->step_to)
 		return fail(s, TK_ERR_ARG, "the step range is empty");
-	if (o->wopts.format != TK_FORMAT_AUTO && o->wopts.format != TK_FORMAT_JSON &&
-	    o->wopts.format != TK_FORMAT_TKB)
-		return fail(s, TK_ERR_UNSUPPORTED, "parts are written as JSON (plain or gzip) or .tkb");
-	if (o->wopts.format == TK_FORMAT_TKB && o->max_bytes)
+	const tk__format *pf = tk__format_by_id(o->wopts.format == TK_FORMAT_AUTO ? TK_FORMAT_JSON : o->wopts.format);
+	if (!pf || !pf->wr)
+		return fail(s, TK_ERR_UNSUPPORTED, "parts cannot be written in that format (%s)", tk_format_names());
+	if (!pf->wr->state_size && o->max_bytes)
 		return fail(s, TK_ERR_UNSUPPORTED, "a byte budget needs JSON parts (the viewers' limits are "
-		            "on JSON): split .tkb output by parts, window, steps or range");
+		            "on JSON): split %s output by parts, every, steps or a window", pf->name);
 	return 0;
 }
 

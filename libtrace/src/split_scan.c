@@ -411,7 +411,7 @@ int tk__split_scan(tk__scan *sc, const char *path, const tk_split_opts *o, tk__e
 	else if (rc && !err->msg[0])
 		tk__err_msg(err, 0, "%s", r ? tk_reader_error(r) : "out of memory");
 	if (!rc) {
-		sc->gz_input = strcmp(tk_reader_format(r), "json.gz") == 0;
+		sc->gz_input = strchr(tk_reader_format(r), '.') != NULL; /* "json.gz": a filter under the format */
 		finish_steps(sc);
 		count_orphans(sc);
 		rc = reader_warnings(r, err);

@@ -61,6 +61,8 @@ const tk__format *tk__format_for_output(const char *name, const struct tk__ofilt
 /* 1 if a member name looks like a trace: it ends in a read format's
  * suffix, possibly followed by an input filter's suffix. */
 int tk__is_trace_name(const char *name);
+/* The length of a file name without its trace suffixes ("x.json.gz" -> 1). */
+size_t tk__name_stem(const char *name);
 
 /* ---- input filters ----------------------------------------------------
  * A filter decodes the stream of the stage below it (see source.c): gzip.c

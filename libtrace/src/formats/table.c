@@ -103,6 +103,23 @@ int tk__is_trace_name(const char *name)
 	return 0;
 }
 
+size_t tk__name_stem(const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; i < COUNT(ifilters); i++) {
+		const char *suf = ifilters[i]->suffix;
+		if (*suf && ends(name, n, suf) && n > strlen(suf)) {
+			n -= strlen(suf);
+			break;
+		}
+	}
+	for (size_t i = 0; i < COUNT(formats); i++)
+		for (const char *const *x = formats[i]->suffixes; *x; x++)
+			if (ends(name, n, *x) && n > strlen(*x))
+				return n - strlen(*x);
+	return n;
+}
+
 /* ---- the public face ---- */
 
 int tk_format_from_name(const char *name, tk_writer_opts *o)
