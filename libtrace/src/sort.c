@@ -175,9 +175,9 @@ void tk__sort_rec_decode(const char *p, tk_event *ev, uint64_t *tag)
 
 /* Each half of the budget holds its records and entries; entries are
  * sorted with a scratch array of the same size. */
-static size_t mem_used(const sortbuf *b)
+static size_t mem_used(const tk__sortbuf *b)
 {
-	return b->chunk_bytes + b->ents_cap * sizeof(entry) + b->n_ents * sizeof(entry);
+	return b->chunk_bytes + b->ents_cap * sizeof(tk__sort_entry) + b->n_ents * sizeof(tk__sort_entry);
 }
 
 static size_t chunk_size(const tk_sorter *s)
@@ -185,7 +185,7 @@ static size_t chunk_size(const tk_sorter *s)
 	return s->budget / 16 < CHUNK_BYTES ? s->budget / 16 : CHUNK_BYTES;
 }
 
-static char *mem_alloc(const tk_sorter *s, sortbuf *b, size_t n)
+static char *mem_alloc(const tk_sorter *s, tk__sortbuf *b, size_t n)
 {
 	if (b->cur && b->cur->cap - b->cur->used >= n) {
 		char *p = b->cur->data + b->cur->used;
@@ -193,7 +193,7 @@ static char *mem_alloc(const tk_sorter *s, sortbuf *b, size_t n)
 		return p;
 	}
 	size_t cap = chunk_size(s);
-	chunk *c = NULL;
+	tk__sort_chunk *c = NULL;
 	if (b->spare && n <= b->spare->cap) { /* a chunk of an earlier run, its pages already mapped */
 		c = b->spare;
 		b->spare = c->next;
@@ -218,10 +218,10 @@ static char *mem_alloc(const tk_sorter *s, sortbuf *b, size_t n)
 
 /* Empties a buffer; `keep`: its chunks of the usual size stay for the next
  * run (freeing and mapping them again costs a page fault per page). */
-static void mem_clear(const tk_sorter *s, sortbuf *b, int keep)
+static void mem_clear(const tk_sorter *s, tk__sortbuf *b, int keep)
 {
 	size_t usual = chunk_size(s);
-	for (chunk *c = b->chunks, *n; c; c = n) {
+	for (tk__sort_chunk *c = b->chunks, *n; c; c = n) {
 		n = c->next;
 		if (keep && c->cap == usual) {
 			c->next = b->spare;
@@ -230,7 +230,7 @@ static void mem_clear(const tk_sorter *s, sortbuf *b, int keep)
 			free(c);
 		}
 	}
-	for (chunk *c = keep ? NULL : b->spare, *n; c; c = n) {
+	for (tk__sort_chunk *c = keep ? NULL : b->spare, *n; c; c = n) {
 		n = c->next;
 		free(c);
 	}
@@ -241,7 +241,7 @@ static void mem_clear(const tk_sorter *s, sortbuf *b, int keep)
 	b->n_ents = b->n_no_ts = 0;
 }
 
-static void buf_free(const tk_sorter *s, sortbuf *b)
+static void buf_free(const tk_sorter *s, tk__sortbuf *b)
 {
 	mem_clear(s, b, 0);
 	free(b->ents);
@@ -252,10 +252,10 @@ static void buf_free(const tk_sorter *s, sortbuf *b)
 /* Stable LSD radix sort on the key; bytes where every key agrees are skipped
  * (epoch timestamps share their high bytes). Events without ts were already
  * moved to the front and are left alone. */
-static int sort_entries(tk_sorter *s, sortbuf *b)
+static int sort_entries(tk_sorter *s, tk__sortbuf *b)
 {
 	size_t lo = b->n_no_ts, n = b->n_ents;
-	entry *a = b->ents;
+	tk__sort_entry *a = b->ents;
 	if (n - lo < 2)
 		return 0;
 	if (b->scratch_cap < n - lo) {
@@ -265,7 +265,7 @@ static int sort_entries(tk_sorter *s, sortbuf *b)
 			return fail(s, TK_ERR_NOMEM, "sorter: out of memory sorting %zu events", n - lo);
 		b->scratch_cap = n - lo;
 	}
-	entry *src = a + lo, *tmp = b->scratch, *dst = tmp;
+	tk__sort_entry *src = a + lo, *tmp = b->scratch, *dst = tmp;
 	size_t m = n - lo;
 	for (int shift = 0; shift < 64; shift += 8) {
 		size_t cnt[256] = {0};
@@ -281,7 +281,7 @@ static int sort_entries(tk_sorter *s, sortbuf *b)
 		}
 		for (size_t i = 0; i < m; i++)
 			dst[cnt[(src[i].key >> shift) & 255]++] = src[i];
-		entry *t = src;
+		tk__sort_entry *t = src;
 		src = dst;
 		dst = t;
 	}
@@ -291,12 +291,12 @@ static int sort_entries(tk_sorter *s, sortbuf *b)
 }
 
 /* Move the events without ts to the front, keeping the order on both sides. */
-static int partition_no_ts(tk_sorter *s, sortbuf *b)
+static int partition_no_ts(tk_sorter *s, tk__sortbuf *b)
 {
 	size_t n_no = b->n_no_ts;
 	if (!n_no || n_no == b->n_ents)
 		return 0;
-	entry *tmp = malloc(b->n_ents * sizeof *tmp);
+	tk__sort_entry *tmp = malloc(b->n_ents * sizeof *tmp);
 	if (!tmp)
 		return fail(s, TK_ERR_NOMEM, "sorter: out of memory");
 	size_t lo = 0, hi = n_no;
@@ -309,14 +309,14 @@ static int partition_no_ts(tk_sorter *s, sortbuf *b)
 	return 0;
 }
 
-static int sort_memory(tk_sorter *s, sortbuf *b)
+static int sort_memory(tk_sorter *s, tk__sortbuf *b)
 {
 	int rc = partition_no_ts(s, b);
 	return rc ? rc : sort_entries(s, b);
 }
 
 /* Sort a buffer and write it out as one run. */
-static int spill(tk_sorter *s, sortbuf *b)
+static int spill(tk_sorter *s, tk__sortbuf *b)
 {
 	if (!b->n_ents)
 		return 0;
@@ -347,7 +347,7 @@ static void *bg_main(void *arg)
 			pthread_cond_wait(&s->cv, &s->mu);
 		if (!s->bg_busy)
 			break;
-		sortbuf *b = &s->buf[!s->fill];
+		tk__sortbuf *b = &s->buf[!s->fill];
 		int failed = s->bg_err.code;
 		pthread_mutex_unlock(&s->mu);
 		if (!failed)
@@ -443,7 +443,7 @@ int tk_sorter_new(tk_sorter **out, const tk_sorter_opts *opts)
 	return 0;
 }
 
-static int grow_entries(tk_sorter *s, sortbuf *b)
+static int grow_entries(tk_sorter *s, tk__sortbuf *b)
 {
 	if (tk__grow(&b->ents, &b->ents_cap, b->ents_cap + 1, sizeof *b->ents, 64))
 		return fail(s, TK_ERR_NOMEM, "sorter: out of memory");
@@ -462,8 +462,8 @@ int tk_sorter_add(tk_sorter *s, const tk_event *ev, uint64_t tag)
 	if (n > UINT32_MAX - 8)
 		return fail(s, TK_ERR_LIMIT, "sorter: event of %zu bytes is too large", n);
 	/* spill when this event would push its half past half the budget */
-	sortbuf *b = &s->buf[s->fill];
-	size_t extra = n + 2 * sizeof(entry) + (b->n_ents == b->ents_cap ? b->ents_cap * sizeof(entry) : 0);
+	tk__sortbuf *b = &s->buf[s->fill];
+	size_t extra = n + 2 * sizeof(tk__sort_entry) + (b->n_ents == b->ents_cap ? b->ents_cap * sizeof(tk__sort_entry) : 0);
 	if (b->n_ents && mem_used(b) + extra > s->budget / 2) {
 		int rc = spill_half(s);
 		if (rc)
@@ -476,7 +476,7 @@ int tk_sorter_add(tk_sorter *s, const tk_event *ev, uint64_t tag)
 	if (!rec)
 		return fail(s, TK_ERR_NOMEM, "sorter: out of memory buffering an event of %zu bytes", n);
 	rec_encode(rec, n, ev, tag);
-	b->ents[b->n_ents++] = (entry){(ev->has & TK_HAS_TS) ? tk__sort_key(ev->ts) : 0, rec};
+	b->ents[b->n_ents++] = (tk__sort_entry){(ev->has & TK_HAS_TS) ? tk__sort_key(ev->ts) : 0, rec};
 	b->n_no_ts += !(ev->has & TK_HAS_TS);
 	return 0;
 }
@@ -494,7 +494,7 @@ int tk_sorter_finish(tk_sorter *s)
 	s->finished = 1;
 	if (rc)
 		return rc;
-	sortbuf *b = &s->buf[s->fill];
+	tk__sortbuf *b = &s->buf[s->fill];
 	buf_free(s, &s->buf[!s->fill]);
 	if (!s->n_runs) /* fast path: everything fits in memory */
 		return sort_memory(s, b);
@@ -523,7 +523,7 @@ int tk_sorter_next(tk_sorter *s, const tk_event **ev, uint64_t *tag)
 		if (rc)
 			return rc;
 	} else {
-		const sortbuf *b = &s->buf[s->fill];
+		const tk__sortbuf *b = &s->buf[s->fill];
 		if (s->mem_pos >= b->n_ents)
 			return TK_EOF;
 		tk__sort_rec_decode(b->ents[s->mem_pos++].rec, &s->ev, &t);

@@ -12,38 +12,38 @@
 #define DICT_MIN (16u << 10) /* per-run dictionary bytes: budget / 64 within these */
 #define DICT_MAX (2u << 20)
 
-typedef struct entry {
+typedef struct tk__sort_entry {
 	uint64_t key; /* ts mapped to an unsigned order */
 	char *rec;
-} entry;
+} tk__sort_entry;
 
-typedef struct chunk {
-	struct chunk *next;
+typedef struct tk__sort_chunk {
+	struct tk__sort_chunk *next;
 	size_t used, cap;
 	char data[];
-} chunk;
+} tk__sort_chunk;
 
 /* Buffered events: records in chunks, entries pointing at them. */
-typedef struct sortbuf {
-	chunk *chunks, *cur;
-	chunk *spare; /* emptied chunks kept for the next run */
+typedef struct tk__sortbuf {
+	tk__sort_chunk *chunks, *cur;
+	tk__sort_chunk *spare; /* emptied chunks kept for the next run */
 	size_t chunk_bytes;
-	entry *ents;
+	tk__sort_entry *ents;
 	size_t n_ents, ents_cap;
 	size_t n_no_ts; /* buffered events without ts */
-	entry *scratch; /* the radix sort's second array, kept between runs */
+	tk__sort_entry *scratch; /* the radix sort's second array, kept between runs */
 	size_t scratch_cap;
-} sortbuf;
+} tk__sortbuf;
 
-typedef struct run_rd run_rd;
+typedef struct tk__run_rd tk__run_rd;
 
-typedef struct merger {
-	run_rd *rd;
+typedef struct tk__merger {
+	tk__run_rd *rd;
 	size_t n;
 	size_t *heap; /* indices into rd */
 	size_t n_heap;
 	size_t last; /* run whose record was returned last; SIZE_MAX if none */
-} merger;
+} tk__merger;
 
 struct tk_sorter {
 	size_t budget;
@@ -53,7 +53,7 @@ struct tk_sorter {
 	/* Two halves of the budget: one is filled while a thread of the
 	 * sorter's own sorts and spills the other, so that adding events waits
 	 * only when the thread is still busy with the last half. */
-	sortbuf buf[2];
+	tk__sortbuf buf[2];
 	int fill; /* the half being filled */
 	pthread_t bg;
 	pthread_mutex_t mu;
@@ -68,7 +68,7 @@ struct tk_sorter {
 
 	int finished;
 	size_t mem_pos; /* fast path: next in-memory entry */
-	merger m;
+	tk__merger m;
 	tk_event ev;
 	tk__err err; /* code: the sticky error */
 };
@@ -88,13 +88,13 @@ static inline uint64_t tk__sort_key(int64_t ts)
 void tk__sort_rec_decode(const char *p, tk_event *ev, uint64_t *tag);
 
 /* sort_run.c: the buffered entries (already sorted) become one run file. */
-int tk__sort_write_run(tk_sorter *s, const sortbuf *b);
+int tk__sort_write_run(tk_sorter *s, const tk__sortbuf *b);
 /* Intermediate merge passes until at most s->fanin runs are left. */
 int tk__sort_reduce_runs(tk_sorter *s);
 /* Opens runs[first .. first+n) for merging. */
-int tk__sort_merger_open(tk_sorter *s, merger *m, size_t first, size_t n);
+int tk__sort_merger_open(tk_sorter *s, tk__merger *m, size_t first, size_t n);
 /* The next event of the merge (valid until the next call): 0, TK_EOF or an error. */
-int tk__sort_merger_next(tk_sorter *s, merger *m, const tk_event **ev, uint64_t *tag);
-void tk__sort_merger_free(merger *m);
+int tk__sort_merger_next(tk_sorter *s, tk__merger *m, const tk_event **ev, uint64_t *tag);
+void tk__sort_merger_free(tk__merger *m);
 
 #endif

@@ -104,7 +104,7 @@ typedef struct dict_wr {
 
 typedef struct dict_rec {
 	uint64_t h;
-	uint32_t entry;
+	uint32_t idx; /* the entry's index */
 } dict_rec;
 
 typedef struct dict_key {
@@ -124,7 +124,7 @@ static void dict_wr_free(dict_wr *d)
 static int dict_eq(const void *rec, const void *key)
 {
 	const dict_key *k = key;
-	size_t i = ((const dict_rec *)rec)->entry;
+	size_t i = ((const dict_rec *)rec)->idx;
 	return k->d->off[i + 1] - k->d->off[i] == k->n && memcmp(k->d->text.p + k->d->off[i], k->s, k->n) == 0;
 }
 
@@ -137,7 +137,7 @@ static int dict_wr_find(dict_wr *d, const char *s, size_t n, uint32_t *id)
 	dict_key k = {d, s, n};
 	const dict_rec *r = tk__map_find(&d->map, h, dict_eq, &k);
 	if (r) {
-		*id = r->entry;
+		*id = r->idx;
 		return 0;
 	}
 	if (n > DICT_MAX_STR || d->used + n + DICT_ENTRY > d->cap)
@@ -149,7 +149,7 @@ static int dict_wr_find(dict_wr *d, const char *s, size_t n, uint32_t *id)
 	dict_rec *nr;
 	if (tk__buf_append(&d->text, s, n) || !(nr = tk__map_insert(&d->map, h)))
 		return TK_ERR_NOMEM;
-	nr->entry = (uint32_t)d->n;
+	nr->idx = (uint32_t)d->n;
 	d->off[d->n + 1] = d->text.len;
 	d->used += n + DICT_ENTRY;
 	*id = (uint32_t)d->n++;
@@ -401,7 +401,7 @@ static int add_run(tk_sorter *s, char *path)
 	return 0;
 }
 
-int tk__sort_write_run(tk_sorter *s, const sortbuf *b)
+int tk__sort_write_run(tk_sorter *s, const tk__sortbuf *b)
 {
 	run_wr w = {0};
 	int rc = run_create(s, &w.path, &w.fd);
@@ -427,7 +427,7 @@ int tk__sort_write_run(tk_sorter *s, const sortbuf *b)
 /* ---- reading runs back ---- */
 
 /* One run being read back during a merge; ev is its current event. */
-typedef struct run_rd {
+typedef struct tk__run_rd {
 	int fd, eof;
 	const char *path;
 	char *buf;
@@ -442,10 +442,10 @@ typedef struct run_rd {
 	uint64_t tag;
 	int has_ts;
 	uint64_t key;
-} run_rd;
+} tk__run_rd;
 
 /* Ensures need bytes at buf[pos]: 0, TK_EOF when the file ends first, or an error. */
-static int rd_fill(tk_sorter *s, run_rd *r, size_t need)
+static int rd_fill(tk_sorter *s, tk__run_rd *r, size_t need)
 {
 	if (r->end - r->pos >= need)
 		return 0;
@@ -497,7 +497,7 @@ static uint64_t get_vu(cur *c)
 	return tk__get_varint(&c->p, c->e, &c->bad);
 }
 
-static int dict_rd_add(run_rd *r, const unsigned char *p, size_t n)
+static int dict_rd_add(tk__run_rd *r, const unsigned char *p, size_t n)
 {
 	if (r->n_dict + 1 >= r->off_cap) {
 		if (tk__grow(&r->off, &r->off_cap, r->n_dict + 2, sizeof *r->off, 256))
@@ -511,7 +511,7 @@ static int dict_rd_add(run_rd *r, const unsigned char *p, size_t n)
 }
 
 /* A ref; unkept strings are copied to evb when copy, else left in the record. */
-static int get_ref(run_rd *r, cur *c, sref *out, int copy)
+static int get_ref(tk__run_rd *r, cur *c, sref *out, int copy)
 {
 	uint64_t v = get_vu(c);
 	out->where = 0;
@@ -541,12 +541,12 @@ static int get_ref(run_rd *r, cur *c, sref *out, int copy)
 	return tk__buf_append(&r->evb, p, (size_t)n) || tk__buf_putc(&r->evb, 0) ? TK_ERR_NOMEM : 0;
 }
 
-static const char *sref_ptr(const run_rd *r, const sref *x)
+static const char *sref_ptr(const tk__run_rd *r, const sref *x)
 {
 	return x->where == 1 ? r->dict.p + x->off : x->where == 2 ? r->evb.p + x->off : x->ptr;
 }
 
-static tk_sv sref_sv(const run_rd *r, const sref *x)
+static tk_sv sref_sv(const tk__run_rd *r, const sref *x)
 {
 	return x->where ? (tk_sv){sref_ptr(r, x), x->len} : (tk_sv){NULL, 0};
 }
@@ -582,7 +582,7 @@ static inline char *put_num(char *p, uint64_t v, unsigned lz)
 /* Expands a template into evb: the numbers come from the record. Each
  * number takes at least one record byte and at most 24 output bytes, so
  * the reserve below leaves room for the 16-byte stores of the literal copy. */
-static int expand(run_rd *r, cur *c, const char *t, size_t n, sref *out)
+static int expand(tk__run_rd *r, cur *c, const char *t, size_t n, sref *out)
 {
 	tk__buf *b = &r->evb;
 	size_t start = b->len;
@@ -620,7 +620,7 @@ static int expand(run_rd *r, cur *c, const char *t, size_t n, sref *out)
 	return 0;
 }
 
-static int get_text(run_rd *r, cur *c, unsigned mode, sref *out)
+static int get_text(tk__run_rd *r, cur *c, unsigned mode, sref *out)
 {
 	out->where = 0;
 	if (mode == 1)
@@ -637,7 +637,7 @@ static int get_text(run_rd *r, cur *c, unsigned mode, sref *out)
 	return expand(r, c, sref_ptr(r, &t), t.len, out);
 }
 
-static int get_run_id(run_rd *r, cur *c, int kind, int k, tk_id *id, sref *str)
+static int get_run_id(tk__run_rd *r, cur *c, int kind, int k, tk_id *id, sref *str)
 {
 	id->kind = kind;
 	str->where = 0;
@@ -653,7 +653,7 @@ static int get_run_id(run_rd *r, cur *c, int kind, int k, tk_id *id, sref *str)
 }
 
 /* Decodes the record at buf[pos + hdr .. pos + rec_len) into r->ev. */
-static int rec_get(tk_sorter *s, run_rd *r, size_t hdr)
+static int rec_get(tk_sorter *s, tk__run_rd *r, size_t hdr)
 {
 	const unsigned char *b = (const unsigned char *)r->buf + r->pos;
 	cur c = {b + hdr, b + r->rec_len, 0};
@@ -699,7 +699,7 @@ static int rec_get(tk_sorter *s, run_rd *r, size_t hdr)
 }
 
 /* Advance r to its next event: 0, TK_EOF or an error. */
-static int rd_next(tk_sorter *s, run_rd *r)
+static int rd_next(tk_sorter *s, tk__run_rd *r)
 {
 	r->pos += r->rec_len;
 	r->rec_len = 0;
@@ -720,9 +720,9 @@ static int rd_next(tk_sorter *s, run_rd *r)
 	return rec_get(s, r, hdr);
 }
 
-static int rd_less(const merger *m, size_t a, size_t b)
+static int rd_less(const tk__merger *m, size_t a, size_t b)
 {
-	const run_rd *x = &m->rd[a], *y = &m->rd[b];
+	const tk__run_rd *x = &m->rd[a], *y = &m->rd[b];
 	if (x->has_ts != y->has_ts)
 		return x->has_ts < y->has_ts;
 	if (x->key != y->key)
@@ -730,7 +730,7 @@ static int rd_less(const merger *m, size_t a, size_t b)
 	return a < b; /* runs hold events in the order they were added */
 }
 
-static void heap_down(merger *m, size_t i)
+static void heap_down(tk__merger *m, size_t i)
 {
 	for (;;) {
 		size_t l = 2 * i + 1, r = l + 1, best = i;
@@ -747,10 +747,10 @@ static void heap_down(merger *m, size_t i)
 	}
 }
 
-void tk__sort_merger_free(merger *m)
+void tk__sort_merger_free(tk__merger *m)
 {
 	for (size_t i = 0; i < m->n; i++) {
-		run_rd *r = &m->rd[i];
+		tk__run_rd *r = &m->rd[i];
 		if (r->fd >= 0)
 			close(r->fd);
 		free(r->buf);
@@ -764,7 +764,7 @@ void tk__sort_merger_free(merger *m)
 	m->last = SIZE_MAX;
 }
 
-int tk__sort_merger_open(tk_sorter *s, merger *m, size_t first, size_t n)
+int tk__sort_merger_open(tk_sorter *s, tk__merger *m, size_t first, size_t n)
 {
 	tk__sort_merger_free(m);
 	m->rd = calloc(n, sizeof *m->rd);
@@ -775,7 +775,7 @@ int tk__sort_merger_open(tk_sorter *s, merger *m, size_t first, size_t n)
 	for (size_t i = 0; i < n; i++)
 		m->rd[i].fd = -1;
 	for (size_t i = 0; i < n; i++) {
-		run_rd *r = &m->rd[i];
+		tk__run_rd *r = &m->rd[i];
 		r->path = s->runs[first + i];
 		r->fd = open(r->path, O_RDONLY | O_CLOEXEC);
 		if (r->fd < 0)
@@ -795,7 +795,7 @@ int tk__sort_merger_open(tk_sorter *s, merger *m, size_t first, size_t n)
 }
 
 /* The run holding the next event of the merge (valid until the next call). */
-static int merger_next(tk_sorter *s, merger *m, run_rd **out)
+static int merger_next(tk_sorter *s, tk__merger *m, tk__run_rd **out)
 {
 	if (m->last != SIZE_MAX) {
 		int rc = rd_next(s, &m->rd[m->last]);
@@ -816,9 +816,9 @@ static int merger_next(tk_sorter *s, merger *m, run_rd **out)
 	return 0;
 }
 
-int tk__sort_merger_next(tk_sorter *s, merger *m, const tk_event **ev, uint64_t *tag)
+int tk__sort_merger_next(tk_sorter *s, tk__merger *m, const tk_event **ev, uint64_t *tag)
 {
-	run_rd *r;
+	tk__run_rd *r;
 	int rc = merger_next(s, m, &r);
 	if (rc)
 		return rc;
@@ -848,7 +848,7 @@ static int merge_group(tk_sorter *s, size_t first, size_t n, char **out)
 		return rc;
 	}
 	w.dict.cap = s->dict_cap;
-	run_rd *r;
+	tk__run_rd *r;
 	while ((rc = merger_next(s, &s->m, &r)) == 0 && (rc = wr_put(s, &w, &r->ev, r->tag)) == 0)
 		;
 	tk__sort_merger_free(&s->m);
