@@ -124,13 +124,3 @@ int tk_args_get_dims(const tk_event *ev, const char *key, tk_dims *out)
 	int rc = tk_args_find(ev, key, &v);
 	return rc ? rc : tk__js_dims(v, out);
 }
-
-void tk_dims_free(tk_dims *d)
-{
-	if (!d)
-		return;
-	free(d->item_len);
-	free(d->items);
-	free(d->values);
-	memset(d, 0, sizeof *d);
-}

@@ -111,7 +111,8 @@ int tk_inputs_next(tk_inputs *in, tk_reader **r, const char **name)
 	if (!r)
 		return TK_OK;
 	tk__src s;
-	tk__src_init_arc(&s, in->arc, tk__arc_gen(in->arc));
+	if (tk__src_init_member(&s, in->arc))
+		return tk__err_set(&in->err, TK_ERR_NOMEM, "out of memory");
 	return tk__reader_open_src(r, &s, in->name, NULL, &in->opts);
 }
 

@@ -25,6 +25,14 @@
 #define TK__MAX_STAGES 4
 struct tk__ifilter;
 struct tk__arc;
+/* A base other than an fd or memory (a member of an archive): read()
+ * gives > 0 bytes, 0 at the end, < 0 with err set (TK__ERRLEN), and keeps
+ * *bytes_in at the bytes read of what lies under it. */
+typedef struct tk__base {
+	long (*read)(void *ctx, unsigned char *dst, size_t cap, uint64_t *bytes_in, char *err);
+	void (*close)(void *ctx);
+	void *ctx;
+} tk__base;
 typedef struct tk__stage {
 	const struct tk__ifilter *f; /* NULL: the base */
 	void *st;                    /* the filter's state */
@@ -33,12 +41,11 @@ typedef struct tk__stage {
 } tk__stage;
 
 typedef struct tk__src {
-	/* the base: an fd, memory, or the current member of an archive */
+	/* the base: an fd, memory, or another (base.read) */
 	int fd, own_fd;
 	const unsigned char *mem;
 	size_t mem_len, mem_pos;
-	struct tk__arc *arc; /* a reference; the member of generation arc_gen */
-	uint64_t arc_gen;
+	tk__base base;
 	uint64_t bytes_in; /* bytes read from the base (for a member: the archive's) */
 	tk__stage st[TK__MAX_STAGES];
 	int n;           /* stages in use, st[0] the base; 0 before init */
@@ -47,8 +54,8 @@ typedef struct tk__src {
 } tk__src;
 void tk__src_init_fd(tk__src *s, int fd, int own);
 void tk__src_init_mem(tk__src *s, const void *p, size_t n);
-/* A member of an archive (takes a reference). */
-void tk__src_init_arc(tk__src *s, struct tk__arc *a, uint64_t gen);
+/* Another base (the source closes it). */
+void tk__src_init_base(tk__src *s, const tk__base *b);
 /* Reads up to cap decoded bytes of the top stage: >0 bytes, 0 at end, <0
  * error (s->err). */
 long tk__src_read(tk__src *s, unsigned char *dst, size_t cap);
@@ -81,8 +88,9 @@ struct tk_reader {
 	void *fs; /* format state */
 	char fmtname[32];
 	/* an archive's first trace, opened without naming the member: at the
-	 * end, no other member may be a trace */
+	 * end, no other member of arc (a reference) may be a trace */
 	int arc_only;
+	struct tk__arc *arc;
 
 	/* decoded input window: buf[pos..end) unread, TK__PAD zero bytes after end */
 	unsigned char *buf;

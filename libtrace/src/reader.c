@@ -118,9 +118,15 @@ static int open_member(tk_reader *r, const char *member)
 		free(r->name);
 		r->name = name;
 	}
-	tk__src_init_arc(&r->src, a, tk__arc_gen(a));
-	tk__arc_unref(a);
+	if (tk__src_init_member(&r->src, a)) {
+		tk__arc_unref(a);
+		return tk__err_set(&r->err, TK_ERR_NOMEM, "out of memory");
+	}
 	r->arc_only = !member && m;
+	if (r->arc_only)
+		r->arc = a; /* the reader's reference, for only_trace() */
+	else
+		tk__arc_unref(a);
 	int inner;
 	if (tk__src_detect(&r->src, &inner) < 0)
 		return tk__err_set(&r->err, TK_ERR_IO, "%s: %s", r->name, r->src.err);
@@ -138,15 +144,15 @@ static int only_trace(tk_reader *r)
 	const char *m;
 	int64_t size;
 	int rc;
-	while ((rc = tk__arc_next(r->src.arc, &m, &size)) == 1)
+	while ((rc = tk__arc_next(r->arc, &m, &size)) == 1)
 		if (m && tk__is_trace_name(m)) {
-			const char *arc = tk__arc_name(r->src.arc);
+			const char *arc = tk__arc_name(r->arc);
 			return tk__err_set(&r->err, TK_ERR_ARG,
 			                   "%s holds more than one trace (%s and %s at least): name one as "
 			                   "%s//MEMBER (--list shows them)",
 			                   arc, r->name + strlen(arc) + 2, m, arc);
 		}
-	return rc < 0 ? tk__err_set(&r->err, rc, "%s", tk__arc_error(r->src.arc)) : TK_EOF;
+	return rc < 0 ? tk__err_set(&r->err, rc, "%s", tk__arc_error(r->arc)) : TK_EOF;
 }
 
 int tk__reader_open_src(tk_reader **out, tk__src *src, const char *name, const char *member,
@@ -163,7 +169,7 @@ int tk__reader_open_src(tk_reader **out, tk__src *src, const char *name, const c
 	int archive;
 	if (tk__src_detect(&r->src, &archive) < 0)
 		return tk__err_set(&r->err, TK_ERR_IO, "%s: %s", r->name, r->src.err);
-	if (archive && r->src.arc)
+	if (archive && r->src.base.read)
 		return tk__err_set(&r->err, TK_ERR_UNSUPPORTED, "%s: an archive inside an archive is not read",
 		                   r->name);
 	if (archive && (rc = open_member(r, member)))
@@ -466,6 +472,7 @@ void tk_reader_free(tk_reader *r)
 	if (r->fmt && r->fmt->rd->free)
 		r->fmt->rd->free(r);
 	tk__src_close(&r->src);
+	tk__arc_unref(r->arc);
 	tk__strtab_free(&r->strs);
 	tk__buf_free(&r->args);
 	tk__buf_free(&r->extra);

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "formats/archive.h"
 #include "formats/formats.h"
 
 void tk__src_init_fd(tk__src *s, int fd, int own)
@@ -23,22 +22,18 @@ void tk__src_init_mem(tk__src *s, const void *p, size_t n)
 	s->n = 1;
 }
 
-void tk__src_init_arc(tk__src *s, tk__arc *a, uint64_t gen)
+void tk__src_init_base(tk__src *s, const tk__base *b)
 {
 	memset(s, 0, sizeof *s);
 	s->fd = -1;
-	s->arc = tk__arc_ref(a);
-	s->arc_gen = gen;
+	s->base = *b;
 	s->n = 1;
 }
 
 static long base_read(tk__src *s, unsigned char *dst, size_t cap)
 {
-	if (s->arc) {
-		long n = tk__arc_read(s->arc, s->arc_gen, dst, cap, s->err);
-		s->bytes_in = tk__arc_bytes_in(s->arc);
-		return n;
-	}
+	if (s->base.read)
+		return s->base.read(s->base.ctx, dst, cap, &s->bytes_in, s->err);
 	if (s->mem) {
 		size_t n = s->mem_len - s->mem_pos;
 		if (n > cap)
@@ -173,6 +168,7 @@ void tk__src_close(tk__src *s)
 	if (s->own_fd && s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;
-	tk__arc_unref(s->arc);
-	s->arc = NULL;
+	if (s->base.close)
+		s->base.close(s->base.ctx);
+	memset(&s->base, 0, sizeof s->base);
 }

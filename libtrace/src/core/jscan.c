@@ -229,3 +229,13 @@ int tk__js_str(tk_sv v, char *buf, size_t cap, size_t *len)
 		*len = n;
 	return 0;
 }
+
+void tk_dims_free(tk_dims *d)
+{
+	if (!d)
+		return;
+	free(d->item_len);
+	free(d->items);
+	free(d->values);
+	memset(d, 0, sizeof *d);
+}

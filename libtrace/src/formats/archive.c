@@ -108,7 +108,7 @@ static la_int64_t cb_seek(struct archive *ar, void *cd, la_int64_t off, int when
 static int seekable(const tk__src *s)
 {
 	struct stat sb;
-	return s->n == 1 && s->fd >= 0 && !s->mem && !s->arc && fstat(s->fd, &sb) == 0 &&
+	return s->n == 1 && s->fd >= 0 && !s->mem && !s->base.read && fstat(s->fd, &sb) == 0 &&
 	       S_ISREG(sb.st_mode) && lseek(s->fd, 0, SEEK_CUR) >= 0;
 }
 
@@ -118,7 +118,7 @@ static int arc_fail(tk__arc *a, const char *what)
 {
 	const char *msg = a->a ? archive_error_string(a->a) : NULL;
 	snprintf(a->err, sizeof a->err, "%s: damaged archive at byte %llu%s%s%s: %s", a->name,
-	         (unsigned long long)tk__arc_bytes_in(a), a->member ? " (in member " : "",
+	         (unsigned long long)a->src.bytes_in, a->member ? " (in member " : "",
 	         a->member ? a->member : "", a->member ? ")" : "", msg ? msg : what);
 	a->failed = 1;
 	a->done = 1;
@@ -212,13 +212,18 @@ int tk__arc_next(tk__arc *a, const char **member, int64_t *size)
 	}
 }
 
-uint64_t tk__arc_gen(const tk__arc *a)
-{
-	return a->gen;
-}
+/* ---- a member as the base of a source ---- */
 
-long tk__arc_read(tk__arc *a, uint64_t gen, unsigned char *dst, size_t cap, char *err)
+typedef struct arc_member {
+	tk__arc *a;
+	uint64_t gen; /* the member's: a->gen while it is open */
+} arc_member;
+
+static long member_read(void *ctx, unsigned char *dst, size_t cap, uint64_t *bytes_in, char *err)
 {
+	arc_member *m = ctx;
+	tk__arc *a = m->a;
+	uint64_t gen = m->gen;
 	if (gen != a->gen || (a->done && !a->failed)) {
 		snprintf(err, TK__ERRLEN, "%s: the archive has moved on past this member", a->name);
 		return -1;
@@ -228,6 +233,7 @@ long tk__arc_read(tk__arc *a, uint64_t gen, unsigned char *dst, size_t cap, char
 		return -1;
 	}
 	la_ssize_t n = archive_read_data(a->a, dst, cap);
+	*bytes_in = a->src.bytes_in;
 	if (n < 0) {
 		arc_fail(a, "unreadable member data");
 		snprintf(err, TK__ERRLEN, "%s", a->err);
@@ -236,9 +242,22 @@ long tk__arc_read(tk__arc *a, uint64_t gen, unsigned char *dst, size_t cap, char
 	return (long)n;
 }
 
-uint64_t tk__arc_bytes_in(const tk__arc *a)
+static void member_close(void *ctx)
 {
-	return a->src.bytes_in;
+	arc_member *m = ctx;
+	tk__arc_unref(m->a);
+	free(m);
+}
+
+int tk__src_init_member(tk__src *s, tk__arc *a)
+{
+	arc_member *m = malloc(sizeof *m);
+	if (!m)
+		return TK_ERR_NOMEM;
+	*m = (arc_member){tk__arc_ref(a), a->gen};
+	tk__base b = {member_read, member_close, m};
+	tk__src_init_base(s, &b);
+	return 0;
 }
 
 const char *tk__arc_error(const tk__arc *a)

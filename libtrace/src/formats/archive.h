@@ -21,13 +21,9 @@ void tk__arc_unref(tk__arc *a);
  * compressed single file, libarchive's "raw" format) has the member path
  * NULL. */
 int tk__arc_next(tk__arc *a, const char **member, int64_t *size);
-/* The generation of the member now open (each tk__arc_next adds one). */
-uint64_t tk__arc_gen(const tk__arc *a);
-/* Data of the member of generation gen: >0 bytes, 0 at its end, <0 on
- * error with the message in err (TK__ERRLEN). */
-long tk__arc_read(tk__arc *a, uint64_t gen, unsigned char *dst, size_t cap, char *err);
-/* Bytes of the archive's own stream read so far. */
-uint64_t tk__arc_bytes_in(const tk__arc *a);
+/* A source whose base is the member now open (it holds a reference): it
+ * reads until tk__arc_next moves on, and fails after. 0 or TK_ERR_NOMEM. */
+int tk__src_init_member(tk__src *s, tk__arc *a);
 const char *tk__arc_error(const tk__arc *a);
 const char *tk__arc_name(const tk__arc *a);
 
