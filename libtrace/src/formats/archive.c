@@ -114,15 +114,21 @@ static int seekable(const tk__src *s)
 
 /* ---- the archive ---- */
 
-static int arc_fail(tk__arc *a, const char *what)
+/* "NAME: damaged archive at byte N (in member M): msg" */
+static int arc_fail_msg(tk__arc *a, const char *msg)
 {
-	const char *msg = a->a ? archive_error_string(a->a) : NULL;
 	snprintf(a->err, sizeof a->err, "%s: damaged archive at byte %llu%s%s%s: %s", a->name,
 	         (unsigned long long)a->src.bytes_in, a->member ? " (in member " : "",
-	         a->member ? a->member : "", a->member ? ")" : "", msg ? msg : what);
+	         a->member ? a->member : "", a->member ? ")" : "", msg);
 	a->failed = 1;
 	a->done = 1;
 	return TK_ERR_FORMAT;
+}
+
+static int arc_fail(tk__arc *a, const char *what)
+{
+	const char *msg = a->a ? archive_error_string(a->a) : NULL;
+	return arc_fail_msg(a, msg ? msg : what);
 }
 
 int tk__arc_open(tk__arc **out, tk__src *below, const char *name)
@@ -183,6 +189,15 @@ int tk__arc_next(tk__arc *a, const char **member, int64_t *size)
 	for (int retries = 0;;) {
 		struct archive_entry *e;
 		int rc = archive_read_next_header(a->a, &e);
+		if (rc == ARCHIVE_EOF && a->src.cut) {
+			/* the compressed stream under the archive stopped early: what
+			 * looks like the archive's end is where it was cut */
+			char what[64];
+			snprintf(what, sizeof what, "the %s stream is cut off", a->src.cut);
+			free(a->member);
+			a->member = NULL;
+			return arc_fail_msg(a, what);
+		}
 		if (rc == ARCHIVE_EOF) {
 			a->done = 1;
 			free(a->member);
