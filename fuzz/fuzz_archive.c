@@ -2,8 +2,9 @@
  *
  * Each input is written to a memory file and opened as /proc/self/fd/N
  * with tk_inputs, as the tools open an archive; independently, the same
- * bytes are walked with libarchive's own read API (every filter, every
- * format, and the raw format for a compressed single file). tracekit
+ * bytes are walked with libarchive's own read API (the filters and formats
+ * tracekit enables, tk__arc_support, with the raw format for a compressed
+ * single file). tracekit
  * decodes gzip itself and hands libarchive what comes out, so for an
  * input that starts as gzip the harness inflates it with zlib (as
  * `gzip -dc` would) and walks the result with libarchive, as a stream
@@ -22,14 +23,18 @@
  *    follows it is not compared); when libarchive fails on a header,
  *    tracekit never ends cleanly (TK_EOF) and never yields a member
  *    libarchive does not reach; when libarchive succeeds, tracekit does
- *    not fail. The one exception:
- *    gzip that zlib finds damaged or followed by other bytes, which
- *    tracekit's gzip decoder refuses wherever it meets it (with a
- *    message) while libarchive may have stopped reading before;
+ *    not fail. The exceptions: gzip that zlib finds damaged or followed
+ *    by other bytes, which tracekit's gzip decoder refuses wherever it
+ *    meets it (with a message) while libarchive may have stopped reading
+ *    before; and gzip that is cut off, which tracekit reports as such
+ *    where the stream ends even when what came before it is a whole
+ *    archive;
  *  - a gzip stream that is cut off is an error where libarchive, reading
  *    the same bytes with its own gzip filter, fails (the environment's
  *    FUZZ_ARCHIVE_ALLOW_GZIP_CUT=1 skips this one check, to fuzz on past
  *    it while it fails);
+ *  - an archive that libarchive reads to its end without a trace member
+ *    is an error that says it holds no trace;
  *  - a listing (tk_inputs_next without a reader) names the same members;
  *  - every error carries a non-empty message;
  *  - input that is not an archive reads through tk_inputs (an fd) exactly
@@ -50,6 +55,7 @@
 #include <zlib.h>
 
 #include "tracekit/tracekit.h"
+#include "../libtrace/src/formats/archive.h"
 #include "../libtrace/src/internal.h"
 
 #define MAX_MEMBERS 32              /* trace members compared */
@@ -216,9 +222,7 @@ static void oracle_walk(oracle *o, const void *data, size_t size, int seekable)
 		o->too_costly = 1;
 		return;
 	}
-	archive_read_support_filter_all(a);
-	archive_read_support_format_all(a);
-	archive_read_support_format_raw(a);
+	tk__arc_support(a); /* the filters and formats tracekit reads archives with */
 	int orc = seekable ? archive_read_open_memory(a, data, size)
 	                   : archive_read_open(a, &s, NULL, stream_read, NULL);
 	if (orc != ARCHIVE_OK) {
@@ -337,7 +341,8 @@ static int is_archive(const void *p, size_t n)
  * may be libarchive's about the stream that stopped ("Truncated input"). */
 static int gzip_refusal(int gz, const char *msg)
 {
-	return gz == GZ_BAD && nonempty(msg);
+	return (gz == GZ_BAD && nonempty(msg)) ||
+	       (gz == GZ_CUT && msg && strstr(msg, "the gzip stream is cut off"));
 }
 
 enum { CMP_SAME, CMP_CAPPED, CMP_GZIP };
@@ -451,7 +456,10 @@ static void check_end(const oracle *o, size_t i, int rc, const char *msg, int gz
                       const char *what)
 {
 	char m[160];
-	if (rc == TK_EOF) {
+	if (o->end == O_EOF && o->n == 0) { /* an archive with no trace is an error */
+		snprintf(m, sizeof m, "%s does not say that an archive holds no trace", what);
+		check(i == 0 && rc != TK_EOF && msg && strstr(msg, "holds no trace"), m);
+	} else if (rc == TK_EOF) {
 		snprintf(m, sizeof m, "%s ends cleanly where libarchive fails", what);
 		check(o->end != O_FAIL_HEADER && o->end != O_FAIL_DATA, m);
 		snprintf(m, sizeof m, "%s yields fewer members than libarchive", what);

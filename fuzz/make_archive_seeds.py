@@ -169,7 +169,8 @@ def main():
         # a compressed single trace: libarchive's "raw" format
         "raw-xz.json.xz": lzma.compress(TRACE_B, format=lzma.FORMAT_XZ),
         "raw-bz2.json.bz2": bz2.compress(TRACE_B, 9),
-        # one line of JSON that libarchive takes for an mtree file (no member is a trace)
+        # one line of JSON: libarchive's mtree format would take it for an archive;
+        # tracekit leaves mtree out, so it reads as the trace it is
         "bz2-oneline-mtree.json.bz2": bz2.compress(TRACE_A, 9),
     }
     # damaged archives, for the error paths: a member whose data fails its
@@ -183,6 +184,15 @@ def main():
     bad_hdr[1024 + 100] ^= 1  # the mode field of b.json's header
     seeds["damaged-header.tar"] = bytes(bad_hdr)
     seeds["damaged-trailing.tar.gz"] = gz(tar_bytes([("a.json", TRACE_A)])) + b"not gzip"
+    # a .tar.gz whose gzip stream is cut: at a member's end (what is left
+    # looks like a whole tar) and inside the gzip trailer
+    whole = gz(tar_bytes(two))
+    inner = tar_bytes(two)
+    boundary = inner.find(b"run/rank1/trace.json")  # the second member's header
+    seeds["damaged-gzip-cut-member.tar.gz"] = gz(inner)[:len(gz(inner[:boundary])) - 8]
+    seeds["damaged-gzip-cut-trailer.tar.gz"] = whole[:-4]
+    # an archive with no trace: an error that says so
+    seeds["no-trace.tar"] = tar_bytes([("logs/", b""), ("logs/run.log", NOTES)])
     try:
         la = LibArchive()
         seeds["sevenzip.7z"] = la.write("7zip", two)

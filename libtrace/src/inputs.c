@@ -17,6 +17,7 @@ struct tk_inputs {
 	tk__src src;  /* the opened file, until its one reader takes it */
 	tk__arc *arc; /* an archive: its members are the traces */
 	int done;
+	size_t traces; /* traces named so far */
 	char *name; /* the last name returned */
 };
 
@@ -103,8 +104,15 @@ int tk_inputs_next(tk_inputs *in, tk_reader **r, const char **name)
 		;
 	if (rc <= 0) {
 		in->done = 1;
-		return rc < 0 ? tk__err_set(&in->err, rc, "%s", tk__arc_error(in->arc)) : TK_EOF;
+		if (rc < 0)
+			return tk__err_set(&in->err, rc, "%s", tk__arc_error(in->arc));
+		if (!in->traces)
+			return tk__err_set(&in->err, TK_ERR_FORMAT,
+			                   "%s: the archive holds no trace (no member named *.json, *.json.gz or *.tkb)",
+			                   in->path);
+		return TK_EOF;
 	}
+	in->traces++;
 	if (set_name(in, m))
 		return in->err.code;
 	*name = in->name;

@@ -22,6 +22,7 @@ struct tk__arc {
 	uint64_t gen;    /* the member now open */
 	char *member;    /* its path */
 	int raw;         /* libarchive's raw format: one stream, no members */
+	char below[TK__ERRLEN]; /* the stack below failed: why (it wins over libarchive's words) */
 	int done;        /* no member follows */
 	int failed;
 	char err[TK__ERRLEN];
@@ -61,14 +62,38 @@ static int arc_bid(const unsigned char *p, size_t n)
 
 const tk__ifilter tk__ifilter_archive = {"archive", 1, "", arc_bid, NULL, NULL, NULL};
 
+void tk__arc_support(struct archive *a)
+{
+	archive_read_support_filter_all(a);
+	/* the archive formats that are found by their magic numbers; not mtree
+	 * or warc, whose guesses from text take a line of JSON for an archive */
+	archive_read_support_format_7zip(a);
+	archive_read_support_format_ar(a);
+	archive_read_support_format_cab(a);
+	archive_read_support_format_cpio(a);
+	archive_read_support_format_iso9660(a);
+	archive_read_support_format_lha(a);
+	archive_read_support_format_rar(a);
+	archive_read_support_format_rar5(a);
+	archive_read_support_format_tar(a);
+	archive_read_support_format_xar(a);
+	archive_read_support_format_zip(a);
+	/* a compressed stream that is no archive: the trace itself */
+	archive_read_support_format_raw(a);
+}
+
 /* ---- libarchive's callbacks: the stack below ---- */
 
 static la_ssize_t cb_read(struct archive *ar, void *cd, const void **buf)
 {
 	tk__arc *a = cd;
 	long n = tk__src_read(&a->src, a->buf, TK__ARC_BUF);
-	if (n < 0) {
-		archive_set_error(ar, EIO, "%s", a->src.err);
+	if (n < 0)
+		snprintf(a->below, sizeof a->below, "%s", a->src.err);
+	else if (n == 0 && a->src.cut) /* not the archive's end: where its stream was cut */
+		snprintf(a->below, sizeof a->below, "the %s stream is cut off", a->src.cut);
+	if (a->below[0]) {
+		archive_set_error(ar, EIO, "%s", a->below);
 		return -1;
 	}
 	*buf = a->buf;
@@ -117,7 +142,7 @@ static int seekable(const tk__src *s)
 /* "NAME: damaged archive at byte N (in member M): msg" */
 static int arc_fail_msg(tk__arc *a, const char *msg)
 {
-	snprintf(a->err, sizeof a->err, "%s: damaged archive at byte %llu%s%s%s: %s", a->name,
+	snprintf(a->err, sizeof a->err, "%.120s: damaged archive at byte %llu%s%.120s%s: %.200s", a->name,
 	         (unsigned long long)a->src.bytes_in, a->member ? " (in member " : "",
 	         a->member ? a->member : "", a->member ? ")" : "", msg);
 	a->failed = 1;
@@ -127,8 +152,27 @@ static int arc_fail_msg(tk__arc *a, const char *msg)
 
 static int arc_fail(tk__arc *a, const char *what)
 {
-	const char *msg = a->a ? archive_error_string(a->a) : NULL;
+	const char *msg = a->below[0] ? a->below : a->a ? archive_error_string(a->a) : NULL;
 	return arc_fail_msg(a, msg ? msg : what);
+}
+
+/* After the archive's end: the compressed stream under it must end there
+ * too, whole (its checksum checked), with nothing after it. */
+static int drain(tk__arc *a)
+{
+	if (a->src.n < 2)
+		return 0;
+	for (;;) {
+		long n = tk__src_read(&a->src, a->buf, TK__ARC_BUF);
+		if (n < 0)
+			snprintf(a->below, sizeof a->below, "%s", a->src.err);
+		else if (n == 0 && a->src.cut)
+			snprintf(a->below, sizeof a->below, "the %s stream is cut off", a->src.cut);
+		if (a->below[0])
+			return arc_fail_msg(a, a->below);
+		if (n == 0)
+			return 0;
+	}
 }
 
 int tk__arc_open(tk__arc **out, tk__src *below, const char *name)
@@ -150,9 +194,7 @@ int tk__arc_open(tk__arc **out, tk__src *below, const char *name)
 		a->failed = a->done = 1;
 		return TK_ERR_NOMEM;
 	}
-	archive_read_support_filter_all(a->a);
-	archive_read_support_format_all(a->a);
-	archive_read_support_format_raw(a->a);
+	tk__arc_support(a->a);
 	if (seekable(&a->src))
 		archive_read_set_seek_callback(a->a, cb_seek);
 	archive_read_set_read_callback(a->a, cb_read);
@@ -189,21 +231,13 @@ int tk__arc_next(tk__arc *a, const char **member, int64_t *size)
 	for (int retries = 0;;) {
 		struct archive_entry *e;
 		int rc = archive_read_next_header(a->a, &e);
-		if (rc == ARCHIVE_EOF && a->src.cut) {
-			/* the compressed stream under the archive stopped early: what
-			 * looks like the archive's end is where it was cut */
-			char what[64];
-			snprintf(what, sizeof what, "the %s stream is cut off", a->src.cut);
-			free(a->member);
-			a->member = NULL;
-			return arc_fail_msg(a, what);
-		}
 		if (rc == ARCHIVE_EOF) {
-			a->done = 1;
 			free(a->member);
 			a->member = NULL;
 			a->gen++;
-			return 0;
+			int d = drain(a);
+			a->done = 1;
+			return d;
 		}
 		if (rc == ARCHIVE_RETRY && ++retries < TK__ARC_RETRIES)
 			continue;

@@ -9,6 +9,10 @@
  * its members hold one each. */
 typedef struct tk__arc tk__arc;
 
+struct archive;
+/* The filters and formats an archive is read with (libarchive's). */
+void tk__arc_support(struct archive *a);
+
 /* Opens the archive whose stack is `below` (taken: *below is left empty);
  * `name` names it in messages. On failure *out may hold an archive whose
  * tk__arc_error() says why. */
