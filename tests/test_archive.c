@@ -1379,6 +1379,99 @@ static void test_damage_in_member(void **state)
 	deferred_check("damage in a member");
 }
 
+/* Where the damage lies after a member that was read whole (in the next
+ * member's header): that member reads cleanly, and the error does not put
+ * the damage in it. */
+static void check_after_member(const char *path, size_t len, const member *a, const char *what)
+{
+	tk_inputs *in = NULL;
+	assert_int_equal(tk_inputs_open(&in, path, NULL), TK_OK);
+	const char *n;
+	tk_reader *r;
+	char want[4096];
+	snprintf(want, sizeof want, "%s//%s", path, a->name);
+	int rc = tk_inputs_next(in, &r, &n);
+	if (rc != TK_OK)
+		fail_msg("%s: the first member: %s", what, r ? tk_reader_error(r) : tk_inputs_error(in));
+	assert_string_equal(n, want);
+	assert_reads_as(r, a, want);
+	tk_reader_free(r);
+	rc = tk_inputs_next(in, &r, &n);
+	const char *msg = r ? tk_reader_error(r) : tk_inputs_error(in);
+	if (rc == TK_OK) {
+		tu_events ev = {0};
+		rc = tu_read_all(r, &ev);
+		tu_events_free(&ev);
+		msg = tk_reader_error(r);
+	}
+	if (rc >= 0) {
+		defer_fail("%s: no error: the damaged member %s (rc %d)", what,
+		           rc == TK_OK ? "read cleanly" : "was passed over", rc);
+		tk_reader_free(r);
+		tk_inputs_free(in);
+		return;
+	}
+	check_damage_msg(msg, path, len, what);
+	snprintf(want, sizeof want, "(in member %s)", a->name);
+	if (strstr(msg, want))
+		defer_fail("%s: the damage is put in %s, which read whole: %s", what, a->name, msg);
+	tk_reader_free(r);
+	tk_inputs_free(in);
+}
+
+static void test_damage_between_members(void **state)
+{
+	(void)state;
+	deferred_reset();
+	mset s;
+	mset_full(&s, 0);
+	size_t n;
+	char *b = gen_trace(9, 30, &n);
+	member ms[2] = {s.m[0], {0}}; /* run/example_kineto.json, run/b.json */
+	member_data(&ms[1], "run/b.json", 1, b, n);
+	member_ref(&ms[1]);
+	const char *path = tu_path("two.tar"), *dmg = tu_path("two-damaged.tar");
+	assert_int_equal(write_archive(format_named("tar"), ms, 2, path), 0);
+	size_t len;
+	char *bytes = tu_read_file(path, &len);
+	/* the second member's header: the 512-byte block that starts with its name */
+	size_t hdr = 512;
+	while (hdr < len && strcmp(bytes + hdr, "run/b.json") != 0)
+		hdr += 512;
+	assert_true(hdr < len);
+	char what[128];
+	tu_write_file(dmg, bytes, hdr + 100);
+	snprintf(what, sizeof what, "two.tar cut at %zu, in the header of run/b.json", hdr + 100);
+	check_after_member(dmg, hdr + 100, &ms[0], what);
+	bytes[hdr + 148] ^= 0x04; /* its header checksum */
+	tu_write_file(dmg, bytes, len);
+	snprintf(what, sizeof what, "two.tar with the header checksum of run/b.json changed");
+	check_after_member(dmg, len, &ms[0], what);
+	free(bytes);
+
+	/* zip: the central directory's offset of the second member's local header */
+	path = tu_path("two.zip");
+	assert_int_equal(write_archive(format_named("deflated.zip"), ms, 2, path), 0);
+	bytes = tu_read_file(path, &len);
+	size_t cd = len;
+	for (size_t i = len - 4; i-- > 0;)
+		if (memcmp(bytes + i, "PK\x01\x02", 4) == 0) {
+			cd = i;
+			break;
+		}
+	assert_true(cd < len && memcmp(bytes + cd + 46, "run/b.json", 10) == 0);
+	bytes[cd + 42 + 2] ^= 0xff;
+	tu_write_file(dmg, bytes, len);
+	snprintf(what, sizeof what, "two.zip with the offset of run/b.json changed");
+	check_after_member(dmg, len, &ms[0], what);
+	free(bytes);
+	free(b);
+	tu_events_free(&ms[1].ev);
+	tk_reader_free(ms[1].ref);
+	mset_free(&s);
+	deferred_check("damage between members");
+}
+
 /* A one-trace archive from memory, cut anywhere: the same rules, without
  * a file to seek in. */
 static void test_cut_in_memory(void **state)
@@ -1436,6 +1529,7 @@ int main(void)
 	    cmocka_unit_test(test_cut_archives),
 	    cmocka_unit_test(test_flipped_bytes),
 	    cmocka_unit_test(test_damage_in_member),
+	    cmocka_unit_test(test_damage_between_members),
 	    cmocka_unit_test(test_cut_in_memory),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

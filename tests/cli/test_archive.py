@@ -418,6 +418,18 @@ def check_damaged(w, arc, kind, order, paths, what):
               "%s cut in %s: the message does not say where the archive ends (byte %d): %s"
               % (what, order[k], off + n // 2, r.err.strip()[:300]))
     if kind == "tar":
+        # a member's header with a wrong checksum: a damaged archive, not
+        # an archive without that member
+        k = len(order) // 2
+        off, n = member_data_offset(arc, order[k])
+        hdr = w.path("hdr-" + os.path.basename(arc))
+        damaged_copy(arc, hdr, flip=off - 512 + 148)
+        o = w.outdir()
+        r = w.run("merge", hdr, "-o", os.path.join(o, "m.json"), "--tmpdir", o)
+        check_fails(w, r, hdr, [o], what + " with the header checksum of %s changed" % order[k])
+        r = w.run("stats", "--list", hdr)
+        check(r.rc == 1, "%s with the header checksum of %s changed: --list: exit %d, listed %d of %d"
+              % (what, order[k], r.rc, len(r.out.decode().splitlines()), len(order)))
         return  # no checksum over a tar's data: a changed byte is other data
     # one byte changed in the middle of a member's data (of the compressed
     # stream for tar.gz and tar.xz): a checksum catches it
