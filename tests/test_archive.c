@@ -930,7 +930,10 @@ static void check_like_plain(const char *path, const member *ms, size_t n, const
 	tk_reader *r;
 	size_t i = 0;
 	int rc;
-	while ((rc = tk_inputs_next(in, &r, &name)) == TK_OK) {
+	while ((rc = tk_inputs_next(in, &r, &name)) != TK_EOF) {
+		/* a member that fails as it opens comes with its reader */
+		if (rc != TK_OK && !r)
+			fail_msg("%s: rc %d: %s", path, rc, tk_inputs_error(in));
 		while (i < n && !ms[i].trace)
 			i++;
 		assert_true(i < n);
@@ -943,7 +946,7 @@ static void check_like_plain(const char *path, const member *ms, size_t n, const
 		int rrc = tk_reader_open_memory(&ref, m->data, m->len, "@REF@", o);
 		if (!rrc)
 			rrc = tu_read_all(ref, &rev);
-		int got = tu_read_all(r, &ev);
+		int got = rc == TK_OK ? tu_read_all(r, &ev) : rc;
 		if (got != rrc)
 			fail_msg("%s: rc %d, the plain read gave %d", name, got, rrc);
 		assert_true(same_events(&ev, &rev, 1, name));
@@ -970,7 +973,7 @@ static void check_like_plain(const char *path, const member *ms, size_t n, const
 static void test_bad_members(void **state)
 {
 	(void)state;
-	member ms[6];
+	member ms[7];
 	size_t n, zn, tn;
 	char *a = gen_trace(6, 20, &n);
 	member_data(&ms[0], "good/a.json", 1, a, n);
@@ -982,18 +985,19 @@ static void test_bad_members(void **state)
 	member_data(&ms[4], "notes.txt", 0, dupstr("{ not json"), 10);
 	char *b = gen_trace(7, 20, &n);
 	member_data(&ms[5], "good/b.json", 1, b, n);
+	member_data(&ms[6], "empty.json", 1, dupstr(""), 0);
 	const char *fmts[] = {"tar", "tar.gz", "stored.zip", "deflated.zip", "7z", "newc.cpio"};
 	for (size_t f = 0; f < 6; f++) {
 		char name[64], arg[4096];
 		snprintf(name, sizeof name, "bad.%s", fmts[f]);
 		char *path = dupstr(tu_path(name));
-		if (write_archive(format_named(fmts[f]), ms, 6, path)) {
+		if (write_archive(format_named(fmts[f]), ms, 7, path)) {
 			free(path);
 			continue;
 		}
-		check_like_plain(path, ms, 6, NULL);
+		check_like_plain(path, ms, 7, NULL);
 		tk_reader_opts strict = {1, 0, 0};
-		check_like_plain(path, ms, 6, &strict);
+		check_like_plain(path, ms, 7, &strict);
 		/* where the JSON goes wrong: line 3, at "dur" */
 		unsigned long line, col;
 		tu_linecol(bad_text, (size_t)(strstr(bad_text, "2 \"dur\"") + 2 - bad_text), &line, &col);
@@ -1007,7 +1011,7 @@ static void test_bad_members(void **state)
 		unlink(path);
 		free(path);
 	}
-	for (size_t i = 0; i < 6; i++)
+	for (size_t i = 0; i < 7; i++)
 		free(ms[i].data);
 }
 
