@@ -268,11 +268,13 @@ static const afmt formats[] = {
     {"tar.gz", archive_write_set_format_pax_restricted, archive_write_add_filter_gzip, NULL, 1},
     {"tar.bz2", archive_write_set_format_pax_restricted, archive_write_add_filter_bzip2, NULL, 1},
     {"tar.xz", archive_write_set_format_pax_restricted, archive_write_add_filter_xz, NULL, 1},
+    /* libarchive writes zstd frames without a content checksum */
     {"tar.zst", archive_write_set_format_pax_restricted, archive_write_add_filter_zstd, NULL, 0},
     {"stored.zip", archive_write_set_format_zip, NULL, "zip:compression=store", 1},
     {"deflated.zip", archive_write_set_format_zip, NULL, "zip:compression=deflate", 1},
-    {"7z", archive_write_set_format_7zip, NULL, NULL, 0},
-    {"copy.7z", archive_write_set_format_7zip, NULL, "7zip:compression=copy", 0},
+    /* a CRC32 of every file in the header */
+    {"7z", archive_write_set_format_7zip, NULL, NULL, 1},
+    {"copy.7z", archive_write_set_format_7zip, NULL, "7zip:compression=copy", 1},
     {"newc.cpio", archive_write_set_format_cpio_newc, NULL, NULL, 0},
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
