@@ -64,6 +64,9 @@ class Run:
         p = subprocess.run([TOOLS[tool], *args], capture_output=True, env=env)
         self.rc, self.out, self.err = p.returncode, p.stdout, p.stderr.decode(errors="replace")
         self.what = "trace-%s %s" % (tool, " ".join(args))
+        # a sanitizer build reports with exit 1 too: never a clean failure
+        check("Sanitizer" not in self.err and "runtime error:" not in self.err,
+              "%s: sanitizer report: %s" % (self.what, self.err[:2000]))
 
 
 class Work:
