@@ -458,7 +458,7 @@ static void check_end(const oracle *o, size_t i, int rc, const char *msg, int gz
 	char m[160];
 	if (o->end == O_EOF && o->n == 0) { /* an archive with no trace is an error */
 		snprintf(m, sizeof m, "%s does not say that an archive holds no trace", what);
-		check(i == 0 && rc != TK_EOF && msg && strstr(msg, "holds no trace"), m);
+		check(i == 0 && rc != TK_EOF && msg && (strstr(msg, "holds no trace") || gzip_refusal(gz, msg)), m);
 	} else if (rc == TK_EOF) {
 		snprintf(m, sizeof m, "%s ends cleanly where libarchive fails", what);
 		check(o->end != O_FAIL_HEADER && o->end != O_FAIL_DATA, m);
