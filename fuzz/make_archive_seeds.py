@@ -191,7 +191,7 @@ def main():
     boundary = inner.find(b"run/rank1/trace.json")  # the second member's header
     seeds["damaged-gzip-cut-member.tar.gz"] = gz(inner)[:len(gz(inner[:boundary])) - 8]
     seeds["damaged-gzip-cut-trailer.tar.gz"] = whole[:-4]
-    # an archive with no trace: an error that says so
+    # an archive with no trace: nothing is listed
     seeds["no-trace.tar"] = tar_bytes([("logs/", b""), ("logs/run.log", NOTES)])
     try:
         la = LibArchive()

@@ -184,6 +184,8 @@ int cli_parse_memory(const cli_tool *t, const char *arg, size_t *bytes)
 	return 2;
 }
 
+static const char no_trace[] = "the archive holds no trace (no member named *.json, *.json.gz or *.tkb)";
+
 size_t cli_each_trace(const char *tool, char *const *paths, size_t n, const tk_reader_opts *ro,
                       cli_trace_fn fn, void *ctx)
 {
@@ -199,7 +201,9 @@ size_t cli_each_trace(const char *tool, char *const *paths, size_t n, const tk_r
 		const char *name;
 		tk_reader *r;
 		int rc;
+		size_t traces = 0;
 		while ((rc = tk_inputs_next(in, &r, &name)) != TK_EOF) {
+			traces++;
 			if (rc == TK_OK && fn(ctx, name, r))
 				failed++;
 			else if (rc != TK_OK) {
@@ -207,8 +211,10 @@ size_t cli_each_trace(const char *tool, char *const *paths, size_t n, const tk_r
 				failed++;
 			}
 			tk_reader_free(r);
-			if (rc != TK_OK && !r) /* the archive itself failed: nothing follows */
-				break;
+		}
+		if (!traces) {
+			cli_err(tool, "%s: %s", paths[i], no_trace);
+			failed++;
 		}
 		tk_inputs_free(in);
 	}
@@ -221,13 +227,29 @@ int cli_list_traces(const char *tool, char *const *paths, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		tk_inputs *in = NULL;
 		const char *name;
+		size_t traces = 0, errors = 0;
 		int rc = tk_inputs_open(&in, paths[i], NULL);
-		while (!rc && (rc = tk_inputs_next(in, NULL, &name)) == TK_OK)
-			printf("%s\n", name);
-		if (rc != TK_EOF) {
+		if (rc) {
 			cli_err(tool, "%s", in ? tk_inputs_error(in) : "out of memory");
-			status = 1;
+			errors++;
 		}
+		/* after an error the listing goes on where the archive allows */
+		while (!rc && (rc = tk_inputs_next(in, NULL, &name)) != TK_EOF) {
+			if (rc == TK_OK) {
+				printf("%s\n", name);
+				traces++;
+			} else {
+				cli_err(tool, "%s", tk_inputs_error(in));
+				errors++;
+				rc = 0;
+			}
+		}
+		if (!traces && !errors) {
+			cli_err(tool, "%s: %s", paths[i], no_trace);
+			errors++;
+		}
+		if (errors)
+			status = 1;
 		tk_inputs_free(in);
 	}
 	return fflush(stdout) ? 1 : status;

@@ -17,7 +17,6 @@ struct tk_inputs {
 	tk__src src;  /* the opened file, until its one reader takes it */
 	tk__arc *arc; /* an archive: its members are the traces */
 	int done;
-	size_t traces; /* traces named so far */
 	char *name; /* the last name returned */
 };
 
@@ -81,10 +80,12 @@ int tk_inputs_next(tk_inputs *in, tk_reader **r, const char **name)
 		*r = NULL;
 	if (!in || !name)
 		return TK_ERR_ARG;
-	if (in->err.code)
-		return in->err.code;
 	if (in->done)
 		return TK_EOF;
+	if (in->err.code) { /* tk_inputs_open failed: said once more, then the end */
+		in->done = 1;
+		return in->err.code;
+	}
 	if (!in->arc) { /* a trace file, or the member named */
 		in->done = 1;
 		if (set_name(in, in->member))
@@ -102,17 +103,15 @@ int tk_inputs_next(tk_inputs *in, tk_reader **r, const char **name)
 	int rc;
 	while ((rc = tk__arc_next(in->arc, &m, &size)) == 1 && m && !tk__is_trace_name(m))
 		;
-	if (rc <= 0) {
+	if (rc == 0) {
 		in->done = 1;
-		if (rc < 0)
-			return tk__err_set(&in->err, rc, "%s", tk__arc_error(in->arc));
-		if (!in->traces)
-			return tk__err_set(&in->err, TK_ERR_FORMAT,
-			                   "%s: the archive holds no trace (no member named *.json, *.json.gz or *.tkb)",
-			                   in->path);
 		return TK_EOF;
 	}
-	in->traces++;
+	if (rc < 0) { /* said once; the listing goes on where the archive allows */
+		in->done = tk__arc_failed(in->arc);
+		tk__err_msg(&in->err, rc, "%s", tk__arc_error(in->arc));
+		return rc;
+	}
 	if (set_name(in, m))
 		return in->err.code;
 	*name = in->name;

@@ -161,8 +161,11 @@ TK_API int tk_inputs_open(tk_inputs **out, const char *path, const tk_reader_opt
  * until the next call of tk_inputs_next() moves the archive on (it then
  * fails); it may be freed before or after the tk_inputs. With r NULL the
  * member is only named and skipped (a listing). TK_EOF after the last, or
- * an error: a damaged archive stops the listing, with the archive, the
- * member and the byte named in tk_inputs_error(). */
+ * an error, with the archive, the member and the byte named in
+ * tk_inputs_error(): each error is returned once, and the next call goes
+ * on with the member after it where the archive allows (a damaged header
+ * that the format can step over), or returns TK_EOF where it cannot (a
+ * cut or corrupt stream). */
 TK_API int tk_inputs_next(tk_inputs *in, tk_reader **r, const char **name);
 TK_API const char *tk_inputs_error(const tk_inputs *in);
 TK_API void tk_inputs_free(tk_inputs *in);

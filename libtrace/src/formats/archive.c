@@ -11,7 +11,6 @@
 #include "formats/formats.h"
 
 #define TK__ARC_BUF (256 * 1024)
-#define TK__ARC_RETRIES 16 /* headers skipped after ARCHIVE_RETRY before giving up */
 
 struct tk__arc {
 	int refs;
@@ -20,9 +19,15 @@ struct tk__arc {
 	char *name;
 	unsigned char *buf;
 	uint64_t gen;    /* the member now open */
-	char *member;    /* its path */
+	char *member;    /* its path; NULL between members */
+	char *last;      /* the member before: where a damaged header lies */
+	int pending;     /* after a damaged header was reported: 1 the next
+	                    header is read already (entry), 2 the end is */
+	struct archive_entry *entry;
 	int raw;         /* libarchive's raw format: one stream, no members */
 	char below[TK__ERRLEN]; /* the stack below failed: why (it wins over libarchive's words) */
+	int seekable;
+	uint64_t fed; /* bytes handed to libarchive by reading (not seeking) */
 	int done;        /* no member follows */
 	int failed;
 	char err[TK__ERRLEN];
@@ -96,6 +101,7 @@ static la_ssize_t cb_read(struct archive *ar, void *cd, const void **buf)
 		archive_set_error(ar, EIO, "%s", a->below);
 		return -1;
 	}
+	a->fed += (uint64_t)n;
 	*buf = a->buf;
 	return n;
 }
@@ -107,20 +113,34 @@ static la_int64_t cb_seek(struct archive *ar, void *cd, la_int64_t off, int when
 {
 	tk__arc *a = cd;
 	tk__stage *st = &a->src.st[0];
-	off_t cur = lseek(a->src.fd, 0, SEEK_CUR);
-	if (cur < 0)
-		return ARCHIVE_FATAL;
-	la_int64_t pos = (la_int64_t)cur - (la_int64_t)(st->ahead_len - st->ahead_pos), to = off;
+	la_int64_t size, cur;
+	if (a->src.mem) {
+		size = (la_int64_t)a->src.mem_len;
+		cur = (la_int64_t)a->src.mem_pos;
+	} else {
+		struct stat sb;
+		off_t c = lseek(a->src.fd, 0, SEEK_CUR);
+		if (c < 0 || fstat(a->src.fd, &sb))
+			return ARCHIVE_FATAL;
+		size = (la_int64_t)sb.st_size;
+		cur = (la_int64_t)c;
+	}
+	la_int64_t pos = cur - (la_int64_t)(st->ahead_len - st->ahead_pos), to = off;
 	if (whence == SEEK_CUR)
 		to = pos + off;
-	else if (whence == SEEK_END) {
-		struct stat sb;
-		if (fstat(a->src.fd, &sb))
-			return ARCHIVE_FATAL;
-		to = (la_int64_t)sb.st_size + off;
+	else if (whence == SEEK_END)
+		to = size + off;
+	if (to < 0 || to > size) {
+		snprintf(a->below, sizeof a->below, "an offset in the archive points %s (byte %lld of %lld)",
+		         to < 0 ? "before its start" : "past its end", (long long)to, (long long)size);
+		archive_set_error(ar, EINVAL, "%s", a->below);
+		return ARCHIVE_FATAL;
 	}
-	if (to < 0 || lseek(a->src.fd, (off_t)to, SEEK_SET) < 0) {
-		archive_set_error(ar, errno, "cannot seek: %s", strerror(errno));
+	if (a->src.mem) {
+		a->src.mem_pos = (size_t)to;
+	} else if (lseek(a->src.fd, (off_t)to, SEEK_SET) < 0) {
+		snprintf(a->below, sizeof a->below, "cannot seek: %s", strerror(errno));
+		archive_set_error(ar, errno, "%s", a->below);
 		return ARCHIVE_FATAL;
 	}
 	free(st->ahead);
@@ -130,21 +150,31 @@ static la_int64_t cb_seek(struct archive *ar, void *cd, la_int64_t off, int when
 	return to;
 }
 
+/* Memory, or a regular file, with no filter over it. */
 static int seekable(const tk__src *s)
 {
 	struct stat sb;
-	return s->n == 1 && s->fd >= 0 && !s->mem && !s->base.read && fstat(s->fd, &sb) == 0 &&
-	       S_ISREG(sb.st_mode) && lseek(s->fd, 0, SEEK_CUR) >= 0;
+	if (s->n != 1 || s->base.read)
+		return 0;
+	return s->mem || (s->fd >= 0 && fstat(s->fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
+	                  lseek(s->fd, 0, SEEK_CUR) >= 0);
 }
 
 /* ---- the archive ---- */
 
-/* "NAME: damaged archive at byte N (in member M): msg" */
+/* "NAME: damaged archive at byte N (in member M): msg", or "after member
+ * M" between members; the archive goes no further. */
+static void arc_msg(tk__arc *a, const char *msg)
+{
+	const char *rel = a->member ? " (in member " : a->last ? " (after member " : "";
+	const char *who = a->member ? a->member : a->last ? a->last : "";
+	snprintf(a->err, sizeof a->err, "%.120s: damaged archive at byte %llu%s%.120s%s: %.200s", a->name,
+	         (unsigned long long)a->src.bytes_in, rel, who, *rel ? ")" : "", msg);
+}
+
 static int arc_fail_msg(tk__arc *a, const char *msg)
 {
-	snprintf(a->err, sizeof a->err, "%.120s: damaged archive at byte %llu%s%.120s%s: %.200s", a->name,
-	         (unsigned long long)a->src.bytes_in, a->member ? " (in member " : "",
-	         a->member ? a->member : "", a->member ? ")" : "", msg);
+	arc_msg(a, msg);
 	a->failed = 1;
 	a->done = 1;
 	return TK_ERR_FORMAT;
@@ -156,23 +186,36 @@ static int arc_fail(tk__arc *a, const char *what)
 	return arc_fail_msg(a, msg ? msg : what);
 }
 
-/* After the archive's end: the compressed stream under it must end there
- * too, whole (its checksum checked), with nothing after it. */
+/* After the archive's end: a compressed stream under it must end there
+ * too, whole (its checksum checked), with nothing after it; and a tar,
+ * which is whole 512-byte blocks, must not have lost part of one (libarchive
+ * takes a tar cut inside a header for its end). */
 static int drain(tk__arc *a)
 {
-	if (a->src.n < 2)
-		return 0;
-	for (;;) {
-		long n = tk__src_read(&a->src, a->buf, TK__ARC_BUF);
-		if (n < 0)
-			snprintf(a->below, sizeof a->below, "%s", a->src.err);
-		else if (n == 0 && a->src.cut)
-			snprintf(a->below, sizeof a->below, "the %s stream is cut off", a->src.cut);
-		if (a->below[0])
-			return arc_fail_msg(a, a->below);
-		if (n == 0)
-			return 0;
+	uint64_t total = a->fed;
+	if (a->seekable) {
+		struct stat sb;
+		total = a->src.mem ? a->src.mem_len : fstat(a->src.fd, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+	} else {
+		for (;;) {
+			long n = tk__src_read(&a->src, a->buf, TK__ARC_BUF);
+			if (n < 0)
+				snprintf(a->below, sizeof a->below, "%s", a->src.err);
+			else if (n == 0 && a->src.cut)
+				snprintf(a->below, sizeof a->below, "the %s stream is cut off", a->src.cut);
+			if (a->below[0])
+				return arc_fail_msg(a, a->below);
+			if (n == 0)
+				break;
+			total += (uint64_t)n;
+		}
 	}
+	/* (a tar that libarchive decompresses itself is checked by that
+	 * compression's own checksums; these counts are its compressed bytes) */
+	if ((archive_format(a->a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_TAR &&
+	    archive_filter_code(a->a, 0) == ARCHIVE_FILTER_NONE && total % 512)
+		return arc_fail_msg(a, "the tar archive is cut off (it is not whole 512-byte blocks)");
+	return 0;
 }
 
 int tk__arc_open(tk__arc **out, tk__src *below, const char *name)
@@ -195,8 +238,17 @@ int tk__arc_open(tk__arc **out, tk__src *below, const char *name)
 		return TK_ERR_NOMEM;
 	}
 	tk__arc_support(a->a);
-	if (seekable(&a->src))
+	if ((a->seekable = seekable(&a->src))) {
 		archive_read_set_seek_callback(a->a, cb_seek);
+	} else {
+		const tk__stage *st = &a->src.st[a->src.n - 1];
+		if (st->ahead_len - st->ahead_pos >= 6 && !memcmp(st->ahead + st->ahead_pos, "7z\xbc\xaf\x27\x1c", 6)) {
+			snprintf(a->err, sizeof a->err, "%s: a 7z archive is read through its directory at its "
+			         "end: give it as a file, not through a pipe or a compression", a->name);
+			a->failed = a->done = 1;
+			return TK_ERR_UNSUPPORTED;
+		}
+	}
 	archive_read_set_read_callback(a->a, cb_read);
 	archive_read_set_callback_data(a->a, a);
 	if (archive_read_open1(a->a) != ARCHIVE_OK)
@@ -219,6 +271,7 @@ void tk__arc_unref(tk__arc *a)
 		archive_read_free(a->a);
 	tk__src_close(&a->src);
 	free(a->member);
+	free(a->last);
 	free(a->name);
 	free(a->buf);
 	free(a);
@@ -228,24 +281,40 @@ int tk__arc_next(tk__arc *a, const char **member, int64_t *size)
 {
 	if (a->done)
 		return a->failed ? TK_ERR_FORMAT : 0;
-	for (int retries = 0;;) {
-		struct archive_entry *e;
-		int rc = archive_read_next_header(a->a, &e);
+	if (a->member) { /* the member before is done */
+		free(a->last);
+		a->last = a->member;
+		a->member = NULL;
+	}
+	a->gen++;
+	for (int skipped = 0;;) {
+		struct archive_entry *e = a->entry;
+		int rc = a->pending == 1 ? ARCHIVE_OK : a->pending == 2 ? ARCHIVE_EOF : archive_read_next_header(a->a, &e);
+		a->pending = 0;
+		if (rc == ARCHIVE_RETRY) {
+			/* a damaged header that libarchive steps over: one error for
+			 * the run of them, and the listing goes on after it */
+			if (!skipped++) {
+				const char *m = archive_error_string(a->a);
+				char msg[TK__ERRLEN];
+				snprintf(msg, sizeof msg, "%.200s (a damaged member header: whatever it held is lost)",
+				         m ? m : "unreadable member header");
+				arc_msg(a, msg);
+			}
+			continue;
+		}
+		if (skipped && rc >= ARCHIVE_WARN) {
+			a->entry = e;
+			a->pending = rc == ARCHIVE_EOF ? 2 : 1;
+			return TK_ERR_FORMAT;
+		}
 		if (rc == ARCHIVE_EOF) {
-			free(a->member);
-			a->member = NULL;
-			a->gen++;
 			int d = drain(a);
 			a->done = 1;
 			return d;
 		}
-		if (rc == ARCHIVE_RETRY && ++retries < TK__ARC_RETRIES)
-			continue;
 		if (rc < ARCHIVE_WARN)
 			return arc_fail(a, "unreadable member header");
-		a->gen++;
-		free(a->member);
-		a->member = NULL;
 		a->raw = archive_format(a->a) == ARCHIVE_FORMAT_RAW;
 		if (!a->raw && archive_entry_filetype(e) != AE_IFREG)
 			continue;
@@ -312,6 +381,11 @@ int tk__src_init_member(tk__src *s, tk__arc *a)
 const char *tk__arc_error(const tk__arc *a)
 {
 	return a ? a->err : "out of memory";
+}
+
+int tk__arc_failed(const tk__arc *a)
+{
+	return a->done && a->failed;
 }
 
 const char *tk__arc_name(const tk__arc *a)

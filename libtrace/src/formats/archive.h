@@ -29,6 +29,8 @@ int tk__arc_next(tk__arc *a, const char **member, int64_t *size);
  * reads until tk__arc_next moves on, and fails after. 0 or TK_ERR_NOMEM. */
 int tk__src_init_member(tk__src *s, tk__arc *a);
 const char *tk__arc_error(const tk__arc *a);
+/* 1 once an error has ended the archive (nothing more can be read). */
+int tk__arc_failed(const tk__arc *a);
 const char *tk__arc_name(const tk__arc *a);
 
 /* "logs.tar.gz//rank3/trace.json": the part before the first "//" whose
