@@ -24,11 +24,12 @@ alternating pair by pair, with `sync` run before each):
   trace-stats INPUTS -o /dev/null every member, each a rank
   trace-merge INPUTS -o OUT.json  every member, each a rank
 
-MB/s is uncompressed trace bytes (10^6) per wall-clock second; "ratio" is the
-archive's MB/s over the files'. With --repeat N each case runs N times on each
-side: the fastest run and the median are reported, the ratio of both, and the
-largest peak RSS of each side. The targets are judged on the ratio of the
-medians. A member of a .tar.gz has no offset of its own: ARCHIVE//M inflates
+MB/s is uncompressed trace bytes (10^6) per wall-clock second; "archive/files"
+is the archive's MB/s over the files'. With --repeat N each case runs N times
+on each side: the fastest run and the median are reported, the ratio of both,
+the ratio of the median CPU times (user and system: files' over archive's,
+steadier than wall time when other jobs share the cores), and the largest
+peak RSS of each side. The targets are judged on the ratio of the medians. A member of a .tar.gz has no offset of its own: ARCHIVE//M inflates
 every member before it, so the per-member parse_only of a .tar.gz reads about
 (N+1)/2 times the bytes and has no target. Before the table every member is
 read once from each archive and checked against its file (events, bytes),
@@ -78,20 +79,27 @@ mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 # ratio FILES_S ARCHIVE_S: the archive's throughput over the files'
 ratio() { awk -v f="$1" -v a="$2" 'BEGIN { if (a <= 0) a = 0.0005; printf "%.2fx", f / a }'; }
 
-ROW_FMT="%-30s %6s %6s  %6s %6s  %6s %6s  %7s %7s  %-14s %s\n"
+ROW_FMT="%-30s %6s %6s  %6s %6s  %6s %6s %6s  %7s %7s  %-9s %s\n"
 MISSED=0
 FAILED=0
 
 # side F|A: one run of FCMD (the files) or ACMD (the archive) through
-# measure, its output being OUT_F or OUT_A; the wall time goes to the side's
-# list, the largest peak RSS is kept.
+# measure, its output being OUT_F or OUT_A; the wall and CPU times go to the
+# side's lists, the largest peak RSS is kept.
 side() {
-	local -n side_cmd=${1}CMD side_walls=${1}_WALLS side_kib=${1}_KIB
-	if [[ $1 == F ]]; then OUT=$OUT_F; else OUT=$OUT_A; fi
+	local -n side_walls=${1}_WALLS side_cpus=${1}_CPUS side_kib=${1}_KIB
+	local which=$1
 	((RC == 0)) || return 0
-	measure "${side_cmd[@]}"
-	((RC == 0)) || { FAIL_SIDE=$1; return 0; }
+	if [[ $which == F ]]; then
+		OUT=$OUT_F
+		measure "${FCMD[@]}"
+	else
+		OUT=$OUT_A
+		measure "${ACMD[@]}"
+	fi
+	((RC == 0)) || { FAIL_SIDE=$which; return 0; }
 	side_walls+=("$WALL")
+	side_cpus+=("$CPU")
 	((KIB > side_kib)) && side_kib=$KIB
 	return 0
 }
@@ -104,7 +112,7 @@ median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int(
 # least ratio of the medians, 0 for a baseline, "-" for none.
 pair() {
 	local name=$1 bytes=$2 target=$3 rep=$REPEAT i
-	F_WALLS=() A_WALLS=() F_KIB=0 A_KIB=0 RC=0 FAIL_SIDE=""
+	F_WALLS=() A_WALLS=() F_CPUS=() A_CPUS=() F_KIB=0 A_KIB=0 RC=0 FAIL_SIDE=""
 	REPEAT=1
 	for ((i = 0; i < rep; i++)); do
 		if ((i % 2 == 0)); then side F; side A; else side A; side F; fi
@@ -113,7 +121,7 @@ pair() {
 	if [[ -n $FAIL_SIDE ]]; then
 		local which=files
 		[[ $FAIL_SIDE == A ]] && which=archive
-		printf "$ROW_FMT" "$name" "-" "-" "-" "-" "-" "-" "-" "-" "" "FAILED ($which, rc=$RC)"
+		printf "$ROW_FMT" "$name" "-" "-" "-" "-" "-" "-" "-" "-" "-" "" "FAILED ($which, rc=$RC)"
 		sed 's/^/    | /' "$LOG" | tail -n 5
 		FAILED=1
 		return
@@ -134,7 +142,8 @@ pair() {
 	fi
 	[[ $status == MISS ]] && MISSED=1
 	printf "$ROW_FMT" "$name" "$(mbps "$bytes" "$fb")" "$(mbps "$bytes" "$fm")" "$(mbps "$bytes" "$ab")" \
-		"$(mbps "$bytes" "$am")" "$(ratio "$fb" "$ab")" "$(ratio "$fm" "$am")" "$(mib "$F_KIB")" "$(mib "$A_KIB")" \
+		"$(mbps "$bytes" "$am")" "$(ratio "$fb" "$ab")" "$(ratio "$fm" "$am")" \
+		"$(ratio "$(median "${F_CPUS[@]}")" "$(median "${A_CPUS[@]}")")" "$(mib "$F_KIB")" "$(mib "$A_KIB")" \
 		"$tcol" "$status"
 }
 
@@ -208,12 +217,10 @@ loadavg() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?"; }
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'), $REPEAT run(s) per side," \
 	"load average $(loadavg)"
 echo
-printf "%-30s  %-13s  %-13s  %-13s  %s\n" "" "--- files ---" "-- archive --" "archive/files" "peak RSS, MiB"
-printf "$ROW_FMT" "case" "MB/s" "median" "MB/s" "median" "best" "median" "files" "archive" "target" "status"
-printf "$ROW_FMT" "----" "----" "------" "----" "------" "----" "------" "-----" "-------" "------" "------"
+printf "%-30s  %-13s  %-13s  %-20s  %s\n" "" "--- files ---" "-- archive --" "--- archive/files --" "peak RSS, MiB"
+printf "$ROW_FMT" "case" "MB/s" "median" "MB/s" "median" "best" "median" "CPU" "files" "archive" "target" "status"
+printf "$ROW_FMT" "----" "----" "------" "----" "------" "----" "------" "---" "-----" "-------" "------" "------"
 
-# FCMD and ACMD are read by side() through a nameref
-# shellcheck disable=SC2034
 # the per-member loop: parse_only on each argument in turn
 EACH=(sh -c 'p=$1; shift; for f; do "$p" "$f" >/dev/null || exit; done' sh "$PARSE")
 MOPT=(-q --tmpdir "$WORK/tmp")
@@ -242,7 +249,7 @@ if command -v unzip >/dev/null; then
 	FCMD=(zcat "${GZS[@]}") ACMD=(unzip -p "$ZIP")
 	pair "zcat / unzip -p (baseline)" "$IN_BYTES" 0
 else
-	printf "$ROW_FMT" "zcat / unzip -p (baseline)" "-" "-" "-" "-" "-" "-" "-" "-" "" "skipped (no unzip)"
+	printf "$ROW_FMT" "zcat / unzip -p (baseline)" "-" "-" "-" "-" "-" "-" "-" "-" "-" "" "skipped (no unzip)"
 fi
 FCMD=("${EACH[@]}" "${GZS[@]}") ACMD=("${EACH[@]}" "${MEMBERS[@]/#/$ZIP//}")
 pair "parse_only .zip//member" "$IN_BYTES" 0.9

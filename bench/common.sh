@@ -49,10 +49,11 @@ bench_workdir() {
 
 # measure CMD...: runs it through $RSS REPEAT times, with $OUT removed before
 # each run (and `sync` run when SYNC_BEFORE=1); its stderr goes to $LOG. Sets
-# WALL (the best wall time), MED (the median), KIB (the best run's peak RSS)
-# and RC (0, or the first failing run's status).
+# WALL (the best wall time), MED (the median), KIB and CPU (the best run's
+# peak RSS and CPU seconds, user and system) and RC (0, or the first failing
+# run's status).
 measure() {
-	local walls=() kib=0 best="" rc=0 i line w k
+	local walls=() kib=0 cpu=0 best="" rc=0 i line w k c
 	for ((i = 0; i < REPEAT; i++)); do
 		rm -rf "$OUT"
 		[[ ${SYNC_BEFORE:-0} == 1 ]] && sync
@@ -65,14 +66,18 @@ measure() {
 		((rc == 0)) || break
 		w=${line#wall_s=}; w=${w%% *}
 		k=${line#*max_rss_kib=}; k=${k%% *}
+		c=0
+		[[ $line == *cpu_s=* ]] && { c=${line#*cpu_s=}; c=${c%% *}; }
 		walls+=("$w")
 		if [[ -z $best ]] || awk -v a="$w" -v b="$best" 'BEGIN { exit !(a < b) }'; then
 			best=$w
 			kib=$k
+			cpu=$c
 		fi
 	done
 	WALL=${best:-0}
 	MED=$(printf '%s\n' "${walls[@]:-0}" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
 	KIB=$kib
+	CPU=$cpu
 	RC=$rc
 }

@@ -1,4 +1,4 @@
-/* rss_run.c: run a command and report its wall time, peak RSS and exit status on stderr. */
+/* rss_run.c: run a command and report its wall time, peak RSS, CPU time and exit status on stderr. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -44,7 +44,8 @@ int main(int argc, char **argv)
 {
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		fprintf(stderr, "usage: rss_run CMD [ARGS...]\n"
-		                "Runs CMD and prints `wall_s=<s> max_rss_kib=<KiB> rc=<exit>` to stderr.\n");
+		                "Runs CMD and prints `wall_s=<s> max_rss_kib=<KiB> cpu_s=<s> rc=<exit>` to\n"
+		                "stderr (cpu_s: user and system time of CMD and its waited-for children).\n");
 		return argc < 2 ? 2 : 0;
 	}
 	double t0 = now_s();
@@ -65,6 +66,8 @@ int main(int argc, char **argv)
 		return 127;
 	double wall = now_s() - t0;
 	int rc = shell_status(status);
-	fprintf(stderr, "wall_s=%.3f max_rss_kib=%ld rc=%d\n", wall, ru.ru_maxrss, rc);
+	double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	             (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	fprintf(stderr, "wall_s=%.3f max_rss_kib=%ld cpu_s=%.3f rc=%d\n", wall, ru.ru_maxrss, cpu, rc);
 	return rc;
 }
