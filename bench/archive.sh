@@ -29,12 +29,15 @@ is the archive's MB/s over the files'. With --repeat N each case runs N times
 on each side: the fastest run and the median are reported, the ratio of both,
 the ratio of the median CPU times (user and system: files' over archive's,
 steadier than wall time when other jobs share the cores), and the largest
-peak RSS of each side. The targets are judged on the ratio of the medians. A member of a .tar.gz has no offset of its own: ARCHIVE//M inflates
-every member before it, so the per-member parse_only of a .tar.gz reads about
-(N+1)/2 times the bytes and has no target. Before the table every member is
-read once from each archive and checked against its file (events, bytes),
-after every file was dropped from the page cache and read again, so that
-the cache holds the files and the archives alike;
+peak RSS of each side. The targets are judged on the ratio of the medians.
+
+A member of a .tar.gz has no offset of its own: ARCHIVE//M inflates every
+member before it, so the per-member parse_only of a .tar.gz inflates about
+(N+1)/2 times the bytes and has no target.
+
+Before the table every file is dropped from the page cache and read again,
+so that the cache holds the files and the archives alike, and every member
+is read once from each archive and checked against its file (events, bytes);
 after each trace-merge the outputs from the archive and from the files are
 compared (the "file" names in the ranks' metadata aside). Files go to a
 temporary directory (under $TK_BENCH_DIR when set) removed at exit. The load
