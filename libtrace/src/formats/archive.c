@@ -10,7 +10,7 @@
 #include "formats/archive.h"
 #include "formats/formats.h"
 
-#define TK__ARC_BUF (256 * 1024)
+#define TK__ARC_BUF (1024 * 1024) /* fewer, larger reads: half the cost of reading through libarchive */
 
 struct tk__arc {
 	int refs;
