@@ -107,6 +107,21 @@ expect_fail 2 "needs JSON parts" "$W/s.json" -o "$W/o" --max-size 5M --to tkb
 expect_fail 2 "applies to --to tkb only" "$W/s.json" -o "$W/o" --parts 2 --compress
 expect_fail 2 "cannot use 'xml'" "$W/s.json" -o "$W/o" --parts 2 --to xml
 
+# a budget smaller than single events: they are written alone, over it, and
+# said so; nothing is lost (the message once was an unnamed I/O error)
+rm -rf "$W/o"
+"$BIN" "$HERE/../testdata/example_kineto.json" -o "$W/o" --max-size 2K 2>"$W/err" ||
+	bad "--max-size 2K: exit $? ($(cat "$W/err"))"
+grep -q "alone did not fit" "$W/err" || bad "--max-size 2K: no warning of a part over the budget"
+check "$HERE/../testdata/example_kineto.json" "$W/o" example_kineto
+
+# one --window syntax: A:B on the trace clock, +A:+B from the first event
+rm -rf "$W/o" "$W/o2"
+"$BIN" "$W/s.json" -o "$W/o" --window +1ms:+5ms -q || bad "--window +1ms:+5ms: exit $?"
+"$BIN" "$W/s.json" -o "$W/o2" --range 1ms:5ms -q || bad "--range 1ms:5ms: exit $?"
+cmp -s "$W/o/s.part-0000.json" "$W/o2/s.part-0000.json" || bad "--window +1ms:+5ms differs from --range 1ms:5ms"
+expect_fail 2 "--window takes A:B" "$W/s.json" -o "$W/o" --window 1ms:x
+
 # --help comes from the option table; --version names the library
 "$BIN" --help | grep -q -- "--steps-per-part K" || bad "--help lacks --steps-per-part"
 "$BIN" --version | grep -q libtracekit || bad "--version"

@@ -239,8 +239,11 @@ static int read_one(void *ctx, const char *name, tk_reader *r)
 	int rc = tk_stats_new(&st, &so);
 	if (!rc && (rc = tk_stats_add_reader(st, r)) == 0)
 		rc = tk_stats_finish(st);
-	if (rc)
-		cli_err(tool.name, "%s: %s", name, st ? tk_stats_error(st) : tk_strerror(rc));
+	const char *msg = st ? tk_stats_error(st) : tk_strerror(rc);
+	if (rc && strncmp(msg, name, strlen(name)) == 0) /* a reader's error names its input */
+		cli_err(tool.name, "%s", msg);
+	else if (rc)
+		cli_err(tool.name, "%s: %s", name, msg);
 	for (size_t i = 0; !o->quiet && tk_reader_warning(r, i); i++)
 		cli_warn(tool.name, "%s", tk_reader_warning(r, i));
 	if (rc) {

@@ -311,7 +311,7 @@ static int emit(tk_split *s, const tk_event *const *evs, size_t n, int *recut)
 	if (!s->w && part_open(s, s->seg_start))
 		return -1;
 	int rc = tk_writer_write_group(s->w, evs, n);
-	if (rc == TK_ERR_LIMIT) {
+	if (rc == TK_ERR_LIMIT && s->parts[s->n_parts - 1].p.events) {
 		int64_t at = s->seg_start; /* the new part starts at the latest event of the group */
 		for (size_t i = 0; i < n; i++)
 			if ((evs[i]->has & TK_HAS_TS) && evs[i]->ts > at)
@@ -324,6 +324,15 @@ static int emit(tk_split *s, const tk_event *const *evs, size_t n, int *recut)
 		if (recut)
 			return 0; /* the caller drops a flow pair rather than split it */
 		rc = tk_writer_write_group(s->w, evs, n);
+	}
+	if (rc == TK_ERR_LIMIT) {
+		/* alone in a part and still too large: written over the budget
+		 * (part_close counts it and says so) rather than lost */
+		rc = tk_writer_set_max_bytes(s->w, 0);
+		if (!rc)
+			rc = tk_writer_write_group(s->w, evs, n);
+		if (!rc)
+			rc = tk_writer_set_max_bytes(s->w, s->o.max_bytes);
 	}
 	if (rc)
 		return fail(s, rc, "%s", tk_writer_error(s->w));
