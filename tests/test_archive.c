@@ -1338,7 +1338,7 @@ static void test_damage_in_member(void **state)
 		assert_true(same_events(&ev, &ms[1].ev, 0, what));
 		const char *msg = tk_reader_error(r);
 		check_damage_msg(msg, dmg, cut, what);
-		snprintf(want, sizeof want, "%s: damaged archive at byte %zu (in member run/big.json)", dmg, cut);
+		snprintf(want, sizeof want, "%s//run/big.json: damaged archive at byte %zu", dmg, cut);
 		if (!strstr(msg, want))
 			fail_msg("%s: want \"%s\" in \"%s\"", what, want, msg);
 		tu_events_free(&ev);
@@ -1418,7 +1418,7 @@ static void check_after_member(const char *path, size_t len, const member *a, co
 		return;
 	}
 	check_damage_msg(msg, path, len, what);
-	snprintf(want, sizeof want, "(in member %s)", a->name);
+	snprintf(want, sizeof want, "//%s: damaged", a->name);
 	if (strstr(msg, want))
 		defer_fail("%s: the damage is put in %s, which read whole: %s", what, a->name, msg);
 	tk_reader_free(r);

@@ -50,6 +50,7 @@ typedef struct tk__src {
 	tk__stage st[TK__MAX_STAGES];
 	int n;           /* stages in use, st[0] the base; 0 before init */
 	const char *cut; /* a filter whose stream stopped inside a unit: its name */
+	int err_named;   /* err names its input already (another base's failure) */
 	char err[TK__ERRLEN];
 } tk__src;
 void tk__src_init_fd(tk__src *s, int fd, int own);

@@ -320,7 +320,7 @@ int tk__reader_more(tk_reader *r)
 	while (r->end < r->cap) {
 		long n = tk__src_read(&r->src, r->buf + r->end, r->cap - r->end);
 		if (n < 0)
-			return r->src.base.read ? tk__err_set(&r->err, TK_ERR_IO, "%s", r->src.err) /* names the archive, the member */
+			return r->src.err_named ? tk__err_set(&r->err, TK_ERR_IO, "%s", r->src.err) /* names the archive, the member */
 			                        : tk__err_set(&r->err, TK_ERR_IO, "%s: %s", r->name, r->src.err);
 		if (n == 0) {
 			r->eof = 1;

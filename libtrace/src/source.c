@@ -32,8 +32,11 @@ void tk__src_init_base(tk__src *s, const tk__base *b)
 
 static long base_read(tk__src *s, unsigned char *dst, size_t cap)
 {
-	if (s->base.read)
-		return s->base.read(s->base.ctx, dst, cap, &s->bytes_in, s->err);
+	if (s->base.read) {
+		long n = s->base.read(s->base.ctx, dst, cap, &s->bytes_in, s->err);
+		s->err_named = n < 0;
+		return n;
+	}
 	if (s->mem) {
 		size_t n = s->mem_len - s->mem_pos;
 		if (n > cap)

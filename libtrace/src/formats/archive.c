@@ -162,14 +162,20 @@ static int seekable(const tk__src *s)
 
 /* ---- the archive ---- */
 
-/* "NAME: damaged archive at byte N (in member M): msg", or "after member
- * M" between members; the archive goes no further. */
+/* "NAME//MEMBER: damaged archive at byte N: msg" inside a member, "NAME:
+ * damaged archive at byte N (after member M): msg" between members. N
+ * counts the archive's own bytes. */
 static void arc_msg(tk__arc *a, const char *msg)
 {
-	const char *rel = a->member ? " (in member " : a->last ? " (after member " : "";
-	const char *who = a->member ? a->member : a->last ? a->last : "";
-	snprintf(a->err, sizeof a->err, "%.120s: damaged archive at byte %llu%s%.120s%s: %.200s", a->name,
-	         (unsigned long long)a->src.bytes_in, rel, who, *rel ? ")" : "", msg);
+	unsigned long long at = (unsigned long long)a->src.bytes_in;
+	if (a->member)
+		snprintf(a->err, sizeof a->err, "%.120s//%.120s: damaged archive at byte %llu: %.200s", a->name,
+		         a->member, at, msg);
+	else if (a->last)
+		snprintf(a->err, sizeof a->err, "%.120s: damaged archive at byte %llu (after member %.120s): %.200s",
+		         a->name, at, a->last, msg);
+	else
+		snprintf(a->err, sizeof a->err, "%.120s: damaged archive at byte %llu: %.200s", a->name, at, msg);
 }
 
 static int arc_fail_msg(tk__arc *a, const char *msg)
