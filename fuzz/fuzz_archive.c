@@ -685,33 +685,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifndef TK_LIBFUZZER
-/* Without libFuzzer: run the harness over the files named on the command line. */
+#include "fuzz_files.h"
+
+static unsigned long done_members, done_events;
+
+static void one_done(const char *path)
+{
+	printf("%s: %lu traces, %lu events compared\n", path, seen.members - done_members,
+	       seen.events - done_events);
+	done_members = seen.members;
+	done_events = seen.events;
+}
+
 int main(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++) {
-		FILE *f = fopen(argv[i], "rb");
-		if (!f) {
-			perror(argv[i]);
-			return 1;
-		}
-		fseek(f, 0, SEEK_END);
-		long n = ftell(f);
-		fseek(f, 0, SEEK_SET);
-		uint8_t *p = malloc(n > 0 ? (size_t)n : 1);
-		if (!p || fread(p, 1, (size_t)n, f) != (size_t)n)
-			return 1;
-		fclose(f);
-		unsigned long members = seen.members, events = seen.events;
-		LLVMFuzzerTestOneInput(p, (size_t)n);
-		printf("%s: %lu traces, %lu events compared\n", argv[i], seen.members - members,
-		       seen.events - events);
-		free(p);
-	}
+	int rc = tk_fuzz_files(argc, argv, one_done);
 	printf("fuzz_archive: %d inputs ran: %lu traces (%lu plain files), %lu events compared, "
 	       "%lu archives inside archives refused, %lu refused by tracekit's gzip, "
 	       "%lu damaged headers reported\n",
 	       argc - 1, seen.members, seen.plain, seen.events, seen.refused, seen.gzip_refused,
 	       seen.damaged_headers);
-	return 0;
+	return rc;
 }
 #endif

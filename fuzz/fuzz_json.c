@@ -87,22 +87,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifndef TK_LIBFUZZER
-/* Without libFuzzer: run the harness over the files named on the command line. */
+#include "fuzz_files.h"
+
 int main(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++) {
-		FILE *f = fopen(argv[i], "rb");
-		if (!f)
-			continue;
-		fseek(f, 0, SEEK_END);
-		long n = ftell(f);
-		fseek(f, 0, SEEK_SET);
-		uint8_t *b = malloc(n > 0 ? (size_t)n : 1);
-		if (b && fread(b, 1, (size_t)n, f) == (size_t)n)
-			LLVMFuzzerTestOneInput(b, (size_t)n);
-		free(b);
-		fclose(f);
-	}
-	return 0;
+	return tk_fuzz_files(argc, argv, NULL);
 }
 #endif

@@ -80,25 +80,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifndef TK_LIBFUZZER
+#include "fuzz_files.h"
+
 int main(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++) {
-		FILE *f = fopen(argv[i], "rb");
-		if (!f) {
-			perror(argv[i]);
-			return 1;
-		}
-		fseek(f, 0, SEEK_END);
-		long n = ftell(f);
-		fseek(f, 0, SEEK_SET);
-		uint8_t *p = malloc(n > 0 ? (size_t)n : 1);
-		if (!p || fread(p, 1, (size_t)n, f) != (size_t)n)
-			return 1;
-		fclose(f);
-		LLVMFuzzerTestOneInput(p, (size_t)n);
-		free(p);
-	}
+	int rc = tk_fuzz_files(argc, argv, NULL);
 	printf("fuzz_tkb: %d inputs ran\n", argc - 1);
-	return 0;
+	return rc;
 }
 #endif
