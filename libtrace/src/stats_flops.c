@@ -250,14 +250,8 @@ static int concrete_dims(tk_sv v, tk_dims *out)
 	memset(out, 0, sizeof *out);
 	if (!v.ptr || v.len < 2 || v.ptr[0] != '[')
 		return TK_ERR_FORMAT;
-	size_t cap = v.len; /* more than enough items and values */
-	out->item_len = malloc(cap * sizeof *out->item_len);
-	out->items = malloc(cap * sizeof *out->items);
-	out->values = malloc(cap * sizeof *out->values);
-	if (!out->item_len || !out->items || !out->values) {
-		tk_dims_free(out);
+	if (tk__dims_alloc(out, v.len)) /* more than enough items and values */
 		return TK_ERR_NOMEM;
-	}
 	size_t nv = 0;
 	const char *p = tk__js_ws(v.ptr + 1, v.ptr + v.len), *e = v.ptr + v.len;
 	while (p < e && *p == '"') {

@@ -152,6 +152,17 @@ static const char *dims_item(const char *p, const char *e, int64_t *vals, size_t
 	return end;
 }
 
+int tk__dims_alloc(tk_dims *d, size_t cap)
+{
+	d->item_len = malloc(cap * sizeof *d->item_len);
+	d->items = malloc(cap * sizeof *d->items);
+	d->values = malloc(cap * sizeof *d->values);
+	if (d->item_len && d->items && d->values)
+		return 0;
+	tk_dims_free(d);
+	return TK_ERR_NOMEM;
+}
+
 int tk__js_dims(tk_sv v, tk_dims *out)
 {
 	memset(out, 0, sizeof *out);
@@ -162,13 +173,8 @@ int tk__js_dims(tk_sv v, tk_dims *out)
 	size_t commas = 1;
 	for (const char *q = p; q < e; q++)
 		commas += *q == ',';
-	out->item_len = malloc(commas * sizeof *out->item_len);
-	out->items = malloc(commas * sizeof *out->items);
-	out->values = malloc(commas * sizeof *out->values);
-	if (!out->item_len || !out->items || !out->values) {
-		tk_dims_free(out);
+	if (tk__dims_alloc(out, commas))
 		return TK_ERR_NOMEM;
-	}
 	size_t nv = 0;
 	p = tk__js_ws(p + 1, e);
 	while (p < e && *p != ']') {

@@ -39,6 +39,8 @@ int tk__js_member(tk__js_iter *it, tk_sv *key, tk_sv *val);
 int tk__js_find(tk_sv obj, const char *key, size_t klen, tk_sv *val);
 /* A JSON integer (the whole of v): 0 or -1. */
 int tk__js_int(tk_sv v, int64_t *out);
+/* Room in d for cap items and cap values (d zeroed): 0 or TK_ERR_NOMEM. */
+int tk__dims_alloc(tk_dims *d, size_t cap);
 /* A list of integer lists, as tk_args_get_dims: 0, TK_ERR_FORMAT, TK_ERR_NOMEM. */
 int tk__js_dims(tk_sv v, tk_dims *out);
 /* The decoded text of the JSON string v (quotes included) into buf, as
