@@ -115,6 +115,25 @@ rm -rf "$W/o"
 grep -q "alone did not fit" "$W/err" || bad "--max-size 2K: no warning of a part over the budget"
 check "$HERE/../testdata/example_kineto.json" "$W/o" example_kineto
 
+# an event too large for the budget coming first: its part is not left with
+# nothing but the repeated M events
+python3 - "$W/big.json" <<'PY'
+import json, sys
+ev = [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "p"}},
+      {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "t"}},
+      {"ph": "X", "name": "big", "ts": 1, "dur": 1, "pid": 1, "tid": 1, "args": {"x": "y" * 5000}},
+      {"ph": "X", "name": "a", "ts": 2, "dur": 1, "pid": 1, "tid": 1},
+      {"ph": "X", "name": "b", "ts": 3, "dur": 1, "pid": 1, "tid": 1}]
+json.dump({"traceEvents": ev}, open(sys.argv[1], "w"))
+PY
+rm -rf "$W/o"
+"$BIN" "$W/big.json" -o "$W/o" --max-size 2K -q || bad "big event first: exit $?"
+for p in "$W"/o/big.part-*.json; do
+	python3 -c 'import json,sys; ev=json.load(open(sys.argv[1]))["traceEvents"]; sys.exit(0 if any(e["ph"] != "M" for e in ev) else 1)' "$p" ||
+		bad "big event first: $(basename "$p") holds only M events"
+done
+check "$W/big.json" "$W/o" big
+
 # one --window syntax: A:B on the trace clock, +A:+B from the first event
 rm -rf "$W/o" "$W/o2"
 "$BIN" "$W/s.json" -o "$W/o" --window +1ms:+5ms -q || bad "--window +1ms:+5ms: exit $?"

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <archive.h>
 #include <archive_entry.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1519,6 +1520,79 @@ static void test_cut_in_memory(void **state)
 	deferred_check("cut in memory");
 }
 
+/* Text that has "ustar" where a tar header has its magic is a trace, not
+ * a tar: the header's checksum decides. */
+static void test_ustar_in_text(void **state)
+{
+	(void)state;
+	char text[1024];
+	int n = snprintf(text, sizeof text, "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1,\"dur\":1,\"pid\":1,"
+	                 "\"tid\":1,\"name\":\"%0300d\"}]}", 0);
+	memcpy(text + 257, "ustar", 5); /* inside the name */
+	tk_reader *r = NULL;
+	assert_int_equal(tk_reader_open_memory(&r, text, (size_t)n, "ustar.json", NULL), TK_OK);
+	tu_events ev = {0};
+	assert_int_equal(tu_read_all(r, &ev), TK_EOF);
+	assert_int_equal(ev.n, 1);
+	assert_string_equal(tk_reader_format(r), "json");
+	tu_events_free(&ev);
+	tk_reader_free(r);
+}
+
+/* A tar handed over as an fd at an offset of a larger file (after other
+ * bytes): the archive is what follows, read forward, not the whole file. */
+static void test_archive_at_offset(void **state)
+{
+	(void)state;
+	mset s;
+	mset_full(&s, 0);
+	member one[2] = {s.m[0], s.m[1]}; /* run/example_kineto.json, notes.txt */
+	char *path = dupstr(tu_path("one.tar")), *off = dupstr(tu_path("offset.tar"));
+	assert_int_equal(write_archive(format_named("tar"), one, 2, path), 0);
+	size_t len;
+	char *bytes = tu_read_file(path, &len);
+	char *both = malloc(len + 100);
+	assert_non_null(both);
+	memset(both, 'x', 100);
+	memcpy(both + 100, bytes, len);
+	tu_write_file(off, both, len + 100);
+	int fd = open(off, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(lseek(fd, 100, SEEK_SET), 100);
+	tk_reader *r = NULL;
+	assert_int_equal(tk_reader_open_fd(&r, fd, "offset.tar", NULL), TK_OK);
+	tu_events ev = {0};
+	int rc = tu_read_all(r, &ev);
+	if (rc != TK_EOF)
+		fail_msg("an archive at an offset: rc %d: %s", rc, tk_reader_error(r));
+	assert_true(same_events(&ev, &s.m[0].ev, 0, "an archive at an offset"));
+	tu_events_free(&ev);
+	tk_reader_free(r);
+	close(fd);
+	/* a listing names a member only when it is there */
+	char arg[4096];
+	const char *name;
+	tk_inputs *in = NULL;
+	snprintf(arg, sizeof arg, "%s//run/nope.json", path);
+	assert_int_equal(tk_inputs_open(&in, arg, NULL), TK_OK);
+	assert_true(tk_inputs_next(in, NULL, &name) < 0);
+	assert_true(tu_contains(tk_inputs_error(in), "run/nope.json"));
+	assert_int_equal(tk_inputs_next(in, NULL, &name), TK_EOF);
+	tk_inputs_free(in);
+	snprintf(arg, sizeof arg, "%s//run/example_kineto.json", path);
+	assert_int_equal(tk_inputs_open(&in, arg, NULL), TK_OK);
+	assert_int_equal(tk_inputs_next(in, NULL, &name), TK_OK);
+	assert_string_equal(name, arg);
+	tk_inputs_free(in);
+	unlink(off);
+	unlink(path);
+	free(off);
+	free(path);
+	free(both);
+	free(bytes);
+	mset_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1537,6 +1611,8 @@ int main(void)
 	    cmocka_unit_test(test_damage_in_member),
 	    cmocka_unit_test(test_damage_between_members),
 	    cmocka_unit_test(test_cut_in_memory),
+	    cmocka_unit_test(test_ustar_in_text),
+	    cmocka_unit_test(test_archive_at_offset),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	tu_cleanup();

@@ -241,6 +241,27 @@ static void test_args_get_str_malformed(void **state)
 	assert_int_equal(tk_args_get_str(&x, "s", buf, sizeof buf, &len), TK_ERR_FORMAT);
 }
 
+/* Items that no comma keeps apart are not a dims list: they were once
+ * written past the room counted from the commas. */
+static void test_args_get_dims_no_commas(void **state)
+{
+	(void)state;
+	static const char *const texts[] = {
+		"{\"Input Dims\":[[1] [2] [3] [4] [5] [6] [7] [8]]}",
+		"{\"Input Dims\":[[1,2] [3,4] [5,6]]}",
+		"{\"Input Dims\":[7 8 9 10 11]}",
+	};
+	for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+		tk_event ev;
+		memset(&ev, 0, sizeof ev);
+		ev.args = (tk_sv){texts[i], strlen(texts[i])};
+		tk_dims d;
+		assert_int_equal(tk_args_get_dims(&ev, "Input Dims", &d), TK_ERR_FORMAT);
+		assert_int_equal(d.n_items, 0);
+		tk_dims_free(&d);
+	}
+}
+
 static void test_args_get_dims(void **state)
 {
 	(void)state;
@@ -336,6 +357,7 @@ int main(void)
 		cmocka_unit_test(test_args_get_str),
 		cmocka_unit_test(test_args_get_str_malformed),
 		cmocka_unit_test(test_args_get_dims),
+		cmocka_unit_test(test_args_get_dims_no_commas),
 		cmocka_unit_test(test_args_get_dims_large),
 	};
 	return cmocka_run_group_tests_name("event", tests, NULL, NULL);

@@ -91,12 +91,20 @@ int tk_inputs_next(tk_inputs *in, tk_reader **r, const char **name)
 		if (set_name(in, in->member))
 			return in->err.code;
 		*name = in->name;
-		if (!r) {
+		const char *label = strcmp(in->path, "-") == 0 ? "(stdin)" : in->path;
+		if (r)
+			return tk__reader_open_src(r, &in->src, label, in->member, &in->opts);
+		if (!in->member) {
 			tk__src_close(&in->src);
 			return TK_OK;
 		}
-		const char *label = strcmp(in->path, "-") == 0 ? "(stdin)" : in->path;
-		return tk__reader_open_src(r, &in->src, label, in->member, &in->opts);
+		/* a member is listed only when it is there: its reader finds it */
+		tk_reader *t = NULL;
+		int rc = tk__reader_open_src(&t, &in->src, label, in->member, &in->opts);
+		if (rc)
+			tk__err_msg(&in->err, rc, "%s", t ? tk_reader_error(t) : "out of memory");
+		tk_reader_free(t);
+		return rc;
 	}
 	const char *m;
 	int64_t size;

@@ -101,10 +101,12 @@ static int set_deltas(tk_merge *m, int64_t *tbase)
 /* rank * SPAN + v when that is free, else the highest free slot of the rank. */
 static int remap_num(tk__map *taken, int64_t rank, int64_t v, int64_t *next_free, int64_t *out)
 {
-	int64_t n = rank * TK__RANK_SPAN + v;
+	int64_t base = rank * TK__RANK_SPAN, n = base + v;
 	if (v < 0 || v >= TK__RANK_SPAN || tk__map_get_int(taken, (uint64_t)n)) {
 		while (tk__map_get_int(taken, (uint64_t)*next_free))
 			(*next_free)--;
+		if (*next_free < base) /* the rank's block is full: never take another's */
+			return TK_ERR_LIMIT;
 		n = (*next_free)--;
 	}
 	*out = n;

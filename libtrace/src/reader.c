@@ -34,6 +34,14 @@ static int reader_new(tk_reader **out, const char *name, const tk_reader_opts *o
 	return 0;
 }
 
+/* The source failed: its message, named (another base's names itself: an archive, a member). */
+static int src_fail(tk_reader *r)
+{
+	if (r->src.err_named)
+		return tk__err_set(&r->err, TK_ERR_IO, "%s", r->src.err);
+	return tk__err_set(&r->err, TK_ERR_IO, "%s: %s", r->name, r->src.err);
+}
+
 /* The format that bids highest on the first decoded bytes, opened. */
 static int pick_format(tk_reader *r)
 {
@@ -129,7 +137,7 @@ static int open_member(tk_reader *r, const char *member)
 		tk__arc_unref(a);
 	int inner;
 	if (tk__src_detect(&r->src, &inner) < 0)
-		return tk__err_set(&r->err, TK_ERR_IO, "%s: %s", r->name, r->src.err);
+		return src_fail(r);
 	if (inner)
 		return tk__err_set(&r->err, TK_ERR_UNSUPPORTED, "%s: an archive inside an archive is not read",
 		                   r->name);
@@ -168,7 +176,7 @@ int tk__reader_open_src(tk_reader **out, tk__src *src, const char *name, const c
 	memset(src, 0, sizeof *src);
 	int archive;
 	if (tk__src_detect(&r->src, &archive) < 0)
-		return tk__err_set(&r->err, TK_ERR_IO, "%s: %s", r->name, r->src.err);
+		return src_fail(r);
 	if (archive && r->src.base.read)
 		return tk__err_set(&r->err, TK_ERR_UNSUPPORTED, "%s: an archive inside an archive is not read",
 		                   r->name);
@@ -320,8 +328,7 @@ int tk__reader_more(tk_reader *r)
 	while (r->end < r->cap) {
 		long n = tk__src_read(&r->src, r->buf + r->end, r->cap - r->end);
 		if (n < 0)
-			return r->src.err_named ? tk__err_set(&r->err, TK_ERR_IO, "%s", r->src.err) /* names the archive, the member */
-			                        : tk__err_set(&r->err, TK_ERR_IO, "%s: %s", r->name, r->src.err);
+			return src_fail(r);
 		if (n == 0) {
 			r->eof = 1;
 			break;

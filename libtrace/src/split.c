@@ -311,7 +311,7 @@ static int emit(tk_split *s, const tk_event *const *evs, size_t n, int *recut)
 	if (!s->w && part_open(s, s->seg_start))
 		return -1;
 	int rc = tk_writer_write_group(s->w, evs, n);
-	if (rc == TK_ERR_LIMIT && s->parts[s->n_parts - 1].p.events) {
+	if (rc == TK_ERR_LIMIT && s->parts[s->n_parts - 1].p.events > s->sc.n_mev) {
 		int64_t at = s->seg_start; /* the new part starts at the latest event of the group */
 		for (size_t i = 0; i < n; i++)
 			if ((evs[i]->has & TK_HAS_TS) && evs[i]->ts > at)

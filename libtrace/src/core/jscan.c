@@ -169,7 +169,8 @@ int tk__js_dims(tk_sv v, tk_dims *out)
 	const char *p = v.ptr, *e = v.ptr + v.len;
 	if (!p || p >= e || *p != '[')
 		return TK_ERR_FORMAT;
-	/* upper bounds: items <= commas + 1, values <= commas + 1 */
+	/* upper bounds, as items and values are apart from commas (checked
+	 * below): items <= commas + 1, values <= commas + 1 */
 	size_t commas = 1;
 	for (const char *q = p; q < e; q++)
 		commas += *q == ',';
@@ -191,6 +192,10 @@ int tk__js_dims(tk_sv v, tk_dims *out)
 		p = tk__js_ws(p, e);
 		if (p < e && *p == ',')
 			p = tk__js_ws(p + 1, e);
+		else if (p >= e || *p != ']') { /* items apart from commas: not a list (nor room for them) */
+			tk_dims_free(out);
+			return TK_ERR_FORMAT;
+		}
 	}
 	for (size_t i = 0; i < out->n_items; i++)
 		out->items[i] = out->values + (uintptr_t)out->items[i];

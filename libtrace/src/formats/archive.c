@@ -33,6 +33,24 @@ struct tk__arc {
 	char err[TK__ERRLEN];
 };
 
+/* A tar header (POSIX and GNU): the "ustar" magic and a checksum that
+ * holds, so that text that happens to have "ustar" at byte 257 is not one. */
+static int tar_header(const unsigned char *p, size_t n)
+{
+	if (n < 512 || memcmp(p + 257, "ustar", 5) != 0)
+		return 0;
+	unsigned long sum = 0, want = 0;
+	for (size_t i = 0; i < 512; i++)
+		sum += i >= 148 && i < 156 ? ' ' : p[i];
+	size_t i = 148;
+	while (i < 156 && p[i] == ' ')
+		i++;
+	int digits = 0;
+	for (; i < 156 && p[i] >= '0' && p[i] <= '7'; i++, digits++)
+		want = want * 8 + (unsigned long)(p[i] - '0');
+	return digits && sum == want;
+}
+
 /* Magic numbers of what libarchive reads and the gzip filter does not:
  * archive formats and the compressions only libarchive decodes. Bids
  * below gzip's, which decodes gzip first (a .tar.gz is gzip, then tar). */
@@ -46,7 +64,6 @@ static int arc_bid(const unsigned char *p, size_t n)
 		{0, 4, "PK\x05\x06"},        /* empty zip */
 		{0, 4, "PK\x07\x08"},        /* spanned zip */
 		{0, 6, "7z\xbc\xaf\x27\x1c"}, /* 7z */
-		{257, 5, "ustar"},           /* tar (POSIX and GNU) */
 		{0, 6, "\xfd" "7zXZ\0"},     /* xz */
 		{0, 4, "\x28\xb5\x2f\xfd"},  /* zstd */
 		{0, 3, "BZh"},               /* bzip2 */
@@ -62,7 +79,7 @@ static int arc_bid(const unsigned char *p, size_t n)
 	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
 		if (n >= m[i].off + m[i].len && memcmp(p + m[i].off, m[i].magic, m[i].len) == 0)
 			return 50;
-	return 0;
+	return tar_header(p, n) ? 50 : 0;
 }
 
 const tk__ifilter tk__ifilter_archive = {"archive", 1, "", arc_bid, NULL, NULL, NULL};
@@ -156,8 +173,12 @@ static int seekable(const tk__src *s)
 	struct stat sb;
 	if (s->n != 1 || s->base.read)
 		return 0;
-	return s->mem || (s->fd >= 0 && fstat(s->fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
-	                  lseek(s->fd, 0, SEEK_CUR) >= 0);
+	if (s->mem)
+		return 1;
+	/* a file read from its start: the archive is the whole file (an fd
+	 * handed over at another offset is read forward only) */
+	off_t at = s->fd >= 0 ? lseek(s->fd, 0, SEEK_CUR) : -1;
+	return at >= 0 && (uint64_t)at == s->bytes_in && fstat(s->fd, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
 /* ---- the archive ---- */
