@@ -1569,6 +1569,35 @@ static void test_archive_at_offset(void **state)
 	tu_events_free(&ev);
 	tk_reader_free(r);
 	close(fd);
+	/* a tar cut in its zero padding after the last member lost nothing; cut
+	 * inside the next header, it did */
+	size_t end = 0;
+	for (size_t at = 0; at + 512 <= len && bytes[at]; at += 512 + (strtoull(bytes + at + 124, NULL, 8) + 511) / 512 * 512)
+		end = at + 512 + (strtoull(bytes + at + 124, NULL, 8) + 511) / 512 * 512;
+	const char *cutp = tu_path("cut.tar");
+	for (int pad = 0; pad < 2; pad++) {
+		/* pad: 300 bytes of the end-of-archive zeros; else a header's 300 bytes */
+		char *c = malloc(end + 512);
+		assert_non_null(c);
+		memcpy(c, bytes, end);
+		memset(c + end, 0, 512);
+		if (!pad)
+			memcpy(c + end, "run/next.json", 13);
+		tu_write_file(cutp, c, end + 300);
+		free(c);
+		r = NULL;
+		tu_events ev2 = {0};
+		int rc2 = tk_reader_open_path(&r, cutp, NULL);
+		if (!rc2)
+			rc2 = tu_read_all(r, &ev2);
+		if (pad && rc2 != TK_EOF)
+			fail_msg("a tar cut in its padding: rc %d: %s", rc2, tk_reader_error(r));
+		if (!pad && (rc2 >= 0 || !tu_contains(tk_reader_error(r), "cut off inside a member header")))
+			fail_msg("a tar cut inside a header: rc %d: %s", rc2, tk_reader_error(r));
+		tu_events_free(&ev2);
+		tk_reader_free(r);
+	}
+	unlink(cutp);
 	/* a listing names a member only when it is there */
 	char arg[4096];
 	const char *name;

@@ -28,6 +28,8 @@ struct tk__arc {
 	char below[TK__ERRLEN]; /* the stack below failed: why (it wins over libarchive's words) */
 	int seekable;
 	uint64_t fed; /* bytes handed to libarchive by reading (not seeking) */
+	unsigned char tail[512]; /* the last bytes read through (up to 512), for drain() */
+	size_t n_tail;
 	int done;        /* no member follows */
 	int failed;
 	char err[TK__ERRLEN];
@@ -106,6 +108,20 @@ void tk__arc_support(struct archive *a)
 
 /* ---- libarchive's callbacks: the stack below ---- */
 
+/* The last 512 bytes of what went by. */
+static void keep_tail(tk__arc *a, const unsigned char *p, size_t n)
+{
+	if (n >= sizeof a->tail) {
+		memcpy(a->tail, p + n - sizeof a->tail, sizeof a->tail);
+		a->n_tail = sizeof a->tail;
+		return;
+	}
+	size_t keep = a->n_tail + n > sizeof a->tail ? sizeof a->tail - n : a->n_tail;
+	memmove(a->tail, a->tail + a->n_tail - keep, keep);
+	memcpy(a->tail + keep, p, n);
+	a->n_tail = keep + n;
+}
+
 static la_ssize_t cb_read(struct archive *ar, void *cd, const void **buf)
 {
 	tk__arc *a = cd;
@@ -119,6 +135,7 @@ static la_ssize_t cb_read(struct archive *ar, void *cd, const void **buf)
 		return -1;
 	}
 	a->fed += (uint64_t)n;
+	keep_tail(a, a->buf, (size_t)n);
 	*buf = a->buf;
 	return n;
 }
@@ -223,6 +240,10 @@ static int drain(tk__arc *a)
 	if (a->seekable) {
 		struct stat sb;
 		total = a->src.mem ? a->src.mem_len : fstat(a->src.fd, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+		size_t t = total < sizeof a->tail ? (size_t)total : sizeof a->tail;
+		ssize_t got = a->src.mem ? (memcpy(a->tail, a->src.mem + total - t, t), (ssize_t)t)
+		                         : pread(a->src.fd, a->tail, t, (off_t)(total - t));
+		a->n_tail = got == (ssize_t)t ? t : 0;
 	} else {
 		for (;;) {
 			long n = tk__src_read(&a->src, a->buf, TK__ARC_BUF);
@@ -235,13 +256,22 @@ static int drain(tk__arc *a)
 			if (n == 0)
 				break;
 			total += (uint64_t)n;
+			keep_tail(a, a->buf, (size_t)n);
 		}
 	}
 	/* (a tar that libarchive decompresses itself is checked by that
 	 * compression's own checksums; these counts are its compressed bytes) */
-	if ((archive_format(a->a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_TAR &&
-	    archive_filter_code(a->a, 0) == ARCHIVE_FILTER_NONE && total % 512)
+	if ((archive_format(a->a) & ARCHIVE_FORMAT_BASE_MASK) != ARCHIVE_FORMAT_TAR ||
+	    archive_filter_code(a->a, 0) != ARCHIVE_FILTER_NONE || !(total % 512))
+		return 0;
+	/* a partial last block: zeros are cut padding (nothing lost); anything
+	 * else is a header that was cut, whose member is lost */
+	size_t part = (size_t)(total % 512);
+	if (a->n_tail < part)
 		return arc_fail_msg(a, "the tar archive is cut off (it is not whole 512-byte blocks)");
+	for (size_t i = a->n_tail - part; i < a->n_tail; i++)
+		if (a->tail[i])
+			return arc_fail_msg(a, "the tar archive is cut off inside a member header");
 	return 0;
 }
 
