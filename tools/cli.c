@@ -199,20 +199,23 @@ size_t cli_each_trace(const char *tool, char *const *paths, size_t n, const tk_r
 			continue;
 		}
 		const char *name;
-		tk_reader *r;
+		tk_reader *r = NULL;
 		int rc;
-		size_t traces = 0;
-		while ((rc = tk_inputs_next(in, &r, &name)) != TK_EOF) {
-			traces++;
-			if (rc == TK_OK && fn(ctx, name, r))
-				failed++;
-			else if (rc != TK_OK) {
+		size_t seen = 0;
+		while ((rc = tk_inputs_next(in, fn ? &r : NULL, &name)) != TK_EOF) {
+			seen++;
+			if (rc != TK_OK) {
 				cli_err(tool, "%s", r ? tk_reader_error(r) : tk_inputs_error(in));
+				failed++;
+			} else if (!fn) {
+				printf("%s\n", name);
+			} else if (fn(ctx, name, r)) {
 				failed++;
 			}
 			tk_reader_free(r);
+			r = NULL;
 		}
-		if (!traces) {
+		if (!seen) {
 			cli_err(tool, "%s: %s", paths[i], no_trace);
 			failed++;
 		}
@@ -223,36 +226,8 @@ size_t cli_each_trace(const char *tool, char *const *paths, size_t n, const tk_r
 
 int cli_list_traces(const char *tool, char *const *paths, size_t n)
 {
-	int status = 0;
-	for (size_t i = 0; i < n; i++) {
-		tk_inputs *in = NULL;
-		const char *name;
-		size_t traces = 0, errors = 0;
-		int rc = tk_inputs_open(&in, paths[i], NULL);
-		if (rc) {
-			cli_err(tool, "%s", in ? tk_inputs_error(in) : "out of memory");
-			errors++;
-		}
-		/* after an error the listing goes on where the archive allows */
-		while (!rc && (rc = tk_inputs_next(in, NULL, &name)) != TK_EOF) {
-			if (rc == TK_OK) {
-				printf("%s\n", name);
-				traces++;
-			} else {
-				cli_err(tool, "%s", tk_inputs_error(in));
-				errors++;
-				rc = 0;
-			}
-		}
-		if (!traces && !errors) {
-			cli_err(tool, "%s: %s", paths[i], no_trace);
-			errors++;
-		}
-		if (errors)
-			status = 1;
-		tk_inputs_free(in);
-	}
-	return fflush(stdout) ? 1 : status;
+	size_t failed = cli_each_trace(tool, paths, n, NULL, NULL, NULL);
+	return fflush(stdout) || failed ? 1 : 0;
 }
 
 static double now(void)

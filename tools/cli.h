@@ -46,8 +46,9 @@ int cli_parse_memory(const cli_tool *t, const char *arg, size_t *bytes);
 /* The traces the arguments stand for: a trace file, and each member of an
  * archive that is a trace (tk_inputs). fn gets each with a reader open on
  * it (the reader is freed after the call) and returns nonzero when it
- * failed. Inputs that cannot be opened are reported; the others are still
- * read. Returns the number of failures. */
+ * failed; with fn NULL each is only named on standard output. Inputs that
+ * cannot be opened are reported, and after an error the others are still
+ * read where the archive allows. Returns the number of failures. */
 typedef int (*cli_trace_fn)(void *ctx, const char *name, tk_reader *r);
 size_t cli_each_trace(const char *tool, char *const *paths, size_t n, const tk_reader_opts *ro,
                       cli_trace_fn fn, void *ctx);
