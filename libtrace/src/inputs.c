@@ -1,10 +1,5 @@
 /* inputs.c: the traces a path stands for: a trace file, an archive's members that are traces, or one member. */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "formats/archive.h"
 #include "formats/formats.h"
@@ -40,18 +35,9 @@ int tk_inputs_open(tk_inputs **out, const char *path, const tk_reader_opts *opts
 	}
 	if (!in->path || (member && !in->member))
 		return tk__err_set(&in->err, TK_ERR_NOMEM, "out of memory");
-	int fd = 0;
-	if (strcmp(in->path, "-") != 0) {
-		fd = open(in->path, O_RDONLY | O_CLOEXEC);
-		struct stat st;
-		if (fd < 0)
-			return tk__err_set(&in->err, TK_ERR_IO, "%s: cannot open: %s", in->path, strerror(errno));
-		if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-			close(fd);
-			return tk__err_set(&in->err, TK_ERR_IO, "%s: is a directory", in->path);
-		}
-	}
-	tk__src_init_fd(&in->src, fd, fd != 0);
+	char err[TK__ERRLEN];
+	if (tk__src_open_file(&in->src, in->path, err))
+		return tk__err_set(&in->err, TK_ERR_IO, "%s", err);
 	if (in->member) /* one member: its reader finds it */
 		return 0;
 	int archive;

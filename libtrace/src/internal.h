@@ -54,6 +54,9 @@ typedef struct tk__src {
 	char err[TK__ERRLEN];
 } tk__src;
 void tk__src_init_fd(tk__src *s, int fd, int own);
+/* A file opened for reading ("-": standard input, not closed): 0, or
+ * TK_ERR_IO with the message in err (TK__ERRLEN) naming path. */
+int tk__src_open_file(tk__src *s, const char *path, char *err);
 void tk__src_init_mem(tk__src *s, const void *p, size_t n);
 /* Another base (the source closes it). */
 void tk__src_init_base(tk__src *s, const tk__base *b);

@@ -1,10 +1,6 @@
 /* reader.c: the generic reader: input window, format bidding, errors, warnings, metadata. */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
+#define _GNU_SOURCE /* memrchr */
 #include <stdlib.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "formats/archive.h"
 #include "formats/formats.h"
@@ -206,31 +202,15 @@ int tk_reader_open_path(tk_reader **out, const char *path, const tk_reader_opts 
 	if (tk__member_path(path, &file, &member))
 		path = file;
 	tk__src src;
-	if (strcmp(path, "-") == 0) {
-		tk__src_init_fd(&src, 0, 0);
-		int rc = tk__reader_open_src(out, &src, "(stdin)", member, opts);
-		free(file);
-		return rc;
-	}
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int e = errno;
-	struct stat st;
-	int dir = fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
-	if (fd < 0 || dir) {
-		if (fd >= 0)
-			close(fd);
-		int rc = reader_new(out, path, opts);
+	char err[TK__ERRLEN];
+	int rc = tk__src_open_file(&src, path, err);
+	if (rc) {
+		rc = reader_new(out, path, opts);
 		if (!rc)
-			rc = dir ? tk__err_set(&(*out)->err, TK_ERR_IO, "%s: is a directory", path)
-			         : tk__err_set(&(*out)->err, TK_ERR_IO, "%s: cannot open: %s", path, strerror(e));
-		free(file);
-		return rc;
+			rc = tk__err_set(&(*out)->err, TK_ERR_IO, "%s", err);
+	} else {
+		rc = tk__reader_open_src(out, &src, strcmp(path, "-") == 0 ? "(stdin)" : path, member, opts);
 	}
-#ifdef POSIX_FADV_SEQUENTIAL
-	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-#endif
-	tk__src_init_fd(&src, fd, 1);
-	int rc = tk__reader_open_src(out, &src, path, member, opts);
 	free(file);
 	return rc;
 }

@@ -1,6 +1,9 @@
 /* source.c: input bytes from an fd, memory or an archive member, through a stack of input filters chosen by their bids. */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "formats/formats.h"
@@ -11,6 +14,30 @@ void tk__src_init_fd(tk__src *s, int fd, int own)
 	s->fd = fd;
 	s->own_fd = own;
 	s->n = 1;
+}
+
+int tk__src_open_file(tk__src *s, const char *path, char *err)
+{
+	if (strcmp(path, "-") == 0) {
+		tk__src_init_fd(s, 0, 0);
+		return 0;
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, TK__ERRLEN, "%s: cannot open: %s", path, strerror(errno));
+		return TK_ERR_IO;
+	}
+	struct stat st;
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		close(fd);
+		snprintf(err, TK__ERRLEN, "%s: is a directory", path);
+		return TK_ERR_IO;
+	}
+#ifdef POSIX_FADV_SEQUENTIAL
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
+	tk__src_init_fd(s, fd, 1);
+	return 0;
 }
 
 void tk__src_init_mem(tk__src *s, const void *p, size_t n)
