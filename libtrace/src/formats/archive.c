@@ -122,20 +122,31 @@ static void keep_tail(tk__arc *a, const unsigned char *p, size_t n)
 	a->n_tail = keep + n;
 }
 
-static la_ssize_t cb_read(struct archive *ar, void *cd, const void **buf)
+/* The next bytes of the stack below into a->buf, their tail kept: > 0, 0
+ * at its end, -1 with a->below saying why (a cut stream included: its end
+ * is not the archive's). */
+static long read_below(tk__arc *a)
 {
-	tk__arc *a = cd;
 	long n = tk__src_read(&a->src, a->buf, TK__ARC_BUF);
 	if (n < 0)
 		snprintf(a->below, sizeof a->below, "%s", a->src.err);
-	else if (n == 0 && a->src.cut) /* not the archive's end: where its stream was cut */
+	else if (n == 0 && a->src.cut)
 		snprintf(a->below, sizeof a->below, "the %s stream is cut off", a->src.cut);
-	if (a->below[0]) {
+	if (a->below[0])
+		return -1;
+	keep_tail(a, a->buf, (size_t)n);
+	return n;
+}
+
+static la_ssize_t cb_read(struct archive *ar, void *cd, const void **buf)
+{
+	tk__arc *a = cd;
+	long n = read_below(a);
+	if (n < 0) {
 		archive_set_error(ar, EIO, "%s", a->below);
 		return -1;
 	}
 	a->fed += (uint64_t)n;
-	keep_tail(a, a->buf, (size_t)n);
 	*buf = a->buf;
 	return n;
 }
@@ -245,19 +256,9 @@ static int drain(tk__arc *a)
 		                         : pread(a->src.fd, a->tail, t, (off_t)(total - t));
 		a->n_tail = got == (ssize_t)t ? t : 0;
 	} else {
-		for (;;) {
-			long n = tk__src_read(&a->src, a->buf, TK__ARC_BUF);
+		for (long n; (n = read_below(a)) != 0; total += (uint64_t)n)
 			if (n < 0)
-				snprintf(a->below, sizeof a->below, "%s", a->src.err);
-			else if (n == 0 && a->src.cut)
-				snprintf(a->below, sizeof a->below, "the %s stream is cut off", a->src.cut);
-			if (a->below[0])
 				return arc_fail_msg(a, a->below);
-			if (n == 0)
-				break;
-			total += (uint64_t)n;
-			keep_tail(a, a->buf, (size_t)n);
-		}
 	}
 	/* (a tar that libarchive decompresses itself is checked by that
 	 * compression's own checksums; these counts are its compressed bytes) */
