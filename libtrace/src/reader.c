@@ -131,12 +131,6 @@ static int open_member(tk_reader *r, const char *member)
 		r->arc = a; /* the reader's reference, for only_trace() */
 	else
 		tk__arc_unref(a);
-	int inner;
-	if (tk__src_detect(&r->src, &inner) < 0)
-		return src_fail(r);
-	if (inner)
-		return tk__err_set(&r->err, TK_ERR_UNSUPPORTED, "%s: an archive inside an archive is not read",
-		                   r->name);
 	return 0;
 }
 
@@ -170,15 +164,21 @@ int tk__reader_open_src(tk_reader **out, tk__src *src, const char *name, const c
 	tk_reader *r = *out;
 	r->src = *src;
 	memset(src, 0, sizeof *src);
-	int archive;
-	if (tk__src_detect(&r->src, &archive) < 0)
-		return src_fail(r);
-	if (archive && r->src.base.read)
-		return tk__err_set(&r->err, TK_ERR_UNSUPPORTED, "%s: an archive inside an archive is not read",
-		                   r->name);
-	if (archive && (rc = open_member(r, member)))
-		return rc;
-	if (!archive && member)
+	/* filters stack until an archive bids: then its member is the base,
+	 * and the stacking starts again on the member's bytes */
+	for (;;) {
+		int archive;
+		if (tk__src_detect(&r->src, &archive) < 0)
+			return src_fail(r);
+		if (!archive)
+			break;
+		if (r->src.base.read) /* already a member */
+			return tk__err_set(&r->err, TK_ERR_UNSUPPORTED, "%s: an archive inside an archive is not read",
+			                   r->name);
+		if ((rc = open_member(r, member)))
+			return rc;
+	}
+	if (member && !r->src.base.read)
 		return tk__err_set(&r->err, TK_ERR_ARG, "%s: not an archive, so it has no member '%s'", r->name,
 		                   member);
 	return pick_format(r);
