@@ -325,6 +325,25 @@ static int write_archive(const afmt *f, const member *ms, size_t n, const char *
 	return 0;
 }
 
+/* The members written as the archive named by fmt (a file in the test
+ * directory): its path, to free; NULL when this libarchive cannot write the
+ * format (write_archive said so). */
+static char *written(const afmt *f, const member *ms, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static char *written(const afmt *f, const member *ms, size_t n, const char *fmt, ...)
+{
+	char name[64];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof name, fmt, ap);
+	va_end(ap);
+	char *path = dupstr(tu_path(name));
+	if (!write_archive(f, ms, n, path))
+		return path;
+	free(path);
+	return NULL;
+}
+
 /* "./a/b" and "a/b" name the same member. */
 static const char *strip_dot(const char *m)
 {
@@ -551,13 +570,10 @@ static void test_reader_after_moving_on(void **state)
 	const char *fmts[] = {"tar", "tar.gz", "deflated.zip", "7z"};
 	for (size_t f = 0; f < 4; f++) {
 		for (int b = 0; b < 2; b++) {
-			char name[64];
-			snprintf(name, sizeof name, "moved%d.%s", b, fmts[f]);
-			char *path = dupstr(tu_path(name));
-			if (write_archive(format_named(fmts[f]), b ? big : small, 3, path)) {
-				free(path);
+			char *path = written(format_named(fmts[f]), b ? big : small, 3, "moved%d.%s", b, fmts[f]);
+			if (!path)
 				continue;
-			}
+			const char *name = strrchr(path, '/') + 1;
 			listing l;
 			list_archive(path, b ? &bs : &ss, &l);
 			check_moving_on(path, &l, b, name);
@@ -604,13 +620,10 @@ static void test_member_selection(void **state)
 	mset_full(&s, 0);
 	const char *fmts[] = {"tar", "tar.gz", "stored.zip", "deflated.zip", "7z", "newc.cpio"};
 	for (size_t f = 0; f < 6; f++) {
-		char name[64];
-		snprintf(name, sizeof name, "sel.%s", fmts[f]);
-		char *path = dupstr(tu_path(name));
-		if (write_archive(format_named(fmts[f]), s.m, s.n, path)) {
-			free(path);
+		char *path = written(format_named(fmts[f]), s.m, s.n, "sel.%s", fmts[f]);
+		if (!path)
 			continue;
-		}
+		const char *name = strrchr(path, '/') + 1;
 		listing l;
 		list_archive(path, &s, &l);
 		char arg[4096];
@@ -681,13 +694,9 @@ static void test_missing_member(void **state)
 	const char *fmts[] = {"tar", "tar.gz", "deflated.zip", "7z"};
 	char arg[4096];
 	for (size_t f = 0; f < 4; f++) {
-		char name[64];
-		snprintf(name, sizeof name, "miss.%s", fmts[f]);
-		char *path = dupstr(tu_path(name));
-		if (write_archive(format_named(fmts[f]), s.m, s.n, path)) {
-			free(path);
+		char *path = written(format_named(fmts[f]), s.m, s.n, "miss.%s", fmts[f]);
+		if (!path)
 			continue;
-		}
 		snprintf(arg, sizeof arg, "%s//nope/rank9.json", path);
 		assert_fails_naming(arg, path, "nope/rank9.json");
 		/* a directory is no member to read */
@@ -752,13 +761,9 @@ static void test_several_traces_without_member(void **state)
 	mset_full(&s, 0);
 	const char *fmts[] = {"tar", "tar.gz", "stored.zip", "deflated.zip", "7z", "newc.cpio"};
 	for (size_t f = 0; f < 6; f++) {
-		char name[64];
-		snprintf(name, sizeof name, "several.%s", fmts[f]);
-		char *path = dupstr(tu_path(name));
-		if (write_archive(format_named(fmts[f]), s.m, s.n, path)) {
-			free(path);
+		char *path = written(format_named(fmts[f]), s.m, s.n, "several.%s", fmts[f]);
+		if (!path)
 			continue;
-		}
 		listing l;
 		list_archive(path, &s, &l);
 		tk_reader *r = NULL;
@@ -794,13 +799,11 @@ static void test_one_trace_archive(void **state)
 	one[4] = s.m[9]; /* empty/ */
 	mset os = {one, 5};
 	for (size_t f = 0; f < N_FORMATS; f++) {
-		char name[64], want[4096];
-		snprintf(name, sizeof name, "one.%s", formats[f].suffix);
-		char *path = dupstr(tu_path(name));
-		if (write_archive(&formats[f], one, 5, path)) {
-			free(path);
+		char want[4096];
+		char *path = written(&formats[f], one, 5, "one.%s", formats[f].suffix);
+		if (!path)
 			continue;
-		}
+		const char *name = strrchr(path, '/') + 1;
 		listing l;
 		list_archive(path, &os, &l);
 		assert_int_equal(l.n, 1);
@@ -865,13 +868,9 @@ static void test_no_trace(void **state)
 			/* an empty tar is zeros only: nothing says it is an archive */
 			if (empty && !strstr(formats[f].suffix, "zip") && !strstr(formats[f].suffix, "7z"))
 				continue;
-			char name[64];
-			snprintf(name, sizeof name, "%s.%s", empty ? "empty" : "none", formats[f].suffix);
-			char *path = dupstr(tu_path(name));
-			if (write_archive(&formats[f], none, empty ? 0 : 4, path)) {
-				free(path);
+			char *path = written(&formats[f], none, empty ? 0 : 4, "%s.%s", empty ? "empty" : "none", formats[f].suffix);
+			if (!path)
 				continue;
-			}
 			assert_fails_naming(path, path, "no trace");
 			tk_inputs *in = NULL;
 			if (tk_inputs_open(&in, path, NULL))
@@ -991,13 +990,10 @@ static void test_bad_members(void **state)
 	member_data(&ms[6], "empty.json", 1, dupstr(""), 0);
 	const char *fmts[] = {"tar", "tar.gz", "stored.zip", "deflated.zip", "7z", "newc.cpio"};
 	for (size_t f = 0; f < 6; f++) {
-		char name[64], arg[4096];
-		snprintf(name, sizeof name, "bad.%s", fmts[f]);
-		char *path = dupstr(tu_path(name));
-		if (write_archive(format_named(fmts[f]), ms, 7, path)) {
-			free(path);
+		char arg[4096];
+		char *path = written(format_named(fmts[f]), ms, 7, "bad.%s", fmts[f]);
+		if (!path)
 			continue;
-		}
 		check_like_plain(path, ms, 7, NULL);
 		tk_reader_opts strict = {1, 0, 0};
 		check_like_plain(path, ms, 7, &strict);
@@ -1223,13 +1219,10 @@ static void test_cut_archives(void **state)
 	mset_full(&s, 0);
 	const char *cutp = tu_path("cut.archive");
 	for (size_t f = 0; f < N_FORMATS; f++) {
-		char name[64];
-		snprintf(name, sizeof name, "whole.%s", formats[f].suffix);
-		char *path = dupstr(tu_path(name));
-		if (write_archive(&formats[f], s.m, s.n, path)) {
-			free(path);
+		char *path = written(&formats[f], s.m, s.n, "whole.%s", formats[f].suffix);
+		if (!path)
 			continue;
-		}
+		const char *name = strrchr(path, '/') + 1;
 		size_t len;
 		char *bytes = tu_read_file(path, &len);
 		size_t step = len / 200 + 1, tried = 0, failed = 0;
@@ -1265,13 +1258,10 @@ static void test_flipped_bytes(void **state)
 	const char *flipp = tu_path("flipped.archive");
 	static const unsigned char masks[] = {0x01, 0x80, 0xff, 0x20, 0x04};
 	for (size_t f = 0; f < N_FORMATS; f++) {
-		char name[64];
-		snprintf(name, sizeof name, "whole.%s", formats[f].suffix);
-		char *path = dupstr(tu_path(name));
-		if (write_archive(&formats[f], s.m, s.n, path)) {
-			free(path);
+		char *path = written(&formats[f], s.m, s.n, "whole.%s", formats[f].suffix);
+		if (!path)
 			continue;
-		}
+		const char *name = strrchr(path, '/') + 1;
 		size_t len;
 		unsigned char *bytes = (unsigned char *)tu_read_file(path, &len);
 		size_t step = len / 250 + 1, k = 0;
@@ -1307,13 +1297,10 @@ static void test_damage_in_member(void **state)
 	const char *dmg = tu_path("damaged.archive");
 	for (size_t f = 0; f < 6; f++) {
 		const afmt *af = format_named(fmts[f]);
-		char name[64];
-		snprintf(name, sizeof name, "big.%s", fmts[f]);
-		char *path = dupstr(tu_path(name));
-		if (write_archive(af, ms, 3, path)) {
-			free(path);
+		char *path = written(af, ms, 3, "big.%s", fmts[f]);
+		if (!path)
 			continue;
-		}
+		const char *name = strrchr(path, '/') + 1;
 		size_t len;
 		unsigned char *bytes = (unsigned char *)tu_read_file(path, &len);
 		/* cut in the middle: the big member is cut off */
