@@ -579,9 +579,11 @@ static void check_listing(const char *path, const oracle *o, int gz, int cut_fai
 		check(rc < 0 && nonempty(tk_inputs_error(in)), "tk_inputs_open fails without a message");
 	} else {
 		const char *name;
+		int last_err = 0;
 		for (; (rc = tk_inputs_next(in, NULL, &name)) == TK_OK || (rc < 0 && o->retry_at <= i); i++) {
 			if (rc < 0) { /* the damaged header libarchive stepped over: the listing goes on */
 				check(nonempty(tk_inputs_error(in)), "a listing fails without a message");
+				last_err = rc;
 				i--;
 				continue;
 			}
@@ -599,6 +601,10 @@ static void check_listing(const char *path, const oracle *o, int gz, int cut_fai
 		cur_name = "";
 		if (rc < 0)
 			check(nonempty(tk_inputs_error(in)), "a listing fails without a message");
+		/* an error after the damaged header (the listing went on, then
+		 * ended) is the listing's failure where libarchive fails too */
+		if (rc == TK_EOF && last_err && o->end != O_EOF)
+			rc = last_err;
 	}
 	/* a listing does not read the members' data, so only the headers count */
 	if (rc == TK_EOF || rc < 0) {
