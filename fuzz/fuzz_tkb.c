@@ -47,7 +47,7 @@ static void reencode(tk_reader *r, int compress)
 	if (fd < 0)
 		return;
 	tk_writer *w = NULL;
-	tk_writer_opts wo = {TK_FORMAT_TKB, compress, 1};
+	tk_writer_opts wo = {TK_FORMAT_TKB, compress, 1, 0};
 	tk_event **evs = calloc(MAX_EVENTS, sizeof *evs);
 	size_t n = 0;
 	const tk_event *ev;

@@ -484,7 +484,7 @@ static void test_gzip_output(void **state)
 	} cases[] = {{"a.json.gz", -1, 0, 1}, {"b.json.gz", 0, 0, 0}, {"c.json", 1, 0, 1},
 	             {"d.json.gz", -1, 1, 1}, {"e.json.gz", -1, 9, 1}};
 	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-		tk_writer_opts o = {TK_FORMAT_AUTO, cases[c].gzip, cases[c].level};
+		tk_writer_opts o = {TK_FORMAT_AUTO, cases[c].gzip, cases[c].level, 0};
 		const char *path = tu_path(cases[c].name);
 		write_sample(path, &o);
 		assert_int_equal(is_gzip(path), cases[c].want_gz);
@@ -519,7 +519,7 @@ static void test_write_to_fd(void **state)
 		const char *path = tu_path(gz ? "fd.json.gz" : "fd.json");
 		int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 		assert_true(fd >= 0);
-		tk_writer_opts o = {TK_FORMAT_JSON, gz, 0};
+		tk_writer_opts o = {TK_FORMAT_JSON, gz, 0, 0};
 		tk_writer *w = NULL;
 		assert_int_equal(tk_writer_open_fd(&w, fd, "fd-out", &o), 0);
 		tk_event e = base_event('X');

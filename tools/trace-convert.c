@@ -114,7 +114,7 @@ out:
 /* .tkb compresses its chunks with zlib instead of a gzip layer. */
 static int resolve_format(convert_opts *o)
 {
-	tk_writer_opts named = {TK_FORMAT_AUTO, -1, 0};
+	tk_writer_opts named = {TK_FORMAT_AUTO, -1, 0, 0};
 	int tkb = o->wopts.format == TK_FORMAT_TKB ||
 	          (o->wopts.format == TK_FORMAT_AUTO && !tk_format_from_name(o->out, &named) &&
 	           named.format == TK_FORMAT_TKB);

@@ -175,12 +175,16 @@ TK_API void tk_inputs_free(tk_inputs *in);
 typedef struct tk_writer tk_writer;
 
 /* Formats. Values are pinned: they never change between versions. */
-enum { TK_FORMAT_AUTO = 0, TK_FORMAT_JSON = 1, TK_FORMAT_TKB = 2 };
+enum { TK_FORMAT_AUTO = 0, TK_FORMAT_JSON = 1, TK_FORMAT_TKB = 2, TK_FORMAT_PFTRACE = 3 };
 
 typedef struct tk_writer_opts {
 	int format;     /* TK_FORMAT_*; AUTO picks from the path's name, else JSON */
 	int gzip;       /* -1 = from the name (".gz"), 0 = no, 1 = yes; for TKB: zlib chunks */
 	int gzip_level; /* 1..9, 0 = default (6) */
+	/* pftrace: the writer puts the events in time order (tracks need
+	 * slices that nest), in this much memory, spilling sorted runs to
+	 * $TMPDIR beyond it; 0 = 256 MiB */
+	size_t memory_bytes;
 } tk_writer_opts;
 
 /* The output a name stands for, as every tool's --to and -o read it: a

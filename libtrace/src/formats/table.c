@@ -6,7 +6,8 @@
 /* One line per format or filter, in the order they bid and are listed. */
 #define TK__FORMATS(X) \
 	X(tk__format, tk__format_json) \
-	X(tk__format, tk__format_tkb)
+	X(tk__format, tk__format_tkb) \
+	X(tk__format, tk__format_pftrace)
 #define TK__IFILTERS(X) \
 	X(tk__ifilter, tk__ifilter_gzip) \
 	X(tk__ifilter, tk__ifilter_archive)

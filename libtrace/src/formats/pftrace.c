@@ -1,0 +1,2745 @@
+/* pftrace.c: Perfetto's protobuf trace (.pftrace): a writer of Trace/TracePacket (track descriptors, TrackEvents with interned names, metadata) from events put in time order by the sorter, and a reader of TrackEvent traces into the event model. The mapping is in docs/perfetto.md. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "formats/formats.h"
+#include "formats/pb.h"
+#include "tracekit/sort.h"
+
+/* Field numbers, from Perfetto's perfetto_trace.proto. */
+enum {
+	F_TRACE_PACKET = 1,
+	/* TracePacket */
+	F_PKT_CHROME_EVENTS = 5, F_PKT_TIMESTAMP = 8, F_PKT_SEQ_ID = 10, F_PKT_TRACK_EVENT = 11,
+	F_PKT_INTERNED = 12, F_PKT_SEQ_FLAGS = 13, F_PKT_CLOCK_ID = 58, F_PKT_DEFAULTS = 59,
+	F_PKT_TRACK_DESC = 60,
+	/* TracePacketDefaults */
+	F_DEF_CLOCK_ID = 58, F_DEF_TRACK_EVENT = 11, F_TEDEF_TRACK_UUID = 11,
+	/* InternedData */
+	F_INT_CATS = 1, F_INT_NAMES = 2, F_INT_ANN_NAMES = 3, F_INT_STRINGS = 29,
+	/* TrackDescriptor, ProcessDescriptor, ThreadDescriptor */
+	F_TD_UUID = 1, F_TD_NAME = 2, F_TD_PROCESS = 3, F_TD_THREAD = 4, F_TD_PARENT = 5,
+	F_TD_COUNTER = 8, F_TD_CHILD_ORDER = 11, F_TD_SIBLING_RANK = 12, F_TD_MERGE = 15,
+	F_TD_PROC_ORDER = 19, F_TD_THREAD_ORDER = 20,
+	F_PD_PID = 1, F_PD_SORT = 3, F_PD_NAME = 6, F_PD_LABELS = 8,
+	F_THD_PID = 1, F_THD_TID = 2, F_THD_SORT = 3, F_THD_NAME = 5,
+	/* TrackEvent */
+	F_TE_CAT_IIDS = 3, F_TE_ANNOTATIONS = 4, F_TE_TYPE = 9, F_TE_NAME_IID = 10, F_TE_TRACK = 11,
+	F_TE_EXTRA_CTR_VALUES = 12, F_TE_CATS = 22, F_TE_NAME = 23, F_TE_CTR_VALUE = 30,
+	F_TE_EXTRA_CTR_TRACKS = 31, F_TE_DCTR_VALUE = 44, F_TE_EXTRA_DCTR_TRACKS = 45,
+	F_TE_EXTRA_DCTR_VALUES = 46, F_TE_FLOWS = 47, F_TE_TERM_FLOWS = 48,
+	/* DebugAnnotation */
+	F_DA_NAME_IID = 1, F_DA_BOOL = 2, F_DA_UINT = 3, F_DA_INT = 4, F_DA_DOUBLE = 5,
+	F_DA_STRING = 6, F_DA_POINTER = 7, F_DA_NESTED = 8, F_DA_JSON = 9, F_DA_NAME = 10,
+	F_DA_DICT = 11, F_DA_ARRAY = 12, F_DA_STRING_IID = 17,
+	/* ChromeEventBundle, ChromeMetadata, ChromeTraceEvent (and its Arg) */
+	F_CEB_EVENTS = 1, F_CEB_METADATA = 2,
+	F_CM_NAME = 1, F_CM_STRING = 2, F_CM_BOOL = 3, F_CM_INT = 4, F_CM_JSON = 5,
+	F_CTE_NAME = 1, F_CTE_TS = 2, F_CTE_PHASE = 3, F_CTE_TID = 4, F_CTE_CAT = 10, F_CTE_PID = 11,
+	F_CTE_ARGS = 14,
+	F_ARG_NAME = 1, F_ARG_BOOL = 2, F_ARG_UINT = 3, F_ARG_INT = 4, F_ARG_DOUBLE = 5,
+	F_ARG_STRING = 6, F_ARG_POINTER = 7, F_ARG_JSON = 8
+};
+enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
+enum { SEQ_CLEARED = 1, SEQ_NEEDS = 2 };
+
+#define SEQ_ID 1
+/* The names tracekit gives what Perfetto has no field for (docs/perfetto.md).
+ * An argument of the trace whose name starts with "tk." is written with
+ * one more "tk." in front, so that the two never meet. */
+#define RESERVED "tk."
+/* metadata entry that stands where "traceEvents" stood */
+#define META_EVENTS "tk.events"
+
+/* ---- writing ---------------------------------------------------------- */
+
+#define INTERN_MAX_BYTES (64u << 20) /* interning tables are cleared beyond these */
+#define INTERN_MAX_N (1u << 20)
+#define STR_INTERN_MAX 256 /* longer argument strings are written inline */
+#define GROUP_MAX 4096     /* events of one timestamp put in order before writing */
+#define BUNDLE_MAX (64u << 10)
+
+enum { K_CAT, K_NAME, K_ANN, K_STR, K_N };
+static const unsigned intern_field[K_N] = {F_INT_CATS, F_INT_NAMES, F_INT_ANN_NAMES, F_INT_STRINGS};
+
+typedef struct plane { /* one track of a thread's slices: a stack of open ones */
+	uint64_t uuid;
+	int64_t *ends;
+	uint64_t *seqs; /* each slice's number, to match the heap's entries */
+	size_t n, cap;
+} plane;
+
+typedef struct pthr {
+	tk_id pid, tid; /* strings owned */
+	char *name;
+	int64_t sort;
+	int has_sort;
+	uint64_t uuid;
+	size_t proc;
+	int native; /* a ThreadDescriptor holds pid and tid exactly */
+	plane *lanes; /* lanes[0] is the thread's own track; more are declared when used */
+	size_t n_lanes, lanes_cap;
+	uint64_t be_uuid; /* B/E slices, declared when used */
+	size_t be_open;
+	int64_t be_last;
+} pthr;
+
+typedef struct pproc {
+	tk_id pid;
+	char *name, *labels;
+	int64_t sort;
+	int has_sort;
+	uint64_t uuid;
+	int native;
+	int64_t rank;
+	int gpu;
+} pproc;
+
+typedef struct pidx { /* map record: hash -> index */
+	uint64_t h, idx;
+} pidx;
+
+typedef struct pflow { /* map record: a flow's key -> what is left of it */
+	uint64_t h;
+	uint32_t f_left; /* its "f" events not yet written */
+	uint32_t open;
+} pflow;
+
+typedef struct pheap { /* an open slice's end, written when time passes it */
+	int64_t end;
+	uint64_t seq;
+	uint32_t thr, lane;
+} pheap;
+
+typedef struct pmeta {
+	char *key, *json;
+	int after;
+} pmeta;
+
+typedef struct pw {
+	tk_sorter *sorter;
+	tk__strtab tab[K_N];
+	size_t intern_bytes;
+	int clear_next;
+	tk__buf te, intern, scratch, bundle;
+	size_t n_bundle;
+	pthr *thr;
+	size_t n_thr, thr_cap;
+	pproc *proc;
+	size_t n_proc, proc_cap;
+	tk__map thr_map, proc_map, ctr_map, flow_map;
+	pheap *heap;
+	size_t n_heap, heap_cap;
+	uint64_t seq, next_uuid;
+	int64_t base, max_ts;
+	int has_max;
+	pmeta *meta;
+	size_t n_meta, meta_cap;
+	int events_seen;
+	tk_event **group;
+	size_t n_group, group_cap;
+} pw;
+
+static uint64_t id_hash(const tk_id *id)
+{
+	switch (id->kind) {
+	case TK_ID_INT: return tk__mix64((uint64_t)id->num) ^ 0x51ed27a1u;
+	case TK_ID_STR: return tk__hash(id->str.ptr, id->str.len) ^ 0xa3b1c2d3e4f5ull;
+	default: return 0x7f4a7c15u;
+	}
+}
+
+static int id_copy(tk_id *d, const tk_id *s)
+{
+	*d = *s;
+	if (s->kind == TK_ID_STR) {
+		char *c = tk__strndup(s->str.ptr, s->str.len);
+		if (!c)
+			return TK_ERR_NOMEM;
+		d->str.ptr = c;
+	}
+	return 0;
+}
+
+static void id_free(tk_id *id)
+{
+	if (id->kind == TK_ID_STR)
+		free((char *)id->str.ptr);
+}
+
+static int sv_is(tk_sv s, const char *lit)
+{
+	size_t n = strlen(lit);
+	return s.ptr && s.len == n && memcmp(s.ptr, lit, n) == 0;
+}
+
+static int fits_i32(const tk_id *id)
+{
+	return id->kind == TK_ID_INT && id->num >= INT32_MIN && id->num <= INT32_MAX;
+}
+
+/* ---- interning ---- */
+
+static int intern(pw *s, int kind, const char *p, size_t n, uint64_t *iid)
+{
+	tk__strtab *t = &s->tab[kind];
+	size_t before = t->n;
+	uint32_t id;
+	tk_sv v = tk__strtab_intern_id(t, p ? p : "", n, &id);
+	if (!v.ptr)
+		return TK_ERR_NOMEM;
+	*iid = (uint64_t)id + 1;
+	if (t->n != before) {
+		s->intern_bytes += n + 16;
+		if (tk__pb_room(&s->intern, 2 * TK__PB_ROOM))
+			return TK_ERR_NOMEM;
+		size_t m = tk__pb_begin(&s->intern, intern_field[kind]);
+		tk__pb_uint(&s->intern, 1, *iid);
+		if (tk__pb_bytes(&s->intern, 2, v.ptr, n) || tk__pb_end(&s->intern, m))
+			return TK_ERR_NOMEM;
+	}
+	return 0;
+}
+
+/* Clears the interning tables when they grew past their bounds: the next
+ * packet tells readers to forget theirs. */
+static void intern_bound(pw *s)
+{
+	size_t n = 0;
+	for (int k = 0; k < K_N; k++)
+		n += s->tab[k].n;
+	if (s->intern_bytes < INTERN_MAX_BYTES && n < INTERN_MAX_N)
+		return;
+	for (int k = 0; k < K_N; k++) {
+		tk__strtab_free(&s->tab[k]);
+		memset(&s->tab[k], 0, sizeof s->tab[k]);
+	}
+	s->intern_bytes = 0;
+	s->clear_next = 1;
+}
+
+/* ---- packets ---- */
+
+/* Appends a packet to w->out: its timestamp (ts >= 0), the sequence, the
+ * interned data gathered in s->intern, then `body` as field `field`. */
+static int put_packet(tk_writer *w, int64_t ts, unsigned field, const tk__buf *body, int flags)
+{
+	pw *s = w->fs;
+	tk__buf *o = &w->out;
+	if (tk__pb_room(o, s->intern.len + body->len + 4 * TK__PB_ROOM))
+		return TK_ERR_NOMEM;
+	size_t m = tk__pb_begin(o, F_TRACE_PACKET);
+	if (ts >= 0)
+		tk__pb_uint(o, F_PKT_TIMESTAMP, (uint64_t)ts);
+	tk__pb_uint(o, F_PKT_SEQ_ID, SEQ_ID);
+	if (s->clear_next)
+		flags |= SEQ_CLEARED;
+	if (s->intern.len)
+		flags |= SEQ_NEEDS;
+	if (flags)
+		tk__pb_uint(o, F_PKT_SEQ_FLAGS, (uint64_t)flags);
+	if (flags & SEQ_CLEARED)
+		s->clear_next = 0;
+	if (s->intern.len) {
+		tk__pb_key(o, F_PKT_INTERNED, TK__PB_LEN);
+		tk__put_varint(o, s->intern.len);
+		memcpy(o->p + o->len, s->intern.p, s->intern.len);
+		o->len += s->intern.len;
+		s->intern.len = 0;
+	}
+	tk__pb_key(o, field, TK__PB_LEN);
+	tk__put_varint(o, body->len);
+	memcpy(o->p + o->len, body->p, body->len);
+	o->len += body->len;
+	int rc = tk__pb_end(o, m);
+	if (rc)
+		return tk__err_set(&w->err, rc, "a packet of 256 MiB or more cannot be written");
+	return o->len >= (1u << 20) ? tk__writer_flush(w) : 0;
+}
+
+/* ---- track descriptors ---- */
+
+static int put_track(tk_writer *w, uint64_t uuid, uint64_t parent, const char *name, size_t nlen, int counter)
+{
+	pw *s = w->fs;
+	tk__buf *b = &s->scratch;
+	b->len = 0;
+	if (tk__pb_room(b, 2 * TK__PB_ROOM))
+		return TK_ERR_NOMEM;
+	tk__pb_uint(b, F_TD_UUID, uuid);
+	tk__pb_uint(b, F_TD_PARENT, parent);
+	/* overlapping slices each keep a track of their own */
+	tk__pb_uint(b, F_TD_MERGE, 2);
+	if (counter) {
+		tk__pb_key(b, F_TD_COUNTER, TK__PB_LEN);
+		tk__put_varint(b, 0);
+	}
+	if (name && tk__pb_bytes(b, F_TD_NAME, name, nlen))
+		return TK_ERR_NOMEM;
+	return put_packet(w, -1, F_PKT_TRACK_DESC, b, 0);
+}
+
+static int id_text(tk__buf *b, const tk_id *id)
+{
+	char num[32];
+	switch (id->kind) {
+	case TK_ID_INT:
+		snprintf(num, sizeof num, "%lld", (long long)id->num);
+		return tk__buf_puts(b, num);
+	case TK_ID_STR: return tk__buf_append(b, id->str.ptr, id->str.len);
+	default: return 0;
+	}
+}
+
+/* Kineto names a GPU's process "GPU N" (labels "GPU N" too). */
+static int is_gpu(const pproc *p)
+{
+	return (p->name && strncasecmp(p->name, "gpu", 3) == 0) || (p->labels && strncasecmp(p->labels, "gpu", 3) == 0) ||
+	       (p->name && strstr(p->name, "(GPU"));
+}
+
+static int proc_cmp(const void *a, const void *b)
+{
+	const pproc *x = *(pproc *const *)a, *y = *(pproc *const *)b;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->gpu != y->gpu)
+		return x->gpu - y->gpu;
+	if (x->has_sort != y->has_sort)
+		return y->has_sort - x->has_sort;
+	if (x->has_sort && x->sort != y->sort)
+		return x->sort < y->sort ? -1 : 1;
+	if (x->pid.kind != y->pid.kind)
+		return x->pid.kind - y->pid.kind;
+	if (x->pid.kind == TK_ID_INT && x->pid.num != y->pid.num)
+		return x->pid.num < y->pid.num ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+static int thr_cmp(const void *a, const void *b)
+{
+	const pthr *x = *(pthr *const *)a, *y = *(pthr *const *)b;
+	if (x->has_sort != y->has_sort)
+		return y->has_sort - x->has_sort;
+	if (x->has_sort && x->sort != y->sort)
+		return x->sort < y->sort ? -1 : 1;
+	if (x->tid.kind != y->tid.kind)
+		return x->tid.kind - y->tid.kind;
+	if (x->tid.kind == TK_ID_INT && x->tid.num != y->tid.num)
+		return x->tid.num < y->tid.num ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+static int put_process(tk_writer *w, const pproc *p, int32_t rank)
+{
+	pw *s = w->fs;
+	tk__buf *b = &s->scratch;
+	b->len = 0;
+	if (tk__pb_room(b, 4 * TK__PB_ROOM))
+		return TK_ERR_NOMEM;
+	tk__pb_uint(b, F_TD_UUID, p->uuid);
+	tk__pb_uint(b, F_TD_SIBLING_RANK, (uint64_t)(int64_t)rank);
+	tk__pb_uint(b, F_TD_CHILD_ORDER, 3); /* EXPLICIT: threads by sibling_order_rank */
+	int rc = 0;
+	if (p->native) {
+		size_t m = tk__pb_begin(b, F_TD_PROCESS);
+		tk__pb_uint(b, F_PD_PID, (uint64_t)(int64_t)p->pid.num);
+		if (p->has_sort && p->sort >= INT32_MIN && p->sort <= INT32_MAX)
+			tk__pb_uint(b, F_PD_SORT, (uint64_t)p->sort);
+		if (p->name)
+			rc |= tk__pb_bytes(b, F_PD_NAME, p->name, strlen(p->name));
+		if (p->labels)
+			rc |= tk__pb_bytes(b, F_PD_LABELS, p->labels, strlen(p->labels));
+		rc |= tk__pb_end(b, m);
+	} else {
+		tk__buf n = {0};
+		rc |= p->name ? tk__buf_puts(&n, p->name) : id_text(&n, &p->pid);
+		if (!rc && !p->name && p->pid.kind == TK_ID_NONE)
+			rc |= tk__buf_puts(&n, "(no pid)");
+		if (!rc)
+			rc |= tk__pb_bytes(b, F_TD_NAME, n.p ? n.p : "", n.len);
+		tk__buf_free(&n);
+	}
+	return rc ? TK_ERR_NOMEM : put_packet(w, -1, F_PKT_TRACK_DESC, b, 0);
+}
+
+static int put_thread(tk_writer *w, const pthr *t, int32_t rank)
+{
+	pw *s = w->fs;
+	tk__buf *b = &s->scratch;
+	b->len = 0;
+	if (tk__pb_room(b, 4 * TK__PB_ROOM))
+		return TK_ERR_NOMEM;
+	tk__pb_uint(b, F_TD_UUID, t->uuid);
+	if (!t->native) /* a thread's own descriptor names its process */
+		tk__pb_uint(b, F_TD_PARENT, s->proc[t->proc].uuid);
+	tk__pb_uint(b, F_TD_SIBLING_RANK, (uint64_t)(int64_t)rank);
+	tk__pb_uint(b, F_TD_CHILD_ORDER, 3);
+	int rc = 0;
+	if (t->native) {
+		size_t m = tk__pb_begin(b, F_TD_THREAD);
+		tk__pb_uint(b, F_THD_PID, (uint64_t)(int64_t)t->pid.num);
+		tk__pb_uint(b, F_THD_TID, (uint64_t)t->tid.num);
+		if (t->has_sort && t->sort >= INT32_MIN && t->sort <= INT32_MAX)
+			tk__pb_uint(b, F_THD_SORT, (uint64_t)t->sort);
+		if (t->name)
+			rc |= tk__pb_bytes(b, F_THD_NAME, t->name, strlen(t->name));
+		rc |= tk__pb_end(b, m);
+	} else {
+		tk__buf n = {0};
+		rc |= t->name ? tk__buf_puts(&n, t->name) : id_text(&n, &t->tid);
+		if (!rc && !t->name && t->tid.kind == TK_ID_NONE)
+			rc |= tk__buf_puts(&n, "(no tid)");
+		if (!rc)
+			rc |= tk__pb_bytes(b, F_TD_NAME, n.p ? n.p : "", n.len);
+		tk__buf_free(&n);
+	}
+	return rc ? TK_ERR_NOMEM : put_packet(w, -1, F_PKT_TRACK_DESC, b, 0);
+}
+
+/* A child track of a thread: its overlap lane k (k >= 1), or its B/E track. */
+static int put_child(tk_writer *w, pthr *t, uint64_t uuid, const char *what)
+{
+	tk__buf n = {0};
+	int rc = t->name ? tk__buf_puts(&n, t->name) : id_text(&n, &t->tid);
+	if (!rc)
+		rc = tk__buf_puts(&n, what);
+	if (!rc)
+		rc = put_track(w, uuid, t->uuid, n.p, n.len, 0);
+	tk__buf_free(&n);
+	return rc;
+}
+
+/* ---- pass 1: processes, threads, names, flows ---- */
+
+static int proc_of(pw *s, const tk_id *pid, size_t *out)
+{
+	uint64_t h = id_hash(pid);
+	int added;
+	pidx *r = tk__map_put(&s->proc_map, h, NULL, NULL, &added);
+	if (!r)
+		return TK_ERR_NOMEM;
+	if (!added) {
+		*out = r->idx;
+		return 0;
+	}
+	r->idx = s->n_proc;
+	*out = s->n_proc;
+	if (TK__GROW(s->proc, s->proc_cap, s->n_proc + 1))
+		return TK_ERR_NOMEM;
+	pproc *p = &s->proc[s->n_proc++];
+	memset(p, 0, sizeof *p);
+	p->uuid = ++s->next_uuid;
+	p->native = fits_i32(pid);
+	return id_copy(&p->pid, pid);
+}
+
+static int thr_of(pw *s, const tk_id *pid, const tk_id *tid, size_t *out)
+{
+	uint64_t h = tk__mix64(id_hash(pid) * 31 + id_hash(tid));
+	int added;
+	pidx *r = tk__map_put(&s->thr_map, h, NULL, NULL, &added);
+	if (!r)
+		return TK_ERR_NOMEM;
+	if (!added) {
+		*out = r->idx;
+		return 0;
+	}
+	r->idx = s->n_thr;
+	*out = s->n_thr;
+	size_t pi;
+	if (proc_of(s, pid, &pi) || TK__GROW(s->thr, s->thr_cap, s->n_thr + 1))
+		return TK_ERR_NOMEM;
+	pthr *t = &s->thr[s->n_thr++];
+	memset(t, 0, sizeof *t);
+	t->proc = pi;
+	t->uuid = ++s->next_uuid;
+	t->native = s->proc[pi].native && tid->kind == TK_ID_INT;
+	if (id_copy(&t->pid, pid) || id_copy(&t->tid, tid))
+		return TK_ERR_NOMEM;
+	return 0;
+}
+
+/* The decoded text of a JSON string (quotes included) into b. */
+static int str_value(tk__buf *b, tk_sv v)
+{
+	b->len = 0;
+	const unsigned char *p = (const unsigned char *)v.ptr + 1, *e = (const unsigned char *)v.ptr + v.len - 1;
+	while (p < e) {
+		const unsigned char *q = memchr(p, '\\', (size_t)(e - p));
+		if (!q)
+			q = e;
+		if (tk__buf_append(b, p, (size_t)(q - p)))
+			return TK_ERR_NOMEM;
+		p = q;
+		if (p >= e)
+			break;
+		long cp;
+		char simple;
+		int len, rep = 0;
+		tk__jerr je = {0};
+		if (tk__json_escape_at(p, e, &cp, &simple, &len, &rep, &je) != TK__J_OK)
+			return TK_ERR_FORMAT;
+		if (cp >= 0) {
+			char u[4];
+			if (tk__buf_append(b, u, tk__utf8_put(u, cp)))
+				return TK_ERR_NOMEM;
+		} else if (tk__buf_putc(b, simple)) {
+			return TK_ERR_NOMEM;
+		}
+		p += len;
+	}
+	return 0;
+}
+
+/* An M event names a process or a thread, or orders them. */
+static int take_meta_event(pw *s, const tk_event *ev)
+{
+	tk_sv v;
+	if (!ev->args.ptr)
+		return 0;
+	int proc = sv_is(ev->name, "process_name") || sv_is(ev->name, "process_labels") ||
+	           sv_is(ev->name, "process_sort_index");
+	int thread = sv_is(ev->name, "thread_name") || sv_is(ev->name, "thread_sort_index");
+	if (!proc && !thread)
+		return 0;
+	const char *key = sv_is(ev->name, "process_labels") ? "labels"
+	                  : strstr(ev->name.ptr, "sort_index") ? "sort_index"
+	                                                       : "name";
+	if (tk__js_find(ev->args, key, strlen(key), &v) != 0)
+		return 0;
+	size_t pi, ti = 0;
+	if (proc ? proc_of(s, &ev->pid, &pi) : thr_of(s, &ev->pid, &ev->tid, &ti))
+		return TK_ERR_NOMEM;
+	if (key[0] == 's') {
+		int64_t n;
+		if (tk__js_int(v, &n))
+			return 0;
+		if (proc) {
+			s->proc[pi].sort = n;
+			s->proc[pi].has_sort = 1;
+		} else {
+			s->thr[ti].sort = n;
+			s->thr[ti].has_sort = 1;
+		}
+		return 0;
+	}
+	if (v.len < 2 || v.ptr[0] != '"' || str_value(&s->scratch, v))
+		return 0;
+	char *c = tk__strndup(s->scratch.p ? s->scratch.p : "", s->scratch.len);
+	if (!c)
+		return TK_ERR_NOMEM;
+	char **slot = !proc ? &s->thr[ti].name : key[0] == 'l' ? &s->proc[pi].labels : &s->proc[pi].name;
+	free(*slot);
+	*slot = c;
+	return 0;
+}
+
+static int is_flow(char ph)
+{
+	return ph == 's' || ph == 't' || ph == 'f';
+}
+
+static uint64_t flow_key(const tk_event *ev)
+{
+	uint64_t h = ev->cat.ptr ? tk__hash(ev->cat.ptr, ev->cat.len) : 0x1234;
+	return tk__mix64(h * 31 + id_hash(&ev->id));
+}
+
+static int pw_write(tk_writer *w, const tk_event *ev)
+{
+	pw *s = w->fs;
+	int rc = 0;
+	size_t ti;
+	s->events_seen = 1;
+	if (ev->ph == 'M') {
+		rc = take_meta_event(s, ev);
+	} else if (!(ev->ph == 'C' && ev->tid.kind == TK_ID_NONE)) {
+		rc = thr_of(s, &ev->pid, &ev->tid, &ti);
+	} else {
+		rc = proc_of(s, &ev->pid, &ti);
+	}
+	if (!rc && is_flow(ev->ph) && ev->id.kind != TK_ID_NONE) {
+		int added;
+		pflow *f = tk__map_put(&s->flow_map, flow_key(ev), NULL, NULL, &added);
+		if (!f)
+			rc = TK_ERR_NOMEM;
+		else if (ev->ph == 'f')
+			f->f_left++;
+	}
+	if (!rc)
+		rc = tk_sorter_add(s->sorter, ev, 0);
+	if (rc)
+		return tk__err_set(&w->err, rc, "%s", rc == TK_ERR_NOMEM ? "out of memory" : tk_sorter_error(s->sorter));
+	return 0;
+}
+
+static int pw_add_meta(tk_writer *w, tk_sv key, tk_sv json, int after)
+{
+	pw *s = w->fs;
+	tk__buf c = {0};
+	int rc = tk__json_canon_text(&c, json.ptr, json.len, 0, NULL);
+	if (rc == TK_ERR_ARG) {
+		tk__buf_free(&c);
+		return tk__err_set(&w->err, rc, "metadata value is not valid JSON");
+	}
+	if (rc || TK__GROW(s->meta, s->meta_cap, s->n_meta + 1)) {
+		tk__buf_free(&c);
+		return tk__err_set(&w->err, TK_ERR_NOMEM, "out of memory");
+	}
+	c.p[c.len] = 0; /* a value is never empty: c.p is set */
+	pmeta *m = &s->meta[s->n_meta];
+	m->key = tk__strndup(key.ptr, key.len);
+	m->json = c.p;
+	m->after = after || s->events_seen;
+	if (!m->key || !m->json) {
+		free(m->key);
+		free(m->json);
+		return tk__err_set(&w->err, TK_ERR_NOMEM, "out of memory");
+	}
+	s->n_meta++;
+	return 0;
+}
+
+static int pw_open(tk_writer *w)
+{
+	pw *s = calloc(1, sizeof *s);
+	if (!s)
+		return TK_ERR_NOMEM;
+	w->fs = s;
+	tk_sorter_opts so = {w->opts.memory_bytes, NULL};
+	int rc = tk_sorter_new(&s->sorter, &so);
+	if (rc)
+		return rc;
+	tk__map_init(&s->thr_map, sizeof(pidx), 4);
+	tk__map_init(&s->proc_map, sizeof(pidx), 4);
+	tk__map_init(&s->ctr_map, sizeof(pidx), 4);
+	tk__map_init(&s->flow_map, sizeof(pflow), 4);
+	s->clear_next = 1;
+	return 0;
+}
+
+static void pw_free(tk_writer *w)
+{
+	pw *s = w->fs;
+	if (!s)
+		return;
+	tk_sorter_free(s->sorter);
+	for (int k = 0; k < K_N; k++)
+		tk__strtab_free(&s->tab[k]);
+	tk__buf_free(&s->te);
+	tk__buf_free(&s->intern);
+	tk__buf_free(&s->scratch);
+	tk__buf_free(&s->bundle);
+	for (size_t i = 0; i < s->n_thr; i++) {
+		pthr *t = &s->thr[i];
+		id_free(&t->pid);
+		id_free(&t->tid);
+		free(t->name);
+		for (size_t k = 0; k < t->n_lanes; k++) {
+			free(t->lanes[k].ends);
+			free(t->lanes[k].seqs);
+		}
+		free(t->lanes);
+	}
+	free(s->thr);
+	for (size_t i = 0; i < s->n_proc; i++) {
+		id_free(&s->proc[i].pid);
+		free(s->proc[i].name);
+		free(s->proc[i].labels);
+	}
+	free(s->proc);
+	tk__map_free(&s->thr_map);
+	tk__map_free(&s->proc_map);
+	tk__map_free(&s->ctr_map);
+	tk__map_free(&s->flow_map);
+	free(s->heap);
+	for (size_t i = 0; i < s->n_meta; i++) {
+		free(s->meta[i].key);
+		free(s->meta[i].json);
+	}
+	free(s->meta);
+	for (size_t i = 0; i < s->n_group; i++)
+		tk_event_free(s->group[i]);
+	free(s->group);
+	free(s);
+	w->fs = NULL;
+}
+
+/* ---- debug annotations from JSON text ---- */
+
+static int ann_value(pw *s, tk__buf *b, tk_sv v, unsigned depth);
+
+/* A DebugAnnotation as field `field` of b: a name (NULL: none), the value v. */
+static int ann(pw *s, tk__buf *b, unsigned field, const char *name, size_t nlen, tk_sv v, unsigned depth)
+{
+	if (tk__pb_room(b, 2 * TK__PB_ROOM))
+		return TK_ERR_NOMEM;
+	size_t m = tk__pb_begin(b, field);
+	if (name) {
+		uint64_t iid;
+		if (intern(s, K_ANN, name, nlen, &iid))
+			return TK_ERR_NOMEM;
+		tk__pb_uint(b, F_DA_NAME_IID, iid);
+	}
+	int rc = ann_value(s, b, v, depth);
+	return rc ? rc : tk__pb_end(b, m);
+}
+
+/* A member's name (raw JSON text between quotes) decoded, with one more
+ * "tk." in front at the top level when it starts with "tk.". */
+static int member_name(pw *s, tk_sv key, int top, tk__buf *out)
+{
+	out->len = 0;
+	if (top && key.len >= 3 && memcmp(key.ptr, RESERVED, 3) == 0 && tk__buf_puts(out, RESERVED))
+		return TK_ERR_NOMEM;
+	if (!memchr(key.ptr, '\\', key.len))
+		return tk__buf_append(out, key.ptr, key.len);
+	size_t at = out->len;
+	tk__buf d = {0};
+	int rc = str_value(&d, (tk_sv){key.ptr - 1, key.len + 2});
+	if (!rc)
+		rc = tk__buf_append(out, d.p, d.len);
+	tk__buf_free(&d);
+	(void)at;
+	(void)s;
+	return rc;
+}
+
+static int members(pw *s, tk__buf *b, unsigned field, tk_sv obj, unsigned depth, int top)
+{
+	tk__js_iter it;
+	tk_sv k, v;
+	int rc;
+	tk__buf name = {0};
+	if (tk__js_obj(&it, obj))
+		return TK_ERR_FORMAT;
+	while ((rc = tk__js_member(&it, &k, &v)) == 1) {
+		rc = member_name(s, k, top, &name);
+		if (!rc)
+			rc = ann(s, b, field, name.p ? name.p : "", name.len, v, depth + 1);
+		if (rc)
+			break;
+	}
+	tk__buf_free(&name);
+	return rc < 0 ? rc : 0;
+}
+
+static int put_double(tk__buf *b, unsigned field, double d)
+{
+	uint64_t u;
+	memcpy(&u, &d, 8);
+	tk__pb_fixed64(b, field, u);
+	return 0;
+}
+
+/* 1 if v is a JSON integer's text. */
+static int int_text(tk_sv v)
+{
+	size_t i = v.len && v.ptr[0] == '-';
+	if (i == v.len)
+		return 0;
+	for (; i < v.len; i++)
+		if (v.ptr[i] < '0' || v.ptr[i] > '9')
+			return 0;
+	return 1;
+}
+
+/* A JSON number as an annotation's int, uint or double field; 0 when it
+ * is none of them exactly enough (too long, out of range). */
+static int number_field(tk__buf *b, tk_sv v, unsigned f_int, unsigned f_uint, unsigned f_double)
+{
+	char tmp[64];
+	if (v.len >= sizeof tmp)
+		return 0;
+	memcpy(tmp, v.ptr, v.len);
+	tmp[v.len] = 0;
+	if (int_text(v)) {
+		int64_t n;
+		if (tk__js_int(v, &n) == 0) {
+			tk__pb_uint(b, f_int, (uint64_t)n);
+			return 1;
+		}
+		if (v.ptr[0] != '-') {
+			errno = 0;
+			unsigned long long u = strtoull(tmp, NULL, 10);
+			if (!errno) {
+				tk__pb_uint(b, f_uint, u);
+				return 1;
+			}
+		}
+		return 0;
+	}
+	char *end;
+	double d = strtod(tmp, &end);
+	if (*end || !isfinite(d))
+		return 0;
+	put_double(b, f_double, d);
+	return 1;
+}
+
+static int ann_value(pw *s, tk__buf *b, tk_sv v, unsigned depth)
+{
+	if (!v.len)
+		return TK_ERR_FORMAT;
+	if (tk__pb_room(b, 2 * TK__PB_ROOM))
+		return TK_ERR_NOMEM;
+	switch (v.ptr[0]) {
+	case '"': {
+		if (str_value(&s->scratch, v))
+			return TK_ERR_FORMAT;
+		if (s->scratch.len <= STR_INTERN_MAX) {
+			uint64_t iid;
+			tk__buf tmp = s->scratch; /* intern copies it */
+			if (intern(s, K_STR, tmp.p ? tmp.p : "", tmp.len, &iid))
+				return TK_ERR_NOMEM;
+			tk__pb_uint(b, F_DA_STRING_IID, iid);
+			return 0;
+		}
+		return tk__pb_bytes(b, F_DA_STRING, s->scratch.p, s->scratch.len);
+	}
+	case 't':
+	case 'f':
+		tk__pb_uint(b, F_DA_BOOL, v.ptr[0] == 't');
+		return 0;
+	case '{':
+		if (v.len > 2 && depth < 1000)
+			return members(s, b, F_DA_DICT, v, depth, 0);
+		break;
+	case '[':
+		if (v.len > 2 && depth < 1000) {
+			const char *p = v.ptr + 1, *e = v.ptr + v.len - 1;
+			while (p < e) {
+				const char *q = tk__js_skip(p, e);
+				if (!q || q == p)
+					return TK_ERR_FORMAT;
+				int rc = ann(s, b, F_DA_ARRAY, NULL, 0, (tk_sv){p, (size_t)(q - p)}, depth + 1);
+				if (rc)
+					return rc;
+				p = q < e && *q == ',' ? q + 1 : q;
+			}
+			return 0;
+		}
+		break;
+	case 'n':
+		break;
+	default:
+		if (number_field(b, v, F_DA_INT, F_DA_UINT, F_DA_DOUBLE))
+			return 0;
+	}
+	/* null, {}, [], deep values and numbers no other field holds exactly */
+	return tk__pb_bytes(b, F_DA_JSON, v.ptr, v.len);
+}
+
+/* ---- reserved annotations ---- */
+
+static int res_name(pw *s, tk__buf *b, const char *name, size_t *m)
+{
+	uint64_t iid;
+	if (tk__pb_room(b, 3 * TK__PB_ROOM) || intern(s, K_ANN, name, strlen(name), &iid))
+		return TK_ERR_NOMEM;
+	*m = tk__pb_begin(b, F_TE_ANNOTATIONS);
+	tk__pb_uint(b, F_DA_NAME_IID, iid);
+	return 0;
+}
+
+static int res_str(pw *s, tk__buf *b, const char *name, const char *p, size_t n)
+{
+	size_t m;
+	if (res_name(s, b, name, &m))
+		return TK_ERR_NOMEM;
+	if (n <= STR_INTERN_MAX) {
+		uint64_t iid;
+		if (intern(s, K_STR, p, n, &iid))
+			return TK_ERR_NOMEM;
+		tk__pb_uint(b, F_DA_STRING_IID, iid);
+	} else if (tk__pb_bytes(b, F_DA_STRING, p, n)) {
+		return TK_ERR_NOMEM;
+	}
+	return tk__pb_end(b, m);
+}
+
+static int res_int(pw *s, tk__buf *b, const char *name, int64_t v)
+{
+	size_t m;
+	if (res_name(s, b, name, &m))
+		return TK_ERR_NOMEM;
+	tk__pb_uint(b, F_DA_INT, (uint64_t)v);
+	return tk__pb_end(b, m);
+}
+
+static int res_json(pw *s, tk__buf *b, const char *name, const char *p, size_t n)
+{
+	size_t m;
+	if (res_name(s, b, name, &m) || tk__pb_bytes(b, F_DA_JSON, p, n))
+		return TK_ERR_NOMEM;
+	return tk__pb_end(b, m);
+}
+
+static int res_id(pw *s, tk__buf *b, const char *name, const tk_id *id)
+{
+	switch (id->kind) {
+	case TK_ID_INT: return res_int(s, b, name, id->num);
+	case TK_ID_STR: return res_str(s, b, name, id->str.ptr, id->str.len);
+	default: return res_json(s, b, name, "null", 4);
+	}
+}
+
+/* ---- events ---- */
+
+enum {
+	FL_PH = 1,        /* ph is not the type's own: tk.ph */
+	FL_FLOW_OUT = 2,  /* flow_ids = flow */
+	FL_FLOW_END = 4,  /* terminating_flow_ids = flow */
+	FL_OPEN = 8,      /* an END that closes a B without an E: tk.open */
+	FL_DUR = 16,      /* dur is not the slice's: tk.dur */
+	FL_TS = 32,       /* ts lies before the time base: tk.ts */
+	FL_PID = 64,      /* the track does not say pid: tk.pid */
+	FL_TID = 128,     /* nor tid: tk.tid */
+	FL_BARE = 256     /* an END of an X: nothing but its track */
+};
+
+/* The TrackEvent of ev in s->te: type, track, name, category, arguments,
+ * the reserved annotations `fl` asks for, flows. */
+static int ev_body(pw *s, const tk_event *ev, int type, uint64_t track, unsigned fl, uint64_t flow)
+{
+	tk__buf *b = &s->te;
+	b->len = 0;
+	if (tk__pb_room(b, 4 * TK__PB_ROOM))
+		return TK_ERR_NOMEM;
+	tk__pb_uint(b, F_TE_TYPE, (uint64_t)type);
+	tk__pb_uint(b, F_TE_TRACK, track);
+	if (fl & FL_BARE)
+		return 0;
+	uint64_t iid;
+	if (ev->has & TK_HAS_NAME) {
+		if (intern(s, K_NAME, ev->name.ptr, ev->name.len, &iid))
+			return TK_ERR_NOMEM;
+		tk__pb_uint(b, F_TE_NAME_IID, iid);
+	}
+	if (ev->has & TK_HAS_CAT) {
+		if (intern(s, K_CAT, ev->cat.ptr, ev->cat.len, &iid))
+			return TK_ERR_NOMEM;
+		tk__pb_uint(b, F_TE_CAT_IIDS, iid);
+	}
+	int rc = 0;
+	if (type != TYPE_COUNTER && ev->args.ptr) {
+		if (ev->args.len > 2 && ev->args.ptr[0] == '{')
+			rc = members(s, b, F_TE_ANNOTATIONS, ev->args, 0, 1);
+		else
+			rc = res_json(s, b, "tk.args", ev->args.ptr, ev->args.len);
+	}
+	if (!rc && (fl & FL_PH)) {
+		char ph = ev->ph;
+		rc = res_str(s, b, "tk.ph", &ph, 1);
+	}
+	if (!rc && ev->extra.ptr)
+		rc = res_str(s, b, "tk.extra", ev->extra.ptr, ev->extra.len);
+	if (!rc && ev->id.kind != TK_ID_NONE)
+		rc = res_id(s, b, "tk.id", &ev->id);
+	if (!rc && (fl & FL_PID))
+		rc = res_id(s, b, "tk.pid", &ev->pid);
+	if (!rc && (fl & FL_TID))
+		rc = res_id(s, b, "tk.tid", &ev->tid);
+	if (!rc && (fl & FL_DUR) && (ev->has & TK_HAS_DUR))
+		rc = res_int(s, b, "tk.dur", ev->dur);
+	if (!rc && (fl & FL_TS))
+		rc = (ev->has & TK_HAS_TS) ? res_int(s, b, "tk.ts", ev->ts) : res_json(s, b, "tk.ts", "null", 4);
+	if (!rc && (fl & FL_OPEN))
+		rc = res_json(s, b, "tk.open", "true", 4);
+	if (rc)
+		return rc;
+	if (tk__pb_room(b, 2 * TK__PB_ROOM))
+		return TK_ERR_NOMEM;
+	if (fl & FL_FLOW_OUT)
+		tk__pb_fixed64(b, F_TE_FLOWS, flow);
+	if (fl & FL_FLOW_END)
+		tk__pb_fixed64(b, F_TE_TERM_FLOWS, flow);
+	return 0;
+}
+
+/* The packet timestamp of ts: 0 with *fl |= FL_TS when it is before the
+ * time base or has none. */
+static int64_t pkt_ts(const pw *s, const tk_event *ev, unsigned *fl)
+{
+	int64_t t;
+	if (!(ev->has & TK_HAS_TS) || __builtin_add_overflow(ev->ts, s->base, &t) || t < 0) {
+		*fl |= FL_TS;
+		return 0;
+	}
+	return t;
+}
+
+static int put_event(tk_writer *w, const tk_event *ev, int type, uint64_t track, unsigned fl, uint64_t flow,
+                     int64_t ts)
+{
+	pw *s = w->fs;
+	int rc = ev_body(s, ev, type, track, fl, flow);
+	if (rc)
+		return rc == TK_ERR_NOMEM ? rc : tk__err_set(&w->err, rc, "an event's args are not valid JSON");
+	return put_packet(w, ts, F_PKT_TRACK_EVENT, &s->te, 0);
+}
+
+static unsigned id_flags(const pw *s, const tk_event *ev, const pthr *t)
+{
+	(void)s;
+	return t && t->native ? 0 : FL_PID | FL_TID;
+}
+
+/* ---- slices: lanes, and the heap of their ends ---- */
+
+static void heap_push(pw *s, pheap h)
+{
+	size_t i = s->n_heap++;
+	while (i) {
+		size_t p = (i - 1) / 2;
+		const pheap *q = &s->heap[p];
+		if (q->end < h.end || (q->end == h.end && q->seq > h.seq))
+			break;
+		s->heap[i] = *q;
+		i = p;
+	}
+	s->heap[i] = h;
+}
+
+static pheap heap_pop(pw *s)
+{
+	pheap top = s->heap[0], last = s->heap[--s->n_heap];
+	size_t i = 0, n = s->n_heap;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && (s->heap[c + 1].end < s->heap[c].end ||
+		                  (s->heap[c + 1].end == s->heap[c].end && s->heap[c + 1].seq > s->heap[c].seq)))
+			c++;
+		if (last.end < s->heap[c].end || (last.end == s->heap[c].end && last.seq > s->heap[c].seq))
+			break;
+		s->heap[i] = s->heap[c];
+		i = c;
+	}
+	if (n)
+		s->heap[i] = last;
+	return top;
+}
+
+static int put_end(tk_writer *w, uint64_t track, int64_t end)
+{
+	pw *s = w->fs;
+	static const tk_event none;
+	int rc = ev_body(s, &none, TYPE_SLICE_END, track, FL_BARE, 0);
+	return rc ? rc : put_packet(w, end + s->base, F_PKT_TRACK_EVENT, &s->te, 0);
+}
+
+/* Ends the slices whose end lies before `t` (all with t = INT64_MAX). */
+static int ends_before(tk_writer *w, int64_t t, int all)
+{
+	pw *s = w->fs;
+	while (s->n_heap && (all || s->heap[0].end < t)) {
+		pheap h = heap_pop(s);
+		plane *l = &s->thr[h.thr].lanes[h.lane];
+		if (l->n && l->seqs[l->n - 1] == h.seq) {
+			l->n--;
+			int rc = put_end(w, l->uuid, h.end);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static int put_slice(tk_writer *w, const tk_event *ev, size_t ti)
+{
+	pw *s = w->fs;
+	pthr *t = &s->thr[ti];
+	int64_t b = ev->ts, e = ev->ts + ev->dur;
+	size_t k;
+	for (k = 0; k < t->n_lanes; k++) {
+		plane *l = &t->lanes[k];
+		while (l->n && l->ends[l->n - 1] <= b) {
+			l->n--;
+			int rc = put_end(w, l->uuid, l->ends[l->n]);
+			if (rc)
+				return rc;
+		}
+		if (!l->n || l->ends[l->n - 1] >= e)
+			break;
+	}
+	if (k == t->n_lanes) {
+		if (TK__GROW(t->lanes, t->lanes_cap, k + 1))
+			return TK_ERR_NOMEM;
+		t = &s->thr[ti];
+		memset(&t->lanes[k], 0, sizeof t->lanes[k]);
+		t->n_lanes++;
+		if (k == 0) {
+			t->lanes[0].uuid = t->uuid;
+		} else {
+			char what[48];
+			snprintf(what, sizeof what, " (overlap %zu)", k);
+			t->lanes[k].uuid = ++s->next_uuid;
+			int rc = put_child(w, t, t->lanes[k].uuid, what);
+			if (rc)
+				return rc;
+		}
+	}
+	plane *l = &t->lanes[k];
+	if (l->n == l->cap) {
+		size_t cap = l->cap;
+		if (TK__GROW(l->ends, cap, l->n + 1))
+			return TK_ERR_NOMEM;
+		cap = l->cap;
+		if (TK__GROW(l->seqs, cap, l->n + 1))
+			return TK_ERR_NOMEM;
+		l->cap = cap;
+	}
+	if (TK__GROW(s->heap, s->heap_cap, s->n_heap + 1))
+		return TK_ERR_NOMEM;
+	uint64_t seq = ++s->seq;
+	l->ends[l->n] = e;
+	l->seqs[l->n] = seq;
+	l->n++;
+	heap_push(s, (pheap){e, seq, (uint32_t)ti, (uint32_t)k});
+	unsigned fl = id_flags(s, ev, t);
+	return put_event(w, ev, TYPE_SLICE_BEGIN, l->uuid, fl, 0, b + s->base);
+}
+
+/* ---- counters ---- */
+
+static int ctr_track(tk_writer *w, size_t pi, const tk_event *ev, const char *key, size_t klen, uint64_t *uuid)
+{
+	pw *s = w->fs;
+	uint64_t h = id_hash(&s->proc[pi].pid);
+	h = tk__mix64(h * 31 + tk__hash(ev->name.ptr ? ev->name.ptr : "", ev->name.len));
+	h = tk__mix64(h * 31 + tk__hash(key, klen));
+	int added;
+	pidx *r = tk__map_put(&s->ctr_map, h, NULL, NULL, &added);
+	if (!r)
+		return TK_ERR_NOMEM;
+	if (!added) {
+		*uuid = r->idx;
+		return 0;
+	}
+	r->idx = *uuid = ++s->next_uuid;
+	tk__buf n = {0};
+	int rc = tk__buf_append(&n, ev->name.ptr ? ev->name.ptr : "", ev->name.len);
+	rc |= tk__buf_putc(&n, ' ');
+	rc |= tk__buf_append(&n, key, klen);
+	if (!rc)
+		rc = put_track(w, *uuid, s->proc[pi].uuid, n.p, n.len, 1);
+	tk__buf_free(&n);
+	return rc;
+}
+
+/* A C event whose args are all numbers: one COUNTER event, its first
+ * series on the event's track and the others as extra counter values.
+ * 0 with *done = 0 when the args are not all numbers. */
+static int put_counter(tk_writer *w, const tk_event *ev, size_t pi, int64_t ts, unsigned fl, int *done)
+{
+	pw *s = w->fs;
+	*done = 0;
+	tk__js_iter it;
+	tk_sv k, v;
+	int rc, n = 0, ints = 1;
+	if (!ev->args.ptr || ev->args.len <= 2 || tk__js_obj(&it, ev->args))
+		return 0;
+	while ((rc = tk__js_member(&it, &k, &v)) == 1) {
+		if (memchr(k.ptr, '\\', k.len) || !v.len || !(v.ptr[0] == '-' || (v.ptr[0] >= '0' && v.ptr[0] <= '9')))
+			return 0;
+		tk__buf t = {0};
+		if (tk__pb_room(&t, TK__PB_ROOM)) {
+			tk__buf_free(&t);
+			return TK_ERR_NOMEM;
+		}
+		int ok = number_field(&t, v, 1, 2, 3);
+		if (ok && t.p[0] != (1 << 3))
+			ints = 0;
+		tk__buf_free(&t);
+		if (!ok)
+			return 0;
+		n++;
+	}
+	if (rc < 0 || !n)
+		return 0;
+	/* the tracks first: each is declared before the event uses it */
+	uint64_t *uu = calloc((size_t)n, sizeof *uu);
+	if (!uu)
+		return TK_ERR_NOMEM;
+	int i = 0;
+	tk__js_obj(&it, ev->args);
+	while (!rc && tk__js_member(&it, &k, &v) == 1)
+		rc = ctr_track(w, pi, ev, k.ptr, k.len, &uu[i++]);
+	if (!rc)
+		rc = ev_body(s, ev, TYPE_COUNTER, uu[0], fl, 0);
+	tk__buf *b = &s->te;
+	i = 0;
+	tk__js_obj(&it, ev->args);
+	while (!rc && tk__js_member(&it, &k, &v) == 1) {
+		if (tk__pb_room(b, 2 * TK__PB_ROOM)) {
+			rc = TK_ERR_NOMEM;
+			break;
+		}
+		char tmp[64];
+		memcpy(tmp, v.ptr, v.len); /* number_field took it: shorter than 64 */
+		tmp[v.len] = 0;
+		if (i > 0)
+			tk__pb_uint(b, ints ? F_TE_EXTRA_CTR_TRACKS : F_TE_EXTRA_DCTR_TRACKS, uu[i]);
+		if (ints)
+			tk__pb_uint(b, i ? F_TE_EXTRA_CTR_VALUES : F_TE_CTR_VALUE, (uint64_t)strtoll(tmp, NULL, 10));
+		else
+			put_double(b, i ? F_TE_EXTRA_DCTR_VALUES : F_TE_DCTR_VALUE, strtod(tmp, NULL));
+		i++;
+	}
+	free(uu);
+	if (!rc)
+		rc = put_packet(w, ts, F_PKT_TRACK_EVENT, &s->te, 0);
+	*done = !rc;
+	return rc;
+}
+
+/* ---- M events and top-level metadata: ChromeEventBundle ---- */
+
+static int arg_json(tk__buf *b, const char *name, size_t nlen, unsigned vfield, const char *p, size_t n)
+{
+	if (tk__pb_room(b, 2 * TK__PB_ROOM))
+		return TK_ERR_NOMEM;
+	size_t m = tk__pb_begin(b, F_CTE_ARGS);
+	if (tk__pb_bytes(b, F_ARG_NAME, name, nlen) || tk__pb_bytes(b, vfield, p, n))
+		return TK_ERR_NOMEM;
+	return tk__pb_end(b, m);
+}
+
+static int arg_id(tk__buf *b, const char *name, const tk_id *id)
+{
+	tk__buf t = {0};
+	int rc = 0;
+	if (id->kind == TK_ID_INT)
+		rc = id_text(&t, id);
+	else if (id->kind == TK_ID_STR)
+		rc = tk__buf_putc(&t, '"') || tk__json_escape(&t, id->str.ptr, id->str.len) < 0 || tk__buf_putc(&t, '"');
+	else
+		rc = tk__buf_puts(&t, "null");
+	if (!rc)
+		rc = arg_json(b, name, strlen(name), F_ARG_JSON, t.p, t.len);
+	tk__buf_free(&t);
+	return rc ? TK_ERR_NOMEM : 0;
+}
+
+/* An M event as a ChromeTraceEvent of the bundle being gathered. */
+static int bundle_add(tk_writer *w, const tk_event *ev)
+{
+	pw *s = w->fs;
+	tk__buf *b = &s->bundle;
+	int rc = 0;
+	if (tk__pb_room(b, 4 * TK__PB_ROOM))
+		return TK_ERR_NOMEM;
+	size_t m = tk__pb_begin(b, F_CEB_EVENTS);
+	if (ev->has & TK_HAS_NAME)
+		rc |= tk__pb_bytes(b, F_CTE_NAME, ev->name.ptr, ev->name.len);
+	if (tk__pb_room(b, 4 * TK__PB_ROOM))
+		return TK_ERR_NOMEM;
+	if (ev->has & TK_HAS_TS)
+		tk__pb_uint(b, F_CTE_TS, (uint64_t)ev->ts);
+	tk__pb_uint(b, F_CTE_PHASE, (uint64_t)(unsigned char)ev->ph);
+	if (fits_i32(&ev->tid))
+		tk__pb_uint(b, F_CTE_TID, (uint64_t)ev->tid.num);
+	else
+		rc |= arg_id(b, "tk.tid", &ev->tid);
+	if (fits_i32(&ev->pid)) {
+		if (tk__pb_room(b, TK__PB_ROOM))
+			return TK_ERR_NOMEM;
+		tk__pb_uint(b, F_CTE_PID, (uint64_t)ev->pid.num);
+	} else {
+		rc |= arg_id(b, "tk.pid", &ev->pid);
+	}
+	if (ev->has & TK_HAS_CAT)
+		rc |= tk__pb_bytes(b, F_CTE_CAT, ev->cat.ptr, ev->cat.len);
+	if (ev->args.ptr && ev->args.len > 2 && ev->args.ptr[0] == '{') {
+		tk__js_iter it;
+		tk_sv k, v;
+		tk__buf name = {0};
+		int r2 = tk__js_obj(&it, ev->args);
+		while (!rc && !r2 && (r2 = tk__js_member(&it, &k, &v)) == 1) {
+			rc |= member_name(s, k, 1, &name);
+			if (!rc)
+				rc |= arg_json(b, name.p ? name.p : "", name.len, F_ARG_JSON, v.ptr, v.len);
+			r2 = 0;
+		}
+		tk__buf_free(&name);
+		if (r2 < 0)
+			rc |= r2;
+	} else if (ev->args.ptr) {
+		rc |= arg_json(b, "tk.args", 7, F_ARG_JSON, ev->args.ptr, ev->args.len);
+	}
+	if (ev->extra.ptr)
+		rc |= arg_json(b, "tk.extra", 8, F_ARG_STRING, ev->extra.ptr, ev->extra.len);
+	if (ev->id.kind != TK_ID_NONE)
+		rc |= arg_id(b, "tk.id", &ev->id);
+	if (ev->has & TK_HAS_DUR) {
+		char num[32];
+		int n = snprintf(num, sizeof num, "%lld", (long long)ev->dur);
+		rc |= arg_json(b, "tk.dur", 6, F_ARG_JSON, num, (size_t)n);
+	}
+	if (rc)
+		return rc < 0 ? rc : TK_ERR_NOMEM;
+	s->n_bundle++;
+	return tk__pb_end(b, m);
+}
+
+static int bundle_flush(tk_writer *w)
+{
+	pw *s = w->fs;
+	if (!s->n_bundle)
+		return 0;
+	int rc = put_packet(w, -1, F_PKT_CHROME_EVENTS, &s->bundle, 0);
+	s->bundle.len = 0;
+	s->n_bundle = 0;
+	return rc;
+}
+
+/* The first packet: the sequence's state cleared, and every top-level
+ * metadata member in order, with a mark where "traceEvents" stood. */
+static int put_metadata(tk_writer *w)
+{
+	pw *s = w->fs;
+	tk__buf *b = &s->scratch;
+	b->len = 0;
+	int rc = 0, marked = 0;
+	for (size_t i = 0; i <= s->n_meta && !rc; i++) {
+		if (tk__pb_room(b, 4 * TK__PB_ROOM))
+			return TK_ERR_NOMEM;
+		if (!marked && (i == s->n_meta || s->meta[i].after)) {
+			size_t m = tk__pb_begin(b, F_CEB_METADATA);
+			rc |= tk__pb_bytes(b, F_CM_NAME, META_EVENTS, strlen(META_EVENTS));
+			tk__pb_uint(b, F_CM_BOOL, 1);
+			rc |= tk__pb_end(b, m);
+			marked = 1;
+		}
+		if (i == s->n_meta)
+			break;
+		const pmeta *mt = &s->meta[i];
+		size_t m = tk__pb_begin(b, F_CEB_METADATA);
+		if (strncmp(mt->key, RESERVED, 3) == 0)
+			rc |= tk__buf_varint(b, (uint64_t)F_CM_NAME << 3 | TK__PB_LEN) ||
+			      tk__buf_varint(b, strlen(mt->key) + 3) || tk__buf_puts(b, RESERVED) ||
+			      tk__buf_puts(b, mt->key);
+		else
+			rc |= tk__pb_bytes(b, F_CM_NAME, mt->key, strlen(mt->key));
+		rc |= tk__pb_bytes(b, F_CM_JSON, mt->json, strlen(mt->json));
+		rc |= tk__pb_end(b, m);
+	}
+	return rc ? TK_ERR_NOMEM : put_packet(w, -1, F_PKT_CHROME_EVENTS, b, SEQ_CLEARED);
+}
+
+static const char *meta_json(const pw *s, const char *key)
+{
+	for (size_t i = 0; i < s->n_meta; i++)
+		if (strcmp(s->meta[i].key, key) == 0)
+			return s->meta[i].json;
+	return NULL;
+}
+
+/* The root track orders processes and threads; then the processes (by
+ * rank of a merged trace, CPU before GPU, sort index, pid) and threads. */
+static int put_tracks(tk_writer *w)
+{
+	pw *s = w->fs;
+	const char *scheme = meta_json(s, "pidScheme");
+	long long k = 0;
+	if (!scheme || sscanf(scheme, "\"rank*%lld+pid\"", &k) != 1 || k <= 0)
+		k = 0;
+	tk__buf *b = &s->scratch;
+	b->len = 0;
+	if (tk__pb_room(b, TK__PB_ROOM))
+		return TK_ERR_NOMEM;
+	tk__pb_uint(b, F_TD_UUID, 0);
+	tk__pb_uint(b, F_TD_PROC_ORDER, 1);
+	tk__pb_uint(b, F_TD_THREAD_ORDER, 1);
+	int rc = put_packet(w, -1, F_PKT_TRACK_DESC, b, 0);
+	pproc **po = malloc((s->n_proc + 1) * sizeof *po);
+	pthr **to = malloc((s->n_thr + 1) * sizeof *to);
+	if (!po || !to)
+		rc = TK_ERR_NOMEM;
+	for (size_t i = 0; !rc && i < s->n_proc; i++) {
+		pproc *p = &s->proc[i];
+		p->rank = k && p->pid.kind == TK_ID_INT ? p->pid.num / k : 0;
+		p->gpu = is_gpu(p);
+		po[i] = p;
+	}
+	if (!rc)
+		qsort(po, s->n_proc, sizeof *po, proc_cmp);
+	for (size_t i = 0; !rc && i < s->n_proc; i++)
+		rc = put_process(w, po[i], (int32_t)i);
+	for (size_t i = 0; !rc && i < s->n_thr; i++)
+		to[i] = &s->thr[i];
+	if (!rc)
+		qsort(to, s->n_thr, sizeof *to, thr_cmp);
+	for (size_t i = 0; !rc && i < s->n_thr; i++)
+		rc = put_thread(w, to[i], (int32_t)i);
+	free(po);
+	free(to);
+	return rc;
+}
+
+/* ---- pass 2: the events in time order ---- */
+
+static int put_one(tk_writer *w, const tk_event *ev)
+{
+	pw *s = w->fs;
+	int rc;
+	if (ev->ph == 'M')
+		return s->bundle.len >= BUNDLE_MAX && (rc = bundle_flush(w)) ? rc : bundle_add(w, ev);
+	if ((rc = bundle_flush(w)))
+		return rc;
+	intern_bound(s);
+	unsigned fl = 0;
+	int64_t ts = pkt_ts(s, ev, &fl);
+	if (ev->has & TK_HAS_TS) {
+		int64_t end = ev->ts, e2;
+		if ((ev->has & TK_HAS_DUR) && ev->dur > 0 && !__builtin_add_overflow(ev->ts, ev->dur, &e2))
+			end = e2;
+		if (!s->has_max || end > s->max_ts)
+			s->max_ts = end;
+		s->has_max = 1;
+	}
+	if (ev->ph == 'C' && ev->tid.kind == TK_ID_NONE) {
+		size_t pi;
+		if ((rc = proc_of(s, &ev->pid, &pi)))
+			return rc;
+		int done;
+		fl |= s->proc[pi].native ? 0 : FL_PID;
+		if ((rc = put_counter(w, ev, pi, ts, fl, &done)) || done)
+			return rc;
+		/* not all numbers: an instant on the process's own track */
+		return put_event(w, ev, TYPE_INSTANT, s->proc[pi].uuid, fl | FL_PH | FL_PID | FL_TID | FL_DUR, 0, ts);
+	}
+	size_t ti;
+	if ((rc = thr_of(s, &ev->pid, &ev->tid, &ti)))
+		return rc;
+	pthr *t = &s->thr[ti];
+	fl |= id_flags(s, ev, t);
+	int64_t end;
+	if (ev->ph == 'X' && !(fl & FL_TS) && (ev->has & TK_HAS_DUR) && ev->dur >= 0 &&
+	    !__builtin_add_overflow(ev->ts, ev->dur, &end) && !__builtin_add_overflow(end, s->base, &end))
+		return put_slice(w, ev, ti);
+	if (ev->ph == 'C' && t->native) {
+		int done;
+		if ((rc = put_counter(w, ev, t->proc, ts, fl | FL_TID, &done)) || done)
+			return rc;
+	}
+	if (ev->ph == 'B' && !(fl & FL_TS)) {
+		if (!t->be_uuid) {
+			t->be_uuid = ++s->next_uuid;
+			if ((rc = put_child(w, t, t->be_uuid, " (B/E)")))
+				return rc;
+		}
+		t->be_open++;
+		return put_event(w, ev, TYPE_SLICE_BEGIN, t->be_uuid, fl | FL_PH | FL_DUR, 0, ts);
+	}
+	if (ev->ph == 'E' && !(fl & FL_TS) && t->be_open) {
+		t->be_open--;
+		return put_event(w, ev, TYPE_SLICE_END, t->be_uuid, fl | FL_PH | FL_DUR, 0, ts);
+	}
+	/* an instant: "i" as it is, anything else with its phase */
+	fl |= FL_DUR | (ev->ph != 'i' ? FL_PH : 0);
+	uint64_t flow = 0;
+	if (is_flow(ev->ph) && ev->id.kind != TK_ID_NONE) {
+		flow = flow_key(ev);
+		pflow *f = tk__map_find(&s->flow_map, flow, NULL, NULL);
+		if (f && ev->ph == 'f') {
+			if (f->open) {
+				fl |= FL_FLOW_END;
+				f->open = 0;
+			}
+			f->f_left--;
+		} else if (f && (f->open || (ev->ph == 's' && f->f_left))) {
+			fl |= FL_FLOW_OUT;
+			f->open = 1;
+		}
+	}
+	return put_event(w, ev, TYPE_INSTANT, t->uuid, fl, flow, ts);
+}
+
+/* Events of one timestamp: slices longest first (a parent before the
+ * children that start with it), the rest in their order. */
+typedef struct gkey {
+	int64_t k;
+	size_t i;
+} gkey;
+
+static int gkey_cmp(const void *a, const void *b)
+{
+	const gkey *x = a, *y = b;
+	if (x->k != y->k)
+		return x->k < y->k ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static int group_flush(tk_writer *w)
+{
+	pw *s = w->fs;
+	int rc = 0;
+	if (!s->n_group)
+		return 0;
+	if ((s->group[0]->has & TK_HAS_TS) && (rc = ends_before(w, s->group[0]->ts, 0)))
+		return rc;
+	gkey *k = NULL;
+	if (s->n_group > 1 && (k = malloc(s->n_group * sizeof *k))) {
+		for (size_t i = 0; i < s->n_group; i++) {
+			const tk_event *e = s->group[i];
+			int slice = e->ph == 'X' && (e->has & TK_HAS_DUR) && e->dur >= 0;
+			k[i] = (gkey){slice ? -e->dur - 1 : 0, i};
+		}
+		qsort(k, s->n_group, sizeof *k, gkey_cmp);
+	}
+	for (size_t i = 0; i < s->n_group && !rc; i++)
+		rc = put_one(w, s->group[k ? k[i].i : i]);
+	free(k);
+	for (size_t i = 0; i < s->n_group; i++)
+		tk_event_free(s->group[i]);
+	s->n_group = 0;
+	return rc;
+}
+
+static int pw_close(tk_writer *w)
+{
+	pw *s = w->fs;
+	int rc = tk_sorter_finish(s->sorter);
+	if (rc)
+		return tk__err_set(&w->err, rc, "%s", tk_sorter_error(s->sorter));
+	const char *base = meta_json(s, "baseTimeNanoseconds");
+	long long bv;
+	char tail;
+	if (base && sscanf(base, "%lld%c", &bv, &tail) == 1)
+		s->base = bv;
+	if ((rc = put_metadata(w)) || (rc = put_tracks(w)))
+		return rc;
+	const tk_event *ev;
+	uint64_t tag;
+	while ((rc = tk_sorter_next(s->sorter, &ev, &tag)) == TK_OK) {
+		if (s->n_group) {
+			const tk_event *g = s->group[0];
+			int same = (g->has & TK_HAS_TS) == (ev->has & TK_HAS_TS) && (!(ev->has & TK_HAS_TS) || g->ts == ev->ts);
+			if (!same || s->n_group >= GROUP_MAX) {
+				if ((rc = group_flush(w)))
+					return rc;
+			}
+		}
+		if (TK__GROW(s->group, s->group_cap, s->n_group + 1) || !(s->group[s->n_group] = tk_event_dup(ev)))
+			return tk__err_set(&w->err, TK_ERR_NOMEM, "out of memory");
+		s->n_group++;
+	}
+	if (rc != TK_EOF)
+		return tk__err_set(&w->err, rc, "%s", tk_sorter_error(s->sorter));
+	if ((rc = group_flush(w)) || (rc = bundle_flush(w)) || (rc = ends_before(w, 0, 1)))
+		return rc;
+	/* B events without their E: ended at the last time of the trace */
+	for (size_t i = 0; i < s->n_thr; i++)
+		for (pthr *t = &s->thr[i]; t->be_open; t->be_open--) {
+			static const tk_event none;
+			if ((rc = ev_body(s, &none, TYPE_SLICE_END, t->be_uuid, FL_OPEN, 0)) ||
+			    (rc = put_packet(w, s->max_ts + s->base, F_PKT_TRACK_EVENT, &s->te, 0)))
+				return rc;
+		}
+	return 0;
+}
+
+static const tk__wfmt pftrace_wr = {0, pw_open, pw_add_meta, NULL, pw_write, pw_close, pw_free};
+
+/* ---- reading ---------------------------------------------------------- */
+
+enum { RT_OTHER, RT_PROCESS, RT_THREAD, RT_COUNTER };
+
+typedef struct rhold { /* a slice begun and not yet ended */
+	int b;             /* a B event (already returned): only its place */
+	int64_t ts;
+	unsigned has;
+	tk_sv name, cat;
+	tk_id pid, tid, id;
+	tk__buf args, extra;
+	int has_args, has_extra;
+} rhold;
+
+typedef struct rtrack {
+	uint64_t uuid, parent;
+	int kind;
+	tk_id pid, tid; /* strings interned */
+	tk_sv name;
+	rhold *stack;
+	size_t n, cap;
+} rtrack;
+
+typedef struct rseq {
+	uint64_t id;
+	tk__map m[K_N]; /* iid -> string's id in r->strs, plus one */
+	uint64_t default_track;
+	int has_default;
+} rseq;
+
+typedef struct pr {
+	rtrack *tracks;
+	size_t n_tracks, tracks_cap;
+	tk__map track_map; /* uuid -> index + 1 */
+	rseq *seqs;
+	size_t n_seqs, seqs_cap;
+	int ours;  /* written by tracekit: the tk.* names are its own */
+	int after; /* metadata past the "traceEvents" mark */
+	int64_t base;
+	tk__buf pkt, val, tmp;
+	/* events waiting to be returned: M events of a bundle, slices left open */
+	tk_event **q;
+	size_t qn, qi, q_cap;
+	tk_event *cur; /* the queued event returned last */
+	int done;
+	uint64_t stray_ends, unsupported;
+} pr;
+
+static int pf_bid(const unsigned char *p, size_t n)
+{
+	size_t at = 0;
+	int whole = 0;
+	while (at < n) {
+		tk__pb c = tk__pb_of(p + at, n - at);
+		tk__pb_field f;
+		if (tk__pb_next(&c, &f) < 0) {
+			/* a packet longer than what is offered: its start must parse */
+			const unsigned char *q = p + at;
+			int bad = 0;
+			if (*q != 0x0a)
+				return 0;
+			q++;
+			uint64_t len = tk__get_varint(&q, p + n, &bad);
+			if (bad || len <= (uint64_t)(p + n - q))
+				return 0;
+			tk__pb in = tk__pb_of(q, (size_t)(p + n - q));
+			while (tk__pb_next(&in, &f) > 0)
+				if (f.num > 1000)
+					return 0;
+			return whole ? 20 : 6;
+		}
+		if (f.num != F_TRACE_PACKET || f.wt != TK__PB_LEN)
+			return 0;
+		tk__pb in = tk__pb_of(f.data, f.len);
+		int k;
+		while ((k = tk__pb_next(&in, &f)) > 0)
+			if (f.num > 1000)
+				return 0;
+		if (k < 0)
+			return 0;
+		whole = 1;
+		at = (size_t)(c.p - p);
+	}
+	return whole ? 20 : 0;
+}
+
+static int nomem(tk_reader *r)
+{
+	return tk__err_set(&r->err, TK_ERR_NOMEM, "out of memory");
+}
+
+static int pf_open(tk_reader *r)
+{
+	pr *s = calloc(1, sizeof *s);
+	if (!s)
+		return nomem(r);
+	r->fs = s;
+	tk__map_init_int(&s->track_map);
+	return 0;
+}
+
+static void hold_free(rhold *h)
+{
+	tk__buf_free(&h->args);
+	tk__buf_free(&h->extra);
+}
+
+static void pf_free(tk_reader *r)
+{
+	pr *s = r->fs;
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n_tracks; i++) {
+		for (size_t k = 0; k < s->tracks[i].cap; k++)
+			hold_free(&s->tracks[i].stack[k]);
+		free(s->tracks[i].stack);
+	}
+	free(s->tracks);
+	tk__map_free(&s->track_map);
+	for (size_t i = 0; i < s->n_seqs; i++)
+		for (int k = 0; k < K_N; k++)
+			tk__map_free(&s->seqs[i].m[k]);
+	free(s->seqs);
+	tk__buf_free(&s->pkt);
+	tk__buf_free(&s->val);
+	tk__buf_free(&s->tmp);
+	for (size_t i = s->qi; i < s->qn; i++)
+		tk_event_free(s->q[i]);
+	tk_event_free(s->cur);
+	free(s->q);
+	free(s);
+	r->fs = NULL;
+}
+
+static int bad_pkt(tk_reader *r, const char *what)
+{
+	return tk__reader_fail_at(r, TK_ERR_FORMAT, r->base + r->pos, "%s", what);
+}
+
+static rseq *seq_of(pr *s, uint64_t id)
+{
+	for (size_t i = 0; i < s->n_seqs; i++)
+		if (s->seqs[i].id == id)
+			return &s->seqs[i];
+	if (TK__GROW(s->seqs, s->seqs_cap, s->n_seqs + 1))
+		return NULL;
+	rseq *q = &s->seqs[s->n_seqs++];
+	memset(q, 0, sizeof *q);
+	q->id = id;
+	for (int k = 0; k < K_N; k++)
+		tk__map_init_int(&q->m[k]);
+	return q;
+}
+
+static tk_sv interned(tk_reader *r, const rseq *q, int kind, uint64_t iid)
+{
+	uint64_t v = q ? tk__map_get0(&q->m[kind], iid) : 0;
+	tk_sv none = {NULL, 0};
+	return v ? r->strs.ents[v - 1] : none;
+}
+
+/* Text of a protobuf string interned in r->strs, invalid UTF-8 replaced
+ * as JSON input's is. 0 or TK_ERR_NOMEM. */
+static int intern_text(tk_reader *r, const unsigned char *p, size_t n, tk_sv *out, uint32_t *id)
+{
+	uint32_t tmp;
+	tk_sv v;
+	if (tk__utf8_valid(p, n)) {
+		v = tk__strtab_intern_id(&r->strs, n ? (const char *)p : "", n, id ? id : &tmp);
+	} else {
+		tk__buf t = {0};
+		int rc = tk__buf_putc(&t, '"') || tk__json_escape(&t, (const char *)p, n) < 0 || tk__buf_putc(&t, '"') ||
+		         str_value(&r->scratch, (tk_sv){t.p, t.len});
+		tk__buf_free(&t);
+		if (rc)
+			return TK_ERR_NOMEM;
+		v = tk__strtab_intern_id(&r->strs, r->scratch.p ? r->scratch.p : "", r->scratch.len, id ? id : &tmp);
+	}
+	if (!v.ptr)
+		return TK_ERR_NOMEM;
+	if (out)
+		*out = v;
+	return 0;
+}
+
+static int take_interned(tk_reader *r, rseq *q, const unsigned char *p, size_t n)
+{
+	tk__pb c = tk__pb_of(p, n);
+	tk__pb_field f;
+	int k;
+	while ((k = tk__pb_next(&c, &f)) > 0) {
+		int kind = f.num == F_INT_CATS ? K_CAT : f.num == F_INT_NAMES ? K_NAME : f.num == F_INT_ANN_NAMES ? K_ANN
+		         : f.num == F_INT_STRINGS ? K_STR : -1;
+		if (kind < 0 || f.wt != TK__PB_LEN)
+			continue;
+		tk__pb e = tk__pb_of(f.data, f.len);
+		tk__pb_field g;
+		uint64_t iid = 0;
+		const unsigned char *str = (const unsigned char *)"";
+		size_t len = 0;
+		while ((k = tk__pb_next(&e, &g)) > 0) {
+			if (g.num == 1 && g.wt == TK__PB_VARINT)
+				iid = g.v;
+			else if (g.num == 2 && g.wt == TK__PB_LEN)
+				str = g.data, len = g.len;
+		}
+		if (k < 0)
+			return bad_pkt(r, "damaged interned data");
+		uint32_t id;
+		if (intern_text(r, str, len, NULL, &id) || tk__map_put_int(&q->m[kind], iid, (uint64_t)id + 1))
+			return nomem(r);
+	}
+	return k < 0 ? bad_pkt(r, "damaged interned data") : 0;
+}
+
+/* ---- tracks ---- */
+
+static rtrack *track_get(pr *s, uint64_t uuid)
+{
+	uint64_t i = tk__map_get0(&s->track_map, uuid);
+	return i ? &s->tracks[i - 1] : NULL;
+}
+
+static int take_track(tk_reader *r, const unsigned char *p, size_t n)
+{
+	pr *s = r->fs;
+	tk__pb c = tk__pb_of(p, n), d;
+	tk__pb_field f, g;
+	uint64_t uuid = 0, parent = 0;
+	int kind = RT_OTHER, k;
+	tk_id pid = {0}, tid = {0};
+	tk_sv name = {NULL, 0}, pname = {NULL, 0};
+	while ((k = tk__pb_next(&c, &f)) > 0) {
+		if (f.num == F_TD_UUID && f.wt == TK__PB_VARINT) {
+			uuid = f.v;
+		} else if (f.num == F_TD_PARENT && f.wt == TK__PB_VARINT) {
+			parent = f.v;
+		} else if (f.num == F_TD_NAME && f.wt == TK__PB_LEN) {
+			if (intern_text(r, f.data, f.len, &name, NULL))
+				return nomem(r);
+		} else if (f.num == F_TD_COUNTER && f.wt == TK__PB_LEN) {
+			kind = RT_COUNTER;
+		} else if ((f.num == F_TD_PROCESS || f.num == F_TD_THREAD) && f.wt == TK__PB_LEN) {
+			kind = f.num == F_TD_PROCESS ? RT_PROCESS : RT_THREAD;
+			d = tk__pb_of(f.data, f.len);
+			while ((k = tk__pb_next(&d, &g)) > 0) {
+				if (g.num == 1 && g.wt == TK__PB_VARINT)
+					pid = (tk_id){TK_ID_INT, (int32_t)g.v, {NULL, 0}};
+				else if (kind == RT_THREAD && g.num == F_THD_TID && g.wt == TK__PB_VARINT)
+					tid = (tk_id){TK_ID_INT, (int64_t)g.v, {NULL, 0}};
+				else if (g.wt == TK__PB_LEN && g.num == (kind == RT_THREAD ? F_THD_NAME : F_PD_NAME) &&
+				         intern_text(r, g.data, g.len, &pname, NULL))
+					return nomem(r);
+			}
+			if (k < 0)
+				break;
+		}
+	}
+	if (k < 0)
+		return bad_pkt(r, "damaged track descriptor");
+	rtrack *t = track_get(s, uuid);
+	if (!t) {
+		if (TK__GROW(s->tracks, s->tracks_cap, s->n_tracks + 1) ||
+		    tk__map_put_int(&s->track_map, uuid, s->n_tracks + 1))
+			return nomem(r);
+		t = &s->tracks[s->n_tracks++];
+		memset(t, 0, sizeof *t);
+		t->uuid = uuid;
+	}
+	t->parent = parent;
+	t->kind = kind;
+	t->pid = pid;
+	t->tid = tid;
+	t->name = name.ptr ? name : pname;
+	return 0;
+}
+
+/* The pid and tid a track stands for: its own, or its parents'. */
+static void track_ids(pr *s, const rtrack *t, tk_id *pid, tk_id *tid)
+{
+	*pid = *tid = (tk_id){0};
+	for (int hops = 0; t && hops < 16; hops++) {
+		if (t->kind == RT_THREAD) {
+			*pid = t->pid;
+			*tid = t->tid;
+			return;
+		}
+		if (t->kind == RT_PROCESS) {
+			*pid = t->pid;
+			return;
+		}
+		if (!t->parent)
+			return;
+		t = track_get(s, t->parent);
+	}
+}
+
+/* ---- debug annotations to JSON ---- */
+
+static int put_json_double(tk__buf *o, double d)
+{
+	char num[40];
+	if (!isfinite(d))
+		return tk__buf_puts(o, "null");
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(num, sizeof num, "%.*g", prec, d);
+		if (strtod(num, NULL) == d)
+			break;
+	}
+	if (!strpbrk(num, ".eEn"))
+		strcat(num, ".0");
+	return tk__buf_puts(o, num);
+}
+
+static int put_json_str(tk__buf *o, const void *p, size_t n)
+{
+	return tk__buf_putc(o, '"') || tk__json_escape(o, p, n) < 0 || tk__buf_putc(o, '"') ? TK_ERR_NOMEM : 0;
+}
+
+/* A DebugAnnotation (or a ChromeTraceEvent Arg, arg = 1) as JSON: its value
+ * into o, its name into *name. */
+static int ann_json(tk_reader *r, const rseq *q, const unsigned char *p, size_t n, tk__buf *o, tk_sv *name,
+                    unsigned depth, int arg)
+{
+	tk__pb c = tk__pb_of(p, n);
+	tk__pb_field f;
+	int k, kind = 0; /* 0 none yet, 1 value, 2 dict, 3 array */
+	char num[32];
+	name->ptr = NULL;
+	name->len = 0;
+	if (depth > r->opts.max_depth)
+		return tk__reader_fail_at(r, TK_ERR_LIMIT, r->base + r->pos, "annotations nested deeper than %u",
+		                          r->opts.max_depth);
+	size_t start = o->len;
+	while ((k = tk__pb_next(&c, &f)) > 0) {
+		int rc = 0;
+		unsigned num_f = f.num;
+		if (arg) /* Arg: name 1, bool 2, uint 3, int 4, double 5, string 6, pointer 7, json 8 */
+			num_f = f.num == F_ARG_NAME ? F_DA_NAME : f.num == F_ARG_JSON ? F_DA_JSON : f.num <= 7 ? f.num : 0;
+		switch (num_f) {
+		case F_DA_NAME_IID:
+			if (f.wt == TK__PB_VARINT)
+				*name = interned(r, q, K_ANN, f.v);
+			continue;
+		case F_DA_NAME:
+			if (f.wt == TK__PB_LEN && intern_text(r, f.data, f.len, name, NULL))
+				return nomem(r);
+			continue;
+		case F_DA_DICT:
+		case F_DA_ARRAY: {
+			if (f.wt != TK__PB_LEN)
+				continue;
+			int want = num_f == F_DA_DICT ? 2 : 3;
+			if (kind == 1)
+				continue;
+			if (kind && kind != want) /* both: the first kind wins */
+				continue;
+			rc = tk__buf_putc(o, kind ? ',' : want == 2 ? '{' : '[');
+			kind = want;
+			tk_sv sub;
+			if (!rc && want == 2) {
+				size_t at = o->len;
+				rc = ann_json(r, q, f.data, f.len, o, &sub, depth + 1, 0);
+				if (rc)
+					return rc;
+				/* the key goes before the value */
+				tk__buf key = {0};
+				if (put_json_str(&key, sub.ptr ? sub.ptr : "", sub.len) || tk__buf_putc(&key, ':') ||
+				    tk__buf_reserve(o, key.len)) {
+					tk__buf_free(&key);
+					return nomem(r);
+				}
+				memmove(o->p + at + key.len, o->p + at, o->len - at);
+				memcpy(o->p + at, key.p, key.len);
+				o->len += key.len;
+				tk__buf_free(&key);
+			} else if (!rc) {
+				rc = ann_json(r, q, f.data, f.len, o, &sub, depth + 1, 0);
+			}
+			if (rc)
+				return rc < 0 ? rc : nomem(r);
+			continue;
+		}
+		default:
+			break;
+		}
+		if (kind) /* one value only: the first */
+			continue;
+		switch (num_f) {
+		case F_DA_BOOL:
+			rc = tk__buf_puts(o, f.v ? "true" : "false");
+			break;
+		case F_DA_UINT:
+		case F_DA_POINTER:
+			snprintf(num, sizeof num, num_f == F_DA_POINTER ? "\"0x%llx\"" : "%llu", (unsigned long long)f.v);
+			rc = tk__buf_puts(o, num);
+			break;
+		case F_DA_INT:
+			snprintf(num, sizeof num, "%lld", (long long)f.v);
+			rc = tk__buf_puts(o, num);
+			break;
+		case F_DA_DOUBLE: {
+			double d;
+			memcpy(&d, &f.v, 8);
+			rc = f.wt == TK__PB_I64 ? put_json_double(o, d) : tk__buf_puts(o, "null");
+			break;
+		}
+		case F_DA_STRING:
+			rc = f.wt == TK__PB_LEN ? put_json_str(o, f.data, f.len) : 0;
+			break;
+		case F_DA_STRING_IID: {
+			tk_sv v = interned(r, q, K_STR, f.v);
+			if (!v.ptr)
+				return bad_pkt(r, "an annotation's string refers to an unknown interned id");
+			rc = put_json_str(o, v.ptr, v.len);
+			break;
+		}
+		case F_DA_JSON: {
+			if (f.wt != TK__PB_LEN)
+				continue;
+			int c2 = tk__json_canon_text(o, (const char *)f.data, f.len, 0, NULL);
+			if (c2 == TK_ERR_ARG) /* not JSON after all: kept as a string */
+				rc = put_json_str(o, f.data, f.len);
+			else
+				rc = c2;
+			break;
+		}
+		default:
+			continue; /* nested_value, proto values: not kept */
+		}
+		if (rc)
+			return nomem(r);
+		kind = 1;
+	}
+	if (k < 0)
+		return bad_pkt(r, "damaged debug annotation");
+	if (kind >= 2)
+		return tk__buf_putc(o, kind == 2 ? '}' : ']') ? nomem(r) : 0;
+	if (!kind && o->len == start)
+		return tk__buf_puts(o, "null") ? nomem(r) : 0;
+	return 0;
+}
+
+/* ---- events ---- */
+
+typedef struct rev { /* what a TrackEvent holds */
+	int type;
+	uint64_t track;
+	int has_track;
+	tk_sv name, cat;
+	int has_name, has_cat;
+	int64_t ctr_i;
+	double ctr_d;
+	int ctr; /* 0 none, 1 int, 2 double */
+	uint64_t flow_out, flow_end;
+	int n_flow_out, n_flow_end;
+	const unsigned char *ann[2]; /* first annotation, end of the event */
+	uint64_t extra_tracks[2][64];
+	int64_t extra_i[64];
+	double extra_d[64];
+	int n_extra_tracks[2], n_extra_i, n_extra_d;
+} rev;
+
+/* Reserved annotations read back. */
+typedef struct rres {
+	char ph;
+	int has_id, has_pid, has_tid, open, no_ts, has_ts, has_dur;
+	tk_id id, pid, tid;
+	int64_t ts, dur;
+	int has_extra, has_args;
+	tk_sv extra, args; /* in s->tmp */
+} rres;
+
+/* A JSON value (text of ann_json) as an id: number, string or null. */
+static int json_id(tk_reader *r, tk_sv v, tk_id *id)
+{
+	int64_t n;
+	if (v.len && v.ptr[0] == '"') {
+		if (str_value(&r->scratch, v))
+			return -1;
+		id->kind = TK_ID_STR;
+		id->str = tk__strtab_intern(&r->strs, r->scratch.p ? r->scratch.p : "", r->scratch.len);
+		return id->str.ptr ? 0 : TK_ERR_NOMEM;
+	}
+	if (tk__js_int(v, &n) == 0) {
+		*id = (tk_id){TK_ID_INT, n, {NULL, 0}};
+		return 0;
+	}
+	*id = (tk_id){0};
+	return 0;
+}
+
+/* Walks a TrackEvent's (or an Arg list's) annotations: arguments into
+ * r->args as an object, reserved ones into *rr. */
+static int annotations(tk_reader *r, const rseq *q, const unsigned char *p, size_t n, unsigned field, int arg,
+                       rres *rr)
+{
+	pr *s = r->fs;
+	tk__pb c = tk__pb_of(p, n);
+	tk__pb_field f;
+	int k, any = 0;
+	r->args.len = 0;
+	s->tmp.len = 0;
+	while ((k = tk__pb_next(&c, &f)) > 0) {
+		if (f.num != field || f.wt != TK__PB_LEN)
+			continue;
+		tk_sv name;
+		size_t at = s->val.len = 0;
+		int rc = ann_json(r, q, f.data, f.len, &s->val, &name, 1, arg);
+		if (rc)
+			return rc;
+		tk_sv v = {s->val.p, s->val.len - at};
+		if (!name.ptr)
+			name = (tk_sv){"", 0};
+		int reserved = s->ours && name.len >= 3 && memcmp(name.ptr, RESERVED, 3) == 0 &&
+		               !(name.len >= 6 && memcmp(name.ptr, "tk.tk.", 6) == 0);
+		if (reserved) {
+			const char *nm = name.ptr + 3;
+			size_t nl = name.len - 3;
+#define IS(lit) (nl == sizeof(lit) - 1 && memcmp(nm, lit, nl) == 0)
+			int64_t num;
+			if (IS("ph") && v.len == 3 && v.ptr[0] == '"') {
+				rr->ph = v.ptr[1];
+			} else if (IS("id") || IS("pid") || IS("tid")) {
+				tk_id *id = IS("id") ? &rr->id : IS("pid") ? &rr->pid : &rr->tid;
+				*(IS("id") ? &rr->has_id : IS("pid") ? &rr->has_pid : &rr->has_tid) = 1;
+				if (json_id(r, v, id))
+					return nomem(r);
+			} else if (IS("dur") && tk__js_int(v, &num) == 0) {
+				rr->dur = num;
+				rr->has_dur = 1;
+			} else if (IS("ts")) {
+				rr->has_ts = tk__js_int(v, &num) == 0;
+				rr->no_ts = !rr->has_ts;
+				rr->ts = num;
+			} else if (IS("open")) {
+				rr->open = 1;
+			} else if (IS("args") || IS("extra")) {
+				size_t off = s->tmp.len;
+				if (IS("args")) {
+					if (tk__buf_append(&s->tmp, v.ptr, v.len))
+						return nomem(r);
+				} else {
+					/* the members text, as a JSON string */
+					if (v.len < 2 || v.ptr[0] != '"' || str_value(&r->scratch, v))
+						continue;
+					int c2 = tk__json_canon_text(&s->tmp, r->scratch.p ? r->scratch.p : "", r->scratch.len, 1, NULL);
+					if (c2 == TK_ERR_NOMEM)
+						return nomem(r);
+					if (c2)
+						continue;
+				}
+				tk_sv *dst = IS("args") ? &rr->args : &rr->extra;
+				*(IS("args") ? &rr->has_args : &rr->has_extra) = 1;
+				dst->ptr = (const char *)(uintptr_t)off; /* an offset until s->tmp stops growing */
+				dst->len = s->tmp.len - off;
+			}
+#undef IS
+			continue;
+		}
+		if (s->ours && name.len >= 6 && memcmp(name.ptr, "tk.tk.", 6) == 0)
+			name = (tk_sv){name.ptr + 3, name.len - 3};
+		if (tk__buf_putc(&r->args, any ? ',' : '{') || put_json_str(&r->args, name.ptr, name.len) ||
+		    tk__buf_putc(&r->args, ':') || tk__buf_append(&r->args, v.ptr, v.len))
+			return nomem(r);
+		any = 1;
+	}
+	if (k < 0)
+		return bad_pkt(r, "damaged track event");
+	if (any && tk__buf_putc(&r->args, '}'))
+		return nomem(r);
+	if (rr->has_args)
+		rr->args.ptr = s->tmp.p + (uintptr_t)rr->args.ptr;
+	if (rr->has_extra)
+		rr->extra.ptr = s->tmp.p + (uintptr_t)rr->extra.ptr;
+	return any;
+}
+
+/* r->ev from the parts: ids, ph, ts; args in r->args (any: an object was
+ * built), or the reserved tk.args. */
+static void set_event(tk_reader *r, char ph, int64_t ts, int has_ts, const tk_sv *name, const tk_sv *cat,
+                      const tk_id *pid, const tk_id *tid, const rres *rr, int any)
+{
+	tk_event *e = &r->ev;
+	memset(e, 0, sizeof *e);
+	e->ph = rr->ph ? rr->ph : ph;
+	e->has = TK_HAS_PH | TK_HAS_VALID_JSON;
+	if (rr->has_ts) {
+		ts = rr->ts;
+		has_ts = 1;
+	}
+	if (has_ts && !rr->no_ts) {
+		e->ts = ts;
+		e->has |= TK_HAS_TS;
+	}
+	if (rr->has_dur) {
+		e->dur = rr->dur;
+		e->has |= TK_HAS_DUR;
+	}
+	if (name && name->ptr) {
+		e->name = *name;
+		e->has |= TK_HAS_NAME;
+	}
+	if (cat && cat->ptr) {
+		e->cat = *cat;
+		e->has |= TK_HAS_CAT;
+	}
+	e->pid = rr->has_pid ? rr->pid : *pid;
+	e->tid = rr->has_tid ? rr->tid : *tid;
+	if (rr->has_id)
+		e->id = rr->id;
+	if (any)
+		e->args = (tk_sv){r->args.p, r->args.len};
+	else if (rr->has_args)
+		e->args = rr->args;
+	if (rr->has_extra)
+		e->extra = rr->extra;
+}
+
+static int queue(tk_reader *r, const tk_event *ev)
+{
+	pr *s = r->fs;
+	if (s->qi == s->qn)
+		s->qi = s->qn = 0;
+	tk_event *d = tk_event_dup(ev);
+	if (!d || TK__GROW(s->q, s->q_cap, s->qn + 1)) {
+		free(d);
+		return nomem(r);
+	}
+	s->q[s->qn++] = d;
+	return 0;
+}
+
+static int hold_push(tk_reader *r, rtrack *t, const tk_event *ev, int b)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap;
+		if (TK__GROW(t->stack, cap, t->n + 1))
+			return nomem(r);
+		memset(t->stack + t->cap, 0, (cap - t->cap) * sizeof *t->stack);
+		t->cap = cap;
+	}
+	rhold *h = &t->stack[t->n++];
+	h->b = b;
+	if (b)
+		return 0;
+	h->ts = ev->ts;
+	h->has = ev->has;
+	h->name = ev->name;
+	h->cat = ev->cat;
+	h->pid = ev->pid;
+	h->tid = ev->tid;
+	h->id = ev->id;
+	h->args.len = h->extra.len = 0;
+	h->has_args = ev->args.ptr != NULL;
+	h->has_extra = ev->extra.ptr != NULL;
+	if ((h->has_args && tk__buf_append(&h->args, ev->args.ptr, ev->args.len)) ||
+	    (h->has_extra && tk__buf_append(&h->extra, ev->extra.ptr, ev->extra.len)))
+		return nomem(r);
+	return 0;
+}
+
+/* r->ev from a held slice: an X ending at `end`, or (end < 0 with
+ * at_end) a B left open. */
+static void hold_event(tk_reader *r, rhold *h, int64_t end, int closed)
+{
+	tk_event *e = &r->ev;
+	memset(e, 0, sizeof *e);
+	e->ph = closed ? 'X' : 'B';
+	e->has = (h->has & ~(unsigned)TK_HAS_DUR) | TK_HAS_PH | TK_HAS_VALID_JSON;
+	e->ts = h->ts;
+	if (closed) {
+		e->dur = end - h->ts;
+		e->has |= TK_HAS_DUR;
+	}
+	e->name = h->name;
+	e->cat = h->cat;
+	e->pid = h->pid;
+	e->tid = h->tid;
+	e->id = h->id;
+	if (h->has_args)
+		e->args = (tk_sv){h->args.p ? h->args.p : "", h->args.len};
+	if (h->has_extra)
+		e->extra = (tk_sv){h->extra.p ? h->extra.p : "", h->extra.len};
+}
+
+/* A TrackEvent: 1 with r->ev set, 0 when it gives no event now. */
+static int track_event(tk_reader *r, rseq *q, const unsigned char *p, size_t n, int64_t ts, int has_ts)
+{
+	pr *s = r->fs;
+	tk__pb c = tk__pb_of(p, n);
+	tk__pb_field f;
+	rev e;
+	int k, rc;
+	memset(&e, 0, offsetof(rev, extra_tracks));
+	e.n_extra_tracks[0] = e.n_extra_tracks[1] = e.n_extra_i = e.n_extra_d = 0;
+	while ((k = tk__pb_next(&c, &f)) > 0) {
+		switch (f.num) {
+		case F_TE_TYPE: e.type = (int)f.v; break;
+		case F_TE_TRACK: e.track = f.v; e.has_track = 1; break;
+		case F_TE_NAME_IID:
+			e.name = interned(r, q, K_NAME, f.v);
+			if (!e.name.ptr)
+				return bad_pkt(r, "an event's name refers to an unknown interned id");
+			break;
+		case F_TE_NAME:
+			if (f.wt == TK__PB_LEN && intern_text(r, f.data, f.len, &e.name, NULL))
+				return nomem(r);
+			break;
+		case F_TE_CAT_IIDS:
+		case F_TE_CATS: {
+			tk_sv v = {NULL, 0};
+			if (f.num == F_TE_CATS && f.wt == TK__PB_LEN) {
+				if (intern_text(r, f.data, f.len, &v, NULL))
+					return nomem(r);
+			} else if (f.wt == TK__PB_VARINT) {
+				v = interned(r, q, K_CAT, f.v);
+				if (!v.ptr)
+					return bad_pkt(r, "an event's category refers to an unknown interned id");
+			}
+			if (!v.ptr)
+				break;
+			if (e.cat.ptr) { /* several categories: "a,b" */
+				tk__buf t = {0};
+				int bad = tk__buf_append(&t, e.cat.ptr, e.cat.len) || tk__buf_putc(&t, ',') ||
+				          tk__buf_append(&t, v.ptr, v.len);
+				v = bad ? (tk_sv){NULL, 0} : tk__strtab_intern(&r->strs, t.p, t.len);
+				tk__buf_free(&t);
+				if (!v.ptr)
+					return nomem(r);
+			}
+			e.cat = v;
+			break;
+		}
+		case F_TE_CTR_VALUE: e.ctr = 1; e.ctr_i = (int64_t)f.v; break;
+		case F_TE_DCTR_VALUE: e.ctr = 2; memcpy(&e.ctr_d, &f.v, 8); break;
+		case F_TE_FLOWS: e.flow_out = f.v; e.n_flow_out++; break;
+		case F_TE_TERM_FLOWS: e.flow_end = f.v; e.n_flow_end++; break;
+		case F_TE_EXTRA_CTR_TRACKS:
+		case F_TE_EXTRA_DCTR_TRACKS: {
+			int d = f.num == F_TE_EXTRA_DCTR_TRACKS;
+			if (f.wt == TK__PB_VARINT && e.n_extra_tracks[d] < 64)
+				e.extra_tracks[d][e.n_extra_tracks[d]++] = f.v;
+			break;
+		}
+		case F_TE_EXTRA_CTR_VALUES:
+			if (f.wt == TK__PB_VARINT && e.n_extra_i < 64)
+				e.extra_i[e.n_extra_i++] = (int64_t)f.v;
+			break;
+		case F_TE_EXTRA_DCTR_VALUES:
+			if (f.wt == TK__PB_I64 && e.n_extra_d < 64)
+				memcpy(&e.extra_d[e.n_extra_d++], &f.v, 8);
+			break;
+		default: break;
+		}
+	}
+	if (k < 0)
+		return bad_pkt(r, "damaged track event");
+	if (!e.has_track && q && q->has_default) {
+		e.track = q->default_track;
+		e.has_track = 1;
+	}
+	rtrack *t = e.has_track ? track_get(s, e.track) : NULL;
+	tk_id pid, tid;
+	track_ids(s, t, &pid, &tid);
+	ts -= s->base;
+	rres rr;
+	memset(&rr, 0, sizeof rr);
+	int any = annotations(r, q, p, n, F_TE_ANNOTATIONS, 0, &rr);
+	if (any < 0)
+		return any;
+	switch (e.type) {
+	case TYPE_SLICE_BEGIN:
+		if (!t) {
+			s->unsupported++;
+			return 0;
+		}
+		set_event(r, 'X', ts, has_ts, &e.name, &e.cat, &pid, &tid, &rr, any);
+		if (rr.ph == 'B') {
+			if ((rc = hold_push(r, t, NULL, 1)))
+				return rc;
+			break;
+		}
+		if ((rc = hold_push(r, t, &r->ev, 0)))
+			return rc;
+		if (!s->ours && e.n_flow_out)
+			break; /* a flow out of it: below */
+		return 0;
+	case TYPE_SLICE_END:
+		if (!t || !t->n) {
+			s->stray_ends++;
+			return 0;
+		}
+		t->n--;
+		if (t->stack[t->n].b) {
+			if (rr.open)
+				return 0;
+			set_event(r, 'E', ts, has_ts, &e.name, &e.cat, &pid, &tid, &rr, any);
+			break;
+		}
+		hold_event(r, &t->stack[t->n], ts, 1);
+		return 1;
+	case TYPE_COUNTER: {
+		/* the series: this track's, then the extra ones; named by the
+		 * track's name after the event's name and a space */
+		tk__buf *o = &r->args;
+		o->len = 0;
+		tk_sv nm = e.name.ptr ? e.name : t ? t->name : (tk_sv){NULL, 0};
+		int nx = e.ctr == 2 || e.n_extra_d ? 1 : 0;
+		int series = 1 + (nx ? e.n_extra_tracks[1] : e.n_extra_tracks[0]);
+		for (int i = 0; i < series; i++) {
+			const rtrack *ct = i ? track_get(s, e.extra_tracks[nx][i - 1]) : t;
+			tk_sv key = ct && ct->name.ptr ? ct->name : (tk_sv){"value", 5};
+			if (s->ours && nm.ptr && key.len > nm.len && memcmp(key.ptr, nm.ptr, nm.len) == 0 && key.ptr[nm.len] == ' ')
+				key = (tk_sv){key.ptr + nm.len + 1, key.len - nm.len - 1};
+			else if (!s->ours && !i)
+				key = (tk_sv){"value", 5};
+			if (tk__buf_putc(o, i ? ',' : '{') || put_json_str(o, key.ptr, key.len) || tk__buf_putc(o, ':'))
+				return nomem(r);
+			char num[32];
+			if (i == 0 && e.ctr == 1) {
+				snprintf(num, sizeof num, "%lld", (long long)e.ctr_i);
+				rc = tk__buf_puts(o, num);
+			} else if (i == 0) {
+				rc = put_json_double(o, e.ctr_d);
+			} else if (nx) {
+				rc = i - 1 < e.n_extra_d ? put_json_double(o, e.extra_d[i - 1]) : tk__buf_puts(o, "null");
+			} else {
+				snprintf(num, sizeof num, "%lld", (long long)(i - 1 < e.n_extra_i ? e.extra_i[i - 1] : 0));
+				rc = tk__buf_puts(o, num);
+			}
+			if (rc)
+				return nomem(r);
+		}
+		if (tk__buf_putc(o, '}'))
+			return nomem(r);
+		set_event(r, 'C', ts, has_ts, &nm, &e.cat, &pid, &tid, &rr, 1);
+		return 1;
+	}
+	default: /* an instant, or a type this reader does not know */
+		set_event(r, 'i', ts, has_ts, &e.name, &e.cat, &pid, &tid, &rr, any);
+		break;
+	}
+	/* another tool's flows: "s" and "f" events beside the slice */
+	if (!s->ours && (e.n_flow_out || e.n_flow_end)) {
+		int slice = e.type == TYPE_SLICE_BEGIN;
+		if (!slice && (rc = queue(r, &r->ev)))
+			return rc;
+		for (int i = 0; i < 2; i++) {
+			if (!(i ? e.n_flow_end : e.n_flow_out))
+				continue;
+			tk_event fe;
+			memset(&fe, 0, sizeof fe);
+			fe.ph = i ? 'f' : 's';
+			fe.has = TK_HAS_PH | TK_HAS_TS | TK_HAS_NAME | TK_HAS_CAT | TK_HAS_VALID_JSON;
+			fe.ts = ts;
+			fe.name = fe.cat = (tk_sv){"flow", 4};
+			fe.pid = pid;
+			fe.tid = tid;
+			fe.id = (tk_id){TK_ID_INT, (int64_t)(i ? e.flow_end : e.flow_out), {NULL, 0}};
+			if (i)
+				fe.extra = (tk_sv){"\"bp\":\"e\"", 8};
+			if ((rc = queue(r, &fe)))
+				return rc;
+		}
+		return 0;
+	}
+	return 1;
+}
+
+/* ---- ChromeEventBundle: metadata and M events ---- */
+
+static int take_metadata(tk_reader *r, const unsigned char *p, size_t n)
+{
+	pr *s = r->fs;
+	tk__pb c = tk__pb_of(p, n);
+	tk__pb_field f;
+	const unsigned char *name = NULL;
+	size_t nlen = 0;
+	int k, have = 0;
+	tk__buf *o = &s->val;
+	o->len = 0;
+	char num[32];
+	while ((k = tk__pb_next(&c, &f)) > 0) {
+		int rc = 0;
+		if (f.num == F_CM_NAME && f.wt == TK__PB_LEN) {
+			name = f.data;
+			nlen = f.len;
+			continue;
+		}
+		if (have)
+			continue;
+		if (f.num == F_CM_STRING && f.wt == TK__PB_LEN) {
+			rc = put_json_str(o, f.data, f.len);
+		} else if (f.num == F_CM_BOOL && f.wt == TK__PB_VARINT) {
+			rc = tk__buf_puts(o, f.v ? "true" : "false");
+		} else if (f.num == F_CM_INT && f.wt == TK__PB_VARINT) {
+			snprintf(num, sizeof num, "%lld", (long long)f.v);
+			rc = tk__buf_puts(o, num);
+		} else if (f.num == F_CM_JSON && f.wt == TK__PB_LEN) {
+			rc = tk__json_canon_text(o, (const char *)f.data, f.len, 0, NULL);
+			if (rc == TK_ERR_ARG)
+				rc = put_json_str(o, f.data, f.len);
+		} else {
+			continue;
+		}
+		if (rc)
+			return nomem(r);
+		have = 1;
+	}
+	if (k < 0)
+		return bad_pkt(r, "damaged metadata");
+	if (!name || !have)
+		return 0;
+	if (nlen == strlen(META_EVENTS) && memcmp(name, META_EVENTS, nlen) == 0) {
+		s->ours = 1;
+		s->after = 1;
+		return 0;
+	}
+	if (s->ours && nlen >= 6 && memcmp(name, "tk.tk.", 6) == 0) {
+		name += 3;
+		nlen -= 3;
+	}
+	tk_sv key;
+	if (intern_text(r, name, nlen, &key, NULL))
+		return nomem(r);
+	if (key.len == 19 && memcmp(key.ptr, "baseTimeNanoseconds", 19) == 0) {
+		int64_t b;
+		if (tk__js_int((tk_sv){o->p, o->len}, &b) == 0)
+			s->base = b;
+	}
+	return tk__reader_add_meta(r, key.ptr, key.len, o->p, o->len, s->after);
+}
+
+/* An M event (a ChromeTraceEvent) into the queue. */
+static int take_chrome_event(tk_reader *r, const unsigned char *p, size_t n)
+{
+	tk__pb c = tk__pb_of(p, n);
+	tk__pb_field f;
+	int k;
+	tk_sv name = {NULL, 0}, cat = {NULL, 0};
+	tk_id pid = {0}, tid = {0};
+	int64_t ts = 0;
+	int has_ts = 0, ph = 'M';
+	while ((k = tk__pb_next(&c, &f)) > 0) {
+		if (f.num == F_CTE_NAME && f.wt == TK__PB_LEN) {
+			if (intern_text(r, f.data, f.len, &name, NULL))
+				return nomem(r);
+		} else if (f.num == F_CTE_CAT && f.wt == TK__PB_LEN) {
+			if (intern_text(r, f.data, f.len, &cat, NULL))
+				return nomem(r);
+		} else if (f.num == F_CTE_TS && f.wt == TK__PB_VARINT) {
+			ts = (int64_t)f.v;
+			has_ts = 1;
+		} else if (f.num == F_CTE_PHASE && f.wt == TK__PB_VARINT) {
+			ph = f.v > 32 && f.v < 127 ? (int)f.v : '?';
+		} else if ((f.num == F_CTE_PID || f.num == F_CTE_TID) && f.wt == TK__PB_VARINT) {
+			*(f.num == F_CTE_PID ? &pid : &tid) = (tk_id){TK_ID_INT, (int32_t)f.v, {NULL, 0}};
+		}
+	}
+	if (k < 0)
+		return bad_pkt(r, "damaged event in a bundle");
+	rres rr;
+	memset(&rr, 0, sizeof rr);
+	int any = annotations(r, NULL, p, n, F_CTE_ARGS, 1, &rr);
+	if (any < 0)
+		return any;
+	rr.ph = (char)ph;
+	set_event(r, (char)ph, ts, has_ts, &name, &cat, &pid, &tid, &rr, any);
+	return queue(r, &r->ev);
+}
+
+static int take_bundle(tk_reader *r, const unsigned char *p, size_t n)
+{
+	tk__pb c = tk__pb_of(p, n);
+	tk__pb_field f;
+	int k, rc = 0;
+	while (!rc && (k = tk__pb_next(&c, &f)) > 0) {
+		if (f.wt != TK__PB_LEN)
+			continue;
+		if (f.num == F_CEB_METADATA)
+			rc = take_metadata(r, f.data, f.len);
+		else if (f.num == F_CEB_EVENTS)
+			rc = take_chrome_event(r, f.data, f.len);
+	}
+	if (!rc && k < 0)
+		return bad_pkt(r, "damaged event bundle");
+	return rc;
+}
+
+/* ---- packets ---- */
+
+static int take_defaults(tk_reader *r, rseq *q, const unsigned char *p, size_t n)
+{
+	tk__pb c = tk__pb_of(p, n), d;
+	tk__pb_field f, g;
+	int k;
+	while ((k = tk__pb_next(&c, &f)) > 0) {
+		if (f.num == F_DEF_CLOCK_ID && f.wt == TK__PB_VARINT && f.v >= 64)
+			return tk__reader_fail_at(r, TK_ERR_UNSUPPORTED, r->base + r->pos,
+			                          "timestamps on the sequence's own clock (%llu) are not supported",
+			                          (unsigned long long)f.v);
+		if (f.num == F_DEF_TRACK_EVENT && f.wt == TK__PB_LEN) {
+			d = tk__pb_of(f.data, f.len);
+			while (tk__pb_next(&d, &g) > 0)
+				if (g.num == F_TEDEF_TRACK_UUID && g.wt == TK__PB_VARINT) {
+					q->default_track = g.v;
+					q->has_default = 1;
+				}
+		}
+	}
+	return k < 0 ? bad_pkt(r, "damaged packet defaults") : 0;
+}
+
+/* One TracePacket: 1 with r->ev set, 0 for none (the queue may have some). */
+static int take_packet(tk_reader *r, const unsigned char *p, size_t n)
+{
+	pr *s = r->fs;
+	tk__pb c = tk__pb_of(p, n);
+	tk__pb_field f;
+	uint64_t seq_id = 0, flags = 0;
+	int64_t ts = 0;
+	int has_ts = 0, k, rc = 0;
+	const unsigned char *te = NULL, *interned_at = NULL, *defaults = NULL;
+	size_t te_n = 0, interned_n = 0, defaults_n = 0;
+	while ((k = tk__pb_next(&c, &f)) > 0) {
+		switch (f.num) {
+		case F_PKT_TIMESTAMP: ts = (int64_t)f.v; has_ts = 1; break;
+		case F_PKT_SEQ_ID: seq_id = f.v; break;
+		case F_PKT_SEQ_FLAGS: flags = f.v; break;
+		case 41: /* incremental_state_cleared */ if (f.v) flags |= SEQ_CLEARED; break;
+		case F_PKT_CLOCK_ID:
+			if (f.wt == TK__PB_VARINT && f.v >= 64)
+				return tk__reader_fail_at(r, TK_ERR_UNSUPPORTED, r->base + r->pos,
+				                          "timestamps on the sequence's own clock (%llu) are not supported",
+				                          (unsigned long long)f.v);
+			break;
+		case F_PKT_INTERNED: interned_at = f.data; interned_n = f.len; break;
+		case F_PKT_DEFAULTS: defaults = f.data; defaults_n = f.len; break;
+		case F_PKT_TRACK_EVENT: te = f.data; te_n = f.len; break;
+		case F_PKT_TRACK_DESC:
+			if (f.wt == TK__PB_LEN && (rc = take_track(r, f.data, f.len)))
+				return rc;
+			break;
+		case F_PKT_CHROME_EVENTS:
+			if (f.wt == TK__PB_LEN && (rc = take_bundle(r, f.data, f.len)))
+				return rc;
+			break;
+		default: break;
+		}
+	}
+	if (k < 0)
+		return bad_pkt(r, "damaged trace packet");
+	rseq *q = NULL;
+	if (interned_at || te || defaults || (flags & SEQ_CLEARED)) {
+		if (!(q = seq_of(s, seq_id)))
+			return nomem(r);
+		if (flags & SEQ_CLEARED) {
+			for (int i = 0; i < K_N; i++)
+				tk__map_clear(&q->m[i]);
+			q->has_default = 0;
+		}
+	}
+	if (defaults && (rc = take_defaults(r, q, defaults, defaults_n)))
+		return rc;
+	if (interned_at && (rc = take_interned(r, q, interned_at, interned_n)))
+		return rc;
+	return te ? track_event(r, q, te, te_n, ts, has_ts) : 0;
+}
+
+/* The end: slices still open come out as B events. */
+static int pf_end(tk_reader *r)
+{
+	pr *s = r->fs;
+	int rc;
+	s->done = 1;
+	for (size_t i = 0; i < s->n_tracks; i++) {
+		rtrack *t = &s->tracks[i];
+		for (size_t k = 0; k < t->n; k++)
+			if (!t->stack[k].b) {
+				hold_event(r, &t->stack[k], 0, 0);
+				if ((rc = queue(r, &r->ev)))
+					return rc;
+			}
+		t->n = 0;
+	}
+	if (s->stray_ends)
+		tk__err_warn(&r->err, "%s: %llu slice ends without a beginning on their track were dropped", r->name,
+		             (unsigned long long)s->stray_ends);
+	if (s->unsupported)
+		tk__err_warn(&r->err, "%s: %llu events on tracks without a descriptor were dropped", r->name,
+		             (unsigned long long)s->unsupported);
+	return 0;
+}
+
+static int cut(tk_reader *r, uint64_t need)
+{
+	uint64_t at = r->base + r->pos;
+	char gz[64] = "";
+	if (r->src.cut)
+		snprintf(gz, sizeof gz, " (the %s stream is cut off)", r->src.cut);
+	if (r->opts.strict)
+		return tk__err_set(&r->err, TK_ERR_TRUNCATED,
+		                   "%s: input ends early%s inside a packet at byte %llu (%llu more bytes needed); %llu "
+		                   "complete events before that point",
+		                   r->name, gz, (unsigned long long)at, (unsigned long long)need,
+		                   (unsigned long long)r->stats.events);
+	r->stats.truncated = 1;
+	r->stats.dropped_bytes = r->stats.bytes_decoded - at;
+	if (tk__err_warn(&r->err, "%s: input ends early%s inside a packet at byte %llu: kept %llu complete events, "
+	                          "dropped the last %llu bytes",
+	                 r->name, gz, (unsigned long long)at, (unsigned long long)r->stats.events,
+	                 (unsigned long long)r->stats.dropped_bytes))
+		return nomem(r);
+	r->pos = r->end;
+	return 0;
+}
+
+static int pf_next(tk_reader *r, const tk_event **ev)
+{
+	pr *s = r->fs;
+	for (;;) {
+		tk_event_free(s->cur); /* a queued event lives until the next call */
+		s->cur = NULL;
+		if (s->qi < s->qn) {
+			s->cur = s->q[s->qi++];
+			r->ev = *s->cur;
+			*ev = &r->ev;
+			return TK_OK;
+		}
+		if (s->done)
+			return TK_EOF;
+		int rc = tk__reader_fill(r, 1 + TK__VARINT_MAX);
+		if (rc)
+			return rc;
+		if (r->pos == r->end) {
+			if ((rc = pf_end(r)))
+				return rc;
+			continue;
+		}
+		const unsigned char *p = r->buf + r->pos, *e = r->buf + r->end;
+		int bad = 0;
+		uint64_t key = tk__get_varint(&p, e, &bad), len = 0;
+		if (!bad) {
+			unsigned wt = key & 7;
+			if (wt == TK__PB_LEN)
+				len = tk__get_varint(&p, e, &bad);
+			else if (wt == TK__PB_VARINT)
+				tk__get_varint(&p, e, &bad);
+			else if (wt == TK__PB_I64 || wt == TK__PB_I32)
+				len = wt == TK__PB_I64 ? 8 : 4;
+			else
+				return bad_pkt(r, "not a Perfetto trace: a field of an unknown wire type");
+		}
+		if (bad) {
+			if (r->eof && (rc = cut(r, 1)) == 0)
+				continue;
+			return rc ? rc : bad_pkt(r, "damaged field header");
+		}
+		size_t hdr = (size_t)(p - (r->buf + r->pos));
+		if (len > r->opts.max_value_bytes)
+			return tk__reader_fail_at(r, TK_ERR_LIMIT, r->base + r->pos,
+			                          "a packet of %llu bytes is larger than the limit of %zu",
+			                          (unsigned long long)len, r->opts.max_value_bytes);
+		if ((rc = tk__reader_fill(r, hdr + (size_t)len)))
+			return rc;
+		if (r->end - r->pos < hdr + len) {
+			if ((rc = cut(r, hdr + len - (r->end - r->pos))))
+				return rc;
+			continue;
+		}
+		const unsigned char *body = r->buf + r->pos + hdr;
+		int is_packet = key == ((uint64_t)F_TRACE_PACKET << 3 | TK__PB_LEN);
+		/* the packet is copied: the window may move while events are made */
+		s->pkt.len = 0;
+		if (is_packet && tk__buf_append(&s->pkt, body, (size_t)len))
+			return nomem(r);
+		r->pos += hdr + (size_t)len;
+		if (!is_packet)
+			continue;
+		rc = take_packet(r, (const unsigned char *)s->pkt.p, s->pkt.len);
+		if (rc < 0)
+			return rc;
+		if (rc == 1) {
+			*ev = &r->ev;
+			return TK_OK;
+		}
+	}
+}
+
+static const tk__fmt pftrace_rd = {pf_bid, pf_open, pf_next, pf_free};
+
+static const char *const pftrace_suffixes[] = {".pftrace", ".perfetto-trace", NULL};
+
+const tk__format tk__format_pftrace = {TK_FORMAT_PFTRACE, "pftrace", pftrace_suffixes, TK__FMT_WHOLE_GZIP,
+                                       &pftrace_rd, &pftrace_wr};
