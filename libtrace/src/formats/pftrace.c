@@ -1595,42 +1595,35 @@ typedef struct pr {
 	uint64_t stray_ends, unsupported;
 } pr;
 
+/* Packets (field 1 of Trace) whose fields parse, as far as the bytes
+ * offered go: a whole one outbids JSON (a file that starts with a newline
+ * and a brace could be either); only the start of a long one bids low. */
 static int pf_bid(const unsigned char *p, size_t n)
 {
 	size_t at = 0;
 	int whole = 0;
-	while (at < n) {
-		tk__pb c = tk__pb_of(p + at, n - at);
-		tk__pb_field f;
-		if (tk__pb_next(&c, &f) < 0) {
-			/* a packet longer than what is offered: its start must parse */
-			const unsigned char *q = p + at;
-			int bad = 0;
-			if (*q != 0x0a)
-				return 0;
-			q++;
-			uint64_t len = tk__get_varint(&q, p + n, &bad);
-			if (bad || len <= (uint64_t)(p + n - q))
-				return 0;
-			tk__pb in = tk__pb_of(q, (size_t)(p + n - q));
-			while (tk__pb_next(&in, &f) > 0)
-				if (f.num > 1000)
-					return 0;
-			return whole ? 20 : 6;
-		}
-		if (f.num != F_TRACE_PACKET || f.wt != TK__PB_LEN)
+	while (at < n && whole < 8) {
+		const unsigned char *q = p + at;
+		int bad = 0, k;
+		if (*q++ != 0x0a)
 			return 0;
-		tk__pb in = tk__pb_of(f.data, f.len);
-		int k;
+		uint64_t len = tk__get_varint(&q, p + n, &bad);
+		if (bad)
+			break; /* the offer ends inside the length */
+		size_t avail = (size_t)(p + n - q);
+		tk__pb in = tk__pb_of(q, len < avail ? (size_t)len : avail);
+		tk__pb_field f;
 		while ((k = tk__pb_next(&in, &f)) > 0)
 			if (f.num > 1000)
 				return 0;
+		if (len > avail)
+			break; /* a field cut by the end of the offer is fine */
 		if (k < 0)
 			return 0;
-		whole = 1;
-		at = (size_t)(c.p - p);
+		whole++;
+		at = (size_t)(q - p) + (size_t)len;
 	}
-	return whole ? 20 : 0;
+	return whole ? 20 : at == 0 && n > 2 ? 6 : 0;
 }
 
 static int nomem(tk_reader *r)
