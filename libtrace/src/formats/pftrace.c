@@ -236,7 +236,7 @@ static int put_packet(tk_writer *w, int64_t ts, unsigned field, const tk__buf *b
 	tk__pb_uint(o, F_PKT_SEQ_ID, SEQ_ID);
 	if (s->clear_next)
 		flags |= SEQ_CLEARED;
-	if (s->intern.len)
+	if (s->intern.len || field == F_PKT_TRACK_EVENT) /* events use interned names */
 		flags |= SEQ_NEEDS;
 	if (flags)
 		tk__pb_uint(o, F_PKT_SEQ_FLAGS, (uint64_t)flags);
