@@ -2347,13 +2347,16 @@ static int track_event(tk_reader *r, rseq *q, const unsigned char *p, size_t n, 
 		 * track's name after the event's name and a space */
 		tk__buf *o = &r->args;
 		o->len = 0;
-		tk_sv nm = e.name.ptr ? e.name : t ? t->name : (tk_sv){NULL, 0};
+		/* tracekit names a series' track "NAME KEY"; another tool's counter
+		 * is named by its track */
+		tk_sv nm = e.name.ptr || s->ours ? e.name : t ? t->name : (tk_sv){NULL, 0};
 		int nx = e.ctr == 2 || e.n_extra_d ? 1 : 0;
 		int series = 1 + (nx ? e.n_extra_tracks[1] : e.n_extra_tracks[0]);
 		for (int i = 0; i < series; i++) {
 			const rtrack *ct = i ? track_get(s, e.extra_tracks[nx][i - 1]) : t;
 			tk_sv key = ct && ct->name.ptr ? ct->name : (tk_sv){"value", 5};
-			if (s->ours && nm.ptr && key.len > nm.len && memcmp(key.ptr, nm.ptr, nm.len) == 0 && key.ptr[nm.len] == ' ')
+			if (s->ours && key.len > nm.len && (!nm.len || memcmp(key.ptr, nm.ptr, nm.len) == 0) &&
+			    key.ptr[nm.len] == ' ')
 				key = (tk_sv){key.ptr + nm.len + 1, key.len - nm.len - 1};
 			else if (!s->ours && !i)
 				key = (tk_sv){"value", 5};
