@@ -5,13 +5,15 @@
 #include "cli.h"
 #include "tracekit/tracekit.h"
 
-enum { O_OUT = 'o', O_QUIET = 'q', O_FORMAT = 0x100, O_LEVEL, O_STRICT, O_COMPRESS, O_LIST };
+enum { O_OUT = 'o', O_QUIET = 'q', O_FORMAT = 0x100, O_LEVEL, O_STRICT, O_COMPRESS, O_LIST, O_MEMORY };
 
 static const cli_opt opts[] = {
 	{O_OUT, 'o', "output", "FILE", "write to FILE ('-' for standard output); required"},
 	{O_FORMAT, 0, "to", "FORMAT", "output format (listed below; default: from FILE's name)"},
 	{O_COMPRESS, 0, "compress", NULL, "tkb output: zlib-compress each chunk"},
 	{O_LEVEL, 0, "gzip-level", "N", "compression level 1-9 (default: gzip 6, tkb chunks 1)"},
+	{O_MEMORY, 0, "memory", "SIZE", "pftrace output: memory for putting events in time order, spilling\n"
+	                                "to $TMPDIR beyond it (default 256M)"},
 	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
 	{O_LIST, 0, "list", NULL, "list the traces IN stands for (archive members) and exit"},
 	{O_QUIET, 'q', "quiet", NULL, "no progress output and no warnings"},
@@ -22,10 +24,10 @@ static const cli_tool tool = {
 	"trace-convert",
 	"IN -o OUT [options]",
 	"Convert a trace from IN to OUT. The input format (Chrome trace JSON, plain or\n"
-	"gzip, or the compact binary .tkb) is detected from its bytes; IN '-' reads\n"
-	"standard input, ARCHIVE//MEMBER a trace inside a .tar, .tar.gz, .zip, ...\n"
-	"(an archive alone: its one trace). The output format follows OUT's name (*.json, *.json.gz,\n"
-	"*.tkb) unless --to is given. Every event, argument and top-level metadata\n"
+	"gzip, the compact binary .tkb, or Perfetto's protobuf .pftrace) is detected\n"
+	"from its bytes; IN '-' reads standard input, ARCHIVE//MEMBER a trace inside a\n"
+	".tar, .tar.gz, .zip, ... (an archive alone: its one trace). The output format\n"
+	"follows OUT's name (*.json, *.json.gz, *.tkb, *.pftrace) unless --to is given. Every event, argument and top-level metadata\n"
 	"member is kept. OUT is written under a temporary name and renamed when\n"
 	"complete, so a failed run leaves no file.",
 	opts,
@@ -34,6 +36,7 @@ static const cli_tool tool = {
 	"  trace-convert rank0.json -o rank0.json.gz\n"
 	"  zcat big.json.gz | trace-convert - -o big.json\n"
 	"  trace-convert rank0.json.gz -o rank0.tkb --compress\n"
+	"  trace-convert rank0.json.gz -o rank0.pftrace   # for ui.perfetto.dev\n"
 	"  trace-convert logs.tar.gz//run/rank3.pt.trace.json.gz -o rank3.json\n",
 	0,
 	1,
@@ -153,6 +156,10 @@ static int parse_args(int argc, char **argv, convert_opts *o)
 				return 2;
 			break;
 		case O_LIST: o->list = 1; break;
+		case O_MEMORY:
+			if (cli_parse_memory(&tool, arg, &o->wopts.memory_bytes))
+				return 2;
+			break;
 		default: return 2;
 		}
 	}

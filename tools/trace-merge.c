@@ -366,7 +366,11 @@ static int set_opt(merge_cli *o, int c, const char *arg)
 		return 0;
 	case O_ALIGN:
 		return set_align(o, arg) ? (cli_usage_error(&tool, "--align takes none, start, collectives or an existing FILE, not '%s'", arg), 2) : 0;
-	case O_MEMORY: return cli_parse_memory(&tool, arg, &o->mo.memory_bytes);
+	case O_MEMORY: /* the merge's sort, and the one a .pftrace output makes */
+		if (cli_parse_memory(&tool, arg, &o->mo.memory_bytes))
+			return 2;
+		o->mo.wopts.memory_bytes = o->mo.memory_bytes;
+		return 0;
 	case O_LIST: o->list = 1; return 0;
 	case O_FORMAT: return cli_parse_to(&tool, arg, &o->mo.wopts);
 	case O_RANKS:

@@ -148,7 +148,11 @@ static int take_opt(split_args *a, int c, const char *arg)
 			break;
 		o->max_bytes = (uint64_t)v;
 		return 0;
-	case O_MEMORY: return cli_parse_memory(&tool, arg, &o->memory_bytes);
+	case O_MEMORY:
+		if (cli_parse_memory(&tool, arg, &o->memory_bytes))
+			return 2;
+		a->so.wopts.memory_bytes = o->memory_bytes; /* each .pftrace part's own ordering */
+		return 0;
 	case O_LIST: a->list = 1; return 0;
 	case O_PARTS: return parse_count(arg, &o->n_parts) ? 3 : 0;
 	case O_STEPS_PER_PART:
