@@ -1508,10 +1508,10 @@ static int pw_close(tk_writer *w)
 	int rc = tk_sorter_finish(s->sorter);
 	if (rc)
 		return tk__err_set(&w->err, rc, "%s", tk_sorter_error(s->sorter));
+	/* the first member of the name, when it is an integer (the reader's rule) */
 	const char *base = meta_json(s, "baseTimeNanoseconds");
-	long long bv;
-	char tail;
-	if (base && sscanf(base, "%lld%c", &bv, &tail) == 1)
+	int64_t bv;
+	if (base && tk__js_int((tk_sv){base, strlen(base)}, &bv) == 0)
 		s->base = bv;
 	if ((rc = put_metadata(w)) || (rc = put_tracks(w)))
 		return rc;
@@ -1586,6 +1586,7 @@ typedef struct pr {
 	int ours;  /* written by tracekit: the tk.* names are its own */
 	int after; /* metadata past the "traceEvents" mark */
 	int64_t base;
+	int base_seen;
 	tk__buf pkt, val, tmp;
 	/* events waiting to be returned: M events of a bundle, slices left open */
 	tk_event **q;
@@ -2469,8 +2470,9 @@ static int take_metadata(tk_reader *r, const unsigned char *p, size_t n)
 	tk_sv key;
 	if (intern_text(r, name, nlen, &key, NULL))
 		return nomem(r);
-	if (key.len == 19 && memcmp(key.ptr, "baseTimeNanoseconds", 19) == 0) {
+	if (key.len == 19 && memcmp(key.ptr, "baseTimeNanoseconds", 19) == 0 && !s->base_seen) {
 		int64_t b;
+		s->base_seen = 1; /* the first member of the name, as the writer takes it */
 		if (tk__js_int((tk_sv){o->p, o->len}, &b) == 0)
 			s->base = b;
 	}
