@@ -1101,7 +1101,9 @@ static int put_slice(tk_writer *w, const tk_event *ev, size_t ti)
 	l->seqs[l->n] = seq;
 	l->n++;
 	heap_push(s, (pheap){e, seq, (uint32_t)ti, (uint32_t)k});
-	unsigned fl = id_flags(s, ev, t);
+	/* the duration rides with the beginning too, so that a reader returns
+	 * the slice in the order of the beginnings, as the JSON had it */
+	unsigned fl = id_flags(s, ev, t) | FL_DUR;
 	return put_event(w, ev, TYPE_SLICE_BEGIN, l->uuid, fl, 0, b + s->base);
 }
 
@@ -1552,7 +1554,7 @@ static const tk__wfmt pftrace_wr = {0, pw_open, pw_add_meta, NULL, pw_write, pw_
 enum { RT_OTHER, RT_PROCESS, RT_THREAD, RT_COUNTER };
 
 typedef struct rhold { /* a slice begun and not yet ended */
-	int b;             /* a B event (already returned): only its place */
+	int b; /* 1: a B event, 2: a whole X (both already returned): only its place */
 	int64_t ts;
 	unsigned has;
 	tk_sv name, cat;
@@ -2324,6 +2326,11 @@ static int track_event(tk_reader *r, rseq *q, const unsigned char *p, size_t n, 
 				return rc;
 			break;
 		}
+		if (s->ours && rr.has_dur) { /* tracekit's: the slice is whole here */
+			if ((rc = hold_push(r, t, NULL, 2)))
+				return rc;
+			return 1;
+		}
 		if ((rc = hold_push(r, t, &r->ev, 0)))
 			return rc;
 		if (!s->ours && e.n_flow_out)
@@ -2335,6 +2342,8 @@ static int track_event(tk_reader *r, rseq *q, const unsigned char *p, size_t n, 
 			return 0;
 		}
 		t->n--;
+		if (t->stack[t->n].b == 2)
+			return 0;
 		if (t->stack[t->n].b) {
 			if (rr.open)
 				return 0;
