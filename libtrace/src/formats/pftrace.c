@@ -1463,19 +1463,33 @@ static int put_one(tk_writer *w, const tk_event *ev)
 	return put_event(w, ev, TYPE_INSTANT, t->uuid, fl, flow, ts);
 }
 
-/* Events of one timestamp: slices longest first (a parent before the
- * children that start with it), the rest in their order. */
-typedef struct gkey {
-	int64_t k;
-	size_t i;
-} gkey;
-
-static int gkey_cmp(const void *a, const void *b)
+static int is_slice(const tk_event *e)
 {
-	const gkey *x = a, *y = b;
-	if (x->k != y->k)
-		return x->k < y->k ? -1 : 1;
-	return x->i < y->i ? -1 : x->i > y->i;
+	return e->ph == 'X' && (e->has & TK_HAS_DUR) && e->dur >= 0;
+}
+
+/* Events of one timestamp keep their order (across threads and ranks it
+ * decides nothing here, but what reads the trace back may care), except
+ * the slices of one thread: those go longest first, a parent before the
+ * children that start with it, in the places the thread's slices had. An
+ * insertion sort along each thread's slices: stable, and groups are small. */
+static void group_order(tk_event **g, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		if (!is_slice(g[i]))
+			continue;
+		size_t j = i;
+		for (size_t k = i; k-- > 0;) {
+			if (!is_slice(g[k]) || !tk__id_eq(&g[k]->pid, &g[j]->pid) || !tk__id_eq(&g[k]->tid, &g[j]->tid))
+				continue;
+			if (g[k]->dur >= g[j]->dur)
+				break;
+			tk_event *t = g[k];
+			g[k] = g[j];
+			g[j] = t;
+			j = k;
+		}
+	}
 }
 
 static int group_flush(tk_writer *w)
@@ -1486,18 +1500,9 @@ static int group_flush(tk_writer *w)
 		return 0;
 	if ((s->group[0]->has & TK_HAS_TS) && (rc = ends_before(w, s->group[0]->ts, 0)))
 		return rc;
-	gkey *k = NULL;
-	if (s->n_group > 1 && (k = malloc(s->n_group * sizeof *k))) {
-		for (size_t i = 0; i < s->n_group; i++) {
-			const tk_event *e = s->group[i];
-			int slice = e->ph == 'X' && (e->has & TK_HAS_DUR) && e->dur >= 0;
-			k[i] = (gkey){slice ? -e->dur - 1 : 0, i};
-		}
-		qsort(k, s->n_group, sizeof *k, gkey_cmp);
-	}
+	group_order(s->group, s->n_group);
 	for (size_t i = 0; i < s->n_group && !rc; i++)
-		rc = put_one(w, s->group[k ? k[i].i : i]);
-	free(k);
+		rc = put_one(w, s->group[i]);
 	for (size_t i = 0; i < s->n_group; i++)
 		tk_event_free(s->group[i]);
 	s->n_group = 0;
