@@ -293,6 +293,16 @@ static int id_text(tk__buf *b, const tk_id *id)
 	}
 }
 
+/* A track's name: the name the M events gave, else the id's text, else
+ * `none` (an absent id). */
+static int track_label(tk__buf *n, const char *name, const tk_id *id, const char *none)
+{
+	n->len = 0;
+	if (name)
+		return tk__buf_puts(n, name);
+	return id->kind == TK_ID_NONE ? tk__buf_puts(n, none) : id_text(n, id);
+}
+
 /* Kineto names a GPU's process "GPU N" (labels "GPU N" too). */
 static int is_gpu(const pproc *p)
 {
@@ -355,9 +365,7 @@ static int put_process(tk_writer *w, const pproc *p, int32_t rank)
 		rc |= tk__pb_end(b, m);
 	} else {
 		tk__buf n = {0};
-		rc |= p->name ? tk__buf_puts(&n, p->name) : id_text(&n, &p->pid);
-		if (!rc && !p->name && p->pid.kind == TK_ID_NONE)
-			rc |= tk__buf_puts(&n, "(no pid)");
+		rc |= track_label(&n, p->name, &p->pid, "(no pid)");
 		if (!rc)
 			rc |= tk__pb_bytes(b, F_TD_NAME, n.p ? n.p : "", n.len);
 		tk__buf_free(&n);
@@ -389,9 +397,7 @@ static int put_thread(tk_writer *w, const pthr *t, int32_t rank)
 		rc |= tk__pb_end(b, m);
 	} else {
 		tk__buf n = {0};
-		rc |= t->name ? tk__buf_puts(&n, t->name) : id_text(&n, &t->tid);
-		if (!rc && !t->name && t->tid.kind == TK_ID_NONE)
-			rc |= tk__buf_puts(&n, "(no tid)");
+		rc |= track_label(&n, t->name, &t->tid, "(no tid)");
 		if (!rc)
 			rc |= tk__pb_bytes(b, F_TD_NAME, n.p ? n.p : "", n.len);
 		tk__buf_free(&n);
@@ -403,7 +409,7 @@ static int put_thread(tk_writer *w, const pthr *t, int32_t rank)
 static int put_child(tk_writer *w, pthr *t, uint64_t uuid, const char *what)
 {
 	tk__buf n = {0};
-	int rc = t->name ? tk__buf_puts(&n, t->name) : id_text(&n, &t->tid);
+	int rc = track_label(&n, t->name, &t->tid, "(no tid)");
 	if (!rc)
 		rc = tk__buf_puts(&n, what);
 	if (!rc)
@@ -690,21 +696,18 @@ static int ann(pw *s, tk__buf *b, unsigned field, const char *name, size_t nlen,
 
 /* A member's name (raw JSON text between quotes) decoded, with one more
  * "tk." in front at the top level when it starts with "tk.". */
-static int member_name(pw *s, tk_sv key, int top, tk__buf *out)
+static int member_name(tk_sv key, int top, tk__buf *out)
 {
 	out->len = 0;
 	if (top && key.len >= 3 && memcmp(key.ptr, RESERVED, 3) == 0 && tk__buf_puts(out, RESERVED))
 		return TK_ERR_NOMEM;
 	if (!memchr(key.ptr, '\\', key.len))
 		return tk__buf_append(out, key.ptr, key.len);
-	size_t at = out->len;
 	tk__buf d = {0};
 	int rc = str_value(&d, (tk_sv){key.ptr - 1, key.len + 2});
 	if (!rc)
 		rc = tk__buf_append(out, d.p, d.len);
 	tk__buf_free(&d);
-	(void)at;
-	(void)s;
 	return rc;
 }
 
@@ -717,7 +720,7 @@ static int members(pw *s, tk__buf *b, unsigned field, tk_sv obj, unsigned depth,
 	if (tk__js_obj(&it, obj))
 		return TK_ERR_FORMAT;
 	while ((rc = tk__js_member(&it, &k, &v)) == 1) {
-		rc = member_name(s, k, top, &name);
+		rc = member_name(k, top, &name);
 		if (!rc)
 			rc = ann(s, b, field, name.p ? name.p : "", name.len, v, depth + 1);
 		if (rc)
@@ -982,10 +985,10 @@ static int put_event(tk_writer *w, const tk_event *ev, int type, uint64_t track,
 	return put_packet(w, ts, F_PKT_TRACK_EVENT, &s->te, 0);
 }
 
-static unsigned id_flags(const pw *s, const tk_event *ev, const pthr *t)
+/* A thread's own descriptor holds its pid and tid, else the event does. */
+static unsigned id_flags(const pthr *t)
 {
-	(void)s;
-	return t && t->native ? 0 : FL_PID | FL_TID;
+	return t->native ? 0 : FL_PID | FL_TID;
 }
 
 /* ---- slices: lanes, and the heap of their ends ---- */
@@ -1103,7 +1106,7 @@ static int put_slice(tk_writer *w, const tk_event *ev, size_t ti)
 	heap_push(s, (pheap){e, seq, (uint32_t)ti, (uint32_t)k});
 	/* the duration rides with the beginning too, so that a reader returns
 	 * the slice in the order of the beginnings, as the JSON had it */
-	unsigned fl = id_flags(s, ev, t) | FL_DUR;
+	unsigned fl = id_flags(t) | FL_DUR;
 	return put_event(w, ev, TYPE_SLICE_BEGIN, l->uuid, fl, 0, b + s->base);
 }
 
@@ -1149,17 +1152,15 @@ static int put_counter(tk_writer *w, const tk_event *ev, size_t pi, int64_t ts, 
 	while ((rc = tk__js_member(&it, &k, &v)) == 1) {
 		if (memchr(k.ptr, '\\', k.len) || !v.len || !(v.ptr[0] == '-' || (v.ptr[0] >= '0' && v.ptr[0] <= '9')))
 			return 0;
-		tk__buf t = {0};
-		if (tk__pb_room(&t, TK__PB_ROOM)) {
-			tk__buf_free(&t);
+		/* which field the number takes, written to the side */
+		tk__buf *t = &s->scratch;
+		t->len = 0;
+		if (tk__pb_room(t, TK__PB_ROOM))
 			return TK_ERR_NOMEM;
-		}
-		int ok = number_field(&t, v, 1, 2, 3);
-		if (ok && t.p[0] != (1 << 3))
-			ints = 0;
-		tk__buf_free(&t);
-		if (!ok)
+		if (!number_field(t, v, 1, 2, 3))
 			return 0;
+		if (t->p[0] != (1 << 3))
+			ints = 0;
 		n++;
 	}
 	if (rc < 0 || !n)
@@ -1263,7 +1264,7 @@ static int bundle_add(tk_writer *w, const tk_event *ev)
 		tk__buf name = {0};
 		int r2 = tk__js_obj(&it, ev->args);
 		while (!rc && !r2 && (r2 = tk__js_member(&it, &k, &v)) == 1) {
-			rc |= member_name(s, k, 1, &name);
+			rc |= member_name(k, 1, &name);
 			if (!rc)
 				rc |= arg_json(b, name.p ? name.p : "", name.len, F_ARG_JSON, v.ptr, v.len);
 			r2 = 0;
@@ -1420,7 +1421,7 @@ static int put_one(tk_writer *w, const tk_event *ev)
 	if ((rc = thr_of(s, &ev->pid, &ev->tid, &ti)))
 		return rc;
 	pthr *t = &s->thr[ti];
-	fl |= id_flags(s, ev, t);
+	fl |= id_flags(t);
 	int64_t end;
 	if (ev->ph == 'X' && !(fl & FL_TS) && (ev->has & TK_HAS_DUR) && ev->dur >= 0 &&
 	    !__builtin_add_overflow(ev->ts, ev->dur, &end) && !__builtin_add_overflow(end, s->base, &end))
