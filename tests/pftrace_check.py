@@ -138,10 +138,12 @@ class Checker:
         self.where = "file"
         self.counts = dict(packets=0, track_descriptors=0, slices=0, instants=0, counters=0,
                            slice_ends=0, flows=0, terminated_flows=0, sequences=0,
-                           track_events=0, chrome_metadata=0, chrome_trace_events=0)
+                           track_events=0, chrome_metadata=0, chrome_trace_events=0,
+                           clock_snapshots=0)
         self.interned_counts = {k: 0 for k in INTERNED_KINDS.values()}
         self.seq = {}          # sequence id -> state (None before the first clear)
         self.seen_seq = set()
+        self.clocks = {}       # sequence id -> clock id -> sequence-scoped clock
         self.tracks = {}       # uuid -> descriptor dict
         self.track_order = []  # uuids in order of first declaration
         self.slices = {}       # track key -> [(ts, order, type, where)]
@@ -223,6 +225,8 @@ class Checker:
     def packet(self, start, end):
         buf = self.buf
         ts = None
+        clock_id = None
+        snapshots = []
         seq_id = 0
         flags = 0
         cleared_legacy = False
@@ -235,6 +239,12 @@ class Checker:
             if num == 8:       # TracePacket.timestamp = 8 (uint64)
                 if self.expect(num, wt, VARINT, "timestamp"):
                     ts = v
+            elif num == 58:    # TracePacket.timestamp_clock_id = 58 (uint32)
+                if self.expect(num, wt, VARINT, "timestamp_clock_id"):
+                    clock_id = v
+            elif num == 6:     # TracePacket.clock_snapshot = 6
+                if self.expect(num, wt, LEN, "clock_snapshot"):
+                    snapshots.append(v)
             elif num == 10:    # TracePacket.trusted_packet_sequence_id = 10 (uint32)
                 if self.expect(num, wt, VARINT, "trusted_packet_sequence_id"):
                     seq_id = v & 0xFFFFFFFF
@@ -285,6 +295,15 @@ class Checker:
                                             "defaults": None, "invalid": True}
             state["defaults"] = d
 
+        for s, e in snapshots:
+            self.clock_snapshot(s, e, seq_id)
+
+        if ts is not None:
+            if clock_id is None and state is not None and state["defaults"] is not None:
+                clock_id = state["defaults"]["clock_id"]
+            if clock_id is not None and 64 <= clock_id < 128:
+                ts = self.sequence_time(seq_id, clock_id, ts)
+
         for s, e in descriptors:
             self.track_descriptor(s, e)
 
@@ -325,11 +344,56 @@ class Checker:
                              % (kind, iid, shown(old), shown(value)))
             table[iid] = value
 
-    def packet_defaults(self, start, end):
-        """TracePacketDefaults.track_event_defaults = 11: TrackEventDefaults
-        {track_uuid 11, extra_counter_track_uuids 31, extra_double_counter_track_uuids 45}."""
-        d = {"track_uuid": None, 31: [], 45: []}
+    # ---- clocks ----
+    def clock_snapshot(self, start, end, seq_id):
+        """ClockSnapshot.clocks = 1: Clock {clock_id 1, timestamp 2, is_incremental 3,
+        unit_multiplier_ns 4}. Clocks 64-127 are scoped to the sequence; they are
+        related to the snapshot's BOOTTIME (6), else its first built-in clock."""
+        clocks = []
         for num, wt, v, off in fields(self.buf, start, end):
+            if num != 1 or not self.expect(num, wt, LEN, "ClockSnapshot.clocks"):
+                continue
+            c = {1: 0, 2: 0, 3: 0, 4: 0}
+            for fn, fwt, fv, _ in fields(self.buf, *v):
+                if fn in c and self.expect(fn, fwt, VARINT, "ClockSnapshot.Clock field %d" % fn):
+                    c[fn] = fv
+            clocks.append(c)
+        builtin = [c for c in clocks if 1 <= c[1] < 64]
+        ref = next((c for c in builtin if c[1] == 6), builtin[0] if builtin else None)
+        for c in clocks:
+            if not 64 <= c[1] < 128:
+                continue
+            if ref is None:
+                self.problem("clock snapshot defines sequence clock %d without a built-in clock "
+                             "to relate it to" % c[1])
+            mult = c[4] or 1
+            ns = c[2] * mult
+            self.clocks.setdefault(seq_id, {})[c[1]] = {
+                "incremental": bool(c[3]), "mult": mult, "last": ns, "ref_seq": ns,
+                "ref_trace": (ref[2] * (ref[4] or 1)) if ref else ns}
+        self.counts["clock_snapshots"] += 1
+
+    def sequence_time(self, seq_id, clock_id, v):
+        c = self.clocks.get(seq_id, {}).get(clock_id)
+        if c is None:
+            self.problem("a timestamp on clock %d, which no clock snapshot of sequence %d defines "
+                         "before it" % (clock_id, seq_id))
+            return v
+        ns = v * c["mult"]
+        if c["incremental"]:
+            ns += c["last"]
+            c["last"] = ns
+        return ns - c["ref_seq"] + c["ref_trace"]
+
+    def packet_defaults(self, start, end):
+        """TracePacketDefaults: timestamp_clock_id = 58; track_event_defaults = 11:
+        TrackEventDefaults {track_uuid 11, extra_counter_track_uuids 31,
+        extra_double_counter_track_uuids 45}."""
+        d = {"track_uuid": None, 31: [], 45: [], "clock_id": None}
+        for num, wt, v, off in fields(self.buf, start, end):
+            if num == 58 and self.expect(num, wt, VARINT, "TracePacketDefaults.timestamp_clock_id"):
+                d["clock_id"] = v
+                continue
             if num != 11 or not self.expect(num, wt, LEN, "TracePacketDefaults.track_event_defaults"):
                 continue
             for fn, fwt, fv, _ in fields(self.buf, *v):

@@ -349,6 +349,8 @@ int tk__reader_fail_at(tk_reader *r, int code, uint64_t at, const char *fmt, ...
 	va_start(ap, fmt);
 	tk__fmt_msg(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	if (r->fmt && (r->fmt->flags & TK__FMT_BINARY))
+		return tk__err_set(&r->err, code, "%.200s: byte %llu: %s", r->name, (unsigned long long)at, msg);
 	uint64_t line, col;
 	tk__reader_linecol(r, at, &line, &col);
 	return tk__err_set(&r->err, code, "%.200s:%llu:%llu: %s (byte %llu)", r->name,

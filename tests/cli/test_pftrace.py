@@ -583,6 +583,72 @@ def split_job(args):
 
 # ---- main ----
 
+# Another tool's trace on sequence-scoped clocks, as Perfetto's SDK writes
+# them: sequence 1 on an incremental clock in microseconds (64, defined
+# against BOOTTIME by a ClockSnapshot, made the default by
+# TracePacketDefaults), sequence 2 on BOOTTIME itself.
+FOREIGN_CLOCKS = """
+packet { trusted_packet_sequence_id: 1 timestamp: 1000000 timestamp_clock_id: 6 sequence_flags: 1
+  clock_snapshot { clocks { clock_id: 64 timestamp: 500 unit_multiplier_ns: 1000 is_incremental: true }
+                   clocks { clock_id: 3 timestamp: 7 } clocks { clock_id: 6 timestamp: 1000000 } }
+  trace_packet_defaults { timestamp_clock_id: 64 } }
+packet { trusted_packet_sequence_id: 1 track_descriptor { uuid: 10 thread { pid: 5 tid: 7 thread_name: "main" } } }
+packet { trusted_packet_sequence_id: 1 timestamp: 20 sequence_flags: 2
+  interned_data { event_names { iid: 1 name: "step" } }
+  track_event { type: TYPE_SLICE_BEGIN track_uuid: 10 name_iid: 1 } }
+packet { trusted_packet_sequence_id: 1 timestamp: 7 sequence_flags: 2
+  track_event { type: TYPE_INSTANT track_uuid: 10 name: "inside" } }
+packet { trusted_packet_sequence_id: 1 timestamp: 23 sequence_flags: 2
+  track_event { type: TYPE_SLICE_END track_uuid: 10 } }
+packet { trusted_packet_sequence_id: 2 timestamp: 1100000
+  track_event { type: TYPE_INSTANT track_uuid: 10 name: "later" } }
+"""
+# (ts, dur) in microseconds that FOREIGN_CLOCKS stands for
+FOREIGN_WANT = {"step": (1020.0, 30.0), "inside": (1027.0, None), "later": (1100.0, None)}
+FOREIGN_NO_SNAPSHOT = """
+packet { trusted_packet_sequence_id: 3 timestamp: 5 timestamp_clock_id: 64
+  track_event { type: TYPE_INSTANT track_uuid: 10 name: "lost" } }
+"""
+
+
+def encode(r, text, path):
+    d = os.path.dirname(os.path.abspath(PROTO))
+    p = subprocess.run(["protoc", "--encode=perfetto.protos.Trace", "-I", d, os.path.basename(PROTO)],
+                       input=text.encode(), capture_output=True)
+    r.check(p.returncode == 0, "protoc --encode fails: %s" % p.stderr.decode(errors="replace")[:500])
+    with open(path, "wb") as f:
+        f.write(p.stdout)
+    return p.returncode == 0
+
+
+def foreign_job(args):
+    """Timestamps on another tool's sequence-scoped clocks come back on the
+    trace's time line; one on a clock no snapshot defines is an error."""
+    name, tmproot = args
+    r = Result(name)
+    w = tempfile.mkdtemp(prefix="pf-", dir=tmproot)
+    pf, back = os.path.join(w, "clocks.pftrace"), os.path.join(w, "clocks.json")
+    if encode(r, FOREIGN_CLOCKS, pf):
+        check_pftrace(r, pf, "clocks.pftrace")
+        if tool(r, "convert", pf, "-o", back, "-q"):
+            got = {e.get("name"): e for e in events_of(strict_load(back)) if e.get("ph") != "M"}
+            for n, (ts, dur) in FOREIGN_WANT.items():
+                e = got.get(n)
+                if r.check(e is not None, "no event %r in %s" % (n, sorted(got))):
+                    same_dur = e.get("dur") is None if dur is None else num_equal(e.get("dur"), dur, exact=True)
+                    r.check(num_equal(e.get("ts"), ts, exact=True) and same_dur,
+                            "%s: ts %r dur %r, want %r %r" % (n, e.get("ts"), e.get("dur"), ts, dur))
+    bad = os.path.join(w, "no_snapshot.pftrace")
+    if encode(r, FOREIGN_CLOCKS + FOREIGN_NO_SNAPSHOT, bad):
+        rc, _, err = run([TOOLS["convert"], bad, "-o", os.path.join(w, "bad.json"), "-q"])
+        r.check(rc != 0 and "clock 64" in err and "no_snapshot.pftrace" in err,
+                "a timestamp on an undefined clock: exit %d, %r (want an error naming the file and clock 64)"
+                % (rc, err.strip()[:300]))
+        r.check(not os.path.exists(os.path.join(w, "bad.json")), "a failed conversion left bad.json behind")
+    return r
+
+
+
 def run_jobs(jobs):
     """(function, args) pairs on a pool of os.cpu_count() worker processes
     (processes, not threads: the comparisons are Python code); the results in
@@ -662,6 +728,7 @@ def main(argv):
             jobs.append((split_job, ("split example_kineto --parts 3", ex, tmp, ["--parts", "3"])))
             jobs.append((split_job, ("split example_kineto --every 300us --clip", ex, tmp,
                                      ["--every", "300us", "--clip"])))
+            jobs.append((foreign_job, ("another tool's sequence clocks", tmp)))
         else:
             with open(os.path.join(real, "index.tsv")) as f:
                 rows = [l.split("\t") for l in f.read().splitlines()[1:] if l.strip()]

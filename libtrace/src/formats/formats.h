@@ -31,7 +31,8 @@ typedef struct tk__wfmt {
 } tk__wfmt;
 
 enum {
-	TK__FMT_WHOLE_GZIP = 1 /* its output may be gzip-compressed as a whole (.gz) */
+	TK__FMT_WHOLE_GZIP = 1, /* its output may be gzip-compressed as a whole (.gz) */
+	TK__FMT_BINARY = 2      /* not text: errors name a byte, not a line and column */
 };
 
 typedef struct tk__format {

@@ -12,11 +12,13 @@
 enum {
 	F_TRACE_PACKET = 1,
 	/* TracePacket */
-	F_PKT_CHROME_EVENTS = 5, F_PKT_TIMESTAMP = 8, F_PKT_SEQ_ID = 10, F_PKT_TRACK_EVENT = 11,
+	F_PKT_CHROME_EVENTS = 5, F_PKT_CLOCK_SNAPSHOT = 6, F_PKT_TIMESTAMP = 8, F_PKT_SEQ_ID = 10, F_PKT_TRACK_EVENT = 11,
 	F_PKT_INTERNED = 12, F_PKT_SEQ_FLAGS = 13, F_PKT_CLOCK_ID = 58, F_PKT_DEFAULTS = 59,
 	F_PKT_TRACK_DESC = 60,
 	/* TracePacketDefaults */
 	F_DEF_CLOCK_ID = 58, F_DEF_TRACK_EVENT = 11, F_TEDEF_TRACK_UUID = 11,
+	/* ClockSnapshot, ClockSnapshot.Clock */
+	F_CS_CLOCKS = 1, F_CS_PRIMARY = 2, F_CLK_ID = 1, F_CLK_TS = 2, F_CLK_INCR = 3, F_CLK_UNIT = 4,
 	/* InternedData */
 	F_INT_CATS = 1, F_INT_NAMES = 2, F_INT_ANN_NAMES = 3, F_INT_STRINGS = 29,
 	/* TrackDescriptor, ProcessDescriptor, ThreadDescriptor */
@@ -46,6 +48,10 @@ enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER 
 enum { SEQ_CLEARED = 1, SEQ_NEEDS = 2 };
 
 #define SEQ_ID 1
+/* Packets are timed on the sequence's own incremental clock: each
+ * timestamp is the distance from the one before (docs/perfetto.md). */
+#define CLOCK_BOOT 6  /* BUILTIN_CLOCK_BOOTTIME */
+#define CLOCK_SEQ 64  /* the first of the sequence-scoped clock ids */
 /* The names tracekit gives what Perfetto has no field for (docs/perfetto.md).
  * An argument of the trace whose name starts with "tk." is written with
  * one more "tk." in front, so that the two never meet. */
@@ -122,7 +128,8 @@ typedef struct pw {
 	tk_sorter *sorter;
 	tk__strtab tab[K_N];
 	size_t intern_bytes;
-	int clear_next;
+	int clear_next, snapshots;
+	int64_t clk; /* the sequence clock's last value */
 	tk__buf te, intern, scratch, bundle;
 	size_t n_bundle;
 	pthr *thr;
@@ -222,26 +229,62 @@ static void intern_bound(pw *s)
 
 /* ---- packets ---- */
 
-/* Appends a packet to w->out: its timestamp (ts >= 0), the sequence, the
+/* The packet that clears the sequence's incremental state: it defines the
+ * sequence clock as BOOTTIME at `at` and makes it the packets' default. */
+static void put_reset(tk_writer *w, int64_t at)
+{
+	pw *s = w->fs;
+	tk__buf *o = &w->out;
+	size_t m = tk__pb_begin(o, F_TRACE_PACKET), c, k, d;
+	tk__pb_uint(o, F_PKT_TIMESTAMP, (uint64_t)at);
+	tk__pb_uint(o, F_PKT_CLOCK_ID, CLOCK_BOOT);
+	tk__pb_uint(o, F_PKT_SEQ_ID, SEQ_ID);
+	tk__pb_uint(o, F_PKT_SEQ_FLAGS, SEQ_CLEARED);
+	c = tk__pb_begin(o, F_PKT_CLOCK_SNAPSHOT);
+	k = tk__pb_begin(o, F_CS_CLOCKS);
+	tk__pb_uint(o, F_CLK_ID, CLOCK_SEQ);
+	tk__pb_uint(o, F_CLK_TS, (uint64_t)at);
+	tk__pb_uint(o, F_CLK_INCR, 1);
+	tk__pb_end(o, k);
+	k = tk__pb_begin(o, F_CS_CLOCKS);
+	tk__pb_uint(o, F_CLK_ID, CLOCK_BOOT);
+	tk__pb_uint(o, F_CLK_TS, (uint64_t)at);
+	tk__pb_end(o, k);
+	if (!s->snapshots++) /* trace time is BOOTTIME, as in traces without snapshots */
+		tk__pb_uint(o, F_CS_PRIMARY, CLOCK_BOOT);
+	tk__pb_end(o, c);
+	d = tk__pb_begin(o, F_PKT_DEFAULTS);
+	tk__pb_uint(o, F_DEF_CLOCK_ID, CLOCK_SEQ);
+	tk__pb_end(o, d);
+	tk__pb_end(o, m);
+	s->clk = at;
+	s->clear_next = 0;
+}
+
+/* Appends a packet to w->out: its timestamp (ts >= 0: on the sequence
+ * clock when it does not go back, else on BOOTTIME), the sequence, the
  * interned data gathered in s->intern, then `body` as field `field`. */
 static int put_packet(tk_writer *w, int64_t ts, unsigned field, const tk__buf *body, int flags)
 {
 	pw *s = w->fs;
 	tk__buf *o = &w->out;
-	if (tk__pb_room(o, s->intern.len + body->len + 4 * TK__PB_ROOM))
+	if (tk__pb_room(o, s->intern.len + body->len + 24 * TK__PB_ROOM))
 		return TK_ERR_NOMEM;
-	size_t m = tk__pb_begin(o, F_TRACE_PACKET);
-	if (ts >= 0)
-		tk__pb_uint(o, F_PKT_TIMESTAMP, (uint64_t)ts);
-	tk__pb_uint(o, F_PKT_SEQ_ID, SEQ_ID);
 	if (s->clear_next)
-		flags |= SEQ_CLEARED;
+		put_reset(w, ts >= 0 ? ts : s->clk);
+	size_t m = tk__pb_begin(o, F_TRACE_PACKET);
+	if (ts >= s->clk) {
+		tk__pb_uint(o, F_PKT_TIMESTAMP, (uint64_t)(ts - s->clk));
+		s->clk = ts;
+	} else if (ts >= 0) {
+		tk__pb_uint(o, F_PKT_TIMESTAMP, (uint64_t)ts);
+		tk__pb_uint(o, F_PKT_CLOCK_ID, CLOCK_BOOT);
+	}
+	tk__pb_uint(o, F_PKT_SEQ_ID, SEQ_ID);
 	if (s->intern.len || field == F_PKT_TRACK_EVENT) /* events use interned names */
 		flags |= SEQ_NEEDS;
 	if (flags)
 		tk__pb_uint(o, F_PKT_SEQ_FLAGS, (uint64_t)flags);
-	if (flags & SEQ_CLEARED)
-		s->clear_next = 0;
 	if (s->intern.len) {
 		tk__pb_key(o, F_PKT_INTERNED, TK__PB_LEN);
 		tk__put_varint(o, s->intern.len);
@@ -1332,7 +1375,7 @@ static int put_metadata(tk_writer *w)
 		rc |= tk__pb_bytes(b, F_CM_JSON, mt->json, strlen(mt->json));
 		rc |= tk__pb_end(b, m);
 	}
-	return rc ? TK_ERR_NOMEM : put_packet(w, -1, F_PKT_CHROME_EVENTS, b, SEQ_CLEARED);
+	return rc ? TK_ERR_NOMEM : put_packet(w, -1, F_PKT_CHROME_EVENTS, b, 0);
 }
 
 static const char *meta_json(const pw *s, const char *key)
@@ -1578,11 +1621,25 @@ typedef struct rtrack {
 	size_t n, cap;
 } rtrack;
 
+#define SEQ_CLOCKS 8 /* sequence-scoped clocks one sequence may define */
+
+typedef struct rclock { /* a sequence-scoped clock, from a ClockSnapshot */
+	uint64_t id;
+	int incr;          /* each timestamp adds to the last */
+	int64_t mult;      /* nanoseconds per unit */
+	int64_t last;      /* its last value, ns */
+	int64_t ref_seq;   /* its value at the snapshot, ns */
+	int64_t ref_trace; /* the trace clock's value at the snapshot, ns */
+} rclock;
+
 typedef struct rseq {
 	uint64_t id;
 	tk__map m[K_N]; /* iid -> string's id in r->strs, plus one */
 	uint64_t default_track;
 	int has_default;
+	uint64_t default_clock; /* TracePacketDefaults.timestamp_clock_id, 0: none */
+	rclock clk[SEQ_CLOCKS];
+	int n_clk;
 } rseq;
 
 typedef struct pr {
@@ -2552,16 +2609,106 @@ static int take_bundle(tk_reader *r, const unsigned char *p, size_t n)
 
 /* ---- packets ---- */
 
+/* A ClockSnapshot: the sequence-scoped clocks it defines (ids 64 to 127)
+ * against the trace clock (BOOTTIME, else the first built-in clock it
+ * names; the trace's built-in clocks are taken as one). Snapshots of
+ * built-in clocks alone change nothing. */
+static int take_snapshot(tk_reader *r, rseq *q, const unsigned char *p, size_t n)
+{
+	struct sclk {
+		uint64_t id, ts, mult;
+		int incr;
+	} c[16];
+	size_t nc = 0;
+	tk__pb cur = tk__pb_of(p, n), d;
+	tk__pb_field f, g;
+	int k;
+	while ((k = tk__pb_next(&cur, &f)) > 0) {
+		if (f.num != F_CS_CLOCKS || f.wt != TK__PB_LEN)
+			continue;
+		if (nc == sizeof c / sizeof c[0])
+			return bad_pkt(r, "a clock snapshot of more than 16 clocks");
+		struct sclk *x = &c[nc++];
+		memset(x, 0, sizeof *x);
+		d = tk__pb_of(f.data, f.len);
+		while ((k = tk__pb_next(&d, &g)) > 0)
+			if (g.wt == TK__PB_VARINT) {
+				if (g.num == F_CLK_ID)
+					x->id = g.v;
+				else if (g.num == F_CLK_TS)
+					x->ts = g.v;
+				else if (g.num == F_CLK_INCR)
+					x->incr = g.v != 0;
+				else if (g.num == F_CLK_UNIT)
+					x->mult = g.v;
+			}
+		if (k < 0)
+			break;
+	}
+	if (k < 0)
+		return bad_pkt(r, "damaged clock snapshot");
+	const struct sclk *ref = NULL;
+	for (size_t i = 0; i < nc; i++)
+		if (c[i].id >= 1 && c[i].id < CLOCK_SEQ && (!ref || c[i].id == CLOCK_BOOT) &&
+		    !(ref && ref->id == CLOCK_BOOT))
+			ref = &c[i];
+	for (size_t i = 0; i < nc; i++) {
+		if (c[i].id < CLOCK_SEQ || c[i].id >= 2 * CLOCK_SEQ)
+			continue;
+		int64_t mult = c[i].mult ? (int64_t)c[i].mult : 1, ns, tr;
+		uint64_t rmult = ref && ref->mult ? ref->mult : 1;
+		if (c[i].mult > INT64_MAX || c[i].ts > INT64_MAX || __builtin_mul_overflow((int64_t)c[i].ts, mult, &ns) ||
+		    (ref && (ref->ts > INT64_MAX || rmult > INT64_MAX ||
+		             __builtin_mul_overflow((int64_t)ref->ts, (int64_t)rmult, &tr))))
+			return bad_pkt(r, "a clock snapshot beyond 2^63 ns");
+		if (!ref)
+			tr = ns; /* nothing to relate it to: the same time line */
+		rclock *x = NULL;
+		for (int j = 0; j < q->n_clk; j++)
+			if (q->clk[j].id == c[i].id)
+				x = &q->clk[j];
+		if (!x) {
+			if (q->n_clk == SEQ_CLOCKS)
+				return tk__reader_fail_at(r, TK_ERR_LIMIT, r->base + r->pos,
+				                          "more than %d sequence-scoped clocks on one sequence", SEQ_CLOCKS);
+			x = &q->clk[q->n_clk++];
+		}
+		*x = (rclock){c[i].id, c[i].incr, mult, ns, ns, tr};
+	}
+	return 0;
+}
+
+/* A packet timestamp `v` on the sequence-scoped clock `id`, on the trace
+ * clock. */
+static int seq_time(tk_reader *r, rseq *q, uint64_t id, uint64_t v, int64_t *ts)
+{
+	rclock *c = NULL;
+	for (int i = 0; i < q->n_clk; i++)
+		if (q->clk[i].id == id)
+			c = &q->clk[i];
+	if (!c)
+		return tk__reader_fail_at(r, TK_ERR_FORMAT, r->base + r->pos,
+		                          "a timestamp on clock %llu, which no clock snapshot of its sequence defines",
+		                          (unsigned long long)id);
+	int64_t ns, t;
+	if (v > INT64_MAX || __builtin_mul_overflow((int64_t)v, c->mult, &ns) ||
+	    (c->incr && __builtin_add_overflow(c->last, ns, &ns)) || __builtin_sub_overflow(ns, c->ref_seq, &t) ||
+	    __builtin_add_overflow(t, c->ref_trace, &t))
+		return bad_pkt(r, "a timestamp beyond 2^63 ns");
+	if (c->incr)
+		c->last = ns;
+	*ts = t;
+	return 0;
+}
+
 static int take_defaults(tk_reader *r, rseq *q, const unsigned char *p, size_t n)
 {
 	tk__pb c = tk__pb_of(p, n), d;
 	tk__pb_field f, g;
 	int k;
 	while ((k = tk__pb_next(&c, &f)) > 0) {
-		if (f.num == F_DEF_CLOCK_ID && f.wt == TK__PB_VARINT && f.v >= 64)
-			return tk__reader_fail_at(r, TK_ERR_UNSUPPORTED, r->base + r->pos,
-			                          "timestamps on the sequence's own clock (%llu) are not supported",
-			                          (unsigned long long)f.v);
+		if (f.num == F_DEF_CLOCK_ID && f.wt == TK__PB_VARINT)
+			q->default_clock = f.v;
 		if (f.num == F_DEF_TRACK_EVENT && f.wt == TK__PB_LEN) {
 			d = tk__pb_of(f.data, f.len);
 			while (tk__pb_next(&d, &g) > 0)
@@ -2580,22 +2727,28 @@ static int take_packet(tk_reader *r, const unsigned char *p, size_t n)
 	pr *s = r->fs;
 	tk__pb c = tk__pb_of(p, n);
 	tk__pb_field f;
-	uint64_t seq_id = 0, flags = 0;
+	uint64_t seq_id = 0, flags = 0, raw_ts = 0, clock_id = 0;
 	int64_t ts = 0;
-	int has_ts = 0, k, rc = 0;
-	const unsigned char *te = NULL, *interned_at = NULL, *defaults = NULL;
-	size_t te_n = 0, interned_n = 0, defaults_n = 0;
+	int has_ts = 0, has_clock = 0, k, rc = 0;
+	const unsigned char *te = NULL, *interned_at = NULL, *defaults = NULL, *snap = NULL;
+	size_t te_n = 0, interned_n = 0, defaults_n = 0, snap_n = 0;
 	while ((k = tk__pb_next(&c, &f)) > 0) {
 		switch (f.num) {
-		case F_PKT_TIMESTAMP: ts = (int64_t)f.v; has_ts = 1; break;
+		case F_PKT_TIMESTAMP: raw_ts = f.v; has_ts = 1; break;
 		case F_PKT_SEQ_ID: seq_id = f.v; break;
 		case F_PKT_SEQ_FLAGS: flags = f.v; break;
 		case 41: /* incremental_state_cleared */ if (f.v) flags |= SEQ_CLEARED; break;
 		case F_PKT_CLOCK_ID:
-			if (f.wt == TK__PB_VARINT && f.v >= 64)
-				return tk__reader_fail_at(r, TK_ERR_UNSUPPORTED, r->base + r->pos,
-				                          "timestamps on the sequence's own clock (%llu) are not supported",
-				                          (unsigned long long)f.v);
+			if (f.wt == TK__PB_VARINT) {
+				clock_id = f.v;
+				has_clock = 1;
+			}
+			break;
+		case F_PKT_CLOCK_SNAPSHOT:
+			if (f.wt == TK__PB_LEN) {
+				snap = f.data;
+				snap_n = f.len;
+			}
 			break;
 		case F_PKT_INTERNED: interned_at = f.data; interned_n = f.len; break;
 		case F_PKT_DEFAULTS: defaults = f.data; defaults_n = f.len; break;
@@ -2614,17 +2767,31 @@ static int take_packet(tk_reader *r, const unsigned char *p, size_t n)
 	if (k < 0)
 		return bad_pkt(r, "damaged trace packet");
 	rseq *q = NULL;
-	if (interned_at || te || defaults || (flags & SEQ_CLEARED)) {
+	if (interned_at || te || defaults || snap || has_ts || (flags & SEQ_CLEARED)) {
 		if (!(q = seq_of(s, seq_id)))
 			return nomem(r);
 		if (flags & SEQ_CLEARED) {
 			for (int i = 0; i < K_N; i++)
 				tk__map_clear(&q->m[i]);
 			q->has_default = 0;
+			q->default_clock = 0;
 		}
 	}
 	if (defaults && (rc = take_defaults(r, q, defaults, defaults_n)))
 		return rc;
+	if (snap && (rc = take_snapshot(r, q, snap, snap_n)))
+		return rc;
+	if (has_ts) {
+		uint64_t id = has_clock ? clock_id : q->default_clock;
+		if (id >= CLOCK_SEQ)
+			rc = seq_time(r, q, id, raw_ts, &ts);
+		else if (raw_ts > INT64_MAX)
+			rc = bad_pkt(r, "a timestamp beyond 2^63 ns");
+		else
+			ts = (int64_t)raw_ts;
+		if (rc)
+			return rc;
+	}
 	if (interned_at && (rc = take_interned(r, q, interned_at, interned_n)))
 		return rc;
 	return te ? track_event(r, q, te, te_n, ts, has_ts) : 0;
@@ -2754,5 +2921,5 @@ static const tk__fmt pftrace_rd = {pf_bid, pf_open, pf_next, pf_free};
 
 static const char *const pftrace_suffixes[] = {".pftrace", ".perfetto-trace", NULL};
 
-const tk__format tk__format_pftrace = {TK_FORMAT_PFTRACE, "pftrace", pftrace_suffixes, TK__FMT_WHOLE_GZIP,
+const tk__format tk__format_pftrace = {TK_FORMAT_PFTRACE, "pftrace", pftrace_suffixes, TK__FMT_WHOLE_GZIP | TK__FMT_BINARY,
                                        &pftrace_rd, &pftrace_wr};

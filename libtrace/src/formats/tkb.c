@@ -927,4 +927,4 @@ static const tk__wfmt tkb_wr = {0, tw_open, tw_add_meta, NULL, tw_write, tw_clos
 
 static const char *const tkb_suffixes[] = {".tkb", NULL};
 
-const tk__format tk__format_tkb = {TK_FORMAT_TKB, "tkb", tkb_suffixes, 0, &tkb_rd, &tkb_wr};
+const tk__format tk__format_tkb = {TK_FORMAT_TKB, "tkb", tkb_suffixes, TK__FMT_BINARY, &tkb_rd, &tkb_wr};
