@@ -73,6 +73,20 @@ static const char digits2[] = "0001020304050607080910111213141516171819202122232
                               "8081828384858687888990919293949596979899";
 
 /* Decimal digits of v, written backwards ending at `end`; two at a time. */
+int tk__buf_u64(tk__buf *b, uint64_t v)
+{
+	char t[24], *e = t + sizeof t, *q = tk__fmt_u64(e, v);
+	return tk__buf_append(b, q, (size_t)(e - q));
+}
+
+int tk__buf_i64(tk__buf *b, int64_t v)
+{
+	char t[24], *e = t + sizeof t, *q = tk__fmt_u64(e, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+	if (v < 0)
+		*--q = '-';
+	return tk__buf_append(b, q, (size_t)(e - q));
+}
+
 char *tk__fmt_u64(char *end, uint64_t v)
 {
 	while (v >= 100) {

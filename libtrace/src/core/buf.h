@@ -62,6 +62,9 @@ int tk__write_all(int fd, const void *p, size_t n, uint64_t *count);
 
 /* Decimal digits of v written backwards so that they end at `end`; returns the first. */
 char *tk__fmt_u64(char *end, uint64_t v);
+/* Appends v in decimal; 0 or TK_ERR_NOMEM. */
+int tk__buf_u64(tk__buf *b, uint64_t v);
+int tk__buf_i64(tk__buf *b, int64_t v);
 /* A malloc'd copy, or NULL. */
 char *tk__strdup(const char *s);
 char *tk__strndup(const char *s, size_t n);

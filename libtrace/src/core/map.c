@@ -15,8 +15,16 @@ uint64_t tk__hash(const void *p, size_t n)
 		s += 8;
 		n -= 8;
 	}
+	/* the last 0-7 bytes, without a call to memcpy of a variable size */
 	uint64_t w = 0;
-	memcpy(&w, s, n);
+	if (n >= 4) {
+		uint32_t a, z;
+		memcpy(&a, s, 4);
+		memcpy(&z, s + n - 4, 4);
+		w = (uint64_t)a | (uint64_t)z << 32;
+	} else if (n) {
+		w = (uint64_t)s[0] | (uint64_t)s[n / 2] << 8 | (uint64_t)s[n - 1] << 16;
+	}
 	h = (h ^ w) * 0x94d049bb133111ebull;
 	h ^= h >> 29;
 	h *= 0xbf58476d1ce4e5b9ull;

@@ -326,11 +326,9 @@ static int put_track(tk_writer *w, uint64_t uuid, uint64_t parent, const char *n
 
 static int id_text(tk__buf *b, const tk_id *id)
 {
-	char num[32];
 	switch (id->kind) {
 	case TK_ID_INT:
-		snprintf(num, sizeof num, "%lld", (long long)id->num);
-		return tk__buf_puts(b, num);
+		return tk__buf_i64(b, id->num);
 	case TK_ID_STR: return tk__buf_append(b, id->str.ptr, id->str.len);
 	default: return 0;
 	}
@@ -1922,6 +1920,20 @@ static int put_json_double(tk__buf *o, double d)
 
 static int put_json_str(tk__buf *o, const void *p, size_t n)
 {
+	const unsigned char *u = p;
+	size_t i = 0;
+	if (n <= 64) /* short plain ASCII (most names and values) goes as it is */
+		while (i < n && u[i] >= 0x20 && u[i] < 0x7f && u[i] != '"' && u[i] != '\\')
+			i++;
+	if (i == n && n) {
+		if (tk__buf_reserve(o, n + 2))
+			return TK_ERR_NOMEM;
+		o->p[o->len] = '"';
+		memcpy(o->p + o->len + 1, p, n);
+		o->p[o->len + n + 1] = '"';
+		o->len += n + 2;
+		return 0;
+	}
 	return tk__buf_putc(o, '"') || tk__json_escape(o, p, n) < 0 || tk__buf_putc(o, '"') ? TK_ERR_NOMEM : 0;
 }
 
@@ -1999,13 +2011,14 @@ static int ann_json(tk_reader *r, const rseq *q, const unsigned char *p, size_t 
 			rc = tk__buf_puts(o, f.v ? "true" : "false");
 			break;
 		case F_DA_UINT:
+			rc = tk__buf_u64(o, f.v);
+			break;
 		case F_DA_POINTER:
-			snprintf(num, sizeof num, num_f == F_DA_POINTER ? "\"0x%llx\"" : "%llu", (unsigned long long)f.v);
+			snprintf(num, sizeof num, "\"0x%llx\"", (unsigned long long)f.v);
 			rc = tk__buf_puts(o, num);
 			break;
 		case F_DA_INT:
-			snprintf(num, sizeof num, "%lld", (long long)f.v);
-			rc = tk__buf_puts(o, num);
+			rc = tk__buf_i64(o, (int64_t)f.v);
 			break;
 		case F_DA_DOUBLE: {
 			double d;
@@ -2435,17 +2448,14 @@ static int track_event(tk_reader *r, rseq *q, const unsigned char *p, size_t n, 
 				key = (tk_sv){"value", 5};
 			if (tk__buf_putc(o, i ? ',' : '{') || put_json_str(o, key.ptr, key.len) || tk__buf_putc(o, ':'))
 				return nomem(r);
-			char num[32];
 			if (i == 0 && e.ctr == 1) {
-				snprintf(num, sizeof num, "%lld", (long long)e.ctr_i);
-				rc = tk__buf_puts(o, num);
+				rc = tk__buf_i64(o, e.ctr_i);
 			} else if (i == 0) {
 				rc = put_json_double(o, e.ctr_d);
 			} else if (nx) {
 				rc = i - 1 < e.n_extra_d ? put_json_double(o, e.extra_d[i - 1]) : tk__buf_puts(o, "null");
 			} else {
-				snprintf(num, sizeof num, "%lld", (long long)(i - 1 < e.n_extra_i ? e.extra_i[i - 1] : 0));
-				rc = tk__buf_puts(o, num);
+				rc = tk__buf_i64(o, i - 1 < e.n_extra_i ? e.extra_i[i - 1] : 0);
 			}
 			if (rc)
 				return nomem(r);
@@ -2498,7 +2508,6 @@ static int take_metadata(tk_reader *r, const unsigned char *p, size_t n)
 	int k, have = 0;
 	tk__buf *o = &s->val;
 	o->len = 0;
-	char num[32];
 	while ((k = tk__pb_next(&c, &f)) > 0) {
 		int rc = 0;
 		if (f.num == F_CM_NAME && f.wt == TK__PB_LEN) {
@@ -2513,8 +2522,7 @@ static int take_metadata(tk_reader *r, const unsigned char *p, size_t n)
 		} else if (f.num == F_CM_BOOL && f.wt == TK__PB_VARINT) {
 			rc = tk__buf_puts(o, f.v ? "true" : "false");
 		} else if (f.num == F_CM_INT && f.wt == TK__PB_VARINT) {
-			snprintf(num, sizeof num, "%lld", (long long)f.v);
-			rc = tk__buf_puts(o, num);
+			rc = tk__buf_i64(o, (int64_t)f.v);
 		} else if (f.num == F_CM_JSON && f.wt == TK__PB_LEN) {
 			rc = tk__json_canon_text(o, (const char *)f.data, f.len, 0, NULL);
 			if (rc == TK_ERR_ARG)
