@@ -175,7 +175,7 @@ TK_API void tk_inputs_free(tk_inputs *in);
 typedef struct tk_writer tk_writer;
 
 /* Formats. Values are pinned: they never change between versions. */
-enum { TK_FORMAT_AUTO = 0, TK_FORMAT_JSON = 1, TK_FORMAT_TKB = 2, TK_FORMAT_PFTRACE = 3 };
+enum { TK_FORMAT_AUTO = 0, TK_FORMAT_JSON = 1, TK_FORMAT_TKB = 2, TK_FORMAT_PFTRACE = 3, TK_FORMAT_SQLITE = 4 };
 
 typedef struct tk_writer_opts {
 	int format;     /* TK_FORMAT_*; AUTO picks from the path's name, else JSON */

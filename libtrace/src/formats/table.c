@@ -7,7 +7,8 @@
 #define TK__FORMATS(X) \
 	X(tk__format, tk__format_json) \
 	X(tk__format, tk__format_tkb) \
-	X(tk__format, tk__format_pftrace)
+	X(tk__format, tk__format_pftrace) \
+	X(tk__format, tk__format_sqlite)
 #define TK__IFILTERS(X) \
 	X(tk__ifilter, tk__ifilter_gzip) \
 	X(tk__ifilter, tk__ifilter_archive)

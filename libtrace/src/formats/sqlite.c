@@ -1,0 +1,1056 @@
+/* sqlite.c: SQLite output (.sqlite): tables shaped like Perfetto's trace_processor (process, thread, track, slice, args, flow, counter, metadata), written in one transaction through prepared statements; docs/sql.md is the schema. */
+#define _GNU_SOURCE /* memmem */
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/jscan.h"
+#include "core/json_text.h"
+#include "core/strtab.h"
+#include "formats/formats.h"
+#include "tracekit/sort.h"
+
+#define GROUP_MAX 4096        /* events of one timestamp ordered together */
+#define DEFAULT_CACHE (64u << 20) /* SQLite's page cache when no budget is given */
+
+static const char SCHEMA[] =
+	"CREATE TABLE metadata(name TEXT, int_value INTEGER, str_value TEXT);"
+	"CREATE TABLE process(upid INTEGER PRIMARY KEY, pid, name TEXT, labels TEXT, sort_index INTEGER,"
+	" rank INTEGER);"
+	"CREATE TABLE thread(utid INTEGER PRIMARY KEY, tid, name TEXT, upid INTEGER, sort_index INTEGER);"
+	"CREATE TABLE track(id INTEGER PRIMARY KEY, name TEXT, type TEXT, utid INTEGER, upid INTEGER);"
+	"CREATE TABLE slice(id INTEGER PRIMARY KEY, ts INTEGER, dur INTEGER, track_id INTEGER, category TEXT,"
+	" name TEXT, depth INTEGER, parent_id INTEGER, arg_set_id INTEGER);"
+	"CREATE TABLE arg_key(id INTEGER PRIMARY KEY, flat_key TEXT, key TEXT, value_type TEXT);"
+	"CREATE TABLE arg(arg_set_id INTEGER, n INTEGER, key_id INTEGER, value,"
+	" PRIMARY KEY(arg_set_id, n)) WITHOUT ROWID;"
+	"CREATE TABLE flow(id INTEGER PRIMARY KEY, slice_out INTEGER, slice_in INTEGER, category TEXT,"
+	" name TEXT);"
+	"CREATE TABLE counter(id INTEGER PRIMARY KEY, ts INTEGER, track_id INTEGER, value);"
+	"CREATE TABLE meta_event(id INTEGER PRIMARY KEY, ts INTEGER, pid, tid, name TEXT, arg_set_id INTEGER);"
+	"CREATE VIEW args AS SELECT a.arg_set_id AS arg_set_id, k.flat_key AS flat_key, k.key AS key,"
+	" CASE WHEN k.value_type IN ('int', 'bool') THEN a.value END AS int_value,"
+	" CASE WHEN k.value_type IN ('string', 'json') THEN a.value END AS string_value,"
+	" CASE WHEN k.value_type = 'real' THEN a.value END AS real_value,"
+	" k.value_type AS value_type,"
+	" CASE k.value_type WHEN 'bool' THEN CASE a.value WHEN 1 THEN 'true' ELSE 'false' END"
+	" WHEN 'null' THEN 'null' ELSE CAST(a.value AS TEXT) END AS display_value"
+	" FROM arg a JOIN arg_key k ON k.id = a.key_id;"
+	"CREATE VIEW thread_track AS SELECT id, name, type, utid FROM track WHERE type = 'thread';"
+	"CREATE VIEW counter_track AS SELECT id, name, type, upid FROM track WHERE type = 'process_counter';"
+	"CREATE VIEW process_counter_track AS SELECT id, name, type, upid FROM track"
+	" WHERE type = 'process_counter';";
+
+static const char INDEXES[] =
+	"CREATE INDEX slice_track_ts ON slice(track_id, ts);"
+	"CREATE INDEX slice_name ON slice(name);"
+	"CREATE INDEX slice_parent ON slice(parent_id);"
+	"CREATE INDEX flow_out ON flow(slice_out);"
+	"CREATE INDEX flow_in ON flow(slice_in);"
+	"CREATE INDEX counter_track_ts ON counter(track_id, ts);";
+
+enum { Q_SLICE, Q_DUR, Q_ARG, Q_KEY, Q_FLOW, Q_COUNTER, Q_META_EVENT, Q_N };
+static const char *const QUERIES[Q_N] = {
+	"INSERT INTO slice VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	"UPDATE slice SET dur = ?2 WHERE id = ?1",
+	"INSERT INTO arg VALUES(?1, ?2, ?3, ?4)",
+	"INSERT INTO arg_key VALUES(?1, ?2, ?3, ?4)",
+	"INSERT INTO flow(slice_out, slice_in, category, name) VALUES(?1, ?2, ?3, ?4)",
+	"INSERT INTO counter(ts, track_id, value) VALUES(?1, ?2, ?3)",
+	"INSERT INTO meta_event(ts, pid, tid, name, arg_set_id) VALUES(?1, ?2, ?3, ?4, ?5)",
+};
+
+typedef struct sopen { /* a slice open on a thread */
+	int64_t id, ts, end, depth; /* end INT64_MAX: a B waiting for its E */
+	int64_t args;           /* its arg set (an E adds to a B's) */
+	int64_t n_args;
+} sopen;
+
+typedef struct sproc {
+	tk_id pid;
+	char *name, *labels;
+	int64_t sort;
+	int has_sort;
+} sproc;
+
+typedef struct sthr {
+	tk_id pid, tid;
+	size_t proc;
+	char *name;
+	int64_t sort;
+	int has_sort;
+	int64_t track;
+	sopen *open;
+	size_t n_open, open_cap;
+	struct spend *pend; /* flows waiting for the thread's next slice (an "f" without "bp":"e") */
+	size_t n_pend, pend_cap;
+} sthr;
+
+typedef struct spend {
+	int64_t out; /* the slice the flow leaves, 0: none */
+	char *cn;    /* "cat\0name" */
+} spend;
+
+typedef struct sidx { /* map record: hash (the map's) -> index */
+	uint64_t h;
+	size_t idx;
+} sidx;
+
+typedef struct sflow { /* map record: a flow's key -> the slice it leaves (0: none) */
+	uint64_t h;
+	int64_t out;
+} sflow;
+
+typedef struct sw {
+	sqlite3 *db;
+	sqlite3_stmt *q[Q_N];
+	tk_sorter *sorter;
+	tk__map proc_map, thr_map, ctr_map, flow_map;
+	sproc *proc;
+	size_t n_proc, proc_cap;
+	sthr *thr;
+	size_t n_thr, thr_cap;
+	tk__strtab keys; /* "TYPE\x1fKEY" -> arg_key id - 1 */
+	int64_t next_track, next_slice, next_set;
+	tk__buf key, flat, val, scratch;
+	tk_event **group;
+	size_t n_group, group_cap;
+	char *path;
+	char **meta_keys;
+	size_t n_meta, meta_cap;
+} sw;
+
+/* ---- errors ---- */
+
+static int db_fail(tk_writer *w, int rc)
+{
+	sw *s = w->fs;
+	if (rc == SQLITE_NOMEM)
+		return tk__err_set(&w->err, TK_ERR_NOMEM, "out of memory");
+	return tk__err_set(&w->err, TK_ERR_IO, "%s: SQLite: %s", s->path ? s->path : "(output)",
+	                   s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+}
+
+static int nomem(tk_writer *w)
+{
+	return tk__err_set(&w->err, TK_ERR_NOMEM, "out of memory");
+}
+
+/* Runs a prepared statement that returns no rows, and resets it. */
+static int step(tk_writer *w, sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return rc == SQLITE_DONE ? 0 : db_fail(w, rc);
+}
+
+static void bind_sv(sqlite3_stmt *st, int i, tk_sv v)
+{
+	if (v.ptr)
+		sqlite3_bind_text(st, i, v.ptr, (int)v.len, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static void bind_id(sqlite3_stmt *st, int i, const tk_id *id)
+{
+	if (id->kind == TK_ID_INT)
+		sqlite3_bind_int64(st, i, id->num);
+	else if (id->kind == TK_ID_STR)
+		sqlite3_bind_text(st, i, id->str.ptr, (int)id->str.len, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static void bind_opt(sqlite3_stmt *st, int i, int64_t v)
+{
+	if (v)
+		sqlite3_bind_int64(st, i, v);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+/* ---- ids, processes and threads ---- */
+
+static uint64_t id_hash(const tk_id *id)
+{
+	switch (id->kind) {
+	case TK_ID_INT: return tk__mix64((uint64_t)id->num) ^ 0x51ed27a1u;
+	case TK_ID_STR: return tk__hash(id->str.ptr, id->str.len) ^ 0xa3b1c2d3e4f5ull;
+	default: return 0x7f4a7c15u;
+	}
+}
+
+static int id_copy(tk_id *d, const tk_id *s)
+{
+	*d = *s;
+	if (s->kind == TK_ID_STR && !(d->str.ptr = tk__strndup(s->str.ptr, s->str.len)))
+		return TK_ERR_NOMEM;
+	return 0;
+}
+
+static void id_free(tk_id *id)
+{
+	if (id->kind == TK_ID_STR)
+		free((char *)id->str.ptr);
+}
+
+static int proc_of(sw *s, const tk_id *pid, size_t *out)
+{
+	int added;
+	sidx *r = tk__map_put(&s->proc_map, id_hash(pid), NULL, NULL, &added);
+	if (!r)
+		return TK_ERR_NOMEM;
+	if (!added) {
+		*out = r->idx;
+		return 0;
+	}
+	r->idx = *out = s->n_proc;
+	if (TK__GROW(s->proc, s->proc_cap, s->n_proc + 1))
+		return TK_ERR_NOMEM;
+	sproc *p = &s->proc[s->n_proc++];
+	memset(p, 0, sizeof *p);
+	return id_copy(&p->pid, pid);
+}
+
+static int thr_of(sw *s, const tk_id *pid, const tk_id *tid, size_t *out)
+{
+	int added;
+	sidx *r = tk__map_put(&s->thr_map, tk__mix64(id_hash(pid) * 31 + id_hash(tid)), NULL, NULL, &added);
+	if (!r)
+		return TK_ERR_NOMEM;
+	if (!added) {
+		*out = r->idx;
+		return 0;
+	}
+	r->idx = *out = s->n_thr;
+	size_t pi;
+	if (proc_of(s, pid, &pi) || TK__GROW(s->thr, s->thr_cap, s->n_thr + 1))
+		return TK_ERR_NOMEM;
+	sthr *t = &s->thr[s->n_thr++];
+	memset(t, 0, sizeof *t);
+	t->proc = pi;
+	t->track = ++s->next_track;
+	if (id_copy(&t->pid, pid) || id_copy(&t->tid, tid))
+		return TK_ERR_NOMEM;
+	return 0;
+}
+
+/* The decoded text of a JSON string value (quotes included) into b. */
+static int str_value(tk__buf *b, tk_sv v)
+{
+	const unsigned char *p = (const unsigned char *)v.ptr, *e = p + v.len, *end;
+	int plain;
+	tk__jerr je;
+	b->len = 0;
+	if (v.len < 2 || p[0] != '"')
+		return TK_ERR_FORMAT;
+	int rc = tk__json_decode_string(p + 1, e, b, &end, &plain, &je);
+	if (rc)
+		return rc == TK_ERR_NOMEM ? rc : TK_ERR_FORMAT;
+	if (plain)
+		return tk__buf_append(b, p + 1, (size_t)(end - 1 - (p + 1)));
+	return 0;
+}
+
+/* ---- arguments ---- */
+
+/* The arg_key id of (key, flat key, type), inserted when new. */
+static int key_id(tk_writer *w, const char *type, int64_t *id)
+{
+	sw *s = w->fs;
+	tk__buf *k = &s->scratch;
+	k->len = 0;
+	if (tk__buf_puts(k, type) || tk__buf_putc(k, '\x1f') || tk__buf_append(k, s->key.p, s->key.len))
+		return nomem(w);
+	size_t before = s->keys.n;
+	uint32_t i;
+	if (!tk__strtab_intern_id(&s->keys, k->p, k->len, &i).ptr)
+		return nomem(w);
+	*id = (int64_t)i + 1;
+	if (s->keys.n == before)
+		return 0;
+	sqlite3_stmt *st = s->q[Q_KEY];
+	sqlite3_bind_int64(st, 1, *id);
+	sqlite3_bind_text(st, 2, s->flat.p ? s->flat.p : "", (int)s->flat.len, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 3, s->key.p ? s->key.p : "", (int)s->key.len, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 4, type, -1, SQLITE_STATIC);
+	return step(w, st);
+}
+
+typedef struct aset {
+	int64_t id; /* 0 until the first argument */
+	int64_t n;
+} aset;
+
+/* One argument: s->key / s->flat name it; `v` is its JSON text (a scalar,
+ * {} or []). */
+static int put_leaf(tk_writer *w, aset *a, tk_sv v)
+{
+	sw *s = w->fs;
+	sqlite3_stmt *st = s->q[Q_ARG];
+	const char *type;
+	int64_t n;
+	switch (v.ptr[0]) {
+	case '"':
+		if (str_value(&s->val, v))
+			return tk__err_set(&w->err, TK_ERR_FORMAT, "an argument is not valid JSON");
+		type = "string";
+		sqlite3_bind_text(st, 4, s->val.p ? s->val.p : "", (int)s->val.len, SQLITE_TRANSIENT);
+		break;
+	case 't':
+	case 'f':
+		type = "bool";
+		sqlite3_bind_int(st, 4, v.ptr[0] == 't');
+		break;
+	case 'n':
+		type = "null";
+		sqlite3_bind_null(st, 4);
+		break;
+	case '{':
+	case '[':
+		type = "json";
+		sqlite3_bind_text(st, 4, v.ptr, (int)v.len, SQLITE_TRANSIENT);
+		break;
+	default:
+		if (tk__js_int(v, &n) == 0) {
+			type = "int";
+			sqlite3_bind_int64(st, 4, n);
+		} else {
+			char tmp[64], *end;
+			double d = 0;
+			if (v.len < sizeof tmp) {
+				memcpy(tmp, v.ptr, v.len);
+				tmp[v.len] = 0;
+				d = strtod(tmp, &end);
+			}
+			if (v.len < sizeof tmp && !*end && isfinite(d)) {
+				type = "real";
+				sqlite3_bind_double(st, 4, d);
+			} else { /* an integer beyond 64 bits, kept as written */
+				type = "json";
+				sqlite3_bind_text(st, 4, v.ptr, (int)v.len, SQLITE_TRANSIENT);
+			}
+		}
+	}
+	int64_t kid = 0;
+	int rc = key_id(w, type, &kid);
+	if (rc) {
+		sqlite3_clear_bindings(st);
+		return rc;
+	}
+	if (!a->id)
+		a->id = ++s->next_set;
+	sqlite3_bind_int64(st, 1, a->id);
+	sqlite3_bind_int64(st, 2, a->n++);
+	sqlite3_bind_int64(st, 3, kid);
+	return step(w, st);
+}
+
+/* The arguments in JSON value v, under the names s->key / s->flat have. */
+static int put_value(tk_writer *w, aset *a, tk_sv v, unsigned depth)
+{
+	sw *s = w->fs;
+	if (!v.len)
+		return tk__err_set(&w->err, TK_ERR_FORMAT, "an argument is not valid JSON");
+	size_t klen = s->key.len, flen = s->flat.len;
+	int rc = 0;
+	if (v.ptr[0] == '{' && v.len > 2 && depth < 1000) {
+		tk__js_iter it;
+		tk_sv k, x;
+		if (tk__js_obj(&it, v))
+			return tk__err_set(&w->err, TK_ERR_FORMAT, "an argument is not valid JSON");
+		while (!rc && (rc = tk__js_member(&it, &k, &x)) == 1) {
+			s->key.len = klen;
+			s->flat.len = flen;
+			if (str_value(&s->val, (tk_sv){k.ptr - 1, k.len + 2}))
+				return tk__err_set(&w->err, TK_ERR_FORMAT, "an argument name is not valid JSON");
+			if ((klen && tk__buf_putc(&s->key, '.')) || tk__buf_append(&s->key, s->val.p, s->val.len) ||
+			    (flen && tk__buf_putc(&s->flat, '.')) || tk__buf_append(&s->flat, s->val.p, s->val.len))
+				return nomem(w);
+			rc = put_value(w, a, x, depth + 1);
+		}
+		if (rc < 0 && !w->err.code)
+			rc = tk__err_set(&w->err, TK_ERR_FORMAT, "an argument is not valid JSON");
+	} else if (v.ptr[0] == '[' && v.len > 2 && depth < 1000) {
+		const char *p = v.ptr + 1, *e = v.ptr + v.len - 1;
+		for (size_t i = 0; !rc && p < e; i++) {
+			const char *q = tk__js_skip(p, e);
+			if (!q || q == p)
+				return tk__err_set(&w->err, TK_ERR_FORMAT, "an argument is not valid JSON");
+			char num[32];
+			int n = snprintf(num, sizeof num, "[%zu]", i);
+			s->key.len = klen;
+			s->flat.len = flen;
+			if (tk__buf_append(&s->key, num, (size_t)n))
+				return nomem(w);
+			rc = put_value(w, a, (tk_sv){p, (size_t)(q - p)}, depth + 1);
+			p = q < e && *q == ',' ? q + 1 : q;
+		}
+	} else {
+		rc = put_leaf(w, a, v);
+	}
+	s->key.len = klen;
+	s->flat.len = flen;
+	return rc < 0 ? rc : 0;
+}
+
+/* An event's args (an object, else one argument "args") into set a. */
+static int put_args(tk_writer *w, aset *a, tk_sv args)
+{
+	sw *s = w->fs;
+	s->key.len = s->flat.len = 0;
+	if (!args.ptr)
+		return 0;
+	if (args.len && args.ptr[0] == '{')
+		return put_value(w, a, args, 0);
+	if (tk__buf_puts(&s->key, "args") || tk__buf_puts(&s->flat, "args"))
+		return nomem(w);
+	return put_leaf(w, a, args);
+}
+
+/* One argument of tracekit's own (tk.ph, tk.id) with JSON text v. */
+static int put_own(tk_writer *w, aset *a, const char *name, tk_sv v)
+{
+	sw *s = w->fs;
+	s->key.len = s->flat.len = 0;
+	if (tk__buf_puts(&s->key, name) || tk__buf_puts(&s->flat, name))
+		return nomem(w);
+	return put_leaf(w, a, v);
+}
+
+static int put_id_arg(tk_writer *w, aset *a, const tk_id *id)
+{
+	sw *s = w->fs;
+	tk__buf b = {0};
+	int rc = 0;
+	if (id->kind == TK_ID_INT)
+		rc = tk__buf_i64(&b, id->num);
+	else if (id->kind == TK_ID_STR)
+		rc = tk__buf_putc(&b, '"') || tk__json_escape(&b, id->str.ptr, id->str.len) < 0 || tk__buf_putc(&b, '"');
+	(void)s;
+	if (!rc && b.len)
+		rc = put_own(w, a, "tk.id", (tk_sv){b.p, b.len});
+	else if (rc)
+		rc = nomem(w);
+	tk__buf_free(&b);
+	return rc;
+}
+
+/* ---- pass 1: names, metadata events ---- */
+
+static int take_meta_event(tk_writer *w, const tk_event *ev)
+{
+	sw *s = w->fs;
+	aset a = {0, 0};
+	int rc = put_args(w, &a, ev->args);
+	if (rc)
+		return rc;
+	sqlite3_stmt *st = s->q[Q_META_EVENT];
+	if (ev->has & TK_HAS_TS)
+		sqlite3_bind_int64(st, 1, ev->ts);
+	bind_id(st, 2, &ev->pid);
+	bind_id(st, 3, &ev->tid);
+	bind_sv(st, 4, ev->name);
+	bind_opt(st, 5, a.id);
+	if ((rc = step(w, st)))
+		return rc;
+	/* names and sort indexes of processes and threads */
+	int proc = ev->name.len > 8 && memcmp(ev->name.ptr, "process_", 8) == 0;
+	int thr = ev->name.len > 7 && memcmp(ev->name.ptr, "thread_", 7) == 0;
+	if ((!proc && !thr) || !ev->args.ptr)
+		return 0;
+	tk_sv what = proc ? (tk_sv){ev->name.ptr + 8, ev->name.len - 8} : (tk_sv){ev->name.ptr + 7, ev->name.len - 7};
+	const char *key = what.len == 4 && !memcmp(what.ptr, "name", 4)         ? "name"
+	                  : what.len == 10 && !memcmp(what.ptr, "sort_index", 10) ? "sort_index"
+	                  : proc && what.len == 6 && !memcmp(what.ptr, "labels", 6) ? "labels"
+	                                                                           : NULL;
+	tk_sv v;
+	if (!key || tk__js_find(ev->args, key, strlen(key), &v))
+		return 0;
+	size_t pi, ti = 0;
+	if (proc ? proc_of(s, &ev->pid, &pi) : thr_of(s, &ev->pid, &ev->tid, &ti))
+		return nomem(w);
+	if (key[0] == 's') {
+		int64_t n;
+		if (tk__js_int(v, &n))
+			return 0;
+		int64_t *sort = proc ? &s->proc[pi].sort : &s->thr[ti].sort;
+		*sort = n;
+		*(proc ? &s->proc[pi].has_sort : &s->thr[ti].has_sort) = 1;
+		return 0;
+	}
+	if (str_value(&s->scratch, v))
+		return 0;
+	char *c = tk__strndup(s->scratch.p ? s->scratch.p : "", s->scratch.len);
+	if (!c)
+		return nomem(w);
+	char **slot = !proc ? &s->thr[ti].name : key[0] == 'l' ? &s->proc[pi].labels : &s->proc[pi].name;
+	free(*slot);
+	*slot = c;
+	return 0;
+}
+
+static int sq_write(tk_writer *w, const tk_event *ev)
+{
+	sw *s = w->fs;
+	size_t i;
+	if (ev->ph == 'M')
+		return take_meta_event(w, ev);
+	int rc = ev->ph == 'C' ? proc_of(s, &ev->pid, &i) : thr_of(s, &ev->pid, &ev->tid, &i);
+	if (!rc)
+		rc = tk_sorter_add(s->sorter, ev, 0);
+	if (rc)
+		return tk__err_set(&w->err, rc, "%s", rc == TK_ERR_NOMEM ? "out of memory" : tk_sorter_error(s->sorter));
+	return 0;
+}
+
+static int sq_add_meta(tk_writer *w, tk_sv key, tk_sv json, int after)
+{
+	sw *s = w->fs;
+	(void)after;
+	tk__buf c = {0};
+	int rc = tk__json_canon_text(&c, json.ptr, json.len, 0, NULL);
+	if (rc) {
+		tk__buf_free(&c);
+		return rc == TK_ERR_NOMEM ? nomem(w) : tk__err_set(&w->err, rc, "metadata value is not valid JSON");
+	}
+	sqlite3_stmt *st;
+	rc = sqlite3_prepare_v2(s->db, "INSERT INTO metadata VALUES(?1, ?2, ?3)", -1, &st, NULL);
+	if (rc) {
+		tk__buf_free(&c);
+		return db_fail(w, rc);
+	}
+	int64_t n;
+	sqlite3_bind_text(st, 1, key.ptr, (int)key.len, SQLITE_TRANSIENT);
+	if (tk__js_int((tk_sv){c.p, c.len}, &n) == 0)
+		sqlite3_bind_int64(st, 2, n);
+	if (c.len >= 2 && c.p[0] == '"' && !str_value(&s->scratch, (tk_sv){c.p, c.len}))
+		sqlite3_bind_text(st, 3, s->scratch.p ? s->scratch.p : "", (int)s->scratch.len, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_text(st, 3, c.p, (int)c.len, SQLITE_TRANSIENT);
+	rc = step(w, st);
+	sqlite3_finalize(st);
+	/* pidScheme and distributedInfo give the ranks */
+	if (!rc && ((key.len == 9 && !memcmp(key.ptr, "pidScheme", 9)) ||
+	            (key.len == 15 && !memcmp(key.ptr, "distributedInfo", 15)))) {
+		if (TK__GROW(s->meta_keys, s->meta_cap, s->n_meta + 2))
+			rc = nomem(w);
+		else if (!(s->meta_keys[s->n_meta] = tk__strndup(key.ptr, key.len)) ||
+		         !(s->meta_keys[s->n_meta + 1] = tk__strndup(c.p, c.len)))
+			rc = nomem(w);
+		else
+			s->n_meta += 2;
+	}
+	tk__buf_free(&c);
+	return rc;
+}
+
+/* ---- pass 2: the events in time order ---- */
+
+/* Ends the X slices of t that end by ts. */
+static void pop_ended(sthr *t, int64_t ts)
+{
+	while (t->n_open && t->open[t->n_open - 1].end <= ts)
+		t->n_open--;
+}
+
+static int flush_pending(tk_writer *w, sthr *t, int64_t in)
+{
+	sw *s = w->fs;
+	int rc = 0;
+	for (size_t i = 0; i < t->n_pend; i++) {
+		if (!rc) {
+			sqlite3_stmt *st = s->q[Q_FLOW];
+			bind_opt(st, 1, t->pend[i].out);
+			bind_opt(st, 2, in);
+			const char *cn = t->pend[i].cn;
+			sqlite3_bind_text(st, 3, cn, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_text(st, 4, cn + strlen(cn) + 1, -1, SQLITE_TRANSIENT);
+			rc = step(w, st);
+		}
+		free(t->pend[i].cn);
+	}
+	t->n_pend = 0;
+	return rc;
+}
+
+/* A slice row: dur -1 for a B still open. */
+static int put_slice(tk_writer *w, sthr *t, const tk_event *ev, int64_t dur, int push, int64_t *id, aset *a)
+{
+	sw *s = w->fs;
+	sopen *top = t->n_open ? &t->open[t->n_open - 1] : NULL;
+	*id = ++s->next_slice;
+	sqlite3_stmt *st = s->q[Q_SLICE];
+	sqlite3_bind_int64(st, 1, *id);
+	if (ev->has & TK_HAS_TS)
+		sqlite3_bind_int64(st, 2, ev->ts);
+	sqlite3_bind_int64(st, 3, dur);
+	sqlite3_bind_int64(st, 4, t->track);
+	bind_sv(st, 5, ev->cat);
+	bind_sv(st, 6, ev->name);
+	sqlite3_bind_int64(st, 7, top ? top->depth + 1 : 0);
+	bind_opt(st, 8, top ? top->id : 0);
+	bind_opt(st, 9, a->id);
+	int rc = step(w, st);
+	if (!rc && push) {
+		if (TK__GROW(t->open, t->open_cap, t->n_open + 1))
+			return nomem(w);
+		int64_t end;
+		if (dur < 0 || __builtin_add_overflow(ev->ts, dur, &end))
+			end = INT64_MAX;
+		t->open[t->n_open++] = (sopen){*id, ev->ts, end, top ? top->depth + 1 : 0, a->id, a->n};
+	}
+	if (!rc && t->n_pend)
+		rc = flush_pending(w, t, *id);
+	return rc;
+}
+
+static uint64_t flow_key(const tk_event *ev)
+{
+	uint64_t h = ev->cat.ptr ? tk__hash(ev->cat.ptr, ev->cat.len) : 0x1234;
+	return tk__mix64(h * 31 + id_hash(&ev->id));
+}
+
+static int has_bp_e(const tk_event *ev)
+{
+	return ev->extra.ptr && memmem(ev->extra.ptr, ev->extra.len, "\"bp\":\"e\"", 8) != NULL;
+}
+
+static int put_flow(tk_writer *w, sthr *t, const tk_event *ev)
+{
+	sw *s = w->fs;
+	int64_t here = t->n_open ? t->open[t->n_open - 1].id : 0;
+	int added;
+	sflow *f = tk__map_put(&s->flow_map, flow_key(ev), NULL, NULL, &added);
+	if (!f)
+		return nomem(w);
+	if (added)
+		f->out = 0;
+	if (ev->ph == 's') {
+		f->out = here;
+		return 0;
+	}
+	int64_t out = f->out;
+	if (ev->ph == 'f' && !has_bp_e(ev)) { /* binds to the thread's next slice */
+		if (TK__GROW(t->pend, t->pend_cap, t->n_pend + 1))
+			return nomem(w);
+		char *cn = malloc(ev->cat.len + ev->name.len + 2);
+		if (!cn)
+			return nomem(w);
+		if (ev->cat.len)
+			memcpy(cn, ev->cat.ptr, ev->cat.len);
+		cn[ev->cat.len] = 0;
+		if (ev->name.len)
+			memcpy(cn + ev->cat.len + 1, ev->name.ptr, ev->name.len);
+		cn[ev->cat.len + 1 + ev->name.len] = 0;
+		t->pend[t->n_pend++] = (spend){out, cn};
+		return 0;
+	}
+	sqlite3_stmt *st = s->q[Q_FLOW];
+	bind_opt(st, 1, out);
+	bind_opt(st, 2, here);
+	bind_sv(st, 3, ev->cat);
+	bind_sv(st, 4, ev->name);
+	if (ev->ph == 't')
+		f->out = here;
+	return step(w, st);
+}
+
+/* A counter track per (process, name, series). */
+static int ctr_track(tk_writer *w, size_t pi, tk_sv name, tk_sv series, int64_t *track)
+{
+	sw *s = w->fs;
+	tk__buf *n = &s->scratch;
+	n->len = 0;
+	if (tk__buf_append(n, name.ptr ? name.ptr : "", name.len) || tk__buf_putc(n, ' ') ||
+	    tk__buf_append(n, series.ptr, series.len))
+		return nomem(w);
+	uint64_t h = tk__mix64(tk__hash(n->p, n->len) * 31 + pi);
+	int added;
+	sidx *r = tk__map_put(&s->ctr_map, h, NULL, NULL, &added);
+	if (!r)
+		return nomem(w);
+	if (!added) {
+		*track = (int64_t)r->idx;
+		return 0;
+	}
+	r->idx = (size_t)(*track = ++s->next_track);
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(s->db, "INSERT INTO track(id, name, type, upid) VALUES(?1, ?2, 'process_counter', ?3)",
+	                            -1, &st, NULL);
+	if (rc)
+		return db_fail(w, rc);
+	sqlite3_bind_int64(st, 1, *track);
+	sqlite3_bind_text(st, 2, n->p, (int)n->len, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 3, (int64_t)pi + 1);
+	rc = step(w, st);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int put_counter(tk_writer *w, const tk_event *ev)
+{
+	sw *s = w->fs;
+	size_t pi;
+	if (proc_of(s, &ev->pid, &pi))
+		return nomem(w);
+	tk__js_iter it;
+	tk_sv k, v;
+	int rc;
+	if (!ev->args.ptr || tk__js_obj(&it, ev->args))
+		return 0;
+	tk__buf series = {0};
+	while ((rc = tk__js_member(&it, &k, &v)) == 1) {
+		int64_t track = 0, n;
+		if (str_value(&series, (tk_sv){k.ptr - 1, k.len + 2})) {
+			rc = tk__err_set(&w->err, TK_ERR_FORMAT, "a counter's name is not valid JSON");
+			break;
+		}
+		if ((rc = ctr_track(w, pi, ev->name, (tk_sv){series.p ? series.p : "", series.len}, &track)))
+			break;
+		sqlite3_stmt *st = s->q[Q_COUNTER];
+		if (ev->has & TK_HAS_TS)
+			sqlite3_bind_int64(st, 1, ev->ts);
+		sqlite3_bind_int64(st, 2, track);
+		double d;
+		char tmp[64], *end;
+		if (tk__js_int(v, &n) == 0) {
+			sqlite3_bind_int64(st, 3, n);
+		} else if (v.len < sizeof tmp && (memcpy(tmp, v.ptr, v.len), tmp[v.len] = 0, d = strtod(tmp, &end), !*end) &&
+		           isfinite(d)) {
+			sqlite3_bind_double(st, 3, d);
+		} else {
+			sqlite3_bind_text(st, 3, v.ptr, (int)v.len, SQLITE_TRANSIENT); /* not a number: its JSON */
+		}
+		if ((rc = step(w, st)))
+			break;
+	}
+	tk__buf_free(&series);
+	if (rc < 0 && !w->err.code)
+		rc = tk__err_set(&w->err, TK_ERR_FORMAT, "a counter's args are not valid JSON");
+	return rc < 0 ? rc : 0;
+}
+
+static int put_one(tk_writer *w, const tk_event *ev)
+{
+	sw *s = w->fs;
+	if (ev->ph == 'C')
+		return put_counter(w, ev);
+	size_t ti;
+	if (thr_of(s, &ev->pid, &ev->tid, &ti))
+		return nomem(w);
+	sthr *t = &s->thr[ti];
+	if (ev->has & TK_HAS_TS)
+		pop_ended(t, ev->ts);
+	if (ev->ph == 's' || ev->ph == 't' || ev->ph == 'f') {
+		if (ev->id.kind != TK_ID_NONE)
+			return put_flow(w, t, ev);
+	}
+	aset a = {0, 0};
+	int64_t id;
+	int rc;
+	if (ev->ph == 'E') {
+		size_t k = t->n_open;
+		while (k && t->open[k - 1].end != INT64_MAX)
+			k--;
+		if (k) { /* ends the innermost B */
+			sopen o = t->open[k - 1];
+			memmove(&t->open[k - 1], &t->open[k], (t->n_open - k) * sizeof *t->open);
+			t->n_open--;
+			a = (aset){o.args, o.n_args};
+			if ((rc = put_args(w, &a, ev->args)))
+				return rc;
+			if (a.id != o.args) { /* the B had none: the E's become the slice's */
+				sqlite3_stmt *u;
+				if ((rc = sqlite3_prepare_v2(s->db, "UPDATE slice SET arg_set_id = ?2 WHERE id = ?1", -1, &u,
+				                             NULL)))
+					return db_fail(w, rc);
+				sqlite3_bind_int64(u, 1, o.id);
+				sqlite3_bind_int64(u, 2, a.id);
+				rc = step(w, u);
+				sqlite3_finalize(u);
+				if (rc)
+					return rc;
+			}
+			int64_t dur;
+			sqlite3_stmt *st = s->q[Q_DUR];
+			sqlite3_bind_int64(st, 1, o.id);
+			if ((ev->has & TK_HAS_TS) && !__builtin_sub_overflow(ev->ts, o.ts, &dur))
+				sqlite3_bind_int64(st, 2, dur);
+			return step(w, st);
+		}
+	}
+	if ((rc = put_args(w, &a, ev->args)))
+		return rc;
+	if (ev->ph != 'X' && ev->ph != 'B' && ev->ph != 'i' && ev->ph != 'I') {
+		char ph[4] = {'"', ev->ph, '"', 0};
+		if ((rc = put_own(w, &a, "tk.ph", (tk_sv){ph, 3})))
+			return rc;
+	}
+	if (ev->id.kind != TK_ID_NONE && (rc = put_id_arg(w, &a, &ev->id)))
+		return rc;
+	if (ev->ph == 'X' && (ev->has & TK_HAS_DUR) && ev->dur >= 0)
+		return put_slice(w, t, ev, ev->dur, ev->dur > 0, &id, &a);
+	if (ev->ph == 'B')
+		return put_slice(w, t, ev, -1, 1, &id, &a);
+	return put_slice(w, t, ev, 0, 0, &id, &a);
+}
+
+/* The order within one timestamp: ends of B slices, then slices (of one
+ * thread the longest first), then flows, then counters. */
+static int rank_of(const tk_event *e)
+{
+	switch (e->ph) {
+	case 'E': return 0;
+	case 's':
+	case 't':
+	case 'f': return 2;
+	case 'C': return 3;
+	default: return 1;
+	}
+}
+
+static void group_order(tk_event **g, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		tk_event *x = g[i];
+		int rx = rank_of(x);
+		size_t j = i;
+		while (j > 0) {
+			const tk_event *y = g[j - 1];
+			int ry = rank_of(y);
+			int before = rx < ry || (rx == 1 && ry == 1 && x->ph == 'X' && y->ph == 'X' &&
+			                         (x->has & TK_HAS_DUR) && (y->has & TK_HAS_DUR) && x->dur > y->dur);
+			if (!before)
+				break;
+			g[j] = g[j - 1];
+			j--;
+		}
+		g[j] = x;
+	}
+}
+
+static int group_flush(tk_writer *w)
+{
+	sw *s = w->fs;
+	int rc = 0;
+	group_order(s->group, s->n_group);
+	for (size_t i = 0; i < s->n_group && !rc; i++)
+		rc = put_one(w, s->group[i]);
+	for (size_t i = 0; i < s->n_group; i++)
+		tk_event_free(s->group[i]);
+	s->n_group = 0;
+	return rc;
+}
+
+/* ---- the end: processes, threads, tracks, indexes ---- */
+
+static const char *meta_of(const sw *s, const char *key)
+{
+	for (size_t i = 0; i + 1 < s->n_meta; i += 2)
+		if (strcmp(s->meta_keys[i], key) == 0)
+			return s->meta_keys[i + 1];
+	return NULL;
+}
+
+static int put_tables(tk_writer *w)
+{
+	sw *s = w->fs;
+	const char *scheme = meta_of(s, "pidScheme"), *dist = meta_of(s, "distributedInfo");
+	long long k = 0;
+	int64_t one_rank = -1;
+	if (!scheme || sscanf(scheme, "\"rank*%lld+pid\"", &k) != 1 || k <= 0)
+		k = 0;
+	tk_sv rv;
+	if (!k && dist && tk__js_find((tk_sv){dist, strlen(dist)}, "rank", 4, &rv) == 0 && tk__js_int(rv, &one_rank))
+		one_rank = -1;
+	sqlite3_stmt *p = NULL, *t = NULL, *tr = NULL;
+	int rc = sqlite3_prepare_v2(s->db, "INSERT INTO process VALUES(?1, ?2, ?3, ?4, ?5, ?6)", -1, &p, NULL);
+	if (!rc)
+		rc = sqlite3_prepare_v2(s->db, "INSERT INTO thread VALUES(?1, ?2, ?3, ?4, ?5)", -1, &t, NULL);
+	if (!rc)
+		rc = sqlite3_prepare_v2(s->db, "INSERT INTO track(id, name, type, utid, upid) VALUES(?1, ?2, 'thread', ?3, ?4)",
+		                        -1, &tr, NULL);
+	if (rc) {
+		rc = db_fail(w, rc);
+		goto out;
+	}
+	for (size_t i = 0; !rc && i < s->n_proc; i++) {
+		const sproc *x = &s->proc[i];
+		sqlite3_bind_int64(p, 1, (int64_t)i + 1);
+		bind_id(p, 2, &x->pid);
+		if (x->name)
+			sqlite3_bind_text(p, 3, x->name, -1, SQLITE_STATIC);
+		if (x->labels)
+			sqlite3_bind_text(p, 4, x->labels, -1, SQLITE_STATIC);
+		if (x->has_sort)
+			sqlite3_bind_int64(p, 5, x->sort);
+		if (k && x->pid.kind == TK_ID_INT)
+			sqlite3_bind_int64(p, 6, x->pid.num / k);
+		else if (one_rank >= 0)
+			sqlite3_bind_int64(p, 6, one_rank);
+		rc = step(w, p);
+	}
+	for (size_t i = 0; !rc && i < s->n_thr; i++) {
+		const sthr *x = &s->thr[i];
+		sqlite3_bind_int64(t, 1, (int64_t)i + 1);
+		bind_id(t, 2, &x->tid);
+		if (x->name)
+			sqlite3_bind_text(t, 3, x->name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(t, 4, (int64_t)x->proc + 1);
+		if (x->has_sort)
+			sqlite3_bind_int64(t, 5, x->sort);
+		if (!(rc = step(w, t))) {
+			sqlite3_bind_int64(tr, 1, x->track);
+			if (x->name)
+				sqlite3_bind_text(tr, 2, x->name, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(tr, 3, (int64_t)i + 1);
+			sqlite3_bind_int64(tr, 4, (int64_t)x->proc + 1);
+			rc = step(w, tr);
+		}
+	}
+out:
+	sqlite3_finalize(p);
+	sqlite3_finalize(t);
+	sqlite3_finalize(tr);
+	return rc;
+}
+
+static int exec(tk_writer *w, const char *sql)
+{
+	sw *s = w->fs;
+	int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+	return rc ? db_fail(w, rc) : 0;
+}
+
+static int sq_close(tk_writer *w)
+{
+	sw *s = w->fs;
+	int rc = tk_sorter_finish(s->sorter);
+	if (rc)
+		return tk__err_set(&w->err, rc, "%s", tk_sorter_error(s->sorter));
+	const tk_event *ev;
+	uint64_t tag;
+	while ((rc = tk_sorter_next(s->sorter, &ev, &tag)) == TK_OK) {
+		if (s->n_group) {
+			const tk_event *g = s->group[0];
+			int same = (g->has & TK_HAS_TS) == (ev->has & TK_HAS_TS) && (!(ev->has & TK_HAS_TS) || g->ts == ev->ts);
+			if ((!same || s->n_group >= GROUP_MAX) && (rc = group_flush(w)))
+				return rc;
+		}
+		if (TK__GROW(s->group, s->group_cap, s->n_group + 1) || !(s->group[s->n_group] = tk_event_dup(ev)))
+			return nomem(w);
+		s->n_group++;
+	}
+	if (rc != TK_EOF)
+		return tk__err_set(&w->err, rc, "%s", tk_sorter_error(s->sorter));
+	if ((rc = group_flush(w)))
+		return rc;
+	for (size_t i = 0; i < s->n_thr && !rc; i++)
+		if (s->thr[i].n_pend)
+			rc = flush_pending(w, &s->thr[i], 0);
+	if (rc || (rc = put_tables(w)) || (rc = exec(w, INDEXES)) || (rc = exec(w, "COMMIT")))
+		return rc;
+	for (int i = 0; i < Q_N; i++) {
+		sqlite3_finalize(s->q[i]);
+		s->q[i] = NULL;
+	}
+	rc = sqlite3_close(s->db);
+	s->db = NULL;
+	return rc ? tk__err_set(&w->err, TK_ERR_IO, "%s: SQLite cannot close the database", s->path) : 0;
+}
+
+/* ---- open and free ---- */
+
+static void sq_free(tk_writer *w)
+{
+	sw *s = w->fs;
+	if (!s)
+		return;
+	for (int i = 0; i < Q_N; i++)
+		sqlite3_finalize(s->q[i]);
+	sqlite3_close(s->db);
+	tk_sorter_free(s->sorter);
+	tk__map_free(&s->proc_map);
+	tk__map_free(&s->thr_map);
+	tk__map_free(&s->ctr_map);
+	tk__map_free(&s->flow_map);
+	for (size_t i = 0; i < s->n_proc; i++) {
+		id_free(&s->proc[i].pid);
+		free(s->proc[i].name);
+		free(s->proc[i].labels);
+	}
+	free(s->proc);
+	for (size_t i = 0; i < s->n_thr; i++) {
+		sthr *t = &s->thr[i];
+		id_free(&t->pid);
+		id_free(&t->tid);
+		free(t->name);
+		free(t->open);
+		for (size_t k = 0; k < t->n_pend; k++)
+			free(t->pend[k].cn);
+		free(t->pend);
+	}
+	free(s->thr);
+	tk__strtab_free(&s->keys);
+	tk__buf_free(&s->key);
+	tk__buf_free(&s->flat);
+	tk__buf_free(&s->val);
+	tk__buf_free(&s->scratch);
+	for (size_t i = 0; i < s->n_group; i++)
+		tk_event_free(s->group[i]);
+	free(s->group);
+	for (size_t i = 0; i < s->n_meta; i++)
+		free(s->meta_keys[i]);
+	free(s->meta_keys);
+	free(s->path);
+	free(s);
+	w->fs = NULL;
+}
+
+static int sq_open(tk_writer *w)
+{
+	if (!w->sink.tmppath)
+		return tk__err_set(&w->err, TK_ERR_UNSUPPORTED,
+		                   "%s: SQLite output goes to a named file, not to standard output or a pipe",
+		                   w->sink.path ? w->sink.path : "(output)");
+	sw *s = calloc(1, sizeof *s);
+	if (!s)
+		return TK_ERR_NOMEM;
+	w->fs = s;
+	if (!(s->path = tk__strdup(w->sink.path)))
+		return TK_ERR_NOMEM;
+	tk_sorter_opts so = {w->opts.memory_bytes, NULL};
+	int rc = tk_sorter_new(&s->sorter, &so);
+	if (rc)
+		return rc;
+	tk__map_init(&s->proc_map, sizeof(sidx), 4);
+	tk__map_init(&s->thr_map, sizeof(sidx), 4);
+	tk__map_init(&s->ctr_map, sizeof(sidx), 4);
+	tk__map_init(&s->flow_map, sizeof(sflow), 4);
+	/* the sink made the file (empty) and renames it into place at the end */
+	rc = sqlite3_open_v2(w->sink.tmppath, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc)
+		return db_fail(w, rc);
+	size_t cache = w->opts.memory_bytes ? w->opts.memory_bytes / 4 : DEFAULT_CACHE;
+	char pragmas[256];
+	snprintf(pragmas, sizeof pragmas,
+	         "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA locking_mode = EXCLUSIVE;"
+	         "PRAGMA cache_size = -%zu; PRAGMA temp_store = FILE; BEGIN;",
+	         cache / 1024 ? cache / 1024 : 1);
+	if ((rc = exec(w, pragmas)) || (rc = exec(w, SCHEMA)))
+		return rc;
+	for (int i = 0; i < Q_N; i++)
+		if ((rc = sqlite3_prepare_v2(s->db, QUERIES[i], -1, &s->q[i], NULL)))
+			return db_fail(w, rc);
+	return 0;
+}
+
+static const tk__wfmt sqlite_wr = {0, sq_open, sq_add_meta, NULL, sq_write, sq_close, sq_free};
+
+static const char *const sqlite_suffixes[] = {".sqlite3", ".sqlite", ".db", NULL};
+
+const tk__format tk__format_sqlite = {TK_FORMAT_SQLITE, "sqlite", sqlite_suffixes, TK__FMT_BINARY, NULL, &sqlite_wr};
