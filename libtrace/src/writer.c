@@ -36,6 +36,8 @@ static int writer_start(tk_writer **out, const char *path, const tk_writer_opts 
 		return tk__err_set(&w->err, rc, "%s", w->sink.err[0] ? w->sink.err : "out of memory");
 	tk__sink_async(&w->sink);
 	rc = f->wr->open ? f->wr->open(w) : 0;
+	if (rc && w->err.code) /* the format said why */
+		return w->err.code;
 	return rc ? tk__err_set(&w->err, rc, "%s: cannot start output", base) : 0;
 }
 

@@ -81,6 +81,7 @@ typedef struct sthr {
 	int64_t sort;
 	int has_sort;
 	int64_t track;
+	int64_t last_id, last_ts; /* the slice that began last (a flow at its start binds to it, even at dur 0) */
 	sopen *open;
 	size_t n_open, open_cap;
 	struct spend *pend; /* flows waiting for the thread's next slice (an "f" without "bp":"e") */
@@ -595,6 +596,10 @@ static int put_slice(tk_writer *w, sthr *t, const tk_event *ev, int64_t dur, int
 	bind_opt(st, 8, top ? top->id : 0);
 	bind_opt(st, 9, a->id);
 	int rc = step(w, st);
+	if (ev->has & TK_HAS_TS) {
+		t->last_id = *id;
+		t->last_ts = ev->ts;
+	}
 	if (!rc && push) {
 		if (TK__GROW(t->open, t->open_cap, t->n_open + 1))
 			return nomem(w);
@@ -622,7 +627,11 @@ static int has_bp_e(const tk_event *ev)
 static int put_flow(tk_writer *w, sthr *t, const tk_event *ev)
 {
 	sw *s = w->fs;
-	int64_t here = t->n_open ? t->open[t->n_open - 1].id : 0;
+	/* the innermost open slice; a slice of no duration that began right here instead of one that began before */
+	const sopen *top = t->n_open ? &t->open[t->n_open - 1] : NULL;
+	int64_t here = top ? top->id : 0;
+	if (t->last_id && (ev->has & TK_HAS_TS) && t->last_ts == ev->ts && !(top && top->ts == ev->ts))
+		here = t->last_id;
 	int added;
 	sflow *f = tk__map_put(&s->flow_map, flow_key(ev), NULL, NULL, &added);
 	if (!f)
