@@ -12,7 +12,7 @@
 #include "tracekit/sort.h"
 
 #define GROUP_MAX 4096        /* events of one timestamp ordered together */
-#define DEFAULT_CACHE (64u << 20) /* SQLite's page cache when no budget is given */
+#define DEFAULT_MEMORY (64u << 20) /* the sorter's and SQLite's page cache's, when no budget is given */
 
 static const char SCHEMA[] =
 	"CREATE TABLE metadata(name TEXT, int_value INTEGER, str_value TEXT);"
@@ -42,13 +42,59 @@ static const char SCHEMA[] =
 	"CREATE VIEW process_counter_track AS SELECT id, name, type, upid FROM track"
 	" WHERE type = 'process_counter';";
 
+/* Views in the shape of Nsight Systems' export (nsys export --type sqlite),
+ * as far as Kineto's data reaches; names go through StringIds. */
+#define ARG(key)                                                                                              \
+	"(SELECT a.value FROM arg a JOIN arg_key q ON q.id = a.key_id WHERE a.arg_set_id = s.arg_set_id AND q.key = '" \
+	key "')"
+#define FROM_SLICES                                                                                           \
+	" FROM slice s JOIN track k ON k.id = s.track_id JOIN thread t ON t.utid = k.utid"                      \
+	" JOIN process p ON p.upid = t.upid LEFT JOIN StringIds n ON n.value = s.name"
+#define DEVICE_COLUMNS                                                                                        \
+	"SELECT s.ts AS start, s.ts + s.dur AS end, " ARG("device") " AS deviceId, " ARG("context")            \
+	" AS contextId, " ARG("stream") " AS streamId, " ARG("correlation") " AS correlationId, p.pid AS globalPid, "
+
+static const char NSYS[] =
+	"CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT UNIQUE);"
+	"CREATE VIEW CUPTI_ACTIVITY_KIND_KERNEL AS " DEVICE_COLUMNS
+	"n.id AS demangledName, n.id AS shortName, NULL AS mangledName, "
+	ARG("registers per thread") " AS registersPerThread, "
+	ARG("grid[0]") " AS gridX, " ARG("grid[1]") " AS gridY, " ARG("grid[2]") " AS gridZ, "
+	ARG("block[0]") " AS blockX, " ARG("block[1]") " AS blockY, " ARG("block[2]") " AS blockZ, "
+	ARG("shared memory") " AS staticSharedMemory, NULL AS dynamicSharedMemory, p.rank AS rank, s.id AS slice_id"
+	FROM_SLICES " WHERE s.category = 'kernel';"
+	"CREATE VIEW CUPTI_ACTIVITY_KIND_MEMCPY AS " DEVICE_COLUMNS
+	ARG("bytes") " AS bytes, CASE substr(s.name, 1, 11) WHEN 'Memcpy HtoD' THEN 1 WHEN 'Memcpy DtoH' THEN 2"
+	" WHEN 'Memcpy DtoD' THEN 8 WHEN 'Memcpy HtoH' THEN 9 WHEN 'Memcpy PtoP' THEN 10 ELSE 0 END AS copyKind,"
+	" n.id AS nameId, p.rank AS rank, s.id AS slice_id"
+	FROM_SLICES " WHERE s.category = 'gpu_memcpy';"
+	"CREATE VIEW CUPTI_ACTIVITY_KIND_MEMSET AS " DEVICE_COLUMNS
+	ARG("bytes") " AS bytes, NULL AS value, n.id AS nameId, p.rank AS rank, s.id AS slice_id"
+	FROM_SLICES " WHERE s.category = 'gpu_memset';"
+	"CREATE VIEW CUPTI_ACTIVITY_KIND_RUNTIME AS SELECT s.ts AS start, s.ts + s.dur AS end, t.tid AS globalTid, "
+	ARG("correlation") " AS correlationId, n.id AS nameId, " ARG("cbid") " AS cbid, p.pid AS globalPid,"
+	" p.rank AS rank, s.id AS slice_id"
+	FROM_SLICES " WHERE s.category IN ('cuda_runtime', 'cuda_driver');"
+	"CREATE VIEW NVTX_EVENTS AS SELECT s.ts AS start, s.ts + s.dur AS end, 59 AS eventType, s.id AS rangeId,"
+	" NULL AS category, s.name AS text, n.id AS textId, t.tid AS globalTid, p.pid AS globalPid,"
+	" p.rank AS rank, s.id AS slice_id"
+	FROM_SLICES " WHERE s.category = 'user_annotation';"
+	"CREATE VIEW TARGET_INFO_GPU AS SELECT json_extract(d.value, '$.id') AS id,"
+	" json_extract(d.value, '$.name') AS name, json_extract(d.value, '$.totalGlobalMem') AS totalMemory,"
+	" json_extract(d.value, '$.numSms') AS smCount,"
+	" json_extract(d.value, '$.computeMajor') AS computeMajor, json_extract(d.value, '$.computeMinor') AS computeMinor,"
+	" json_extract(d.value, '$.maxThreadsPerBlock') AS maxThreadsPerBlock,"
+	" json_extract(d.value, '$.sharedMemPerBlock') AS sharedMemPerBlock, d.value AS properties"
+	" FROM metadata m, json_each(m.str_value) d WHERE m.name = 'deviceProperties' AND json_valid(m.str_value);";
+
 static const char INDEXES[] =
 	"CREATE INDEX slice_track_ts ON slice(track_id, ts);"
 	"CREATE INDEX slice_name ON slice(name);"
 	"CREATE INDEX slice_parent ON slice(parent_id);"
 	"CREATE INDEX flow_out ON flow(slice_out);"
 	"CREATE INDEX flow_in ON flow(slice_in);"
-	"CREATE INDEX counter_track_ts ON counter(track_id, ts);";
+	"CREATE INDEX counter_track_ts ON counter(track_id, ts);"
+	"INSERT INTO StringIds(value) SELECT DISTINCT name FROM slice WHERE name IS NOT NULL;";
 
 enum { Q_SLICE, Q_DUR, Q_ARG, Q_KEY, Q_FLOW, Q_COUNTER, Q_META_EVENT, Q_N };
 static const char *const QUERIES[Q_N] = {
@@ -138,7 +184,9 @@ static int nomem(tk_writer *w)
 	return tk__err_set(&w->err, TK_ERR_NOMEM, "out of memory");
 }
 
-/* Runs a prepared statement that returns no rows, and resets it. */
+/* Runs a prepared statement that returns no rows, and resets it. Text is
+ * bound SQLITE_STATIC: every binding is cleared here, before its buffer
+ * can change. */
 static int step(tk_writer *w, sqlite3_stmt *st)
 {
 	int rc = sqlite3_step(st);
@@ -150,7 +198,7 @@ static int step(tk_writer *w, sqlite3_stmt *st)
 static void bind_sv(sqlite3_stmt *st, int i, tk_sv v)
 {
 	if (v.ptr)
-		sqlite3_bind_text(st, i, v.ptr, (int)v.len, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, i, v.ptr, (int)v.len, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(st, i);
 }
@@ -160,7 +208,7 @@ static void bind_id(sqlite3_stmt *st, int i, const tk_id *id)
 	if (id->kind == TK_ID_INT)
 		sqlite3_bind_int64(st, i, id->num);
 	else if (id->kind == TK_ID_STR)
-		sqlite3_bind_text(st, i, id->str.ptr, (int)id->str.len, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, i, id->str.ptr, (int)id->str.len, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(st, i);
 }
@@ -275,8 +323,8 @@ static int key_id(tk_writer *w, const char *type, int64_t *id)
 		return 0;
 	sqlite3_stmt *st = s->q[Q_KEY];
 	sqlite3_bind_int64(st, 1, *id);
-	sqlite3_bind_text(st, 2, s->flat.p ? s->flat.p : "", (int)s->flat.len, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 3, s->key.p ? s->key.p : "", (int)s->key.len, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, s->flat.p ? s->flat.p : "", (int)s->flat.len, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, s->key.p ? s->key.p : "", (int)s->key.len, SQLITE_STATIC);
 	sqlite3_bind_text(st, 4, type, -1, SQLITE_STATIC);
 	return step(w, st);
 }
@@ -299,7 +347,7 @@ static int put_leaf(tk_writer *w, aset *a, tk_sv v)
 		if (str_value(&s->val, v))
 			return tk__err_set(&w->err, TK_ERR_FORMAT, "an argument is not valid JSON");
 		type = "string";
-		sqlite3_bind_text(st, 4, s->val.p ? s->val.p : "", (int)s->val.len, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 4, s->val.p ? s->val.p : "", (int)s->val.len, SQLITE_STATIC);
 		break;
 	case 't':
 	case 'f':
@@ -313,7 +361,7 @@ static int put_leaf(tk_writer *w, aset *a, tk_sv v)
 	case '{':
 	case '[':
 		type = "json";
-		sqlite3_bind_text(st, 4, v.ptr, (int)v.len, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 4, v.ptr, (int)v.len, SQLITE_STATIC);
 		break;
 	default:
 		if (tk__js_int(v, &n) == 0) {
@@ -332,7 +380,7 @@ static int put_leaf(tk_writer *w, aset *a, tk_sv v)
 				sqlite3_bind_double(st, 4, d);
 			} else { /* an integer beyond 64 bits, kept as written */
 				type = "json";
-				sqlite3_bind_text(st, 4, v.ptr, (int)v.len, SQLITE_TRANSIENT);
+				sqlite3_bind_text(st, 4, v.ptr, (int)v.len, SQLITE_STATIC);
 			}
 		}
 	}
@@ -381,11 +429,9 @@ static int put_value(tk_writer *w, aset *a, tk_sv v, unsigned depth)
 			const char *q = tk__js_skip(p, e);
 			if (!q || q == p)
 				return tk__err_set(&w->err, TK_ERR_FORMAT, "an argument is not valid JSON");
-			char num[32];
-			int n = snprintf(num, sizeof num, "[%zu]", i);
 			s->key.len = klen;
 			s->flat.len = flen;
-			if (tk__buf_append(&s->key, num, (size_t)n))
+			if (tk__buf_putc(&s->key, '[') || tk__buf_u64(&s->key, i) || tk__buf_putc(&s->key, ']'))
 				return nomem(w);
 			rc = put_value(w, a, (tk_sv){p, (size_t)(q - p)}, depth + 1);
 			p = q < e && *q == ',' ? q + 1 : q;
@@ -525,13 +571,13 @@ static int sq_add_meta(tk_writer *w, tk_sv key, tk_sv json, int after)
 		return db_fail(w, rc);
 	}
 	int64_t n;
-	sqlite3_bind_text(st, 1, key.ptr, (int)key.len, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 1, key.ptr, (int)key.len, SQLITE_STATIC);
 	if (tk__js_int((tk_sv){c.p, c.len}, &n) == 0)
 		sqlite3_bind_int64(st, 2, n);
 	if (c.len >= 2 && c.p[0] == '"' && !str_value(&s->scratch, (tk_sv){c.p, c.len}))
-		sqlite3_bind_text(st, 3, s->scratch.p ? s->scratch.p : "", (int)s->scratch.len, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 3, s->scratch.p ? s->scratch.p : "", (int)s->scratch.len, SQLITE_STATIC);
 	else
-		sqlite3_bind_text(st, 3, c.p, (int)c.len, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 3, c.p, (int)c.len, SQLITE_STATIC);
 	rc = step(w, st);
 	sqlite3_finalize(st);
 	/* pidScheme and distributedInfo give the ranks */
@@ -568,8 +614,8 @@ static int flush_pending(tk_writer *w, sthr *t, int64_t in)
 			bind_opt(st, 1, t->pend[i].out);
 			bind_opt(st, 2, in);
 			const char *cn = t->pend[i].cn;
-			sqlite3_bind_text(st, 3, cn, -1, SQLITE_TRANSIENT);
-			sqlite3_bind_text(st, 4, cn + strlen(cn) + 1, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_text(st, 3, cn, -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 4, cn + strlen(cn) + 1, -1, SQLITE_STATIC);
 			rc = step(w, st);
 		}
 		free(t->pend[i].cn);
@@ -693,7 +739,7 @@ static int ctr_track(tk_writer *w, size_t pi, tk_sv name, tk_sv series, int64_t 
 	if (rc)
 		return db_fail(w, rc);
 	sqlite3_bind_int64(st, 1, *track);
-	sqlite3_bind_text(st, 2, n->p, (int)n->len, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, n->p, (int)n->len, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, (int64_t)pi + 1);
 	rc = step(w, st);
 	sqlite3_finalize(st);
@@ -732,7 +778,7 @@ static int put_counter(tk_writer *w, const tk_event *ev)
 		           isfinite(d)) {
 			sqlite3_bind_double(st, 3, d);
 		} else {
-			sqlite3_bind_text(st, 3, v.ptr, (int)v.len, SQLITE_TRANSIENT); /* not a number: its JSON */
+			sqlite3_bind_text(st, 3, v.ptr, (int)v.len, SQLITE_STATIC); /* not a number: its JSON */
 		}
 		if ((rc = step(w, st)))
 			break;
@@ -1032,7 +1078,9 @@ static int sq_open(tk_writer *w)
 	w->fs = s;
 	if (!(s->path = tk__strdup(w->sink.path)))
 		return TK_ERR_NOMEM;
-	tk_sorter_opts so = {w->opts.memory_bytes, NULL};
+	/* the budget: half for the sorter, half for SQLite's page cache */
+	size_t budget = w->opts.memory_bytes ? w->opts.memory_bytes : DEFAULT_MEMORY;
+	tk_sorter_opts so = {budget / 2, NULL};
 	int rc = tk_sorter_new(&s->sorter, &so);
 	if (rc)
 		return rc;
@@ -1044,13 +1092,13 @@ static int sq_open(tk_writer *w)
 	rc = sqlite3_open_v2(w->sink.tmppath, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc)
 		return db_fail(w, rc);
-	size_t cache = w->opts.memory_bytes ? w->opts.memory_bytes / 4 : DEFAULT_CACHE;
+	size_t cache = budget / 2;
 	char pragmas[256];
 	snprintf(pragmas, sizeof pragmas,
 	         "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA locking_mode = EXCLUSIVE;"
 	         "PRAGMA cache_size = -%zu; PRAGMA temp_store = FILE; BEGIN;",
 	         cache / 1024 ? cache / 1024 : 1);
-	if ((rc = exec(w, pragmas)) || (rc = exec(w, SCHEMA)))
+	if ((rc = exec(w, pragmas)) || (rc = exec(w, SCHEMA)) || (rc = exec(w, NSYS)))
 		return rc;
 	for (int i = 0; i < Q_N; i++)
 		if ((rc = sqlite3_prepare_v2(s->db, QUERIES[i], -1, &s->q[i], NULL)))
