@@ -10,8 +10,8 @@ pass PRAGMA integrity_check and hold, against plain.json:
     process, thread, name, category, ts, dur and every argument (key,
     type, value), as a multiset;
   - depth and parent_id: a parent is on the slice's track, one level up,
-    open when the child starts; on tracks of X slices alone, exactly the
-    innermost slice that holds the child;
+    and holds the child whole; on tracks of X slices alone, exactly the
+    innermost open slice that does;
   - one flow row per "t" and "f" event; ac2g flows join a launch and the
     kernel of the same correlation id;
   - one counter row per series of every "C" event, one meta_event per "M",
@@ -201,11 +201,12 @@ def check_tree(r, db):
                 bad.append("slice %d: depth %d without a parent" % (i, depth))
             continue
         p = rows.get(par)
-        if p is None or p[0] != tr or p[3] != depth - 1 or (ts is not None and p[1] is not None and
-                                                             (p[1] > ts or (p[2] >= 0 and p[1] + p[2] < ts))):
+        # the parent holds the child whole (a B still open holds anything after it)
+        if p is None or p[0] != tr or p[3] != depth - 1 or (ts is not None and p[1] is not None and (
+                p[1] > ts or (p[2] >= 0 and p[1] + p[2] < ts + max(dur, 0)))):
             bad.append("slice %d (track %s, ts %s, depth %s): parent %s is %s" % (i, tr, ts, depth, par, p))
     r.check(not bad, "%d slices with a wrong parent, e.g. %s" % (len(bad), bad[:3]))
-    # tracks of X slices alone: the parent is the innermost slice holding the start
+    # tracks of X slices alone: the parent is the innermost open slice that holds the child whole
     be = {tr for tr, in db.execute("SELECT DISTINCT track_id FROM slice WHERE dur < 0")}
     stacks = {}
     wrong = []
@@ -214,7 +215,7 @@ def check_tree(r, db):
         if tr in be:
             continue
         st = stacks.setdefault(tr, [])
-        while st and st[-1][1] <= ts:
+        while st and (st[-1][1] <= ts or st[-1][1] < ts + dur):
             st.pop()
         want = st[-1][0] if st else None
         if want != par:
@@ -246,6 +247,94 @@ def check_flows(r, db, events, want_flows):
         " AND a.key = 'correlation' JOIN args b ON b.arg_set_id = (SELECT arg_set_id FROM slice WHERE id = f.slice_in)"
         " AND b.key = 'correlation' WHERE f.category = 'ac2g' AND a.int_value != b.int_value").fetchone()[0]
     r.check(mismatch == 0, "%d ac2g flows join slices of different correlation ids" % mismatch)
+
+
+# ---- the queries of docs/sql.md against trace-stats ----
+
+TITLES = ["Top kernels by time", "An operator's self time", "Runtime API calls", "GPU time per ProfilerStep",
+          "NCCL time per rank", "The kernels each CPU op launched", "The longest gaps on a GPU stream",
+          "Arguments of one slice"]
+
+
+KERNEL = ("kernel", "Kernel", "mtia_ccp_events")
+
+
+def no_limit(sql):
+    return re.sub(r"\s+LIMIT \d+\s*;?\s*$", ";", sql.strip())
+
+
+def stats_json(r, path, *opts):
+    rc, out, err = run([TOOLS["stats"], path, "-f", "json", "-n", "-1", "-q", *opts])
+    if not r.check(rc == 0, "trace-stats %s: exit %d: %s" % (" ".join(opts), rc, err.strip()[:300])):
+        return {}
+    return json.loads(out)
+
+
+def rows_of(doc, table):
+    return (doc.get(table) or {}).get("rows") or []
+
+
+def same(r, what, got, want):
+    if got != want:
+        diff = sorted(set(got) ^ set(want))[:2] + [k for k in got if k in want and got[k] != want[k]][:2]
+        r.check(False, "%s: the query and trace-stats differ (%d rows vs %d), e.g. %s" % (
+            what, len(got), len(want), [(k, got.get(k), want.get(k)) for k in diff][:3]))
+    else:
+        r.check(True, "")
+
+
+def check_queries(r, db, path, q, events):
+    st = stats_json(r, path, "-t", "kernels,api,ops")
+    kern = {x["name"]: (x["count"], x["total_ns"], x["min_ns"], x["max_ns"]) for x in rows_of(st, "kernels")}
+    got = {n: (c, t, lo, hi) for n, c, t, lo, hi in db.execute(no_limit(q["Top kernels by time"][0]))}
+    same(r, "top kernels", got, kern)
+    got2 = {n: (c, t) for n, c, t in db.execute(no_limit(q["Top kernels by time"][1]))}
+    same(r, "top kernels through CUPTI_ACTIVITY_KIND_KERNEL", got2, {n: v[:2] for n, v in kern.items()})
+    api = {x["name"]: (x["count"], x["total_ns"]) for x in rows_of(st, "api")}
+    got = {n: (c, t) for n, c, t in db.execute(no_limit(q["Runtime API calls"][0]))}
+    same(r, "runtime API calls", got, api)
+    ops = {}  # a name may have a CPU row and a GPU row (a kernel named like its launcher): the CPU one
+    for x in rows_of(st, "ops"):
+        if x["cpu_total_ns"] or x["name"] not in ops:
+            ops[x["name"]] = (x["calls"], x["self_cpu_ns"])
+    # trace-stats leaves out utility ops (aten::is_leaf, [memory], ...): the names it lists
+    got = {n: (c, sf) for n, c, _, sf in db.execute(no_limit(q["An operator's self time"][0])) if n in ops}
+    same(r, "operator self time", got, {n: ops[n] for n in got})
+    # NCCL per rank: one trace is one rank
+    nccl = [x for x in rows_of(st, "kernels") if x["name"].startswith("nccl")]
+    got = list(db.execute(q["NCCL time per rank"][0]))
+    want = [(sum(x["count"] for x in nccl), sum(x["total_ns"] for x in nccl))] if nccl else []
+    r.check([(c, t) for _, c, t in got] == want, "NCCL per rank: %s, want %s (trace-stats nccl* kernels)"
+            % (got, want))
+    # GPU time per step: the first two steps that one slice each names
+    steps = list(db.execute(q["GPU time per ProfilerStep"][0]))
+    names = collections.Counter(n for n, in db.execute("SELECT name FROM slice WHERE name GLOB 'ProfilerStep#*'"))
+    for name, kernels, kernel_ns in [x for x in steps if names[x[0]] == 1][:2]:
+        sst = stats_json(r, path, "-t", "kernels", "--steps", name[len("ProfilerStep#"):])
+        rows = rows_of(sst, "kernels")
+        want = (sum(x["count"] for x in rows), sum(x["total_ns"] for x in rows))
+        r.check((kernels, kernel_ns or 0) == want, "GPU time in %s: %s, want %s (trace-stats --steps)"
+                % (name, (kernels, kernel_ns), want))
+    # kernels launched through ac2g: the kernels of the correlation ids whose flow has both ends
+    started, joined = set(), set()
+    for e in sorted((e for e in events if is_flow(e) and e.get("cat") == "ac2g" and e.get("ts") is not None),
+                    key=lambda e: ns(e["ts"])):
+        (started if e["ph"] == "s" else joined if an_id(e["id"]) in started else set()).add(an_id(e["id"]))
+    want = sum(ns(e["dur"]) for e in events if e.get("cat") in KERNEL and e.get("ph") == "X"
+               and isinstance(e.get("args"), dict) and e["args"].get("correlation") in joined)
+    got = sum(x[3] for x in db.execute(no_limit(q["The kernels each CPU op launched"][0])))
+    r.check(got == want, "kernels launched by CPU ops: %d ns, want %d (kernels of joined correlation ids)"
+            % (got, want))
+    # the longest gap on a GPU stream
+    gpu = collections.defaultdict(list)
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in KERNEL + ("gpu_memcpy", "Memcpy", "gpu_memset", "Memset") \
+                and "ts" in e and e["cat"] != "mtia_ccp_events":
+            gpu[(an_id(e.get("pid")), an_id(e.get("tid")))].append((ns(e["ts"]), -ns(e.get("dur") or 0)))
+    gaps = [b[0] - (a[0] - a[1]) for v in gpu.values() for a, b in zip(sorted(v), sorted(v)[1:])]
+    want = max([g for g in gaps if g > 0], default=None)
+    got = db.execute(q["The longest gaps on a GPU stream"][0]).fetchone()
+    r.check((got[2] if got else None) == want, "longest GPU gap %s, want %s" % (got and got[2], want))
 
 
 def one_trace(args):
@@ -280,6 +369,13 @@ def one_trace(args):
             keys = [k for k in doc if k != "traceEvents"]
             got_keys = [k for k, in db.execute("SELECT name FROM metadata ORDER BY rowid")]
             r.check(got_keys == keys, "metadata names %s, want %s" % (got_keys[:5], keys[:5]))
+        titled = collections.defaultdict(list)
+        for title, sql in docs_queries:
+            titled[title].append(sql)
+        if all(t in titled for t in TITLES):
+            check_queries(r, db, path, titled, events)
+        else:
+            r.check(False, "docs/sql.md lacks the queries %s" % [t for t in TITLES if t not in titled])
         for title, sql in docs_queries:
             try:
                 db.execute(sql).fetchall()

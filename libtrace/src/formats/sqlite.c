@@ -62,19 +62,19 @@ static const char NSYS[] =
 	ARG("grid[0]") " AS gridX, " ARG("grid[1]") " AS gridY, " ARG("grid[2]") " AS gridZ, "
 	ARG("block[0]") " AS blockX, " ARG("block[1]") " AS blockY, " ARG("block[2]") " AS blockZ, "
 	ARG("shared memory") " AS staticSharedMemory, NULL AS dynamicSharedMemory, p.rank AS rank, s.id AS slice_id"
-	FROM_SLICES " WHERE s.category = 'kernel';"
+	FROM_SLICES " WHERE s.category IN ('kernel', 'Kernel', 'mtia_ccp_events');"
 	"CREATE VIEW CUPTI_ACTIVITY_KIND_MEMCPY AS " DEVICE_COLUMNS
 	ARG("bytes") " AS bytes, CASE substr(s.name, 1, 11) WHEN 'Memcpy HtoD' THEN 1 WHEN 'Memcpy DtoH' THEN 2"
 	" WHEN 'Memcpy DtoD' THEN 8 WHEN 'Memcpy HtoH' THEN 9 WHEN 'Memcpy PtoP' THEN 10 ELSE 0 END AS copyKind,"
 	" n.id AS nameId, p.rank AS rank, s.id AS slice_id"
-	FROM_SLICES " WHERE s.category = 'gpu_memcpy';"
+	FROM_SLICES " WHERE s.category IN ('gpu_memcpy', 'Memcpy');"
 	"CREATE VIEW CUPTI_ACTIVITY_KIND_MEMSET AS " DEVICE_COLUMNS
 	ARG("bytes") " AS bytes, NULL AS value, n.id AS nameId, p.rank AS rank, s.id AS slice_id"
-	FROM_SLICES " WHERE s.category = 'gpu_memset';"
+	FROM_SLICES " WHERE s.category IN ('gpu_memset', 'Memset');"
 	"CREATE VIEW CUPTI_ACTIVITY_KIND_RUNTIME AS SELECT s.ts AS start, s.ts + s.dur AS end, t.tid AS globalTid, "
 	ARG("correlation") " AS correlationId, n.id AS nameId, " ARG("cbid") " AS cbid, p.pid AS globalPid,"
 	" p.rank AS rank, s.id AS slice_id"
-	FROM_SLICES " WHERE s.category IN ('cuda_runtime', 'cuda_driver');"
+	FROM_SLICES " WHERE s.category IN ('cuda_runtime', 'cuda_driver', 'Runtime', 'mtia_runtime', 'privateuse1_runtime');"
 	"CREATE VIEW NVTX_EVENTS AS SELECT s.ts AS start, s.ts + s.dur AS end, 59 AS eventType, s.id AS rangeId,"
 	" NULL AS category, s.name AS text, n.id AS textId, t.tid AS globalTid, p.pid AS globalPid,"
 	" p.rank AS rank, s.id AS slice_id"
@@ -628,6 +628,12 @@ static int flush_pending(tk_writer *w, sthr *t, int64_t in)
 static int put_slice(tk_writer *w, sthr *t, const tk_event *ev, int64_t dur, int push, int64_t *id, aset *a)
 {
 	sw *s = w->fs;
+	/* a slice nests in what holds it whole: open X slices that end before
+	 * this one does are over for nesting (as in torch's operator tree) */
+	int64_t end;
+	if (dur >= 0 && (ev->has & TK_HAS_TS) && !__builtin_add_overflow(ev->ts, dur, &end))
+		while (t->n_open && t->open[t->n_open - 1].end != INT64_MAX && t->open[t->n_open - 1].end < end)
+			t->n_open--;
 	sopen *top = t->n_open ? &t->open[t->n_open - 1] : NULL;
 	*id = ++s->next_slice;
 	sqlite3_stmt *st = s->q[Q_SLICE];
@@ -649,7 +655,6 @@ static int put_slice(tk_writer *w, sthr *t, const tk_event *ev, int64_t dur, int
 	if (!rc && push) {
 		if (TK__GROW(t->open, t->open_cap, t->n_open + 1))
 			return nomem(w);
-		int64_t end;
 		if (dur < 0 || __builtin_add_overflow(ev->ts, dur, &end))
 			end = INT64_MAX;
 		t->open[t->n_open++] = (sopen){*id, ev->ts, end, top ? top->depth + 1 : 0, a->id, a->n};
@@ -868,6 +873,15 @@ static int rank_of(const tk_event *e)
 	}
 }
 
+/* 1 for a range annotation (record_function on the CPU or the GPU): of
+ * two slices that begin and end together, it holds the other. */
+static int is_annotation(const tk_event *e)
+{
+	static const char suf[] = "user_annotation";
+	size_t n = sizeof suf - 1;
+	return e->cat.len >= n && memcmp(e->cat.ptr + e->cat.len - n, suf, n) == 0;
+}
+
 static void group_order(tk_event **g, size_t n)
 {
 	for (size_t i = 1; i < n; i++) {
@@ -877,8 +891,9 @@ static void group_order(tk_event **g, size_t n)
 		while (j > 0) {
 			const tk_event *y = g[j - 1];
 			int ry = rank_of(y);
-			int before = rx < ry || (rx == 1 && ry == 1 && x->ph == 'X' && y->ph == 'X' &&
-			                         (x->has & TK_HAS_DUR) && (y->has & TK_HAS_DUR) && x->dur > y->dur);
+			int xs = rx == 1 && x->ph == 'X' && (x->has & TK_HAS_DUR), ys = ry == 1 && y->ph == 'X' && (y->has & TK_HAS_DUR);
+			int before = rx < ry || (xs && ys && (x->dur > y->dur || (x->dur == y->dur && is_annotation(x) &&
+			                                                         !is_annotation(y))));
 			if (!before)
 				break;
 			g[j] = g[j - 1];
