@@ -238,4 +238,9 @@ int tk__writer_flush(tk_writer *w);
 /* 1 if both ids have the same kind and value. */
 int tk__id_eq(const tk_id *a, const tk_id *b);
 
+/* The K of a merged trace's pid scheme "rank*K+pid", from the JSON of its
+ * "tracekitMerge" metadata member (merge_write.c writes both): 0 with
+ * *span = K, or TK_EOF when there is none. */
+int tk__merge_pid_span(tk_sv merge_meta, int64_t *span);
+
 #endif

@@ -306,6 +306,22 @@ static int meta_ranks(out_ctx *c)
 	return rc ? rc : add_meta(c, "ranks");
 }
 
+int tk__merge_pid_span(tk_sv merge_meta, int64_t *span)
+{
+	tk_sv v;
+	long long k;
+	char tail;
+	if (!merge_meta.ptr || tk__js_find(merge_meta, "pidScheme", 9, &v) || v.len > 64)
+		return TK_EOF;
+	char tmp[72];
+	memcpy(tmp, v.ptr, v.len);
+	tmp[v.len] = 0;
+	if (sscanf(tmp, "\"rank*%lld+pid%c", &k, &tail) != 2 || tail != '"' || k <= 0)
+		return TK_EOF;
+	*span = k;
+	return 0;
+}
+
 static int meta_merge(out_ctx *c, int64_t tbase)
 {
 	tk__buf *b = &c->meta;

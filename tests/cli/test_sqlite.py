@@ -16,7 +16,10 @@ pass PRAGMA integrity_check and hold, against plain.json:
     kernel of the same correlation id;
   - one counter row per series of every "C" event, one meta_event per "M",
     the top-level members in metadata;
-  - every query in docs/sql.md runs (cli mode).
+  - every query in docs/sql.md runs, and those trace-stats also answers
+    give its figures;
+  - (real mode) the 8 ranks of a DLRM run merged: ranks and NCCL time per
+    rank as trace-stats gives them for each rank's trace.
 cli mode also checks errors: malformed input leaves no database (and no
 temporary file), cut input gives a warning and a database, standard output
 is refused. Exit 77 (skipped, saying why) in real mode without the traces.
@@ -389,6 +392,37 @@ def one_trace(args):
     return r
 
 
+def merge_job(args):
+    """trace-merge of the 8-rank DLRM traces into one database: every rank's
+    processes carry their rank, and NCCL time per rank is each rank's own."""
+    name, files, tmproot, queries = args
+    r = Result(name)
+    w = tempfile.mkdtemp(prefix="sq-", dir=tmproot)
+    out = os.path.join(w, "all.sqlite")
+    if not tool(r, "merge", *files, "-o", out, "-q"):
+        return r
+    db = sqlite3.connect(out)
+    ranks = sorted(x for x, in db.execute("SELECT DISTINCT rank FROM process WHERE rank IS NOT NULL"))
+    r.check(ranks == list(range(len(files))), "process ranks %s, want 0..%d" % (ranks, len(files) - 1))
+    sql = dict(queries)["NCCL time per rank"]
+    got = [(c, t) for _, c, t in db.execute(sql)]
+    want = []
+    for f in files:
+        rows = rows_of(stats_json(r, f, "-t", "kernels"), "kernels")
+        want.append((sum(x["count"] for x in rows if x["name"].startswith("nccl")),
+                     sum(x["total_ns"] for x in rows if x["name"].startswith("nccl"))))
+    r.check(got == want, "NCCL per rank %s, want %s (trace-stats of each rank)" % (got, want))
+    n = db.execute("SELECT count(*) FROM slice").fetchone()[0]
+    single = 0
+    for f in files:
+        one = os.path.join(w, "one.sqlite")
+        if tool(r, "convert", f, "-o", one, "-q"):
+            single += sqlite3.connect(one).execute("SELECT count(*) FROM slice").fetchone()[0]
+    r.check(n == single, "merged slices %d, want %d (the ranks' own)" % (n, single))
+    r.lines.append("%s: %d slices, ranks %s" % (name, n, ranks))
+    return r
+
+
 def docs_queries(path):
     """The ```sql blocks of docs/sql.md, each after a heading: (heading, sql)."""
     text = open(path).read()
@@ -477,6 +511,11 @@ def main(argv):
             rows.sort(key=lambda x: -int(x[3]))
             for row_ in rows:
                 jobs.append((one_trace, (row_[0], os.path.join(real, row_[0]), tmp, queries)))
+            dlrm = sorted(glob.glob(os.path.join(real, "param-dlrm-8rank", "dlrm_kineto", "*.json")))
+            if len(dlrm) != 8:
+                print("FAIL: want 8 traces in param-dlrm-8rank/dlrm_kineto, found %d" % len(dlrm))
+                return 1
+            jobs.append((merge_job, ("merge param-dlrm-8rank", dlrm, tmp, queries)))
         results = []
         with concurrent.futures.ProcessPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
             futs = [ex.submit(f, a) for f, a in jobs]

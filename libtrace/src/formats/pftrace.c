@@ -1389,9 +1389,9 @@ static const char *meta_json(const pw *s, const char *key)
 static int put_tracks(tk_writer *w)
 {
 	pw *s = w->fs;
-	const char *scheme = meta_json(s, "pidScheme");
-	long long k = 0;
-	if (!scheme || sscanf(scheme, "\"rank*%lld+pid\"", &k) != 1 || k <= 0)
+	const char *merge = meta_json(s, "tracekitMerge");
+	int64_t k = 0;
+	if (!merge || tk__merge_pid_span((tk_sv){merge, strlen(merge)}, &k))
 		k = 0;
 	tk__buf *b = &s->scratch;
 	b->len = 0;

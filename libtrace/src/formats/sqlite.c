@@ -580,8 +580,8 @@ static int sq_add_meta(tk_writer *w, tk_sv key, tk_sv json, int after)
 		sqlite3_bind_text(st, 3, c.p, (int)c.len, SQLITE_STATIC);
 	rc = step(w, st);
 	sqlite3_finalize(st);
-	/* pidScheme and distributedInfo give the ranks */
-	if (!rc && ((key.len == 9 && !memcmp(key.ptr, "pidScheme", 9)) ||
+	/* a merged trace's pid scheme and distributedInfo give the ranks */
+	if (!rc && ((key.len == 13 && !memcmp(key.ptr, "tracekitMerge", 13)) ||
 	            (key.len == 15 && !memcmp(key.ptr, "distributedInfo", 15)))) {
 		if (TK__GROW(s->meta_keys, s->meta_cap, s->n_meta + 2))
 			rc = nomem(w);
@@ -929,10 +929,9 @@ static const char *meta_of(const sw *s, const char *key)
 static int put_tables(tk_writer *w)
 {
 	sw *s = w->fs;
-	const char *scheme = meta_of(s, "pidScheme"), *dist = meta_of(s, "distributedInfo");
-	long long k = 0;
-	int64_t one_rank = -1;
-	if (!scheme || sscanf(scheme, "\"rank*%lld+pid\"", &k) != 1 || k <= 0)
+	const char *merge = meta_of(s, "tracekitMerge"), *dist = meta_of(s, "distributedInfo");
+	int64_t k = 0, one_rank = -1;
+	if (!merge || tk__merge_pid_span((tk_sv){merge, strlen(merge)}, &k))
 		k = 0;
 	tk_sv rv;
 	if (!k && dist && tk__js_find((tk_sv){dist, strlen(dist)}, "rank", 4, &rv) == 0 && tk__js_int(rv, &one_rank))
