@@ -12,8 +12,7 @@ static const cli_opt opts[] = {
 	{O_FORMAT, 0, "to", "FORMAT", "output format (listed below; default: from FILE's name)"},
 	{O_COMPRESS, 0, "compress", NULL, "tkb output: zlib-compress each chunk"},
 	{O_LEVEL, 0, "gzip-level", "N", "compression level 1-9 (default: gzip 6, tkb chunks 1)"},
-	{O_MEMORY, 0, "memory", "SIZE", "pftrace output: memory for putting events in time order, spilling\n"
-	                                "to $TMPDIR beyond it (default 256M)"},
+	{O_MEMORY, 0, "memory", "SIZE", "pftrace, sqlite output: memory to order events in (default 256M, sqlite 64M)"},
 	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
 	{O_LIST, 0, "list", NULL, "list the traces IN stands for (archive members) and exit"},
 	{O_QUIET, 'q', "quiet", NULL, "no progress output and no warnings"},
@@ -27,9 +26,11 @@ static const cli_tool tool = {
 	"gzip, the compact binary .tkb, or Perfetto's protobuf .pftrace) is detected\n"
 	"from its bytes; IN '-' reads standard input, ARCHIVE//MEMBER a trace inside a\n"
 	".tar, .tar.gz, .zip, ... (an archive alone: its one trace). The output format\n"
-	"follows OUT's name (*.json, *.json.gz, *.tkb, *.pftrace) unless --to is given. Every event, argument and top-level metadata\n"
-	"member is kept. OUT is written under a temporary name and renamed when\n"
-	"complete, so a failed run leaves no file.",
+	"follows OUT's name (*.json, *.json.gz, *.tkb, *.pftrace, *.sqlite) unless --to\n"
+	"is given. Every event, argument and top-level metadata member is kept (a\n"
+	"SQLite database: as tables, docs/sql.md). OUT is written under a temporary\n"
+	"name and renamed when complete, so a failed run leaves no file; events that\n"
+	"do not fit in --memory are ordered through $TMPDIR.",
 	opts,
 	"exit status: 0 success (warnings may be printed), 1 data or I/O error, 2 usage error.\n\n"
 	"examples:\n"
@@ -37,6 +38,7 @@ static const cli_tool tool = {
 	"  zcat big.json.gz | trace-convert - -o big.json\n"
 	"  trace-convert rank0.json.gz -o rank0.tkb --compress\n"
 	"  trace-convert rank0.json.gz -o rank0.pftrace   # for ui.perfetto.dev\n"
+	"  trace-convert rank0.json.gz -o rank0.sqlite    # for sqlite3, DuckDB, pandas\n"
 	"  trace-convert logs.tar.gz//run/rank3.pt.trace.json.gz -o rank3.json\n",
 	0,
 	1,

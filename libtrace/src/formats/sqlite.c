@@ -1122,6 +1122,6 @@ static int sq_open(tk_writer *w)
 
 static const tk__wfmt sqlite_wr = {0, sq_open, sq_add_meta, NULL, sq_write, sq_close, sq_free};
 
-static const char *const sqlite_suffixes[] = {".sqlite3", ".sqlite", ".db", NULL};
+static const char *const sqlite_suffixes[] = {".sqlite", ".sqlite3", ".db", NULL};
 
 const tk__format tk__format_sqlite = {TK_FORMAT_SQLITE, "sqlite", sqlite_suffixes, TK__FMT_BINARY, NULL, &sqlite_wr};
