@@ -250,3 +250,34 @@ void tk_dims_free(tk_dims *d)
 	free(d->values);
 	memset(d, 0, sizeof *d);
 }
+
+int tk__js_str_buf(tk_sv v, tk__buf *b)
+{
+	b->len = 0;
+	const unsigned char *p = (const unsigned char *)v.ptr + 1, *e = (const unsigned char *)v.ptr + v.len - 1;
+	while (p < e) {
+		const unsigned char *q = memchr(p, '\\', (size_t)(e - p));
+		if (!q)
+			q = e;
+		if (tk__buf_append(b, p, (size_t)(q - p)))
+			return TK_ERR_NOMEM;
+		p = q;
+		if (p >= e)
+			break;
+		long cp;
+		char simple;
+		int len, rep = 0;
+		tk__jerr je = {0};
+		if (tk__json_escape_at(p, e, &cp, &simple, &len, &rep, &je) != TK__J_OK)
+			return TK_ERR_FORMAT;
+		if (cp >= 0) {
+			char u[4];
+			if (tk__buf_append(b, u, tk__utf8_put(u, cp)))
+				return TK_ERR_NOMEM;
+		} else if (tk__buf_putc(b, simple)) {
+			return TK_ERR_NOMEM;
+		}
+		p += len;
+	}
+	return 0;
+}

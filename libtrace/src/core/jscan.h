@@ -46,5 +46,9 @@ int tk__js_dims(tk_sv v, tk_dims *out);
 /* The decoded text of the JSON string v (quotes included) into buf, as
  * tk_args_get_str: 0 or TK_ERR_FORMAT. */
 int tk__js_str(tk_sv v, char *buf, size_t cap, size_t *len);
+struct tk__buf;
+/* The decoded text of the JSON string v (quotes included; its end not
+ * checked) into b, emptied first: 0, TK_ERR_FORMAT or TK_ERR_NOMEM. */
+int tk__js_str_buf(tk_sv v, struct tk__buf *b);
 
 #endif

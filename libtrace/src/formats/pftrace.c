@@ -509,38 +509,6 @@ static int thr_of(pw *s, const tk_id *pid, const tk_id *tid, size_t *out)
 	return 0;
 }
 
-/* The decoded text of a JSON string (quotes included) into b. */
-static int str_value(tk__buf *b, tk_sv v)
-{
-	b->len = 0;
-	const unsigned char *p = (const unsigned char *)v.ptr + 1, *e = (const unsigned char *)v.ptr + v.len - 1;
-	while (p < e) {
-		const unsigned char *q = memchr(p, '\\', (size_t)(e - p));
-		if (!q)
-			q = e;
-		if (tk__buf_append(b, p, (size_t)(q - p)))
-			return TK_ERR_NOMEM;
-		p = q;
-		if (p >= e)
-			break;
-		long cp;
-		char simple;
-		int len, rep = 0;
-		tk__jerr je = {0};
-		if (tk__json_escape_at(p, e, &cp, &simple, &len, &rep, &je) != TK__J_OK)
-			return TK_ERR_FORMAT;
-		if (cp >= 0) {
-			char u[4];
-			if (tk__buf_append(b, u, tk__utf8_put(u, cp)))
-				return TK_ERR_NOMEM;
-		} else if (tk__buf_putc(b, simple)) {
-			return TK_ERR_NOMEM;
-		}
-		p += len;
-	}
-	return 0;
-}
-
 /* An M event names a process or a thread, or orders them. */
 static int take_meta_event(pw *s, const tk_event *ev)
 {
@@ -573,7 +541,7 @@ static int take_meta_event(pw *s, const tk_event *ev)
 		}
 		return 0;
 	}
-	if (v.len < 2 || v.ptr[0] != '"' || str_value(&s->scratch, v))
+	if (v.len < 2 || v.ptr[0] != '"' || tk__js_str_buf(v, &s->scratch))
 		return 0;
 	char *c = tk__strndup(s->scratch.p ? s->scratch.p : "", s->scratch.len);
 	if (!c)
@@ -745,7 +713,7 @@ static int member_name(tk_sv key, int top, tk__buf *out)
 	if (!memchr(key.ptr, '\\', key.len))
 		return tk__buf_append(out, key.ptr, key.len);
 	tk__buf d = {0};
-	int rc = str_value(&d, (tk_sv){key.ptr - 1, key.len + 2});
+	int rc = tk__js_str_buf((tk_sv){key.ptr - 1, key.len + 2}, &d);
 	if (!rc)
 		rc = tk__buf_append(out, d.p, d.len);
 	tk__buf_free(&d);
@@ -832,7 +800,7 @@ static int ann_value(pw *s, tk__buf *b, tk_sv v, unsigned depth)
 		return TK_ERR_NOMEM;
 	switch (v.ptr[0]) {
 	case '"': {
-		if (str_value(&s->scratch, v))
+		if (tk__js_str_buf(v, &s->scratch))
 			return TK_ERR_FORMAT;
 		if (s->scratch.len <= STR_INTERN_MAX) {
 			uint64_t iid;
@@ -1776,7 +1744,7 @@ static int intern_text(tk_reader *r, const unsigned char *p, size_t n, tk_sv *ou
 	} else {
 		tk__buf t = {0};
 		int rc = tk__buf_putc(&t, '"') || tk__json_escape(&t, (const char *)p, n) < 0 || tk__buf_putc(&t, '"') ||
-		         str_value(&r->scratch, (tk_sv){t.p, t.len});
+		         tk__js_str_buf((tk_sv){t.p, t.len}, &r->scratch);
 		tk__buf_free(&t);
 		if (rc)
 			return TK_ERR_NOMEM;
@@ -2097,7 +2065,7 @@ static int json_id(tk_reader *r, tk_sv v, tk_id *id)
 {
 	int64_t n;
 	if (v.len && v.ptr[0] == '"') {
-		if (str_value(&r->scratch, v))
+		if (tk__js_str_buf(v, &r->scratch))
 			return -1;
 		id->kind = TK_ID_STR;
 		id->str = tk__strtab_intern(&r->strs, r->scratch.p ? r->scratch.p : "", r->scratch.len);
@@ -2163,7 +2131,7 @@ static int annotations(tk_reader *r, const rseq *q, const unsigned char *p, size
 						return nomem(r);
 				} else {
 					/* the members text, as a JSON string */
-					if (v.len < 2 || v.ptr[0] != '"' || str_value(&r->scratch, v))
+					if (v.len < 2 || v.ptr[0] != '"' || tk__js_str_buf(v, &r->scratch))
 						continue;
 					int c2 = tk__json_canon_text(&s->tmp, r->scratch.p ? r->scratch.p : "", r->scratch.len, 1, NULL);
 					if (c2 == TK_ERR_NOMEM)

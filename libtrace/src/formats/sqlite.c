@@ -287,23 +287,6 @@ static int thr_of(sw *s, const tk_id *pid, const tk_id *tid, size_t *out)
 	return 0;
 }
 
-/* The decoded text of a JSON string value (quotes included) into b. */
-static int str_value(tk__buf *b, tk_sv v)
-{
-	const unsigned char *p = (const unsigned char *)v.ptr, *e = p + v.len, *end;
-	int plain;
-	tk__jerr je;
-	b->len = 0;
-	if (v.len < 2 || p[0] != '"')
-		return TK_ERR_FORMAT;
-	int rc = tk__json_decode_string(p + 1, e, b, &end, &plain, &je);
-	if (rc)
-		return rc == TK_ERR_NOMEM ? rc : TK_ERR_FORMAT;
-	if (plain)
-		return tk__buf_append(b, p + 1, (size_t)(end - 1 - (p + 1)));
-	return 0;
-}
-
 /* ---- arguments ---- */
 
 /* The arg_key id of (key, flat key, type), inserted when new. */
@@ -344,7 +327,7 @@ static int put_leaf(tk_writer *w, aset *a, tk_sv v)
 	int64_t n;
 	switch (v.ptr[0]) {
 	case '"':
-		if (str_value(&s->val, v))
+		if (tk__js_str_buf(v, &s->val))
 			return tk__err_set(&w->err, TK_ERR_FORMAT, "an argument is not valid JSON");
 		type = "string";
 		sqlite3_bind_text(st, 4, s->val.p ? s->val.p : "", (int)s->val.len, SQLITE_STATIC);
@@ -414,7 +397,7 @@ static int put_value(tk_writer *w, aset *a, tk_sv v, unsigned depth)
 		while (!rc && (rc = tk__js_member(&it, &k, &x)) == 1) {
 			s->key.len = klen;
 			s->flat.len = flen;
-			if (str_value(&s->val, (tk_sv){k.ptr - 1, k.len + 2}))
+			if (tk__js_str_buf((tk_sv){k.ptr - 1, k.len + 2}, &s->val))
 				return tk__err_set(&w->err, TK_ERR_FORMAT, "an argument name is not valid JSON");
 			if ((klen && tk__buf_putc(&s->key, '.')) || tk__buf_append(&s->key, s->val.p, s->val.len) ||
 			    (flen && tk__buf_putc(&s->flat, '.')) || tk__buf_append(&s->flat, s->val.p, s->val.len))
@@ -529,7 +512,7 @@ static int take_meta_event(tk_writer *w, const tk_event *ev)
 		*(proc ? &s->proc[pi].has_sort : &s->thr[ti].has_sort) = 1;
 		return 0;
 	}
-	if (str_value(&s->scratch, v))
+	if (v.len < 2 || v.ptr[0] != '"' || tk__js_str_buf(v, &s->scratch))
 		return 0;
 	char *c = tk__strndup(s->scratch.p ? s->scratch.p : "", s->scratch.len);
 	if (!c)
@@ -574,7 +557,7 @@ static int sq_add_meta(tk_writer *w, tk_sv key, tk_sv json, int after)
 	sqlite3_bind_text(st, 1, key.ptr, (int)key.len, SQLITE_STATIC);
 	if (tk__js_int((tk_sv){c.p, c.len}, &n) == 0)
 		sqlite3_bind_int64(st, 2, n);
-	if (c.len >= 2 && c.p[0] == '"' && !str_value(&s->scratch, (tk_sv){c.p, c.len}))
+	if (c.len >= 2 && c.p[0] == '"' && !tk__js_str_buf((tk_sv){c.p, c.len}, &s->scratch))
 		sqlite3_bind_text(st, 3, s->scratch.p ? s->scratch.p : "", (int)s->scratch.len, SQLITE_STATIC);
 	else
 		sqlite3_bind_text(st, 3, c.p, (int)c.len, SQLITE_STATIC);
@@ -634,7 +617,8 @@ static int put_slice(tk_writer *w, sthr *t, const tk_event *ev, int64_t dur, int
 	if (dur >= 0 && (ev->has & TK_HAS_TS) && !__builtin_add_overflow(ev->ts, dur, &end))
 		while (t->n_open && t->open[t->n_open - 1].end != INT64_MAX && t->open[t->n_open - 1].end < end)
 			t->n_open--;
-	sopen *top = t->n_open ? &t->open[t->n_open - 1] : NULL;
+	const sopen *top = t->n_open ? &t->open[t->n_open - 1] : NULL;
+	int64_t depth = top ? top->depth + 1 : 0, parent = top ? top->id : 0; /* top moves when t->open grows */
 	*id = ++s->next_slice;
 	sqlite3_stmt *st = s->q[Q_SLICE];
 	sqlite3_bind_int64(st, 1, *id);
@@ -644,8 +628,8 @@ static int put_slice(tk_writer *w, sthr *t, const tk_event *ev, int64_t dur, int
 	sqlite3_bind_int64(st, 4, t->track);
 	bind_sv(st, 5, ev->cat);
 	bind_sv(st, 6, ev->name);
-	sqlite3_bind_int64(st, 7, top ? top->depth + 1 : 0);
-	bind_opt(st, 8, top ? top->id : 0);
+	sqlite3_bind_int64(st, 7, depth);
+	bind_opt(st, 8, parent);
 	bind_opt(st, 9, a->id);
 	int rc = step(w, st);
 	if (ev->has & TK_HAS_TS) {
@@ -657,7 +641,7 @@ static int put_slice(tk_writer *w, sthr *t, const tk_event *ev, int64_t dur, int
 			return nomem(w);
 		if (dur < 0 || __builtin_add_overflow(ev->ts, dur, &end))
 			end = INT64_MAX;
-		t->open[t->n_open++] = (sopen){*id, ev->ts, end, top ? top->depth + 1 : 0, a->id, a->n};
+		t->open[t->n_open++] = (sopen){*id, ev->ts, end, depth, a->id, a->n};
 	}
 	if (!rc && t->n_pend)
 		rc = flush_pending(w, t, *id);
@@ -765,7 +749,7 @@ static int put_counter(tk_writer *w, const tk_event *ev)
 	tk__buf series = {0};
 	while ((rc = tk__js_member(&it, &k, &v)) == 1) {
 		int64_t track = 0, n;
-		if (str_value(&series, (tk_sv){k.ptr - 1, k.len + 2})) {
+		if (tk__js_str_buf((tk_sv){k.ptr - 1, k.len + 2}, &series)) {
 			rc = tk__err_set(&w->err, TK_ERR_FORMAT, "a counter's name is not valid JSON");
 			break;
 		}
