@@ -451,6 +451,62 @@ static void test_open_errors(void **state)
 	tk_writer_free(w);
 }
 
+/* SQLite output: a database file under the name only when closed; no fd. */
+static void test_sqlite_output(void **state)
+{
+	(void)state;
+	tk_writer_opts o = {TK_FORMAT_AUTO, -1, 0, 0};
+	assert_int_equal(tk_format_from_name("x.sqlite", &o), 0);
+	assert_int_equal(o.format, TK_FORMAT_SQLITE);
+	assert_int_equal(tk_format_from_name("sqlite", &o), 0);
+	assert_int_equal(o.format, TK_FORMAT_SQLITE);
+	tk_writer *w = NULL;
+	assert_int_equal(tk_writer_open_fd(&w, 1, "(stdout)", &o), TK_ERR_UNSUPPORTED);
+	assert_true(tu_contains(tk_writer_error(w), "SQLite"));
+	tk_writer_free(w);
+
+	const char *dir = tu_tmpdir();
+	char path[512];
+	snprintf(path, sizeof path, "%s/out.sqlite", dir);
+	tk_event e = base_event('X');
+	e.has |= TK_HAS_TS | TK_HAS_DUR;
+	e.ts = 1000;
+	e.dur = 50;
+	e.name = tu_sv("op");
+	e.pid = (tk_id){TK_ID_INT, 1, {NULL, 0}};
+	e.tid = (tk_id){TK_ID_INT, 2, {NULL, 0}};
+	e.args = tu_sv("{\"a\":[1,{\"b\":\"x\"}],\"c\":null}");
+	/* freed without a close: nothing under the name, no temporary left */
+	w = open_writer(path, NULL);
+	write_ok(w, &e);
+	tk_writer_free(w);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(tu_count_prefix(dir, "out.sqlite"), 0);
+	/* closed: a database */
+	w = open_writer(path, NULL);
+	assert_int_equal(tk_writer_add_meta(w, tu_sv("schemaVersion"), tu_sv("1")), 0);
+	write_ok(w, &e);
+	e.ts = 1010;
+	e.dur = 10;
+	write_ok(w, &e);
+	close_ok(w);
+	size_t n;
+	char *t = tu_read_file(path, &n);
+	assert_true(n > 100);
+	assert_memory_equal(t, "SQLite format 3", 16);
+	free(t);
+	assert_int_equal(tu_count_prefix(dir, "out.sqlite.tmp-"), 0);
+	/* no reader takes it: an error, not a crash */
+	tk_reader *r = NULL;
+	assert_int_not_equal(tk_reader_open_path(&r, path, NULL), 0);
+	assert_true(tu_contains(tk_reader_error(r), "out.sqlite"));
+	tk_reader_free(r);
+	/* a byte budget is refused */
+	w = open_writer(path, NULL);
+	assert_int_not_equal(tk_writer_set_max_bytes(w, 1 << 20), 0);
+	tk_writer_free(w);
+}
+
 static int is_gzip(const char *path)
 {
 	size_t n;
@@ -641,6 +697,7 @@ int main(void)
 		cmocka_unit_test(test_invalid_caller_input),
 		cmocka_unit_test(test_temporary_file),
 		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_sqlite_output),
 		cmocka_unit_test(test_gzip_output),
 		cmocka_unit_test(test_write_to_fd),
 		cmocka_unit_test(test_round_trip_testdata),
