@@ -6,6 +6,7 @@
 
 #include "formats/formats.h"
 #include "formats/pb.h"
+#include "procs.h"
 #include "tracekit/sort.h"
 
 /* Field numbers, from Perfetto's perfetto_trace.proto. */
@@ -78,12 +79,8 @@ typedef struct plane { /* one track of a thread's slices: a stack of open ones *
 } plane;
 
 typedef struct pthr {
-	tk_id pid, tid; /* strings owned */
-	char *name;
-	int64_t sort;
-	int has_sort;
+	TK__THR_BASE; /* pid, tid, proc, name, sort index (procs.h) */
 	uint64_t uuid;
-	size_t proc;
 	int native; /* a ThreadDescriptor holds pid and tid exactly */
 	plane *lanes; /* lanes[0] is the thread's own track; more are declared when used */
 	size_t n_lanes, lanes_cap;
@@ -93,10 +90,7 @@ typedef struct pthr {
 } pthr;
 
 typedef struct pproc {
-	tk_id pid;
-	char *name, *labels;
-	int64_t sort;
-	int has_sort;
+	TK__PROC_BASE; /* pid, name, labels, sort index (procs.h) */
 	uint64_t uuid;
 	int native;
 	int64_t rank;
@@ -132,11 +126,8 @@ typedef struct pw {
 	int64_t clk; /* the sequence clock's last value */
 	tk__buf te, intern, scratch, bundle;
 	size_t n_bundle;
-	pthr *thr;
-	size_t n_thr, thr_cap;
-	pproc *proc;
-	size_t n_proc, proc_cap;
-	tk__map thr_map, proc_map, ctr_map, flow_map;
+	tk__procs pt; /* processes (pproc) and threads (pthr) */
+	tk__map ctr_map, flow_map;
 	pheap *heap;
 	size_t n_heap, heap_cap;
 	uint64_t seq, next_uuid;
@@ -145,42 +136,10 @@ typedef struct pw {
 	pmeta *meta;
 	size_t n_meta, meta_cap;
 	int events_seen;
-	tk_event **group;
-	size_t n_group, group_cap;
 } pw;
 
-static uint64_t id_hash(const tk_id *id)
-{
-	switch (id->kind) {
-	case TK_ID_INT: return tk__mix64((uint64_t)id->num) ^ 0x51ed27a1u;
-	case TK_ID_STR: return tk__hash(id->str.ptr, id->str.len) ^ 0xa3b1c2d3e4f5ull;
-	default: return 0x7f4a7c15u;
-	}
-}
-
-static int id_copy(tk_id *d, const tk_id *s)
-{
-	*d = *s;
-	if (s->kind == TK_ID_STR) {
-		char *c = tk__strndup(s->str.ptr, s->str.len);
-		if (!c)
-			return TK_ERR_NOMEM;
-		d->str.ptr = c;
-	}
-	return 0;
-}
-
-static void id_free(tk_id *id)
-{
-	if (id->kind == TK_ID_STR)
-		free((char *)id->str.ptr);
-}
-
-static int sv_is(tk_sv s, const char *lit)
-{
-	size_t n = strlen(lit);
-	return s.ptr && s.len == n && memcmp(s.ptr, lit, n) == 0;
-}
+#define THR(s, i) ((pthr *)tk__procs_thr_at(&(s)->pt, (i)))
+#define PROC(s, i) ((pproc *)tk__procs_proc_at(&(s)->pt, (i)))
 
 static int fits_i32(const tk_id *id)
 {
@@ -423,7 +382,7 @@ static int put_thread(tk_writer *w, const pthr *t, int32_t rank)
 		return TK_ERR_NOMEM;
 	tk__pb_uint(b, F_TD_UUID, t->uuid);
 	if (!t->native) /* a thread's own descriptor names its process */
-		tk__pb_uint(b, F_TD_PARENT, s->proc[t->proc].uuid);
+		tk__pb_uint(b, F_TD_PARENT, PROC(s, t->proc)->uuid);
 	tk__pb_uint(b, F_TD_SIBLING_RANK, (uint64_t)(int64_t)rank);
 	tk__pb_uint(b, F_TD_CHILD_ORDER, 3);
 	int rc = 0;
@@ -461,106 +420,54 @@ static int put_child(tk_writer *w, pthr *t, uint64_t uuid, const char *what)
 
 /* ---- pass 1: processes, threads, names, flows ---- */
 
+/* A process or thread just added: its uuid, and whether its descriptor
+ * can hold its ids. */
+static void take_added(pw *s, int added, size_t pi, size_t ti)
+{
+	if (added & TK__PROCS_NEW_PROC) {
+		pproc *p = PROC(s, pi);
+		p->uuid = ++s->next_uuid;
+		p->native = fits_i32(&p->pid);
+	}
+	if (added & TK__PROCS_NEW_THR) {
+		pthr *t = THR(s, ti);
+		t->uuid = ++s->next_uuid;
+		t->native = PROC(s, t->proc)->native && t->tid.kind == TK_ID_INT;
+	}
+}
+
 static int proc_of(pw *s, const tk_id *pid, size_t *out)
 {
-	uint64_t h = id_hash(pid);
-	int added;
-	pidx *r = tk__map_put(&s->proc_map, h, NULL, NULL, &added);
-	if (!r)
+	int added = 0;
+	if (tk__procs_proc(&s->pt, pid, out, &added))
 		return TK_ERR_NOMEM;
-	if (!added) {
-		*out = r->idx;
-		return 0;
-	}
-	r->idx = s->n_proc;
-	*out = s->n_proc;
-	if (TK__GROW(s->proc, s->proc_cap, s->n_proc + 1))
-		return TK_ERR_NOMEM;
-	pproc *p = &s->proc[s->n_proc++];
-	memset(p, 0, sizeof *p);
-	p->uuid = ++s->next_uuid;
-	p->native = fits_i32(pid);
-	return id_copy(&p->pid, pid);
+	take_added(s, added, *out, 0);
+	return 0;
 }
 
 static int thr_of(pw *s, const tk_id *pid, const tk_id *tid, size_t *out)
 {
-	uint64_t h = tk__mix64(id_hash(pid) * 31 + id_hash(tid));
-	int added;
-	pidx *r = tk__map_put(&s->thr_map, h, NULL, NULL, &added);
-	if (!r)
+	int added = 0;
+	if (tk__procs_thr(&s->pt, pid, tid, out, &added))
 		return TK_ERR_NOMEM;
-	if (!added) {
-		*out = r->idx;
-		return 0;
-	}
-	r->idx = s->n_thr;
-	*out = s->n_thr;
-	size_t pi;
-	if (proc_of(s, pid, &pi) || TK__GROW(s->thr, s->thr_cap, s->n_thr + 1))
-		return TK_ERR_NOMEM;
-	pthr *t = &s->thr[s->n_thr++];
-	memset(t, 0, sizeof *t);
-	t->proc = pi;
-	t->uuid = ++s->next_uuid;
-	t->native = s->proc[pi].native && tid->kind == TK_ID_INT;
-	if (id_copy(&t->pid, pid) || id_copy(&t->tid, tid))
-		return TK_ERR_NOMEM;
+	take_added(s, added, THR(s, *out)->proc, *out);
 	return 0;
 }
 
 /* An M event names a process or a thread, or orders them. */
 static int take_meta_event(pw *s, const tk_event *ev)
 {
-	tk_sv v;
-	if (!ev->args.ptr)
-		return 0;
-	int proc = sv_is(ev->name, "process_name") || sv_is(ev->name, "process_labels") ||
-	           sv_is(ev->name, "process_sort_index");
-	int thread = sv_is(ev->name, "thread_name") || sv_is(ev->name, "thread_sort_index");
-	if (!proc && !thread)
-		return 0;
-	const char *key = sv_is(ev->name, "process_labels") ? "labels"
-	                  : strstr(ev->name.ptr, "sort_index") ? "sort_index"
-	                                                       : "name";
-	if (tk__js_find(ev->args, key, strlen(key), &v) != 0)
-		return 0;
-	size_t pi, ti = 0;
-	if (proc ? proc_of(s, &ev->pid, &pi) : thr_of(s, &ev->pid, &ev->tid, &ti))
+	int added = 0;
+	size_t pi, ti;
+	if (tk__procs_meta(&s->pt, ev, &added, &pi, &ti))
 		return TK_ERR_NOMEM;
-	if (key[0] == 's') {
-		int64_t n;
-		if (tk__js_int(v, &n))
-			return 0;
-		if (proc) {
-			s->proc[pi].sort = n;
-			s->proc[pi].has_sort = 1;
-		} else {
-			s->thr[ti].sort = n;
-			s->thr[ti].has_sort = 1;
-		}
-		return 0;
-	}
-	if (v.len < 2 || v.ptr[0] != '"' || tk__js_str_buf(v, &s->scratch))
-		return 0;
-	char *c = tk__strndup(s->scratch.p ? s->scratch.p : "", s->scratch.len);
-	if (!c)
-		return TK_ERR_NOMEM;
-	char **slot = !proc ? &s->thr[ti].name : key[0] == 'l' ? &s->proc[pi].labels : &s->proc[pi].name;
-	free(*slot);
-	*slot = c;
+	take_added(s, added, pi, ti);
 	return 0;
 }
 
 static int is_flow(char ph)
 {
 	return ph == 's' || ph == 't' || ph == 'f';
-}
-
-static uint64_t flow_key(const tk_event *ev)
-{
-	uint64_t h = ev->cat.ptr ? tk__hash(ev->cat.ptr, ev->cat.len) : 0x1234;
-	return tk__mix64(h * 31 + id_hash(&ev->id));
 }
 
 static int pw_write(tk_writer *w, const tk_event *ev)
@@ -578,7 +485,7 @@ static int pw_write(tk_writer *w, const tk_event *ev)
 	}
 	if (!rc && is_flow(ev->ph) && ev->id.kind != TK_ID_NONE) {
 		int added;
-		pflow *f = tk__map_put(&s->flow_map, flow_key(ev), NULL, NULL, &added);
+		pflow *f = tk__map_put(&s->flow_map, tk__flow_hash(ev), NULL, NULL, &added);
 		if (!f)
 			rc = TK_ERR_NOMEM;
 		else if (ev->ph == 'f')
@@ -628,8 +535,7 @@ static int pw_open(tk_writer *w)
 	int rc = tk_sorter_new(&s->sorter, &so);
 	if (rc)
 		return rc;
-	tk__map_init(&s->thr_map, sizeof(pidx), 4);
-	tk__map_init(&s->proc_map, sizeof(pidx), 4);
+	tk__procs_init(&s->pt, sizeof(pproc), sizeof(pthr));
 	tk__map_init(&s->ctr_map, sizeof(pidx), 4);
 	tk__map_init(&s->flow_map, sizeof(pflow), 4);
 	s->clear_next = 1;
@@ -648,26 +554,15 @@ static void pw_free(tk_writer *w)
 	tk__buf_free(&s->intern);
 	tk__buf_free(&s->scratch);
 	tk__buf_free(&s->bundle);
-	for (size_t i = 0; i < s->n_thr; i++) {
-		pthr *t = &s->thr[i];
-		id_free(&t->pid);
-		id_free(&t->tid);
-		free(t->name);
+	for (size_t i = 0; i < s->pt.n_thr; i++) {
+		pthr *t = THR(s, i);
 		for (size_t k = 0; k < t->n_lanes; k++) {
 			free(t->lanes[k].ends);
 			free(t->lanes[k].seqs);
 		}
 		free(t->lanes);
 	}
-	free(s->thr);
-	for (size_t i = 0; i < s->n_proc; i++) {
-		id_free(&s->proc[i].pid);
-		free(s->proc[i].name);
-		free(s->proc[i].labels);
-	}
-	free(s->proc);
-	tk__map_free(&s->thr_map);
-	tk__map_free(&s->proc_map);
+	tk__procs_free(&s->pt);
 	tk__map_free(&s->ctr_map);
 	tk__map_free(&s->flow_map);
 	free(s->heap);
@@ -676,9 +571,6 @@ static void pw_free(tk_writer *w)
 		free(s->meta[i].json);
 	}
 	free(s->meta);
-	for (size_t i = 0; i < s->n_group; i++)
-		tk_event_free(s->group[i]);
-	free(s->group);
 	free(s);
 	w->fs = NULL;
 }
@@ -1051,7 +943,7 @@ static int ends_before(tk_writer *w, int64_t t, int all)
 	pw *s = w->fs;
 	while (s->n_heap && (all || s->heap[0].end < t)) {
 		pheap h = heap_pop(s);
-		plane *l = &s->thr[h.thr].lanes[h.lane];
+		plane *l = &THR(s, h.thr)->lanes[h.lane];
 		if (l->n && l->seqs[l->n - 1] == h.seq) {
 			l->n--;
 			int rc = put_end(w, l->uuid, h.end);
@@ -1065,7 +957,7 @@ static int ends_before(tk_writer *w, int64_t t, int all)
 static int put_slice(tk_writer *w, const tk_event *ev, size_t ti)
 {
 	pw *s = w->fs;
-	pthr *t = &s->thr[ti];
+	pthr *t = THR(s, ti);
 	int64_t b = ev->ts, e = ev->ts + ev->dur;
 	size_t k;
 	for (k = 0; k < t->n_lanes; k++) {
@@ -1082,7 +974,7 @@ static int put_slice(tk_writer *w, const tk_event *ev, size_t ti)
 	if (k == t->n_lanes) {
 		if (TK__GROW(t->lanes, t->lanes_cap, k + 1))
 			return TK_ERR_NOMEM;
-		t = &s->thr[ti];
+		t = THR(s, ti);
 		memset(&t->lanes[k], 0, sizeof t->lanes[k]);
 		t->n_lanes++;
 		if (k == 0) {
@@ -1124,7 +1016,7 @@ static int put_slice(tk_writer *w, const tk_event *ev, size_t ti)
 static int ctr_track(tk_writer *w, size_t pi, const tk_event *ev, const char *key, size_t klen, uint64_t *uuid)
 {
 	pw *s = w->fs;
-	uint64_t h = id_hash(&s->proc[pi].pid);
+	uint64_t h = tk__id_hash(&PROC(s, pi)->pid);
 	h = tk__mix64(h * 31 + tk__hash(ev->name.ptr ? ev->name.ptr : "", ev->name.len));
 	h = tk__mix64(h * 31 + tk__hash(key, klen));
 	int added;
@@ -1141,7 +1033,7 @@ static int ctr_track(tk_writer *w, size_t pi, const tk_event *ev, const char *ke
 	rc |= tk__buf_putc(&n, ' ');
 	rc |= tk__buf_append(&n, key, klen);
 	if (!rc)
-		rc = put_track(w, *uuid, s->proc[pi].uuid, n.p, n.len, 1);
+		rc = put_track(w, *uuid, PROC(s, pi)->uuid, n.p, n.len, 1);
 	tk__buf_free(&n);
 	return rc;
 }
@@ -1369,25 +1261,25 @@ static int put_tracks(tk_writer *w)
 	tk__pb_uint(b, F_TD_PROC_ORDER, 1);
 	tk__pb_uint(b, F_TD_THREAD_ORDER, 1);
 	int rc = put_packet(w, -1, F_PKT_TRACK_DESC, b, 0);
-	pproc **po = malloc((s->n_proc + 1) * sizeof *po);
-	pthr **to = malloc((s->n_thr + 1) * sizeof *to);
+	pproc **po = malloc((s->pt.n_proc + 1) * sizeof *po);
+	pthr **to = malloc((s->pt.n_thr + 1) * sizeof *to);
 	if (!po || !to)
 		rc = TK_ERR_NOMEM;
-	for (size_t i = 0; !rc && i < s->n_proc; i++) {
-		pproc *p = &s->proc[i];
+	for (size_t i = 0; !rc && i < s->pt.n_proc; i++) {
+		pproc *p = PROC(s, i);
 		p->rank = k && p->pid.kind == TK_ID_INT ? p->pid.num / k : 0;
 		p->gpu = is_gpu(p);
 		po[i] = p;
 	}
 	if (!rc)
-		qsort(po, s->n_proc, sizeof *po, proc_cmp);
-	for (size_t i = 0; !rc && i < s->n_proc; i++)
+		qsort(po, s->pt.n_proc, sizeof *po, proc_cmp);
+	for (size_t i = 0; !rc && i < s->pt.n_proc; i++)
 		rc = put_process(w, po[i], (int32_t)i);
-	for (size_t i = 0; !rc && i < s->n_thr; i++)
-		to[i] = &s->thr[i];
+	for (size_t i = 0; !rc && i < s->pt.n_thr; i++)
+		to[i] = THR(s, i);
 	if (!rc)
-		qsort(to, s->n_thr, sizeof *to, thr_cmp);
-	for (size_t i = 0; !rc && i < s->n_thr; i++)
+		qsort(to, s->pt.n_thr, sizeof *to, thr_cmp);
+	for (size_t i = 0; !rc && i < s->pt.n_thr; i++)
 		rc = put_thread(w, to[i], (int32_t)i);
 	free(po);
 	free(to);
@@ -1420,16 +1312,16 @@ static int put_one(tk_writer *w, const tk_event *ev)
 		if ((rc = proc_of(s, &ev->pid, &pi)))
 			return rc;
 		int done;
-		fl |= s->proc[pi].native ? 0 : FL_PID;
+		fl |= PROC(s, pi)->native ? 0 : FL_PID;
 		if ((rc = put_counter(w, ev, pi, ts, fl, &done)) || done)
 			return rc;
 		/* not all numbers: an instant on the process's own track */
-		return put_event(w, ev, TYPE_INSTANT, s->proc[pi].uuid, fl | FL_PH | FL_PID | FL_TID | FL_DUR, 0, ts);
+		return put_event(w, ev, TYPE_INSTANT, PROC(s, pi)->uuid, fl | FL_PH | FL_PID | FL_TID | FL_DUR, 0, ts);
 	}
 	size_t ti;
 	if ((rc = thr_of(s, &ev->pid, &ev->tid, &ti)))
 		return rc;
-	pthr *t = &s->thr[ti];
+	pthr *t = THR(s, ti);
 	fl |= id_flags(t);
 	int64_t end;
 	if (ev->ph == 'X' && !(fl & FL_TS) && (ev->has & TK_HAS_DUR) && ev->dur >= 0 &&
@@ -1457,7 +1349,7 @@ static int put_one(tk_writer *w, const tk_event *ev)
 	fl |= FL_DUR | (ev->ph != 'i' ? FL_PH : 0);
 	uint64_t flow = 0;
 	if (is_flow(ev->ph) && ev->id.kind != TK_ID_NONE) {
-		flow = flow_key(ev);
+		flow = tk__flow_hash(ev);
 		pflow *f = tk__map_find(&s->flow_map, flow, NULL, NULL);
 		if (f && ev->ph == 'f') {
 			if (f->open) {
@@ -1502,20 +1394,15 @@ static void group_order(tk_event **g, size_t n)
 	}
 }
 
-static int group_flush(tk_writer *w)
+static int group_flush(void *ctx, tk_event **g, size_t n)
 {
-	pw *s = w->fs;
+	tk_writer *w = ctx;
 	int rc = 0;
-	if (!s->n_group)
-		return 0;
-	if ((s->group[0]->has & TK_HAS_TS) && (rc = ends_before(w, s->group[0]->ts, 0)))
+	if ((g[0]->has & TK_HAS_TS) && (rc = ends_before(w, g[0]->ts, 0)))
 		return rc;
-	group_order(s->group, s->n_group);
-	for (size_t i = 0; i < s->n_group && !rc; i++)
-		rc = put_one(w, s->group[i]);
-	for (size_t i = 0; i < s->n_group; i++)
-		tk_event_free(s->group[i]);
-	s->n_group = 0;
+	group_order(g, n);
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = put_one(w, g[i]);
 	return rc;
 }
 
@@ -1532,28 +1419,17 @@ static int pw_close(tk_writer *w)
 		s->base = bv;
 	if ((rc = put_metadata(w)) || (rc = put_tracks(w)))
 		return rc;
-	const tk_event *ev;
-	uint64_t tag;
-	while ((rc = tk_sorter_next(s->sorter, &ev, &tag)) == TK_OK) {
-		if (s->n_group) {
-			const tk_event *g = s->group[0];
-			int same = (g->has & TK_HAS_TS) == (ev->has & TK_HAS_TS) && (!(ev->has & TK_HAS_TS) || g->ts == ev->ts);
-			if (!same || s->n_group >= GROUP_MAX) {
-				if ((rc = group_flush(w)))
-					return rc;
-			}
-		}
-		if (TK__GROW(s->group, s->group_cap, s->n_group + 1) || !(s->group[s->n_group] = tk_event_dup(ev)))
-			return tk__err_set(&w->err, TK_ERR_NOMEM, "out of memory");
-		s->n_group++;
-	}
-	if (rc != TK_EOF)
+	int from_sorter;
+	rc = tk__sorter_groups(s->sorter, GROUP_MAX, group_flush, w, &from_sorter);
+	if (rc && from_sorter)
 		return tk__err_set(&w->err, rc, "%s", tk_sorter_error(s->sorter));
-	if ((rc = group_flush(w)) || (rc = bundle_flush(w)) || (rc = ends_before(w, 0, 1)))
+	if (rc)
+		return w->err.code ? w->err.code : tk__err_set(&w->err, rc, "out of memory");
+	if ((rc = bundle_flush(w)) || (rc = ends_before(w, 0, 1)))
 		return rc;
 	/* B events without their E: ended at the last time of the trace */
-	for (size_t i = 0; i < s->n_thr; i++)
-		for (pthr *t = &s->thr[i]; t->be_open; t->be_open--) {
+	for (size_t i = 0; i < s->pt.n_thr; i++)
+		for (pthr *t = THR(s, i); t->be_open; t->be_open--) {
 			static const tk_event none;
 			if ((rc = ev_body(s, &none, TYPE_SLICE_END, t->be_uuid, FL_OPEN, 0)) ||
 			    (rc = put_packet(w, s->max_ts + s->base, F_PKT_TRACK_EVENT, &s->te, 0)))

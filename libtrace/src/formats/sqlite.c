@@ -9,6 +9,7 @@
 #include "core/json_text.h"
 #include "core/strtab.h"
 #include "formats/formats.h"
+#include "procs.h"
 #include "tracekit/sort.h"
 
 #define GROUP_MAX 4096        /* events of one timestamp ordered together */
@@ -113,20 +114,8 @@ typedef struct sopen { /* a slice open on a thread */
 	int64_t n_args;
 } sopen;
 
-typedef struct sproc {
-	tk_id pid;
-	char *name, *labels;
-	int64_t sort;
-	int has_sort;
-} sproc;
-
-typedef struct sthr {
-	tk_id pid, tid;
-	size_t proc;
-	char *name;
-	int64_t sort;
-	int has_sort;
-	int64_t track;
+typedef struct sthr { /* a thread; its track's id is its index + 1 */
+	TK__THR_BASE;
 	int64_t last_id, last_ts; /* the slice that began last (a flow at its start binds to it, even at dur 0) */
 	sopen *open;
 	size_t n_open, open_cap;
@@ -153,16 +142,11 @@ typedef struct sw {
 	sqlite3 *db;
 	sqlite3_stmt *q[Q_N];
 	tk_sorter *sorter;
-	tk__map proc_map, thr_map, ctr_map, flow_map;
-	sproc *proc;
-	size_t n_proc, proc_cap;
-	sthr *thr;
-	size_t n_thr, thr_cap;
+	tk__procs pt; /* processes and threads (sthr) */
+	tk__map ctr_map, flow_map;
 	tk__strtab keys; /* "TYPE\x1fKEY" -> arg_key id - 1 */
 	int64_t next_track, next_slice, next_set;
 	tk__buf key, flat, val, scratch;
-	tk_event **group;
-	size_t n_group, group_cap;
 	char *path;
 	char **meta_keys;
 	size_t n_meta, meta_cap;
@@ -221,70 +205,19 @@ static void bind_opt(sqlite3_stmt *st, int i, int64_t v)
 		sqlite3_bind_null(st, i);
 }
 
-/* ---- ids, processes and threads ---- */
+/* ---- processes and threads ---- */
 
-static uint64_t id_hash(const tk_id *id)
+/* The thread of (pid, tid), added when new; NULL when out of memory.
+ * Records move when one is added: good until the next call. */
+static sthr *thr_of(sw *s, const tk_id *pid, const tk_id *tid)
 {
-	switch (id->kind) {
-	case TK_ID_INT: return tk__mix64((uint64_t)id->num) ^ 0x51ed27a1u;
-	case TK_ID_STR: return tk__hash(id->str.ptr, id->str.len) ^ 0xa3b1c2d3e4f5ull;
-	default: return 0x7f4a7c15u;
-	}
+	size_t i;
+	return tk__procs_thr(&s->pt, pid, tid, &i, NULL) ? NULL : tk__procs_thr_at(&s->pt, i);
 }
 
-static int id_copy(tk_id *d, const tk_id *s)
+static int64_t track_of(const sw *s, const sthr *t)
 {
-	*d = *s;
-	if (s->kind == TK_ID_STR && !(d->str.ptr = tk__strndup(s->str.ptr, s->str.len)))
-		return TK_ERR_NOMEM;
-	return 0;
-}
-
-static void id_free(tk_id *id)
-{
-	if (id->kind == TK_ID_STR)
-		free((char *)id->str.ptr);
-}
-
-static int proc_of(sw *s, const tk_id *pid, size_t *out)
-{
-	int added;
-	sidx *r = tk__map_put(&s->proc_map, id_hash(pid), NULL, NULL, &added);
-	if (!r)
-		return TK_ERR_NOMEM;
-	if (!added) {
-		*out = r->idx;
-		return 0;
-	}
-	r->idx = *out = s->n_proc;
-	if (TK__GROW(s->proc, s->proc_cap, s->n_proc + 1))
-		return TK_ERR_NOMEM;
-	sproc *p = &s->proc[s->n_proc++];
-	memset(p, 0, sizeof *p);
-	return id_copy(&p->pid, pid);
-}
-
-static int thr_of(sw *s, const tk_id *pid, const tk_id *tid, size_t *out)
-{
-	int added;
-	sidx *r = tk__map_put(&s->thr_map, tk__mix64(id_hash(pid) * 31 + id_hash(tid)), NULL, NULL, &added);
-	if (!r)
-		return TK_ERR_NOMEM;
-	if (!added) {
-		*out = r->idx;
-		return 0;
-	}
-	r->idx = *out = s->n_thr;
-	size_t pi;
-	if (proc_of(s, pid, &pi) || TK__GROW(s->thr, s->thr_cap, s->n_thr + 1))
-		return TK_ERR_NOMEM;
-	sthr *t = &s->thr[s->n_thr++];
-	memset(t, 0, sizeof *t);
-	t->proc = pi;
-	t->track = ++s->next_track;
-	if (id_copy(&t->pid, pid) || id_copy(&t->tid, tid))
-		return TK_ERR_NOMEM;
-	return 0;
+	return (int64_t)((const unsigned char *)t - s->pt.thr) / (int64_t)s->pt.thr_size + 1;
 }
 
 /* ---- arguments ---- */
@@ -488,39 +421,8 @@ static int take_meta_event(tk_writer *w, const tk_event *ev)
 	if ((rc = step(w, st)))
 		return rc;
 	/* names and sort indexes of processes and threads */
-	int proc = ev->name.len > 8 && memcmp(ev->name.ptr, "process_", 8) == 0;
-	int thr = ev->name.len > 7 && memcmp(ev->name.ptr, "thread_", 7) == 0;
-	if ((!proc && !thr) || !ev->args.ptr)
-		return 0;
-	tk_sv what = proc ? (tk_sv){ev->name.ptr + 8, ev->name.len - 8} : (tk_sv){ev->name.ptr + 7, ev->name.len - 7};
-	const char *key = what.len == 4 && !memcmp(what.ptr, "name", 4)         ? "name"
-	                  : what.len == 10 && !memcmp(what.ptr, "sort_index", 10) ? "sort_index"
-	                  : proc && what.len == 6 && !memcmp(what.ptr, "labels", 6) ? "labels"
-	                                                                           : NULL;
-	tk_sv v;
-	if (!key || tk__js_find(ev->args, key, strlen(key), &v))
-		return 0;
-	size_t pi, ti = 0;
-	if (proc ? proc_of(s, &ev->pid, &pi) : thr_of(s, &ev->pid, &ev->tid, &ti))
-		return nomem(w);
-	if (key[0] == 's') {
-		int64_t n;
-		if (tk__js_int(v, &n))
-			return 0;
-		int64_t *sort = proc ? &s->proc[pi].sort : &s->thr[ti].sort;
-		*sort = n;
-		*(proc ? &s->proc[pi].has_sort : &s->thr[ti].has_sort) = 1;
-		return 0;
-	}
-	if (v.len < 2 || v.ptr[0] != '"' || tk__js_str_buf(v, &s->scratch))
-		return 0;
-	char *c = tk__strndup(s->scratch.p ? s->scratch.p : "", s->scratch.len);
-	if (!c)
-		return nomem(w);
-	char **slot = !proc ? &s->thr[ti].name : key[0] == 'l' ? &s->proc[pi].labels : &s->proc[pi].name;
-	free(*slot);
-	*slot = c;
-	return 0;
+	size_t pi, ti;
+	return tk__procs_meta(&s->pt, ev, NULL, &pi, &ti) ? nomem(w) : 0;
 }
 
 static int sq_write(tk_writer *w, const tk_event *ev)
@@ -529,7 +431,9 @@ static int sq_write(tk_writer *w, const tk_event *ev)
 	size_t i;
 	if (ev->ph == 'M')
 		return take_meta_event(w, ev);
-	int rc = ev->ph == 'C' ? proc_of(s, &ev->pid, &i) : thr_of(s, &ev->pid, &ev->tid, &i);
+	/* every thread is known before the events go out: its track id is fixed */
+	int rc = ev->ph == 'C' ? tk__procs_proc(&s->pt, &ev->pid, &i, NULL)
+	                       : tk__procs_thr(&s->pt, &ev->pid, &ev->tid, &i, NULL);
 	if (!rc)
 		rc = tk_sorter_add(s->sorter, ev, 0);
 	if (rc)
@@ -625,7 +529,7 @@ static int put_slice(tk_writer *w, sthr *t, const tk_event *ev, int64_t dur, int
 	if (ev->has & TK_HAS_TS)
 		sqlite3_bind_int64(st, 2, ev->ts);
 	sqlite3_bind_int64(st, 3, dur);
-	sqlite3_bind_int64(st, 4, t->track);
+	sqlite3_bind_int64(st, 4, track_of(s, t));
 	bind_sv(st, 5, ev->cat);
 	bind_sv(st, 6, ev->name);
 	sqlite3_bind_int64(st, 7, depth);
@@ -648,12 +552,6 @@ static int put_slice(tk_writer *w, sthr *t, const tk_event *ev, int64_t dur, int
 	return rc;
 }
 
-static uint64_t flow_key(const tk_event *ev)
-{
-	uint64_t h = ev->cat.ptr ? tk__hash(ev->cat.ptr, ev->cat.len) : 0x1234;
-	return tk__mix64(h * 31 + id_hash(&ev->id));
-}
-
 static int has_bp_e(const tk_event *ev)
 {
 	return ev->extra.ptr && memmem(ev->extra.ptr, ev->extra.len, "\"bp\":\"e\"", 8) != NULL;
@@ -668,7 +566,7 @@ static int put_flow(tk_writer *w, sthr *t, const tk_event *ev)
 	if (t->last_id && (ev->has & TK_HAS_TS) && t->last_ts == ev->ts && !(top && top->ts == ev->ts))
 		here = t->last_id;
 	int added;
-	sflow *f = tk__map_put(&s->flow_map, flow_key(ev), NULL, NULL, &added);
+	sflow *f = tk__map_put(&s->flow_map, tk__flow_hash(ev), NULL, NULL, &added);
 	if (!f)
 		return nomem(w);
 	if (added)
@@ -739,7 +637,7 @@ static int put_counter(tk_writer *w, const tk_event *ev)
 {
 	sw *s = w->fs;
 	size_t pi;
-	if (proc_of(s, &ev->pid, &pi))
+	if (tk__procs_proc(&s->pt, &ev->pid, &pi, NULL))
 		return nomem(w);
 	tk__js_iter it;
 	tk_sv k, v;
@@ -783,10 +681,9 @@ static int put_one(tk_writer *w, const tk_event *ev)
 	sw *s = w->fs;
 	if (ev->ph == 'C')
 		return put_counter(w, ev);
-	size_t ti;
-	if (thr_of(s, &ev->pid, &ev->tid, &ti))
+	sthr *t = thr_of(s, &ev->pid, &ev->tid);
+	if (!t)
 		return nomem(w);
-	sthr *t = &s->thr[ti];
 	if (ev->has & TK_HAS_TS)
 		pop_ended(t, ev->ts);
 	if (ev->ph == 's' || ev->ph == 't' || ev->ph == 'f') {
@@ -887,16 +784,13 @@ static void group_order(tk_event **g, size_t n)
 	}
 }
 
-static int group_flush(tk_writer *w)
+static int group_flush(void *ctx, tk_event **g, size_t n)
 {
-	sw *s = w->fs;
+	tk_writer *w = ctx;
 	int rc = 0;
-	group_order(s->group, s->n_group);
-	for (size_t i = 0; i < s->n_group && !rc; i++)
-		rc = put_one(w, s->group[i]);
-	for (size_t i = 0; i < s->n_group; i++)
-		tk_event_free(s->group[i]);
-	s->n_group = 0;
+	group_order(g, n);
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = put_one(w, g[i]);
 	return rc;
 }
 
@@ -931,8 +825,8 @@ static int put_tables(tk_writer *w)
 		rc = db_fail(w, rc);
 		goto out;
 	}
-	for (size_t i = 0; !rc && i < s->n_proc; i++) {
-		const sproc *x = &s->proc[i];
+	for (size_t i = 0; !rc && i < s->pt.n_proc; i++) {
+		const tk__proc *x = tk__procs_proc_at(&s->pt, i);
 		sqlite3_bind_int64(p, 1, (int64_t)i + 1);
 		bind_id(p, 2, &x->pid);
 		if (x->name)
@@ -947,8 +841,8 @@ static int put_tables(tk_writer *w)
 			sqlite3_bind_int64(p, 6, one_rank);
 		rc = step(w, p);
 	}
-	for (size_t i = 0; !rc && i < s->n_thr; i++) {
-		const sthr *x = &s->thr[i];
+	for (size_t i = 0; !rc && i < s->pt.n_thr; i++) {
+		const sthr *x = tk__procs_thr_at(&s->pt, i);
 		sqlite3_bind_int64(t, 1, (int64_t)i + 1);
 		bind_id(t, 2, &x->tid);
 		if (x->name)
@@ -957,7 +851,7 @@ static int put_tables(tk_writer *w)
 		if (x->has_sort)
 			sqlite3_bind_int64(t, 5, x->sort);
 		if (!(rc = step(w, t))) {
-			sqlite3_bind_int64(tr, 1, x->track);
+			sqlite3_bind_int64(tr, 1, track_of(s, x));
 			if (x->name)
 				sqlite3_bind_text(tr, 2, x->name, -1, SQLITE_STATIC);
 			sqlite3_bind_int64(tr, 3, (int64_t)i + 1);
@@ -985,26 +879,18 @@ static int sq_close(tk_writer *w)
 	int rc = tk_sorter_finish(s->sorter);
 	if (rc)
 		return tk__err_set(&w->err, rc, "%s", tk_sorter_error(s->sorter));
-	const tk_event *ev;
-	uint64_t tag;
-	while ((rc = tk_sorter_next(s->sorter, &ev, &tag)) == TK_OK) {
-		if (s->n_group) {
-			const tk_event *g = s->group[0];
-			int same = (g->has & TK_HAS_TS) == (ev->has & TK_HAS_TS) && (!(ev->has & TK_HAS_TS) || g->ts == ev->ts);
-			if ((!same || s->n_group >= GROUP_MAX) && (rc = group_flush(w)))
-				return rc;
-		}
-		if (TK__GROW(s->group, s->group_cap, s->n_group + 1) || !(s->group[s->n_group] = tk_event_dup(ev)))
-			return nomem(w);
-		s->n_group++;
-	}
-	if (rc != TK_EOF)
+	s->next_track = (int64_t)s->pt.n_thr; /* counter tracks come after the threads' */
+	int from_sorter;
+	rc = tk__sorter_groups(s->sorter, GROUP_MAX, group_flush, w, &from_sorter);
+	if (rc && from_sorter)
 		return tk__err_set(&w->err, rc, "%s", tk_sorter_error(s->sorter));
-	if ((rc = group_flush(w)))
-		return rc;
-	for (size_t i = 0; i < s->n_thr && !rc; i++)
-		if (s->thr[i].n_pend)
-			rc = flush_pending(w, &s->thr[i], 0);
+	if (rc)
+		return w->err.code ? w->err.code : nomem(w);
+	for (size_t i = 0; i < s->pt.n_thr && !rc; i++) {
+		sthr *t = tk__procs_thr_at(&s->pt, i);
+		if (t->n_pend)
+			rc = flush_pending(w, t, 0);
+	}
 	if (rc || (rc = put_tables(w)) || (rc = exec(w, INDEXES)) || (rc = exec(w, "COMMIT")))
 		return rc;
 	for (int i = 0; i < Q_N; i++) {
@@ -1027,35 +913,21 @@ static void sq_free(tk_writer *w)
 		sqlite3_finalize(s->q[i]);
 	sqlite3_close(s->db);
 	tk_sorter_free(s->sorter);
-	tk__map_free(&s->proc_map);
-	tk__map_free(&s->thr_map);
 	tk__map_free(&s->ctr_map);
 	tk__map_free(&s->flow_map);
-	for (size_t i = 0; i < s->n_proc; i++) {
-		id_free(&s->proc[i].pid);
-		free(s->proc[i].name);
-		free(s->proc[i].labels);
-	}
-	free(s->proc);
-	for (size_t i = 0; i < s->n_thr; i++) {
-		sthr *t = &s->thr[i];
-		id_free(&t->pid);
-		id_free(&t->tid);
-		free(t->name);
+	for (size_t i = 0; i < s->pt.n_thr; i++) {
+		sthr *t = tk__procs_thr_at(&s->pt, i);
 		free(t->open);
 		for (size_t k = 0; k < t->n_pend; k++)
 			free(t->pend[k].cn);
 		free(t->pend);
 	}
-	free(s->thr);
+	tk__procs_free(&s->pt);
 	tk__strtab_free(&s->keys);
 	tk__buf_free(&s->key);
 	tk__buf_free(&s->flat);
 	tk__buf_free(&s->val);
 	tk__buf_free(&s->scratch);
-	for (size_t i = 0; i < s->n_group; i++)
-		tk_event_free(s->group[i]);
-	free(s->group);
 	for (size_t i = 0; i < s->n_meta; i++)
 		free(s->meta_keys[i]);
 	free(s->meta_keys);
@@ -1082,8 +954,7 @@ static int sq_open(tk_writer *w)
 	int rc = tk_sorter_new(&s->sorter, &so);
 	if (rc)
 		return rc;
-	tk__map_init(&s->proc_map, sizeof(sidx), 4);
-	tk__map_init(&s->thr_map, sizeof(sidx), 4);
+	tk__procs_init(&s->pt, sizeof(tk__proc), sizeof(sthr));
 	tk__map_init(&s->ctr_map, sizeof(sidx), 4);
 	tk__map_init(&s->flow_map, sizeof(sflow), 4);
 	/* the sink made the file (empty) and renames it into place at the end */
