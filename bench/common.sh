@@ -48,14 +48,16 @@ bench_workdir() {
 }
 
 # measure CMD...: runs it through $RSS REPEAT times, with $OUT removed before
-# each run (and `sync` run when SYNC_BEFORE=1); its stderr goes to $LOG. Sets
+# each run when it lies in $WORK (never anything else: OUT=/dev/null is
+# common, and as root rm would replace the device with a regular file by
+# the next write), and `sync` run when SYNC_BEFORE=1; its stderr goes to $LOG. Sets
 # WALL (the best wall time), MED (the median), KIB and CPU (the best run's
 # peak RSS and CPU seconds, user and system) and RC (0, or the first failing
 # run's status).
 measure() {
 	local walls=() kib=0 cpu=0 best="" rc=0 i line w k c
 	for ((i = 0; i < REPEAT; i++)); do
-		rm -rf "$OUT"
+		case $OUT in "$WORK"/*) rm -rf "$OUT" ;; esac
 		[[ ${SYNC_BEFORE:-0} == 1 ]] && sync
 		set +e
 		"$RSS" "$@" >/dev/null 2>"$LOG"

@@ -507,6 +507,58 @@ static void test_sqlite_output(void **state)
 	tk_writer_free(w);
 }
 
+/* tk_outfile: published whole when closed, never a device replaced, a
+ * full disk an error that names the file. */
+static void test_outfile(void **state)
+{
+	(void)state;
+	const char *dir = tu_tmpdir();
+	char path[512];
+	snprintf(path, sizeof path, "%s/table.txt", dir);
+	tk_outfile *o = NULL;
+	assert_int_equal(tk_outfile_open(&o, path), 0);
+	assert_int_equal(fputs("rows\n", tk_outfile_stream(o)) >= 0, 1);
+	assert_int_equal(access(path, F_OK), -1); /* not yet */
+	assert_int_equal(tu_count_prefix(dir, "table.txt.tmp-"), 1);
+	assert_int_equal(tk_outfile_close(o), 0);
+	tk_outfile_free(o);
+	size_t n;
+	char *t = tu_read_file(path, &n);
+	assert_int_equal(n, 5);
+	assert_memory_equal(t, "rows\n", 5);
+	free(t);
+	assert_int_equal(tu_count_prefix(dir, "table.txt.tmp-"), 0);
+	/* freed without a close: the old file stays */
+	assert_int_equal(tk_outfile_open(&o, path), 0);
+	fputs("half", tk_outfile_stream(o));
+	tk_outfile_free(o);
+	t = tu_read_file(path, &n);
+	assert_int_equal(n, 5);
+	free(t);
+	assert_int_equal(tu_count_prefix(dir, "table.txt.tmp-"), 0);
+	/* a device is written in place */
+	struct stat st;
+	assert_int_equal(tk_outfile_open(&o, "/dev/null"), 0);
+	fputs("x", tk_outfile_stream(o));
+	assert_int_equal(tk_outfile_close(o), 0);
+	tk_outfile_free(o);
+	assert_int_equal(stat("/dev/null", &st), 0);
+	assert_true(S_ISCHR(st.st_mode));
+	/* a full device: an error naming it */
+	if (access("/dev/full", W_OK) == 0) {
+		assert_int_equal(tk_outfile_open(&o, "/dev/full"), 0);
+		fputs("x", tk_outfile_stream(o));
+		assert_int_equal(tk_outfile_close(o), TK_ERR_IO);
+		assert_true(tu_contains(tk_outfile_error(o), "/dev/full"));
+		tk_outfile_free(o);
+	}
+	/* a directory that does not exist */
+	snprintf(path, sizeof path, "%s/no/such/table.txt", dir);
+	assert_int_equal(tk_outfile_open(&o, path), TK_ERR_IO);
+	assert_true(tu_contains(tk_outfile_error(o), path));
+	tk_outfile_free(o);
+}
+
 static int is_gzip(const char *path)
 {
 	size_t n;
@@ -698,6 +750,7 @@ int main(void)
 		cmocka_unit_test(test_temporary_file),
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_sqlite_output),
+		cmocka_unit_test(test_outfile),
 		cmocka_unit_test(test_gzip_output),
 		cmocka_unit_test(test_write_to_fd),
 		cmocka_unit_test(test_round_trip_testdata),

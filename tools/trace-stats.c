@@ -307,25 +307,21 @@ static int emit(const stats_opts *o, tk_stats *const *s, size_t n, FILE *f)
 	return 0;
 }
 
+/* The tables to -o FILE (published whole by the library, a device or FIFO
+ * written in place) or to standard output; emit's status (it says why). */
 static int write_out(const stats_opts *o, tk_stats *const *s, size_t n)
 {
-	if (!o->out || strcmp(o->out, "-") == 0)
-		return emit(o, s, n, stdout) || fflush(stdout) ? 1 : 0;
-	char tmp[4096];
-	snprintf(tmp, sizeof tmp, "%s.tmp%ld", o->out, (long)getpid());
-	FILE *f = fopen(tmp, "w");
-	if (!f) {
-		cli_err(tool.name, "%s: %s", tmp, strerror(errno));
-		return 1;
+	tk_outfile *out = NULL;
+	int rc = tk_outfile_open(&out, o->out ? o->out : "-");
+	if (rc) {
+		cli_err(tool.name, "%s", tk_outfile_error(out));
+		rc = 1;
+	} else if ((rc = emit(o, s, n, tk_outfile_stream(out))) == 0 && tk_outfile_close(out)) {
+		cli_err(tool.name, "%s", tk_outfile_error(out));
+		rc = 1;
 	}
-	int rc = emit(o, s, n, f);
-	if (fclose(f) || rc || rename(tmp, o->out)) {
-		if (!rc)
-			cli_err(tool.name, "%s: %s", o->out, strerror(errno));
-		remove(tmp);
-		return rc ? rc : 1;
-	}
-	return 0;
+	tk_outfile_free(out);
+	return rc;
 }
 
 static int run_stats(const stats_opts *o)

@@ -445,6 +445,11 @@ int tk__sink_finish(tk__sink *s)
 			rc = write_all(s->fd, s->path, s->fbuf.p, s->fbuf.len, &s->bytes_out, s->err);
 		s->synced_out = s->bytes_out;
 	}
+	/* the data is on disk before the name points at it */
+	if (!rc && s->tmppath && s->fd >= 0 && fsync(s->fd)) {
+		snprintf(s->err, sizeof s->err, "%s: cannot sync: %s", s->path, strerror(errno));
+		rc = TK_ERR_IO;
+	}
 	if (s->own_fd && s->fd >= 0) {
 		if (close(s->fd) && !rc) {
 			snprintf(s->err, sizeof s->err, "%s: close failed: %s", s->path, strerror(errno));

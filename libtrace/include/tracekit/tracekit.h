@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -250,6 +251,23 @@ TK_API void tk_writer_free(tk_writer *w);
 /* Copy every metadata member the reader has made visible and that has not
  * yet been copied (track with *copied, start at 0). */
 TK_API int tk_copy_meta(tk_writer *w, const tk_reader *r, size_t *copied);
+
+/* Other output files (tables, reports), written the way trace outputs are:
+ * under an unpredictable temporary name beside the path, synced and renamed
+ * into place by tk_outfile_close(), so that a reader never sees half a file
+ * and a failure leaves the old one. "-" is standard output; a device or a
+ * FIFO (/dev/null, a pipe) is written in place, never replaced. */
+typedef struct tk_outfile tk_outfile;
+/* 0, or an error with tk_outfile_error() set (*out may still need a free). */
+TK_API int tk_outfile_open(tk_outfile **out, const char *path);
+/* The stream to write to (the caller does not close it). */
+TK_API FILE *tk_outfile_stream(tk_outfile *o);
+/* Flush, sync and publish: 0, or TK_ERR_IO with the file named in
+ * tk_outfile_error() (a full disk, a write error of the stream). */
+TK_API int tk_outfile_close(tk_outfile *o);
+TK_API const char *tk_outfile_error(const tk_outfile *o);
+/* Frees; without a successful close, nothing is published. */
+TK_API void tk_outfile_free(tk_outfile *o);
 
 /* ---- Events and arguments ------------------------------------------- */
 

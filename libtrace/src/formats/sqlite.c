@@ -940,7 +940,7 @@ static int sq_open(tk_writer *w)
 {
 	if (!w->sink.tmppath)
 		return tk__err_set(&w->err, TK_ERR_UNSUPPORTED,
-		                   "%s: SQLite output goes to a named file, not to standard output or a pipe",
+		                   "%s: SQLite output needs a regular file, not standard output, a pipe or a device",
 		                   w->sink.path ? w->sink.path : "(output)");
 	sw *s = calloc(1, sizeof *s);
 	if (!s)
