@@ -83,3 +83,23 @@ measure() {
 	CPU=$cpu
 	RC=$rc
 }
+
+# bench_convert_setup PREFIX: the tools of a trace-convert benchmark from
+# $BUILD_DIR (GEN, RSS, PARSE, CONVERT, all needed), the work directory
+# (bench_workdir PREFIX), LOG, and IN: a generated trace of $SIZE bytes
+# (--seed $SEED), with BYTES and EVENTS set and both printed with the load.
+bench_convert_setup() {
+	GEN=$BUILD_DIR/bench/gen_trace
+	RSS=$BUILD_DIR/bench/rss_run
+	PARSE=$BUILD_DIR/bench/parse_only
+	CONVERT=$BUILD_DIR/tools/trace-convert
+	bench_need "$GEN" "$RSS" "$PARSE" "$CONVERT"
+	bench_workdir "$1"
+	LOG=$WORK/stderr.log
+	IN=$WORK/trace.json
+	"$GEN" --seed "$SEED" --size "$SIZE" -q -o "$IN"
+	BYTES=$(stat -c %s "$IN")
+	EVENTS=$("$PARSE" "$IN" 2>/dev/null | sed -n 's/^events=\([0-9]*\).*/\1/p')
+	echo "input: $IN, $BYTES bytes, ${EVENTS:-?} events (gen_trace --seed $SEED --size $SIZE)"
+	awk '{ print "load average: " $1 " " $2 " " $3 }' /proc/loadavg
+}

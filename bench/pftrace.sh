@@ -39,21 +39,8 @@ bench_opt() {
 bench_parse "$@"
 SIZE=${POS[0]:-1G}
 BUILD_DIR=${POS[1]:-build}
-GEN=$BUILD_DIR/bench/gen_trace
-RSS=$BUILD_DIR/bench/rss_run
-PARSE=$BUILD_DIR/bench/parse_only
-CONVERT=$BUILD_DIR/tools/trace-convert
-bench_need "$GEN" "$RSS" "$PARSE" "$CONVERT"
-bench_workdir tkpftrace
-LOG=$WORK/stderr.log
-IN=$WORK/trace.json
+bench_convert_setup tkpftrace
 PF=$WORK/trace.pftrace
-
-"$GEN" --seed "$SEED" --size "$SIZE" -q -o "$IN"
-BYTES=$(stat -c %s "$IN")
-EVENTS=$("$PARSE" "$IN" 2>/dev/null | sed -n 's/^events=\([0-9]*\).*/\1/p')
-echo "input: $IN, $BYTES bytes, ${EVENTS:-?} events (gen_trace --seed $SEED --size $SIZE)"
-cat /proc/loadavg | awk '{ print "load average: " $1 " " $2 " " $3 }'
 
 row() { # NAME WALL MED CPU KIB
 	awk -v n="$1" -v w="$2" -v m="$3" -v c="$4" -v k="$5" -v b="$BYTES" 'BEGIN {

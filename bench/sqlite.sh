@@ -34,23 +34,10 @@ bench_opt() {
 bench_parse "$@"
 SIZE=${POS[0]:-1G}
 BUILD_DIR=${POS[1]:-build}
-GEN=$BUILD_DIR/bench/gen_trace
-RSS=$BUILD_DIR/bench/rss_run
-PARSE=$BUILD_DIR/bench/parse_only
-CONVERT=$BUILD_DIR/tools/trace-convert
-bench_need "$GEN" "$RSS" "$PARSE" "$CONVERT"
-bench_workdir tksqlite
-LOG=$WORK/stderr.log
-IN=$WORK/trace.json
+bench_convert_setup tksqlite
 DB=$WORK/trace.sqlite
 MEM_OPT=()
 [[ -n $MEMORY ]] && MEM_OPT=(--memory "$MEMORY")
-
-"$GEN" --seed "$SEED" --size "$SIZE" -q -o "$IN"
-BYTES=$(stat -c %s "$IN")
-EVENTS=$("$PARSE" "$IN" 2>/dev/null | sed -n 's/^events=\([0-9]*\).*/\1/p')
-echo "input: $IN, $BYTES bytes, ${EVENTS:-?} events (gen_trace --seed $SEED --size $SIZE)"
-awk '{ print "load average: " $1 " " $2 " " $3 }' /proc/loadavg
 
 row() { # NAME WALL MED CPU KIB
 	awk -v n="$1" -v w="$2" -v m="$3" -v c="$4" -v k="$5" -v b="$BYTES" -v e="${EVENTS:-0}" 'BEGIN {
