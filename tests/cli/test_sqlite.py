@@ -505,6 +505,20 @@ def main(argv):
                     jobs.append((one_trace, (rel, p, tmp, queries)))
                 else:
                     print("(%s: trace-convert refuses it: not used)" % rel)
+            # B/E slices (none in testdata): args of the B, of the E, of both; one never ended
+            be = os.path.join(tmp, "b_e.json")
+            with open(be, "w") as fh:
+                json.dump({"traceEvents": [
+                    {"ph": "B", "name": "a", "pid": 1, "tid": 1, "ts": 1},
+                    {"ph": "E", "pid": 1, "tid": 1, "ts": 5, "args": {"x": 1}},
+                    {"ph": "B", "name": "b", "pid": 1, "tid": 1, "ts": 6, "args": {"y": 2}},
+                    {"ph": "X", "name": "in_b", "pid": 1, "tid": 1, "ts": 7, "dur": 1},
+                    {"ph": "E", "pid": 1, "tid": 1, "ts": 9, "args": {"z": 3}},
+                    {"ph": "B", "name": "c", "pid": 1, "tid": 1, "ts": 10, "args": {"w": [1, 2]}},
+                    {"ph": "E", "pid": 1, "tid": 1, "ts": 12},
+                    {"ph": "E", "pid": 1, "tid": 1, "ts": 13},
+                    {"ph": "B", "name": "open", "pid": 1, "tid": 2, "ts": 14}]}, fh)
+            jobs.append((one_trace, ("B/E slices", be, tmp, queries)))
         else:
             with open(os.path.join(real, "index.tsv")) as f:
                 rows = [l.split("\t") for l in f.read().splitlines()[1:] if l.strip()]

@@ -97,10 +97,10 @@ static const char INDEXES[] =
 	"CREATE INDEX counter_track_ts ON counter(track_id, ts);"
 	"INSERT INTO StringIds(value) SELECT DISTINCT name FROM slice WHERE name IS NOT NULL;";
 
-enum { Q_SLICE, Q_DUR, Q_ARG, Q_KEY, Q_FLOW, Q_COUNTER, Q_META_EVENT, Q_N };
+enum { Q_SLICE, Q_END, Q_ARG, Q_KEY, Q_FLOW, Q_COUNTER, Q_META_EVENT, Q_N };
 static const char *const QUERIES[Q_N] = {
 	"INSERT INTO slice VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-	"UPDATE slice SET dur = ?2 WHERE id = ?1",
+	"UPDATE slice SET dur = ?2, arg_set_id = ?3 WHERE id = ?1",
 	"INSERT INTO arg VALUES(?1, ?2, ?3, ?4)",
 	"INSERT INTO arg_key VALUES(?1, ?2, ?3, ?4)",
 	"INSERT INTO flow(slice_out, slice_in, category, name) VALUES(?1, ?2, ?3, ?4)",
@@ -386,14 +386,12 @@ static int put_own(tk_writer *w, aset *a, const char *name, tk_sv v)
 
 static int put_id_arg(tk_writer *w, aset *a, const tk_id *id)
 {
-	sw *s = w->fs;
 	tk__buf b = {0};
 	int rc = 0;
 	if (id->kind == TK_ID_INT)
 		rc = tk__buf_i64(&b, id->num);
 	else if (id->kind == TK_ID_STR)
 		rc = tk__buf_putc(&b, '"') || tk__json_escape(&b, id->str.ptr, id->str.len) < 0 || tk__buf_putc(&b, '"');
-	(void)s;
 	if (!rc && b.len)
 		rc = put_own(w, a, "tk.id", (tk_sv){b.p, b.len});
 	else if (rc)
@@ -704,21 +702,10 @@ static int put_one(tk_writer *w, const tk_event *ev)
 			a = (aset){o.args, o.n_args};
 			if ((rc = put_args(w, &a, ev->args)))
 				return rc;
-			if (a.id != o.args) { /* the B had none: the E's become the slice's */
-				sqlite3_stmt *u;
-				if ((rc = sqlite3_prepare_v2(s->db, "UPDATE slice SET arg_set_id = ?2 WHERE id = ?1", -1, &u,
-				                             NULL)))
-					return db_fail(w, rc);
-				sqlite3_bind_int64(u, 1, o.id);
-				sqlite3_bind_int64(u, 2, a.id);
-				rc = step(w, u);
-				sqlite3_finalize(u);
-				if (rc)
-					return rc;
-			}
 			int64_t dur;
-			sqlite3_stmt *st = s->q[Q_DUR];
+			sqlite3_stmt *st = s->q[Q_END];
 			sqlite3_bind_int64(st, 1, o.id);
+			bind_opt(st, 3, a.id); /* the B's set, with the E's added; the E's alone when the B had none */
 			if ((ev->has & TK_HAS_TS) && !__builtin_sub_overflow(ev->ts, o.ts, &dur))
 				sqlite3_bind_int64(st, 2, dur);
 			return step(w, st);
