@@ -129,6 +129,37 @@ static void test_big_string_pipe(void **state)
 	tk_reader_free(r);
 }
 
+/* The window grows to the limit and no further: a value of 20 MB against a
+ * limit of 9 MiB is refused with a window of 9 MiB + 64 KiB, where doubling
+ * from 1 MiB would have taken 16 MiB (and the limit times two in general). */
+static void test_window_bound(void **state)
+{
+	(void)state;
+	const size_t lim = (size_t)9 << 20, n = 20u * 1000 * 1000;
+	const char *path = tu_path("window.json");
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(head, f);
+	for (size_t i = 0; i < n; i++)
+		fputc('y', f);
+	fputs(tail, f);
+	assert_int_equal(fclose(f), 0);
+	tk_reader_opts o = {0};
+	o.max_value_bytes = lim;
+	tk_reader *r = NULL;
+	tu_events ev = {0};
+	assert_int_equal(tk_reader_open_path(&r, path, &o), 0);
+	assert_int_equal(tu_read_all(r, &ev), TK_ERR_LIMIT);
+	uint64_t w = tk_reader_get_stats(r)->window_bytes;
+	if (w > lim + (64u << 10))
+		fail_msg("the window grew to %llu bytes for a limit of %zu", (unsigned long long)w, lim);
+	assert_true(w > lim); /* it did grow to see one byte over the limit */
+	print_message("window %llu bytes for a limit of %zu\n", (unsigned long long)w, lim);
+	tu_events_free(&ev);
+	tk_reader_free(r);
+	unlink(path);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -141,6 +172,7 @@ int main(void)
 	signal(SIGPIPE, SIG_IGN);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_big_string_file),
+		cmocka_unit_test(test_window_bound),
 		cmocka_unit_test(test_big_string_pipe),
 	};
 	return cmocka_run_group_tests_name("bigvalue", tests, NULL, teardown);

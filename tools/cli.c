@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,4 +263,38 @@ void cli_progress_done(cli_progress *p)
 	if (p->shown)
 		fputc('\n', stderr);
 	p->shown = 0;
+}
+
+int cli_refuse_output_input(const cli_tool *t, const char *out, char *const *in, size_t n)
+{
+	for (size_t i = 0; out && i < n; i++)
+		if (tk_output_is_input(out, in[i])) {
+			cli_usage_error(t, "-o %s is the input %s: the output would replace it; write to "
+			                "another file", out, in[i]);
+			return 2;
+		}
+	return 0;
+}
+
+/* ---- signals ---- */
+
+static void cleanup_and_die(int sig)
+{
+	tk_cleanup_temporaries();
+	raise(sig); /* the default action now (SA_RESETHAND), delivered when the handler returns */
+}
+
+void cli_cleanup_on_signals(void)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+		struct sigaction old, sa;
+		if (sigaction(sigs[i], NULL, &old) || old.sa_handler == SIG_IGN)
+			continue;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = cleanup_and_die;
+		sa.sa_flags = SA_RESETHAND;
+		sigemptyset(&sa.sa_mask);
+		sigaction(sigs[i], &sa, NULL);
+	}
 }

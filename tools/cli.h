@@ -56,6 +56,15 @@ size_t cli_each_trace(const char *tool, char *const *paths, size_t n, const tk_r
  * output. The exit status. */
 int cli_list_traces(const char *tool, char *const *paths, size_t n);
 
+/* A usage error and 2 when the output file out is one of the inputs (the
+ * same file, by tk_output_is_input), else 0. */
+int cli_refuse_output_input(const cli_tool *t, const char *out, char *const *in, size_t n);
+
+/* On SIGINT, SIGTERM, SIGHUP and SIGPIPE: remove the library's temporary
+ * files (tk_cleanup_temporaries), then end by the signal as before. A
+ * signal that was ignored when the tool started stays ignored. */
+void cli_cleanup_on_signals(void);
+
 /* Progress on stderr, only when it is a terminal and the work is long. */
 typedef struct cli_progress {
 	int enabled;

@@ -176,12 +176,15 @@ static int parse_args(int argc, char **argv, convert_opts *o)
 		cli_usage_error(&tool, "missing -o OUT");
 		return 2;
 	}
+	if (cli_refuse_output_input(&tool, o->out, (char *const *)&o->in, 1))
+		return 2;
 	return resolve_format(o);
 }
 
 int main(int argc, char **argv)
 {
 	convert_opts o;
+	cli_cleanup_on_signals();
 	int rc = parse_args(argc, argv, &o);
 	if (rc)
 		return rc;

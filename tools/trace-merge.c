@@ -119,7 +119,8 @@ static int add_dir(merge_cli *o, const char *dir)
 			break;
 	}
 	closedir(d);
-	qsort(o->inputs + first, o->n_inputs - first, sizeof *o->inputs, cmp_names);
+	if (o->n_inputs > first) /* inputs is NULL while there are none */
+		qsort(o->inputs + first, o->n_inputs - first, sizeof *o->inputs, cmp_names);
 	if (o->n_inputs == first)
 		cli_warn(tool.name, "%s: no trace files (*.json, *.json.gz, *.tkb) in this directory", dir);
 	return 0;
@@ -232,12 +233,14 @@ static int read_offsets(const merge_cli *o, tk_merge *m)
 		if (n <= 0)
 			continue;
 		char *end;
+		errno = 0;
 		long long r = strtoll(rk, &end, 10);
 		int64_t ns;
 		size_t ol = n == 2 ? strlen(off) : 0;
 		int has_unit = ol && (off[ol - 1] == 's');
-		if (n != 2 || *end || r < 0 ||
-		    (has_unit ? tk_time_parse(off + (off[0] == '+'), &ns) : (ns = strtoll(off, &end, 10), *end != 0)))
+		if (n != 2 || *end || r < 0 || errno == ERANGE ||
+		    (has_unit ? tk_time_parse(off + (off[0] == '+'), &ns)
+		              : (ns = strtoll(off, &end, 10), *end != 0 || errno == ERANGE)))
 			bad = ln;
 		else
 			tk_merge_set_offset(m, r, ns);
@@ -359,10 +362,12 @@ static int set_opt(merge_cli *o, int c, const char *arg)
 	case O_STRICT: o->mo.ropts.strict = 1; return 0;
 	case O_TMPDIR: o->mo.tmpdir = arg; return 0;
 	case O_RANK_FROM:
+		if (o->have_re) /* given again: the last one counts */
+			regfree(&o->re);
 		o->rank_from = arg;
-		if (regcomp(&o->re, arg, REG_EXTENDED) || o->re.re_nsub < 1)
+		o->have_re = regcomp(&o->re, arg, REG_EXTENDED) == 0;
+		if (!o->have_re || o->re.re_nsub < 1)
 			return (cli_usage_error(&tool, "--rank-from needs a regular expression with a (group), not '%s'", arg), 2);
-		o->have_re = 1;
 		return 0;
 	case O_ALIGN:
 		return set_align(o, arg) ? (cli_usage_error(&tool, "--align takes none, start, collectives or an existing FILE, not '%s'", arg), 2) : 0;
@@ -411,6 +416,8 @@ static int parse_args(int argc, char **argv, merge_cli *o)
 		cli_err(tool.name, "no input files");
 		return 1;
 	}
+	if (cli_refuse_output_input(&tool, o->out, o->inputs, o->n_inputs))
+		return 2;
 	o->mo.ranks = o->ranks;
 	o->mo.n_ranks = o->n_ranks;
 	o->mo.cats = (const char *const *)o->cats;
@@ -434,6 +441,7 @@ static void free_cli(merge_cli *o)
 int main(int argc, char **argv)
 {
 	merge_cli o;
+	cli_cleanup_on_signals();
 	int rc = parse_args(argc, argv, &o);
 	if (!rc)
 		rc = run_merge(&o);

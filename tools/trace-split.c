@@ -292,6 +292,7 @@ static int run_split(split_args *a)
 int main(int argc, char **argv)
 {
 	split_args a;
+	cli_cleanup_on_signals();
 	int rc = parse_args(argc, argv, &a);
 	if (rc)
 		return rc;

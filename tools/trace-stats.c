@@ -146,11 +146,15 @@ static int parse_args(int argc, char **argv, stats_opts *o)
 	}
 	o->in = argv + ind;
 	o->n_in = argc - ind;
+	if (cli_refuse_output_input(&tool, o->out, o->in, (size_t)o->n_in))
+		return 2;
 	int twice = o->step_a >= 0 || o->sopts.window.lo_rel || o->sopts.window.hi_rel;
 	for (int i = 0; i < o->n_in && twice; i++)
-		if (strcmp(o->in[i], "-") == 0) {
-			cli_usage_error(&tool, "--steps and a --window counted from the first event read each "
-			                "input twice and cannot read standard input");
+		if (!tk_input_rereadable(o->in[i])) {
+			cli_usage_error(&tool, "%s: --steps and a --window counted from the first event read each "
+			                "input twice, and this is %s: save it to a file first",
+			                strcmp(o->in[i], "-") == 0 ? "(stdin)" : o->in[i],
+			                strcmp(o->in[i], "-") == 0 ? "standard input" : "a pipe or FIFO");
 			return 2;
 		}
 	return 0;
@@ -352,6 +356,7 @@ static int run_stats(const stats_opts *o)
 int main(int argc, char **argv)
 {
 	stats_opts o;
+	cli_cleanup_on_signals();
 	int rc = parse_args(argc, argv, &o);
 	return rc ? rc : run_stats(&o);
 }

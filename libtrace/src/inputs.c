@@ -1,5 +1,6 @@
 /* inputs.c: the traces a path stands for: a trace file, an archive's members that are traces, or one member. */
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "formats/archive.h"
 #include "formats/formats.h"
@@ -133,4 +134,34 @@ void tk_inputs_free(tk_inputs *in)
 	free(in->member);
 	free(in->name);
 	free(in);
+}
+
+/* stat() of the file that path reads: the archive of ARCHIVE//MEMBER. */
+static int input_stat(const char *path, struct stat *st)
+{
+	char *file = NULL;
+	const char *member = NULL;
+	int rc = stat(tk__member_path(path, &file, &member) ? file : path, st);
+	free(file);
+	return rc;
+}
+
+int tk_input_rereadable(const char *path)
+{
+	struct stat st;
+	if (!path || strcmp(path, "-") == 0)
+		return 0;
+	if (input_stat(path, &st))
+		return 1;
+	return S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) || S_ISDIR(st.st_mode);
+}
+
+int tk_output_is_input(const char *out, const char *path)
+{
+	struct stat so, si;
+	if (!out || !path || strcmp(out, "-") == 0 || strcmp(path, "-") == 0)
+		return 0;
+	if (stat(out, &so) || !S_ISREG(so.st_mode) || input_stat(path, &si))
+		return 0;
+	return so.st_dev == si.st_dev && so.st_ino == si.st_ino;
 }

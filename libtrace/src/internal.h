@@ -18,6 +18,7 @@
 #include "core/json_text.h"
 #include "core/map.h"
 #include "core/strtab.h"
+#include "core/tmpreg.h"
 #include "core/varint.h"
 
 /* ---- sources: bytes from an fd, memory or an archive member, decoded by
@@ -161,6 +162,24 @@ size_t tk__sorter_share(size_t total);
 extern int tk__no_threads;
 int tk__thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 
+/* a + b and a - b held at INT64_MIN / INT64_MAX instead of overflowing:
+ * times near the ends of int64 (an event's end, a rank's clock shift). */
+static inline int64_t tk__sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+	return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+static inline int64_t tk__sat_sub(int64_t a, int64_t b)
+{
+	int64_t r;
+	return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
+}
+/* The end of an event that starts at ts and lasts dur (a negative dur counts as 0). */
+static inline int64_t tk__ev_end(int64_t ts, int64_t dur)
+{
+	return dur > 0 ? tk__sat_add(ts, dur) : ts;
+}
+
 /* ---- output sinks: a file (temporary name, renamed when complete) or an
  * fd, through an optional output filter (formats/), written in blocks by
  * threads of the sink's own (sink.c) ---- */
@@ -170,6 +189,7 @@ typedef struct tk__sink {
 	int own_fd;
 	char *path;    /* final path (the name for fd output) */
 	char *tmppath; /* temporary name while writing */
+	int tmp_hold;  /* tmppath's handle in tmpreg.c (0: none) */
 	const struct tk__ofilter *f; /* NULL: the bytes as they are */
 	void *fst;                   /* the filter's state */
 	void *enc;                   /* the caller's encoder when there are no threads */

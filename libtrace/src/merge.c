@@ -251,29 +251,41 @@ static int input_base(const tk_reader *r, int64_t *base)
 	return -1;
 }
 
-static int64_t sat_add(int64_t a, int64_t b)
+static int rank_out_of_range(tk_merge *m, const char *path, int64_t rank, const char *from)
 {
-	int64_t s;
-	if (__builtin_add_overflow(a, b, &s))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return s;
+	return tk__err_set(&m->err, TK_ERR_FORMAT, "%s: rank %lld%s is out of range (0..%d): set ranks "
+	                   "with --rank-from or the input order", path, (long long)rank, from, TK_MERGE_MAX_RANK);
+}
+
+/* The rank the input names, when it names one and it is not given: 1 if
+ * it does, 0 if not, < 0 when it is out of range (the error is set). */
+static int named_rank(tk_merge *m, tk__input *in, const tk_reader *r)
+{
+	int64_t rank;
+	if (in->rank_source == 0 || meta_rank(r, &rank))
+		return 0;
+	if (rank < 0 || rank > TK_MERGE_MAX_RANK)
+		return rank_out_of_range(m, in->path, rank, " (distributedInfo.rank or the .tkb header)");
+	in->rank = rank, in->rank_source = 1;
+	return 1;
 }
 
 /* Decided at the first event: the provisional clock shift, and whether the
  * rank filter drops this input without reading on. */
 static int first_event(tk_merge *m, tk__input *in, const tk_reader *r)
 {
-	int64_t base, rank;
+	int64_t base;
 	if (input_base(r, &base) == 0)
 		in->prov_shift = base;
-	if (in->rank_source == 0 || meta_rank(r, &rank) == 0) {
-		if (in->rank_source != 0)
-			in->rank = rank, in->rank_source = 1;
+	int named = named_rank(m, in, r);
+	if (named < 0)
+		return named;
+	if (in->rank_source == 0 || named) {
 		if (!rank_selected(m, in->rank))
 			in->skipped = 1;
 		for (size_t i = 0; i < m->n_given && m->o.align == TK_ALIGN_GIVEN; i++)
 			if (m->given_rank[i] == in->rank)
-				in->prov_shift = sat_add(in->prov_shift, m->given_off[i]);
+				in->prov_shift = tk__sat_add(in->prov_shift, m->given_off[i]);
 	}
 	return 0;
 }
@@ -285,7 +297,8 @@ static int read_input(tk_merge *m, tk__input *in, tk_reader *r, uint64_t tag)
 	uint64_t bytes0 = m->bytes_done;
 	while ((rc = tk_reader_next(r, &ev)) == TK_OK) {
 		if (!in->events_in++) {
-			first_event(m, in, r);
+			if ((rc = first_event(m, in, r)) != 0)
+				return rc;
 			if (in->skipped)
 				return 0;
 		}
@@ -295,7 +308,7 @@ static int read_input(tk_merge *m, tk__input *in, tk_reader *r, uint64_t tag)
 			continue;
 		tk_event e = *ev;
 		if (e.has & TK_HAS_TS)
-			e.ts = sat_add(e.ts, in->prov_shift);
+			e.ts = tk__sat_add(e.ts, in->prov_shift);
 		if ((rc = tk_sorter_add(m->sorter, &e, tag)) != 0)
 			return tk__err_set(&m->err, rc, "%s", tk_sorter_error(m->sorter));
 		if ((in->events_in & 0xffff) == 0 && m->o.progress) {
@@ -312,10 +325,7 @@ static int read_input(tk_merge *m, tk__input *in, tk_reader *r, uint64_t tag)
 		return tk__err_set(&m->err, TK_ERR_NOMEM, "merge: out of memory");
 	if (!in->has_base && input_base(r, &in->base) == 0)
 		in->has_base = 1;
-	int64_t rank;
-	if (in->rank_source != 0 && meta_rank(r, &rank) == 0)
-		in->rank = rank, in->rank_source = 1;
-	return 0;
+	return named_rank(m, in, r) < 0 ? m->err.code : 0;
 }
 
 /* A new input slot named `name`; NULL (the merge's error set) when out of memory. */
@@ -334,6 +344,10 @@ static tk__input *new_input(tk_merge *m, const char *name, int64_t rank)
 	in->rank = rank >= 0 ? rank : (int64_t)m->n_in;
 	in->rank_source = rank >= 0 ? 0 : 2;
 	m->n_in++;
+	if (in->rank > TK_MERGE_MAX_RANK) {
+		rank_out_of_range(m, name, in->rank, "");
+		return NULL;
+	}
 	return in;
 }
 

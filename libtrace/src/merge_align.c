@@ -55,7 +55,7 @@ int tk__merge_note_coll(tk_merge *m, tk__input *in, const tk_event *ev)
 			id = (uint32_t)i;
 			break;
 		}
-	int64_t end = ev->ts + ((ev->has & TK_HAS_DUR) ? ev->dur : 0);
+	int64_t end = tk__sat_add(ev->ts, (ev->has & TK_HAS_DUR) ? ev->dur : 0);
 	in->colls[in->n_colls++] = (tk__coll){end, id};
 	return 0;
 }
@@ -117,7 +117,7 @@ static size_t match(const tk_merge *m, const tk__input *ref, const tk__input *in
 			continue;
 		const int64_t *ref_end = (const int64_t *)tk__map_get_int(idx, ((uint64_t)c->key << 32) | occ[c->key]++);
 		if (ref_end)
-			d[n++] = (*ref_end + ref->base) - (c->end + in->base);
+			d[n++] = tk__sat_sub(tk__sat_add(*ref_end, ref->base), tk__sat_add(c->end, in->base));
 	}
 	free(occ);
 	return n;
@@ -128,7 +128,7 @@ static void estimate(tk__input *in, int64_t *d, size_t n)
 	qsort(d, n, sizeof *d, i64_cmp);
 	in->offset = d[n / 2];
 	for (size_t i = 0; i < n; i++)
-		d[i] = d[i] > in->offset ? d[i] - in->offset : in->offset - d[i];
+		d[i] = d[i] > in->offset ? tk__sat_sub(d[i], in->offset) : tk__sat_sub(in->offset, d[i]);
 	qsort(d, n, sizeof *d, i64_cmp);
 	in->residual = d[n / 2];
 	in->matched = n;

@@ -45,14 +45,14 @@ static void align_start(tk_merge *m)
 	int64_t earliest = 0;
 	for (size_t i = 0; i < m->n_in; i++) {
 		tk__input *in = &m->in[i];
-		int64_t t = in->first + in->base;
+		int64_t t = tk__sat_add(in->first, in->base);
 		if (!in->skipped && in->has_first && (!have || t < earliest))
 			earliest = t, have = 1;
 	}
 	for (size_t i = 0; i < m->n_in; i++) {
 		tk__input *in = &m->in[i];
 		if (!in->skipped && in->has_first)
-			in->offset = earliest - (in->first + in->base);
+			in->offset = tk__sat_sub(earliest, tk__sat_add(in->first, in->base));
 	}
 }
 
@@ -90,7 +90,7 @@ static int set_deltas(tk_merge *m, int64_t *tbase)
 		tk__input *in = &m->in[i];
 		if (in->skipped)
 			continue;
-		in->delta = in->base + in->offset - *tbase - in->prov_shift;
+		in->delta = tk__sat_sub(tk__sat_sub(tk__sat_add(in->base, in->offset), *tbase), in->prov_shift);
 		if (have && in->delta != first)
 			resort = 1;
 		first = in->delta, have = 1;
@@ -474,7 +474,7 @@ static int in_window(out_ctx *c, const tk_event *ev)
 		c->first = ev->ts, c->have_first = 1;
 	tk_window w = tk_window_at(&o->window, c->first);
 	int64_t lo = w.lo, hi = w.hi;
-	int64_t end = ev->ts + ((ev->has & TK_HAS_DUR) && ev->dur > 0 ? ev->dur : 0);
+	int64_t end = tk__ev_end(ev->ts, (ev->has & TK_HAS_DUR) ? ev->dur : 0);
 	return ev->ts <= hi && end >= lo;
 }
 
@@ -539,7 +539,7 @@ static int resort(tk_merge *m, tk_sorter **out)
 			continue;
 		tk_event e = *ev;
 		if (e.has & TK_HAS_TS)
-			e.ts += in->delta;
+			e.ts = tk__sat_add(e.ts, in->delta);
 		if ((rc = tk_sorter_add(*out, &e, tag)) != 0)
 			return tk__err_set(&m->err, rc, "%s", tk_sorter_error(*out));
 	}
@@ -565,7 +565,7 @@ static int stream(out_ctx *c, tk_sorter *s)
 			continue;
 		if (in->delta && (ev->has & TK_HAS_TS)) {
 			tk_event e = *ev;
-			e.ts += in->delta;
+			e.ts = tk__sat_add(e.ts, in->delta);
 			rc = emit(c, &e, in);
 		} else {
 			rc = emit(c, ev, in);

@@ -22,6 +22,7 @@ static int reader_new(tk_reader **out, const char *name, const tk_reader_opts *o
 		r->opts.max_depth = 1000;
 	r->name = tk__strdup(name ? name : "(input)");
 	r->cap = TK__BUF0;
+	r->stats.window_bytes = r->cap;
 	r->buf = malloc(r->cap + TK__PAD);
 	r->line = 1;
 	if (!r->name || !r->buf)
@@ -294,12 +295,17 @@ int tk__reader_more(tk_reader *r)
 	if (r->pos && (r->pos >= r->cap / 2 || r->end == r->cap))
 		compact(r);
 	if (r->end == r->cap) {
-		size_t ncap = r->cap * 2;
+		/* never more than the limit needs: a value one byte over it is seen */
+		size_t ncap = r->cap * 2, lim = r->opts.max_value_bytes + ((size_t)64 << 10);
+		if (ncap > lim && lim > r->cap)
+			ncap = lim;
 		unsigned char *nb = realloc(r->buf, ncap + TK__PAD);
 		if (!nb)
 			return tk__err_set(&r->err, TK_ERR_NOMEM, "%s: out of memory", r->name);
 		r->buf = nb;
 		r->cap = ncap;
+		if (ncap > r->stats.window_bytes)
+			r->stats.window_bytes = ncap;
 	}
 	/* Fill the whole free space (pipes deliver small blocks): a unit that is
 	 * parsed again from its start after each call then costs linear time

@@ -362,6 +362,7 @@ int tk__sink_open_path(tk__sink *s, const char *path, const tk__ofilter *f, int 
 		s->tmppath = NULL;
 		return TK_ERR_IO;
 	}
+	s->tmp_hold = tk__tmp_hold(s->tmppath, 0);
 	s->own_fd = 1;
 	mode_t um = umask(0);
 	umask(um);
@@ -463,6 +464,8 @@ int tk__sink_finish(tk__sink *s)
 			         strerror(errno));
 			rc = TK_ERR_IO;
 		} else {
+			tk__tmp_release(s->tmp_hold);
+			s->tmp_hold = 0;
 			free(s->tmppath);
 			s->tmppath = NULL;
 		}
@@ -487,6 +490,8 @@ void tk__sink_discard(tk__sink *s)
 		unlink(s->tmppath);
 		free(s->tmppath);
 	}
+	tk__tmp_release(s->tmp_hold);
+	s->tmp_hold = 0;
 	s->tmppath = NULL;
 	tk__buf_free(&s->pend);
 	tk__buf_free(&s->fbuf);

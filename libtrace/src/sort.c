@@ -561,6 +561,7 @@ void tk_sorter_free(tk_sorter *s)
 	free(s->runs);
 	if (s->dir) {
 		rmdir(s->dir);
+		tk__tmp_release(s->dir_hold);
 		free(s->dir);
 	}
 	free((char *)s->tmpdir);

@@ -48,6 +48,7 @@ typedef struct tk__merger {
 struct tk_sorter {
 	size_t budget;
 	char *dir; /* private temporary directory, NULL until the first spill */
+	int dir_hold; /* its handle in tmpreg.c */
 	const char *tmpdir;
 
 	/* Two halves of the budget: one is filled while a thread of the

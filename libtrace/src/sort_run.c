@@ -34,6 +34,7 @@ static int make_dir(tk_sorter *s)
 		s->dir = NULL;
 		return rc;
 	}
+	s->dir_hold = tk__tmp_hold(s->dir, 1);
 	return 0;
 }
 

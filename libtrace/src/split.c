@@ -1,7 +1,10 @@
 /* split.c: the splitter's second pass: time segments, parts under a byte budget, flow pairing, clipping, the index. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,6 +36,13 @@ struct tk_split {
 	tk__err err; /* the message and the warnings of the last run */
 	tk_split_opts o;
 	char *name, *index_path;
+	/* the output set's safety while a run lasts */
+	char *pdir;      /* the run's own directory of unpublished parts: DIR/.NAME.split-XXXXXX */
+	int pdir_hold;   /* its handle in tmpreg.c (removed on a signal) */
+	char *lock_path; /* DIR/.NAME.lock, flock()ed: one run per output set */
+	int lock_fd, lock_hold;
+	char *made;      /* the first directory of DIR this run created, or NULL */
+	const char *input; /* the run's input path */
 	char ext[32];             /* the parts' file name ending: ".json.gz" */
 	const tk__format *pf;     /* the parts' format */
 	int gz;                   /* gzip: the whole part, or the format's own (.tkb chunks) */
@@ -213,10 +223,11 @@ static int part_open(tk_split *s, int64_t start)
 			return fail(s, TK_ERR_NOMEM, "out of memory");
 	part_rec *pr = &s->parts[s->n_parts];
 	memset(pr, 0, sizeof *pr);
-	size_t n = strlen(s->o.dir) + strlen(s->name) + strlen(s->ext) + 48;
+	size_t n;
+	n = strlen(s->pdir) + strlen(s->ext) + 32;
 	if (!(pr->tmp = malloc(n)))
 		return fail(s, TK_ERR_NOMEM, "out of memory");
-	snprintf(pr->tmp, n, "%s/.%s.part-%zu%s.partial", s->o.dir, s->name, s->n_parts, s->ext);
+	snprintf(pr->tmp, n, "%s/part-%zu%s", s->pdir, s->n_parts, s->ext);
 	s->n_parts++;
 	pr->p = (tk_split_part){NULL, start, s->seg_end, INT64_MAX, INT64_MIN, 0, 0, -1, -1};
 	tk_writer_opts wo = {s->pf->id, s->gz, s->o.wopts.gzip_level, s->o.wopts.memory_bytes};
@@ -285,7 +296,7 @@ static void note_written(tk_split *s, const tk_event *ev)
 	p->events++;
 	if (!(ev->has & TK_HAS_TS))
 		return;
-	int64_t end = ev->ts + ((ev->has & TK_HAS_DUR) && ev->dur > 0 ? ev->dur : 0);
+	int64_t end = tk__ev_end(ev->ts, (ev->has & TK_HAS_DUR) ? ev->dur : 0);
 	if (ev->ts < p->first_ts)
 		p->first_ts = ev->ts;
 	if (end > p->last_end)
@@ -393,7 +404,7 @@ static int write_carries(tk_split *s)
 	size_t k = 0;
 	for (size_t i = 0; i < s->n_carry; i++) {
 		tk_event *c = s->carry[i];
-		int64_t end = c->ts + c->dur;
+		int64_t end = tk__sat_add(c->ts, c->dur);
 		int rc = 0;
 		if (end > s->seg_start && !s->seg_discard) {
 			rc = write_piece(s, c, s->seg_start, end < s->clip_end ? end : s->clip_end, "continued");
@@ -558,8 +569,8 @@ static int finish_parts(tk_split *s)
 		seg_load(s, k);
 		if (part_open(s, s->seg_start) || part_close(s))
 			return -1;
-		if ((s->o.window.set || s->o.steps) &&
-		    tk__err_warn(&s->err, "no event starts in the range"))
+		/* an empty window is the tools' one check (cli_window_kept), from the stats */
+		if (s->o.steps && tk__err_warn(&s->err, "no event starts in the range"))
 			return fail(s, TK_ERR_NOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < s->n_carry; i++)
@@ -759,13 +770,10 @@ static int write_index(tk_split *s, const char *input)
 {
 	tk__buf b = {0};
 	tk__sink k;
-	size_t n = strlen(s->o.dir) + strlen(s->name) + 16;
-	free(s->index_path);
-	if (!(s->index_path = malloc(n)) || index_text(s, &b, input)) {
+	if (index_text(s, &b, input)) {
 		tk__buf_free(&b);
 		return fail(s, TK_ERR_NOMEM, "out of memory");
 	}
-	snprintf(s->index_path, n, "%s/%s.index.json", s->o.dir, s->name);
 	int rc = tk__sink_open_path(&k, s->index_path, NULL, 0);
 	if (!rc)
 		rc = tk__sink_write(&k, b.p, b.len);
@@ -788,12 +796,84 @@ static int digits(size_t n)
 	return d;
 }
 
-/* Rename every part to its final name: zero-padded numbers that sort. */
+/* The number of a file name of the output set (NAME.part-N.EXT, EXT a trace
+ * suffix such as .json.gz or .tkb), or -1. */
+static long set_part_number(const tk_split *s, const char *e)
+{
+	size_t nl = strlen(s->name), d = 0;
+	if (strncmp(e, s->name, nl) || strncmp(e + nl, ".part-", 6))
+		return -1;
+	const char *num = e + nl + 6;
+	while (num[d] >= '0' && num[d] <= '9')
+		d++;
+	if (!d || d > 9 || tk__name_stem(e) != nl + 6 + d || !num[d])
+		return -1;
+	return strtol(num, NULL, 10);
+}
+
+/* Each regular file of DIR that belongs to the output set (its parts and
+ * its index): fn(s, full path, part number or -1 for the index) until it
+ * returns nonzero. */
+static int each_set_file(tk_split *s, int (*fn)(tk_split *, const char *, long))
+{
+	DIR *d = opendir(s->o.dir);
+	if (!d)
+		return fail(s, TK_ERR_IO, "%s: cannot read the directory: %s", s->o.dir, strerror(errno));
+	struct dirent *de;
+	int rc = 0;
+	tk__buf path = {0};
+	size_t nl = strlen(s->name);
+	while (!rc && (de = readdir(d))) {
+		long num = set_part_number(s, de->d_name);
+		if (num < 0 && !(strncmp(de->d_name, s->name, nl) == 0 && strcmp(de->d_name + nl, ".index.json") == 0))
+			continue;
+		struct stat st;
+		path.len = 0;
+		if (tk__buf_append(&path, s->o.dir, strlen(s->o.dir)) || tk__buf_putc(&path, '/') ||
+		    tk__buf_append(&path, de->d_name, strlen(de->d_name) + 1)) {
+			rc = fail(s, TK_ERR_NOMEM, "out of memory");
+			break;
+		}
+		if (lstat(path.p, &st) == 0 && S_ISREG(st.st_mode))
+			rc = fn(s, path.p, num);
+	}
+	closedir(d);
+	tk__buf_free(&path);
+	return rc;
+}
+
+static int refuse_input(tk_split *s, const char *path, long num)
+{
+	(void)num;
+	if (!tk_output_is_input(path, s->input))
+		return 0;
+	return fail(s, TK_ERR_ARG, "%s: the input is a file of the output set this run replaces (%s): "
+	            "split it into another directory or under another --name", s->input, path);
+}
+
+/* Parts of an earlier run that the new set does not have (it had more
+ * parts, other number widths or another format). */
+static int remove_stale(tk_split *s, const char *path, long num)
+{
+	if (num < 0)
+		return 0;
+	for (size_t i = 0; i < s->n_parts; i++)
+		if (s->parts[i].final && strcmp(s->parts[i].final, path) == 0)
+			return 0;
+	if (unlink(path) && errno != ENOENT)
+		tk__err_warn(&s->err, "%s: an earlier run's part could not be removed: %s", path, strerror(errno));
+	return 0;
+}
+
+/* Rename every part to its final name: zero-padded numbers that sort. The
+ * old index goes first, so that no index ever lists a mixed set. */
 static int publish(tk_split *s)
 {
 	int width = digits(s->n_parts ? s->n_parts - 1 : 0);
 	width = width < 4 ? 4 : width;
 	size_t dl = strlen(s->o.dir) + 1;
+	if (unlink(s->index_path) && errno != ENOENT)
+		return fail(s, TK_ERR_IO, "%s: cannot remove the earlier index: %s", s->index_path, strerror(errno));
 	for (size_t i = 0; i < s->n_parts; i++) {
 		part_rec *pr = &s->parts[i];
 		size_t n = dl + strlen(s->name) + strlen(s->ext) + 40;
@@ -823,6 +903,86 @@ static void remove_outputs(tk_split *s)
 	}
 }
 
+/* The end of a run: its private directory, its lock, and on failure the
+ * directories it created (only while empty). */
+static void end_run(tk_split *s, int failed)
+{
+	if (s->pdir) {
+		rmdir(s->pdir);
+		tk__tmp_release(s->pdir_hold);
+		s->pdir_hold = 0;
+		free(s->pdir);
+		s->pdir = NULL;
+	}
+	if (s->lock_fd >= 0) { /* removed while held: a run that opened it before retries */
+		unlink(s->lock_path);
+		tk__tmp_release(s->lock_hold);
+		s->lock_hold = 0;
+		close(s->lock_fd);
+		s->lock_fd = -1;
+	}
+	free(s->lock_path);
+	s->lock_path = NULL;
+	char *d = failed && s->made ? tk__strdup(s->o.dir) : NULL;
+	while (d && strlen(d) >= strlen(s->made) && rmdir(d) == 0) {
+		char *slash = strrchr(d, '/');
+		if (!slash || slash == d)
+			break;
+		*slash = 0;
+	}
+	free(d);
+	free(s->made);
+	s->made = NULL;
+}
+
+/* One run at a time per output set: an exclusive flock() on DIR/.NAME.lock. */
+static int lock_set(tk_split *s)
+{
+	size_t n = strlen(s->o.dir) + strlen(s->name) + 16;
+	if (!(s->lock_path = malloc(n)))
+		return fail(s, TK_ERR_NOMEM, "out of memory");
+	snprintf(s->lock_path, n, "%s/.%s.lock", s->o.dir, s->name);
+	for (int tries = 0; tries < 100; tries++) {
+		int fd = open(s->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+		if (fd < 0)
+			return fail(s, TK_ERR_IO, "%s: cannot create the lock file: %s", s->lock_path, strerror(errno));
+		if (flock(fd, LOCK_EX | LOCK_NB)) {
+			int e = errno;
+			close(fd);
+			if (e == EWOULDBLOCK)
+				return fail(s, TK_ERR_IO, "%s: another trace-split run is writing the parts of %s in %s; "
+				            "wait for it to end, or split into another directory or under another --name",
+				            s->lock_path, s->name, s->o.dir);
+			return fail(s, TK_ERR_IO, "%s: cannot lock: %s", s->lock_path, strerror(e));
+		}
+		struct stat a, b; /* the name may have been removed by the run that held it */
+		if (fstat(fd, &a) == 0 && stat(s->lock_path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+			s->lock_fd = fd;
+			s->lock_hold = tk__tmp_hold(s->lock_path, 0);
+			return 0;
+		}
+		close(fd);
+	}
+	return fail(s, TK_ERR_IO, "%s: cannot lock: the file keeps changing", s->lock_path);
+}
+
+/* The run's private directory of parts, in DIR so that publishing is a rename. */
+static int make_pdir(tk_split *s)
+{
+	size_t n = strlen(s->o.dir) + strlen(s->name) + 24;
+	if (!(s->pdir = malloc(n)))
+		return fail(s, TK_ERR_NOMEM, "out of memory");
+	snprintf(s->pdir, n, "%s/.%s.split-XXXXXX", s->o.dir, s->name);
+	if (!mkdtemp(s->pdir)) {
+		int e = errno;
+		free(s->pdir);
+		s->pdir = NULL;
+		return fail(s, TK_ERR_IO, "%s: cannot create a directory for the parts: %s", s->o.dir, strerror(e));
+	}
+	s->pdir_hold = tk__tmp_hold(s->pdir, 1);
+	return 0;
+}
+
 static int make_dir(tk_split *s)
 {
 	char *d = tk__strdup(s->o.dir);
@@ -833,7 +993,12 @@ static int make_dir(tk_split *s)
 			continue;
 		char c = *p;
 		*p = 0;
-		if (mkdir(d, 0777) && errno != EEXIST) {
+		if (mkdir(d, 0777) == 0) {
+			if (!s->made && !(s->made = tk__strdup(d))) {
+				free(d);
+				return fail(s, TK_ERR_NOMEM, "out of memory");
+			}
+		} else if (errno != EEXIST) {
 			int e = errno;
 			free(d);
 			return fail(s, TK_ERR_IO, "%s: cannot create directory: %s", s->o.dir, strerror(e));
@@ -885,7 +1050,15 @@ static void reset_run(tk_split *s)
 
 static int run(tk_split *s, const char *path)
 {
-	if (pick_name(s, path) || make_dir(s))
+	if (pick_name(s, path) || make_dir(s) || lock_set(s))
+		return -1;
+	size_t n = strlen(s->o.dir) + strlen(s->name) + 16;
+	free(s->index_path);
+	if (!(s->index_path = malloc(n)))
+		return fail(s, TK_ERR_NOMEM, "out of memory");
+	snprintf(s->index_path, n, "%s/%s.index.json", s->o.dir, s->name);
+	s->input = path;
+	if (each_set_file(s, refuse_input) || make_pdir(s))
 		return -1;
 	int rc = tk__split_scan(&s->sc, path, &s->o, &s->err);
 	if (rc)
@@ -912,6 +1085,8 @@ static int run(tk_split *s, const char *path)
 	if (!rc)
 		rc = publish(s);
 	if (!rc)
+		rc = each_set_file(s, remove_stale);
+	if (!rc)
 		rc = write_index(s, path);
 	return rc;
 }
@@ -921,16 +1096,19 @@ int tk_split_run(tk_split *s, const char *path)
 	if (!s || !path)
 		return TK_ERR_ARG;
 	reset_run(s);
-	if (strcmp(path, "-") == 0)
-		return fail(s, TK_ERR_ARG, "the input is read more than once: standard input cannot be split, "
-		            "save it to a file first");
+	if (!tk_input_rereadable(path))
+		return fail(s, TK_ERR_ARG, "%s: trace-split reads its input twice, and this is %s: save it to a "
+		            "file first", strcmp(path, "-") == 0 ? "(stdin)" : path,
+		            strcmp(path, "-") == 0 ? "standard input" : "a pipe or FIFO");
 	int rc = run(s, path);
 	if (rc) {
 		remove_outputs(s);
+		end_run(s, 1);
 		if (!s->err.msg[0])
 			fail(s, rc, "%s", tk_strerror(rc));
 		return rc < 0 ? rc : TK_ERR_IO;
 	}
+	end_run(s, 0);
 	return 0;
 }
 
@@ -973,6 +1151,7 @@ int tk_split_new(tk_split **out, const tk_split_opts *opts)
 		return TK_ERR_NOMEM;
 	s->o = *opts;
 	s->cur = -1;
+	s->lock_fd = -1;
 	return check_opts(s);
 }
 
@@ -1011,6 +1190,7 @@ void tk_split_free(tk_split *s)
 	if (!s)
 		return;
 	tk_writer_free(s->w);
+	end_run(s, 0);
 	reset_run(s);
 	free(s->parts);
 	free(s->pool);

@@ -88,8 +88,13 @@ static void hist_widen(tk__hist *h)
 	h->width = w2;
 }
 
+/* Times are held to +-HIST_LIMIT for binning (the histogram only chooses
+ * where parts are cut), so that every difference and bin end fits in int64. */
+#define HIST_LIMIT ((1ll << 62) - (1ll << 54))
+
 void tk__hist_add(tk__hist *h, int64_t ts, uint64_t w)
 {
+	ts = ts > HIST_LIMIT ? HIST_LIMIT : ts < -HIST_LIMIT ? -HIST_LIMIT : ts;
 	if (!h->width) {
 		h->width = 1000;
 		h->lo = ts - (((ts % 1000) + 1000) % 1000);

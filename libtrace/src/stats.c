@@ -190,9 +190,9 @@ static uint32_t op_row(tk_stats *s, tk_sv name, tk_sv shapes, int dev)
 
 static void first_seen(tk__oprow *row, int64_t ts, int64_t dur)
 {
-	if (ts < row->first_ts || (ts == row->first_ts && ts + dur > row->first_end)) {
+	if (ts < row->first_ts || (ts == row->first_ts && tk__sat_add(ts, dur) > row->first_end)) {
 		row->first_ts = ts;
-		row->first_end = ts + dur;
+		row->first_end = tk__sat_add(ts, dur);
 	}
 }
 
@@ -392,7 +392,7 @@ static int pend_sort(tk__pend *v, size_t n, size_t n_sorted)
 /* Innermost open op that encloses [ts, end); pops ops that cannot (torch's rule). */
 static tk__frame *parent_frame(tk__thread *t, const tk__pend *p, int late)
 {
-	int64_t end = p->ts + p->dur;
+	int64_t end = tk__sat_add(p->ts, p->dur);
 	if (late) {
 		for (size_t i = t->depth; i-- > 0;)
 			if (t->stack[i].start <= p->ts && p->ts < t->stack[i].end && end <= t->stack[i].end)
@@ -489,7 +489,7 @@ static int process_op(tk_stats *s, tk__thread *t, const tk__pend *p)
 	t->frontier = p->ts;
 	if (tk__grow(&t->stack, &t->cap_stack, t->depth + 1, sizeof *t->stack, 16))
 		return TK_ERR_NOMEM;
-	t->stack[t->depth++] = (tk__frame){p->ts, p->ts + p->dur, p->key, chain, counted || fl > 0};
+	t->stack[t->depth++] = (tk__frame){p->ts, tk__sat_add(p->ts, p->dur), p->key, chain, counted || fl > 0};
 	return 0;
 }
 
@@ -724,8 +724,8 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 	s->info.events++;
 	if (ev->ts < s->info.ts_min)
 		s->info.ts_min = ev->ts;
-	if (ev->ts + ev->dur > s->info.ts_max)
-		s->info.ts_max = ev->ts + ev->dur;
+	if (tk__sat_add(ev->ts, ev->dur) > s->info.ts_max)
+		s->info.ts_max = tk__sat_add(ev->ts, ev->dur);
 	tk_sv name = ev->name;
 	if (cls == TK_STATS_OP && name.len > 13 && memcmp(name.ptr, "ProfilerStep#", 13) == 0)
 		name = (tk_sv){"ProfilerStep*", 13};

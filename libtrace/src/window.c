@@ -74,19 +74,13 @@ int tk_window_parse(const char *text, tk_window *w)
 	return 0;
 }
 
-static int64_t sat_add(int64_t a, int64_t b)
-{
-	int64_t r;
-	return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
-}
-
 tk_window tk_window_at(const tk_window *w, int64_t first_ts)
 {
 	tk_window r = *w;
 	if (r.lo_rel && r.lo != INT64_MIN)
-		r.lo = sat_add(first_ts, r.lo);
+		r.lo = tk__sat_add(first_ts, r.lo);
 	if (r.hi_rel && r.hi != INT64_MAX)
-		r.hi = sat_add(first_ts, r.hi);
+		r.hi = tk__sat_add(first_ts, r.hi);
 	r.lo_rel = r.hi_rel = 0;
 	return r;
 }

@@ -50,7 +50,7 @@ typedef struct tk_merge_rank_info {
 	int64_t rank;
 	int rank_source;     /* 0 given, 1 from the input (distributedInfo.rank or a .tkb header), 2 input order */
 	uint64_t events_in;  /* events read */
-	uint64_t events_out; /* events written */
+	uint64_t events_out; /* events written, metadata (ph 'M') not counted */
 	int64_t offset_ns;   /* clock offset applied (alignment only) */
 	int64_t residual_ns; /* collectives: median |deviation| of the matched pairs */
 	size_t matched;      /* collectives: pairs used; 0 = none matched */
@@ -60,6 +60,12 @@ typedef struct tk_merge_rank_info {
 TK_API int tk_merge_new(tk_merge **out, const tk_merge_opts *opts);
 /* Offset in ns added to a rank's clock under TK_ALIGN_GIVEN. */
 TK_API int tk_merge_set_offset(tk_merge *m, int64_t rank, int64_t offset_ns);
+/* Ranks run from 0 to TK_MERGE_MAX_RANK: a rank's pids take the block
+ * rank * 1000000 + 0..999999, and its flow ids are XORed with rank << 40.
+ * A rank given or named by an input (distributedInfo.rank, a .tkb header)
+ * outside that range is an error that names the input. */
+#define TK_MERGE_MAX_RANK 8388607
+
 /* Read one input ("-" = standard input) completely. rank < 0: from its
  * distributedInfo.rank, else its position among the inputs. */
 TK_API int tk_merge_add(tk_merge *m, const char *path, int64_t rank);

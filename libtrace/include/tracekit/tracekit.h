@@ -102,6 +102,8 @@ typedef struct tk_reader_stats {
 	uint64_t repaired_strings; /* strings with invalid UTF-8 replaced by U+FFFD */
 	int truncated;             /* input ended early and was accepted (non-strict) */
 	uint64_t dropped_bytes;    /* bytes after the last complete event when truncated */
+	uint64_t window_bytes;     /* the largest input window held: at most max_value_bytes + 64 KiB
+	                            * once a value grows past the starting window */
 } tk_reader_stats;
 
 /* Open a trace. `path` "-" is standard input; "ARCHIVE//MEMBER" is a
@@ -170,6 +172,19 @@ TK_API int tk_inputs_open(tk_inputs **out, const char *path, const tk_reader_opt
 TK_API int tk_inputs_next(tk_inputs *in, tk_reader **r, const char **name);
 TK_API const char *tk_inputs_error(const tk_inputs *in);
 TK_API void tk_inputs_free(tk_inputs *in);
+
+/* 1 when the trace at path (a file, or ARCHIVE//MEMBER) can be opened
+ * again and read from its start, as operations that read their input twice
+ * need; 0 for standard input ("-"), a pipe, a FIFO (also /dev/fd/N of a
+ * shell's <(...)), a socket or a terminal. A path that cannot be examined
+ * counts as 1: opening it says what is wrong. */
+TK_API int tk_input_rereadable(const char *path);
+/* 1 when writing a file at out would write over the file that the input
+ * path (a file, or ARCHIVE//MEMBER) reads: the same file, by device and
+ * inode, so links and other spellings of a name are found. 0 otherwise,
+ * also when out does not exist yet or is not a regular file (a device or
+ * FIFO is written in place, never replaced). */
+TK_API int tk_output_is_input(const char *out, const char *path);
 
 /* ---- Output --------------------------------------------------------- */
 
@@ -337,6 +352,12 @@ TK_API const char *tk_version(void);
 /* "zlib 1.2.13" etc. for --version output. */
 TK_API const char *tk_dependency_versions(void);
 TK_API const char *tk_strerror(int code);
+/* Remove every temporary file and directory the library holds at this
+ * moment: the temporary names of outputs not yet complete, trace-split's
+ * parts before they are published, the sorter's spill files. Only
+ * async-signal-safe calls: meant for a SIGINT/SIGTERM handler, which then
+ * ends the program (outputs being written are left unfinished). */
+TK_API void tk_cleanup_temporaries(void);
 
 #ifdef __cplusplus
 }

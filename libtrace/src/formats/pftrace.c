@@ -958,7 +958,7 @@ static int put_slice(tk_writer *w, const tk_event *ev, size_t ti)
 {
 	pw *s = w->fs;
 	pthr *t = THR(s, ti);
-	int64_t b = ev->ts, e = ev->ts + ev->dur;
+	int64_t b = ev->ts, e = tk__sat_add(ev->ts, ev->dur);
 	size_t k;
 	for (k = 0; k < t->n_lanes; k++) {
 		plane *l = &t->lanes[k];
