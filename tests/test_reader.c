@@ -362,6 +362,41 @@ static void test_timestamp_not_number(void **state)
 	tu_events_free(&ev);
 }
 
+/* A member given twice: the first is the event's, every other one is kept
+ * in extra (none is silently dropped), and one warning counts the events. */
+static void test_duplicate_members(void **state)
+{
+	(void)state;
+	static const char text[] =
+	    "[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"ts\":2,\"dur\":3,\"pid\":1,\"pid\":\"p\","
+	    "\"args\":{\"x\":1},\"args\":{\"y\":2},\"name\":\"b\",\"ph\":\"i\"},"
+	    "{\"ph\":\"X\",\"name\":\"c\",\"ts\":5,\"tid\":7,\"tid\":8,\"id\":1,\"id\":2,\"cat\":\"k\",\"cat\":\"l\","
+	    "\"dur\":1,\"dur\":9},"
+	    "{\"ph\":\"X\",\"name\":\"plain\",\"ts\":9}]";
+	tk_reader *r = NULL;
+	tu_events ev = {0};
+	assert_int_equal(tk_reader_open_memory(&r, text, strlen(text), "dup.json", NULL), 0);
+	assert_int_equal(tu_read_all(r, &ev), TK_EOF);
+	assert_int_equal(ev.n, 3);
+	const tk_event *a = ev.ev[0], *c = ev.ev[1];
+	assert_int_equal(a->ts, 1000);
+	assert_int_equal(a->ph, 'X');
+	assert_int_equal(a->pid.num, 1);
+	assert_string_equal(a->args.ptr, "{\"x\":1}");
+	assert_string_equal(a->extra.ptr, "\"ts\":2,\"pid\":\"p\",\"args\":{\"y\":2},\"name\":\"b\",\"ph\":\"i\"");
+	assert_int_equal(c->tid.num, 7);
+	assert_int_equal(c->id.num, 1);
+	assert_int_equal(c->dur, 1000);
+	assert_string_equal(c->extra.ptr, "\"tid\":8,\"id\":2,\"cat\":\"l\",\"dur\":9");
+	assert_null(ev.ev[2]->extra.ptr);
+	const char *w = tk_reader_warning(r, 0);
+	assert_non_null(w);
+	assert_non_null(strstr(w, "dup.json: 2 events give a member twice"));
+	assert_null(tk_reader_warning(r, 1));
+	tu_events_free(&ev);
+	tk_reader_free(r);
+}
+
 /* ---- pid / tid / id ---- */
 
 static void test_ids(void **state)
@@ -766,6 +801,7 @@ int main(void)
 		cmocka_unit_test(test_empty_trace_forms),
 		cmocka_unit_test(test_timestamps_exact),
 		cmocka_unit_test(test_timestamp_not_number),
+		cmocka_unit_test(test_duplicate_members),
 		cmocka_unit_test(test_ids),
 		cmocka_unit_test(test_strings_stable),
 		cmocka_unit_test(test_string_escapes),

@@ -14,6 +14,8 @@ typedef struct jstate {
 	int seen_events; /* the traceEvents array was entered */
 	int events_done;
 	uint64_t rounded; /* timestamps rounded to a nanosecond */
+	uint64_t dup_events; /* events with a member given twice */
+	int dup;             /* the event being parsed has one */
 	tk__jerr je;
 	tk__buf key;
 } jstate;
@@ -207,6 +209,16 @@ static int event_member(tk_reader *r, const unsigned char *kp, size_t kn, int kp
 	int fb = 0, rc = TK__J_OK;
 	if (!kplain)
 		goto extra;
+	/* A member given twice ("ts":1,"ts":2, two args): the first is the
+	 * event's, the others are kept as extra members, so none is lost. */
+	if ((KEY("ph") && (ev->has & TK_HAS_PH)) || (KEY("name") && (ev->has & TK_HAS_NAME)) ||
+	    (KEY("cat") && (ev->has & TK_HAS_CAT)) || (KEY("ts") && (ev->has & TK_HAS_TS)) ||
+	    (KEY("dur") && (ev->has & TK_HAS_DUR)) || (KEY("pid") && ev->pid.kind != TK_ID_NONE) ||
+	    (KEY("tid") && ev->tid.kind != TK_ID_NONE) || (KEY("id") && ev->id.kind != TK_ID_NONE) ||
+	    (KEY("args") && (r->args.len || r->lazy_pending))) {
+		((jstate *)r->fs)->dup = 1;
+		goto extra;
+	}
 	if (KEY("ph") && *p == '"') {
 		if (e - p < 3)
 			return TK__J_MORE;
@@ -284,6 +296,7 @@ static int parse_event(tk_reader *r, const unsigned char *p, const unsigned char
 	r->args.len = 0;
 	r->extra.len = 0;
 	r->lazy_pending = 0;
+	s->dup = 0;
 	p = tk__skip_ws(p + 1, e);
 	if (p >= e)
 		return TK__J_MORE;
@@ -323,6 +336,7 @@ static int parse_event(tk_reader *r, const unsigned char *p, const unsigned char
 			return TK__J_MORE;
 	}
 done:
+	s->dup_events += (uint64_t)s->dup;
 	ev->has |= TK_HAS_VALID_JSON; /* args and extra were canonicalized above */
 	if (text_view(&r->args, &ev->args) || text_view(&r->extra, &ev->extra))
 		return jbad(s, p, "out of memory");
@@ -496,6 +510,10 @@ static int finish(tk_reader *r)
 	if (s->rounded)
 		tk__err_warn(&r->err, "%s: %llu time values had digits below a nanosecond and were rounded",
 		                r->name, (unsigned long long)s->rounded);
+	if (s->dup_events)
+		tk__err_warn(&r->err, "%s: %llu events give a member twice (such as two \"ts\"): the first is "
+		             "the event's, the others are kept as extra members", r->name,
+		             (unsigned long long)s->dup_events);
 	s->st = ST_END;
 	return TK_EOF;
 }
