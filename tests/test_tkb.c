@@ -1,4 +1,5 @@
 /* test_tkb.c: the .tkb format: round trips, files cut anywhere, damaged chunks, the collector API. */
+#define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -602,6 +603,81 @@ static void test_args_values(void **state)
 	unlink(path);
 }
 
+/* Args keys in a crafted file that are not JSON string bodies (a raw quote
+ * that would add a member, a NUL, invalid UTF-8) are escaped as the JSON
+ * reader would escape them: args keep one member per slot, and the events
+ * read the same after a .tkb round trip. The file is written with
+ * placeholder keys of the same lengths, patched, and its CRC mended. */
+static void test_crafted_keys(void **state)
+{
+	(void)state;
+	static const char *place[] = {"kxxxxxevil", "nulxkey", "utfxxkey"};
+	static const char bad[][16] = {"k\":1,\"evil", "nul\0key", "utf\xff\xfekey"};
+	static const char *want[] = {"{\"k\\\":1,\\\"evil\":7}", "{\"nul\\u0000key\":7}",
+	                             "{\"utf\xef\xbf\xbd\xef\xbf\xbdkey\":7}"};
+	const char *path = tpath("keys.tkb");
+	tk_writer *w;
+	assert_int_equal(tk_writer_open_path(&w, path, NULL), TK_OK);
+	char text[64];
+	for (size_t i = 0; i < 3; i++) {
+		tk_event ev = {0};
+		ev.has = TK_HAS_VALID_JSON;
+		snprintf(text, sizeof text, "{\"%s\":7}", place[i]);
+		ev.args = sv(text);
+		assert_int_equal(tk_writer_write(w, &ev), TK_OK);
+	}
+	assert_int_equal(tk_writer_close(w), TK_OK);
+	tk_writer_free(w);
+	size_t n;
+	unsigned char *f = slurp(path, &n);
+	for (size_t i = 0; i < 3; i++) {
+		size_t k = strlen(place[i]);
+		unsigned char *at = memmem(f, n, place[i], k);
+		assert_non_null(at);
+		memcpy(at, bad[i], k);
+		unsigned char *h = at; /* the chunk holding it: its header's sync marker */
+		while (h > f && memcmp(h, "\xd7TKc", 4) != 0)
+			h--;
+		assert_memory_equal(h, "\xd7TKc", 4);
+		uint32_t stored = (uint32_t)h[8] | (uint32_t)h[9] << 8 | (uint32_t)h[10] << 16 | (uint32_t)h[11] << 24;
+		assert_int_equal(h[5] & 1, 0); /* not compressed */
+		uLong crc = crc32(0, h + 28, stored);
+		for (int b = 0; b < 4; b++)
+			h[20 + b] = (unsigned char)(crc >> (8 * b));
+		crc = crc32(0, h, 24); /* the header's CRC covers the payload's */
+		for (int b = 0; b < 4; b++)
+			h[24 + b] = (unsigned char)(crc >> (8 * b));
+	}
+	FILE *o = fopen(path, "wb");
+	assert_non_null(o);
+	assert_int_equal(fwrite(f, 1, n, o), n);
+	fclose(o);
+	free(f);
+	for (int pass = 0; pass < 2; pass++) {
+		tk_reader *r;
+		evlist got = {0};
+		assert_int_equal(tk_reader_open_path(&r, path, NULL), TK_OK);
+		assert_int_equal(read_all(r, &got), TK_EOF);
+		if (tk_reader_warning(r, 0)) /* the CRCs were mended: nothing is damaged */
+			fail_msg("pass %d: %s", pass, tk_reader_warning(r, 0));
+		assert_int_equal(got.n, 3);
+		for (size_t i = 0; i < 3; i++)
+			assert_string_equal(got.ev[i]->args.ptr, want[i]);
+		if (pass == 0) { /* write what was read, then read that */
+			const char *p2 = tpath("keys2.tkb");
+			assert_int_equal(tk_writer_open_path(&w, p2, NULL), TK_OK);
+			for (size_t i = 0; i < got.n; i++)
+				assert_int_equal(tk_writer_write(w, got.ev[i]), TK_OK);
+			assert_int_equal(tk_writer_close(w), TK_OK);
+			tk_writer_free(w);
+			assert_int_equal(rename(p2, path), 0);
+		}
+		ev_free(&got);
+		tk_reader_free(r);
+	}
+	unlink(path);
+}
+
 typedef struct tharg {
 	tk_tkb_writer *w;
 	int t;
@@ -794,7 +870,7 @@ int main(int argc, char **argv)
 		    cmocka_unit_test(test_generated_roundtrip), cmocka_unit_test(test_cut_everywhere),
 		    cmocka_unit_test(test_cut_random),          cmocka_unit_test(test_flipped_bytes),
 		    cmocka_unit_test(test_lost_dictionary),     cmocka_unit_test(test_resync_garbage),
-		    cmocka_unit_test(test_writer_meta),         cmocka_unit_test(test_args_values),
+		    cmocka_unit_test(test_writer_meta),         cmocka_unit_test(test_args_values), cmocka_unit_test(test_crafted_keys),
 		    cmocka_unit_test(test_threads),             cmocka_unit_test(test_buf_limits),
 		};
 		rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -521,8 +521,19 @@ static int add_slot(tk_reader *r, tshape *sh, uint32_t i, uint64_t key, unsigned
 	if (key >= s->n_strs || type > TK__V_MAX)
 		return chunk_bad(r, "shape slot");
 	tk_sv k = s->strs[key];
-	if (!(s->sok[key] & TK__OK_BODY))
+	tk__buf esc = {0};
+	if (k.ptr && !(s->sok[key] & TK__OK_BODY)) {
+		/* A key that is not the body of a JSON string (a raw quote, a NUL,
+		 * invalid UTF-8) is escaped as text, as the JSON reader would have
+		 * written it: it can never add a member to args, and it reads the same
+		 * after a round trip. */
+		if (tk__json_escape(&esc, k.ptr, k.len) < 0 || tk__buf_putc(&esc, 0)) {
+			tk__buf_free(&esc);
+			return nomem(r);
+		}
+		k = (tk_sv){esc.p, esc.len - 1};
 		sh->unsafe = 1;
+	}
 	tslot *sl = &s->slots[sh->first + i];
 	sl->type = (int)type;
 	sl->pre_off = (uint32_t)s->prefixes.len;
@@ -531,8 +542,10 @@ static int add_slot(tk_reader *r, tshape *sh, uint32_t i, uint64_t key, unsigned
 		sh->missing = 1;
 		k.len = 0;
 	}
-	if (tk__buf_reserve(&s->prefixes, k.len + 4))
+	if (tk__buf_reserve(&s->prefixes, k.len + 4)) {
+		tk__buf_free(&esc);
 		return nomem(r);
+	}
 	char *d = s->prefixes.p + s->prefixes.len;
 	d[0] = i ? ',' : '{';
 	d[1] = '"';
@@ -541,6 +554,7 @@ static int add_slot(tk_reader *r, tshape *sh, uint32_t i, uint64_t key, unsigned
 	d[k.len + 2] = '"';
 	d[k.len + 3] = ':';
 	s->prefixes.len += k.len + 4;
+	tk__buf_free(&esc);
 	return 0;
 }
 
