@@ -56,8 +56,8 @@ static int act_item(void *ud, const char *s, size_t n)
 			return 0;
 		}
 	snprintf(a->err, a->err_size,
-	         "TK_ACTIVITIES: unknown activity '%.*s' (known: kernel, memcpy, memset, runtime, "
-	         "driver, sync, nvtx, overhead, default, all)",
+	         "TK_ACTIVITIES: bad value '%.*s' (valid: kernel, memcpy, memset, runtime, driver, sync, "
+	         "nvtx, overhead, default, all; several with commas)",
 	         (int)n, s);
 	return -1;
 }
@@ -103,8 +103,8 @@ static int sched_item(void *ud, const char *s, size_t n)
 			return 0;
 	}
 	snprintf(c->err, c->err_size,
-	         "TK_SCHEDULE: bad item '%.*s' (expected skip_first=N, wait=N, warmup=N, "
-	         "active=N or repeat=N)",
+	         "TK_SCHEDULE: bad value '%.*s' (expected skip_first=N, wait=N, warmup=N, "
+	         "active=N or repeat=N, several with commas)",
 	         (int)n, s);
 	return -1;
 }
@@ -247,8 +247,10 @@ int tkc_config_read(tkc_config *c, const char *(*get)(const char *), char *err, 
 	if (v && *v) {
 		if (!strcmp(v, "cudaProfilerApi"))
 			c->capture_profiler_api = 1;
-		else if (strcmp(v, "none"))
-			set_error(err, err_size, &failed, "TK_CAPTURE: expected 'cudaProfilerApi' or 'none'");
+		else if (strcmp(v, "none")) {
+			snprintf(msg, sizeof msg, "TK_CAPTURE: bad value '%.100s' (valid: cudaProfilerApi, none)", v);
+			set_error(err, err_size, &failed, msg);
+		}
 	}
 	v = get("TK_SCHEDULE");
 	if (v && *v && tkc_parse_schedule(v, &c->sched, msg, sizeof msg))

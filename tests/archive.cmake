@@ -9,14 +9,10 @@ set_tests_properties(archive PROPERTIES TIMEOUT 300)
 
 # the tools on archives built with Python's tarfile and zipfile, against the
 # same traces unpacked; the real-trace part is skipped (77) when they are absent
-if(DEFINED ENV{TK_REALTRACES})
-  set(TK_ARCHIVE_REALTRACES $ENV{TK_REALTRACES})
-else()
-  set(TK_ARCHIVE_REALTRACES ${PROJECT_SOURCE_DIR}/../shared/realtraces)
-endif()
 find_package(Python3 COMPONENTS Interpreter REQUIRED)
 add_test(NAME cli_archive
-  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/cli/test_archive.py
+  COMMAND ${TK_SKIPS} uses cli_archive ${TK_SKIP_LOG} ${TK_REALTRACES}
+          ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/cli/test_archive.py
           $<TARGET_FILE:trace-convert> $<TARGET_FILE:trace-merge> $<TARGET_FILE:trace-stats>
-          $<TARGET_FILE:trace-split> ${PROJECT_SOURCE_DIR}/testdata ${TK_ARCHIVE_REALTRACES})
+          $<TARGET_FILE:trace-split> ${PROJECT_SOURCE_DIR}/testdata @REALTRACES@)
 set_tests_properties(cli_archive PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)

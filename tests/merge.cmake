@@ -9,15 +9,11 @@ add_test(NAME sort COMMAND test_sort)
 set_tests_properties(sort PROPERTIES TIMEOUT 120)
 
 # trace-merge on the real traces (skipped, exit 77, when they are absent)
-if(DEFINED ENV{TK_REALTRACES})
-  set(TK_MERGE_REALTRACES $ENV{TK_REALTRACES})
-else()
-  set(TK_MERGE_REALTRACES ${CMAKE_SOURCE_DIR}/../shared/realtraces)
-endif()
 find_package(Python3 COMPONENTS Interpreter REQUIRED)
 add_test(NAME cli_merge
-  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_merge.py
-          $<TARGET_FILE:trace-merge> ${TK_MERGE_REALTRACES})
+  COMMAND ${TK_SKIPS} needs cli_merge ${TK_SKIP_LOG} ${TK_REALTRACES}
+          ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_merge.py
+          $<TARGET_FILE:trace-merge> @REALTRACES@)
 set_tests_properties(cli_merge PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
 
 add_executable(test_merge_tkb test_merge_tkb.c)

@@ -3,11 +3,6 @@
 # against Perfetto's own schema and pftrace_check.py's semantic checks, come back to the
 # same JSON, and give trace-stats the same tables. Skipped (77) without protoc or the
 # schema; pftrace_real also without the real traces.
-if(DEFINED ENV{TK_REALTRACES})
-  set(TK_PFTRACE_REALTRACES $ENV{TK_REALTRACES})
-else()
-  set(TK_PFTRACE_REALTRACES ${PROJECT_SOURCE_DIR}/../shared/realtraces)
-endif()
 if(DEFINED ENV{TK_PERFETTO_PROTO})
   set(TK_PERFETTO_PROTO $ENV{TK_PERFETTO_PROTO})
 else()
@@ -15,10 +10,15 @@ else()
 endif()
 find_package(Python3 COMPONENTS Interpreter REQUIRED)
 foreach(mode cli real)
+  set(needs uses)
+  if(mode STREQUAL real)
+    set(needs needs)
+  endif()
   add_test(NAME pftrace_${mode}
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/cli/test_pftrace.py ${mode}
+    COMMAND ${TK_SKIPS} ${needs} pftrace_${mode} ${TK_SKIP_LOG} ${TK_REALTRACES}
+            ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/cli/test_pftrace.py ${mode}
             $<TARGET_FILE:trace-convert> $<TARGET_FILE:trace-merge> $<TARGET_FILE:trace-stats>
-            $<TARGET_FILE:trace-split> ${PROJECT_SOURCE_DIR}/testdata ${TK_PFTRACE_REALTRACES}
+            $<TARGET_FILE:trace-split> ${PROJECT_SOURCE_DIR}/testdata @REALTRACES@
             ${TK_PERFETTO_PROTO} ${CMAKE_CURRENT_LIST_DIR}/pftrace_check.py)
   set_tests_properties(pftrace_${mode} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
 endforeach()

@@ -13,12 +13,8 @@ if(Python3_FOUND)
     $<TARGET_FILE:trace-split> ${CMAKE_CURRENT_SOURCE_DIR})
   set_tests_properties(split_cli PROPERTIES TIMEOUT 600)
 
-  if(DEFINED ENV{TK_REALTRACES})
-    set(TK_REALTRACES_DIR $ENV{TK_REALTRACES})
-  else()
-    set(TK_REALTRACES_DIR ${CMAKE_SOURCE_DIR}/../shared/realtraces)
-  endif()
-  add_test(NAME split_real COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/split_real.sh
-    $<TARGET_FILE:trace-split> ${CMAKE_CURRENT_SOURCE_DIR} ${TK_REALTRACES_DIR})
+  add_test(NAME split_real COMMAND ${TK_SKIPS} needs split_real ${TK_SKIP_LOG} ${TK_REALTRACES}
+    bash ${CMAKE_CURRENT_SOURCE_DIR}/split_real.sh $<TARGET_FILE:trace-split> ${CMAKE_CURRENT_SOURCE_DIR}
+    @REALTRACES@)
   set_tests_properties(split_real PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
 endif()

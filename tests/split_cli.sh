@@ -101,11 +101,11 @@ expect_fail 1 "standard input" - -o "$W/o" --max-size 1M
 expect_fail 2 "exclude each other" "$W/s.json" -o "$W/o" --parts 2 --by-step
 expect_fail 2 "say where to split" "$W/s.json" -o "$W/o"
 expect_fail 2 "missing -o" "$W/s.json" --parts 2
-expect_fail 2 "cannot use '3parsecs'" "$W/s.json" -o "$W/o" --window 3parsecs
-expect_fail 2 "cannot use '5M5'" "$W/s.json" -o "$W/o" --max-size 5M5
+expect_fail 2 "--window: bad value '3parsecs'" "$W/s.json" -o "$W/o" --window 3parsecs
+expect_fail 2 "--max-size: bad value '5M5'" "$W/s.json" -o "$W/o" --max-size 5M5
 expect_fail 2 "needs JSON parts" "$W/s.json" -o "$W/o" --max-size 5M --to tkb
 expect_fail 2 "applies to --to tkb only" "$W/s.json" -o "$W/o" --parts 2 --compress
-expect_fail 2 "cannot use 'xml'" "$W/s.json" -o "$W/o" --parts 2 --to xml
+expect_fail 2 "--to: bad value 'xml'" "$W/s.json" -o "$W/o" --parts 2 --to xml
 
 # a budget smaller than single events: they are written alone, over it, and
 # said so; nothing is lost (the message once was an unnamed I/O error)
@@ -139,7 +139,7 @@ rm -rf "$W/o" "$W/o2"
 "$BIN" "$W/s.json" -o "$W/o" --window +1ms:+5ms -q || bad "--window +1ms:+5ms: exit $?"
 "$BIN" "$W/s.json" -o "$W/o2" --range 1ms:5ms -q || bad "--range 1ms:5ms: exit $?"
 cmp -s "$W/o/s.part-0000.json" "$W/o2/s.part-0000.json" || bad "--window +1ms:+5ms differs from --range 1ms:5ms"
-expect_fail 2 "--window takes A:B" "$W/s.json" -o "$W/o" --window 1ms:x
+expect_fail 2 "--window: bad value '1ms:x' (A:B" "$W/s.json" -o "$W/o" --window 1ms:x
 
 # --help comes from the option table; --version names the library
 "$BIN" --help | grep -q -- "--steps-per-part K" || bad "--help lacks --steps-per-part"

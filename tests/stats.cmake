@@ -35,10 +35,7 @@ tk_stats_golden(tiny_ranks expected/tiny_ranks.txt
 tk_stats_golden(tiny_window expected/tiny_gpu_window.txt "tiny_gpu.json -t ops --window 60:100")
 
 # Every real trace: trace-stats runs, prints a table and valid JSON.
-set(TK_REALTRACES "$ENV{TK_REALTRACES}")
-if(NOT TK_REALTRACES)
-  set(TK_REALTRACES ${PROJECT_SOURCE_DIR}/../shared/realtraces)
-endif()
 add_test(NAME stats_realtraces
-  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/stats_realtraces.sh $<TARGET_FILE:trace-stats> ${TK_REALTRACES})
+  COMMAND ${TK_SKIPS} needs stats_realtraces ${TK_SKIP_LOG} ${TK_REALTRACES}
+          sh ${CMAKE_CURRENT_SOURCE_DIR}/stats_realtraces.sh $<TARGET_FILE:trace-stats> @REALTRACES@)
 set_tests_properties(stats_realtraces PROPERTIES SKIP_RETURN_CODE 77)

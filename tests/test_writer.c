@@ -381,6 +381,29 @@ static void test_invalid_caller_input(void **state)
 	tk_writer_free(NULL);
 }
 
+/* Invalid args name the output, the event and the byte where they go wrong. */
+static void test_invalid_args_message(void **state)
+{
+	(void)state;
+	const char *path = tu_path("badargs.json");
+	tk_writer *w = open_writer(path, NULL);
+	tk_event e = base_event('X');
+	e.name = tu_sv("aten::mm");
+	assert_int_equal(tk_writer_write(w, &e), 0);
+	e.args = tu_sv("{\"a\":1,\"b\":}");
+	assert_int_equal(tk_writer_write(w, &e), TK_ERR_ARG);
+	const char *msg = tk_writer_error(w);
+	if (!tu_contains(msg, path) || !tu_contains(msg, "event 2 ('aten::mm')") ||
+	    !tu_contains(msg, "args") || !tu_contains(msg, "byte 11 of 12"))
+		fail_msg("message: %s", msg);
+	tk_writer_free(w);
+	w = open_writer(path, NULL);
+	assert_int_equal(tk_writer_add_meta(w, tu_sv("deviceProperties"), tu_sv("[1,2")), TK_ERR_ARG);
+	if (!tu_contains(tk_writer_error(w), path) || !tu_contains(tk_writer_error(w), "'deviceProperties'"))
+		fail_msg("message: %s", tk_writer_error(w));
+	tk_writer_free(w);
+}
+
 /* The output appears under its name only when closed; nothing is left otherwise. */
 static void test_temporary_file(void **state)
 {
@@ -747,6 +770,7 @@ int main(void)
 		cmocka_unit_test(test_metadata_order),
 		cmocka_unit_test(test_no_events),
 		cmocka_unit_test(test_invalid_caller_input),
+		cmocka_unit_test(test_invalid_args_message),
 		cmocka_unit_test(test_temporary_file),
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_sqlite_output),

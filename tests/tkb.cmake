@@ -10,5 +10,6 @@ target_link_libraries(test_tkb PRIVATE tracekit_static PkgConfig::CMOCKA Threads
 target_compile_definitions(test_tkb PRIVATE TK_REALTRACES_DIR="${PROJECT_SOURCE_DIR}/../shared/realtraces")
 add_test(NAME tkb COMMAND test_tkb)
 set_tests_properties(tkb PROPERTIES TIMEOUT 300)
-add_test(NAME tkb_realtraces COMMAND test_tkb --real)
+add_test(NAME tkb_realtraces COMMAND ${TK_SKIPS} needs tkb_realtraces ${TK_SKIP_LOG} ${TK_REALTRACES}
+  $<TARGET_FILE:test_tkb> --real)
 set_tests_properties(tkb_realtraces PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)

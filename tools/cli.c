@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,6 +47,133 @@ void cli_usage_error(const cli_tool *t, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fprintf(stderr, "\nsee '%s --help'\n", t->name);
 	va_end(ap);
+}
+
+static const cli_opt *opt_by_id(const cli_tool *t, int id)
+{
+	for (const cli_opt *o = t->opts; o->name; o++)
+		if (o->id == id)
+			return o;
+	return NULL;
+}
+
+static int id_of(const cli_tool *t, const char *name)
+{
+	for (const cli_opt *o = t->opts; o->name; o++)
+		if (strcmp(o->name, name) == 0)
+			return o->id;
+	return -1;
+}
+
+const char *cli_opt_name(const cli_tool *t, int id)
+{
+	static char buf[2][80];
+	static int k;
+	const cli_opt *o = opt_by_id(t, id);
+	char *b = buf[k++ & 1];
+	if (!o)
+		snprintf(b, sizeof buf[0], "option");
+	else if (o->short_name)
+		snprintf(b, sizeof buf[0], "-%c/--%s", o->short_name, o->name);
+	else
+		snprintf(b, sizeof buf[0], "--%s", o->name);
+	return b;
+}
+
+int cli_bad_value(const cli_tool *t, int id, const char *value, const char *takes, ...)
+{
+	char what[512] = "";
+	if (takes) {
+		va_list ap;
+		va_start(ap, takes);
+		vsnprintf(what, sizeof what, takes, ap);
+		va_end(ap);
+	}
+	cli_usage_error(t, "%s: bad value '%s'%s%s%s", cli_opt_name(t, id), value, *what ? " (" : "",
+	                what, *what ? ")" : "");
+	return 2;
+}
+
+/* "a, b, c" */
+static void join(char *buf, size_t cap, const char *const *names)
+{
+	size_t k = 0;
+	buf[0] = 0;
+	for (size_t i = 0; names[i] && k < cap; i++)
+		k += (size_t)snprintf(buf + k, cap - k, "%s%s", i ? ", " : "", names[i]);
+}
+
+static int index_of(const char *s, size_t n, const char *const *names)
+{
+	for (int i = 0; names[i]; i++)
+		if (strlen(names[i]) == n && strncmp(s, names[i], n) == 0)
+			return i;
+	return -1;
+}
+
+int cli_parse_enum(const cli_tool *t, int id, const char *arg, const char *const *names)
+{
+	int i = index_of(arg, strlen(arg), names);
+	if (i < 0) {
+		char all[512];
+		join(all, sizeof all, names);
+		cli_bad_value(t, id, arg, "valid: %s", all);
+	}
+	return i;
+}
+
+long cli_parse_enum_list(const cli_tool *t, int id, const char *arg, const char *const *names)
+{
+	long bits = 0;
+	for (const char *p = arg;; p++) {
+		size_t n = strcspn(p, ",");
+		int i = index_of(p, n, names);
+		if (i < 0 || i >= 31) {
+			char all[512], item[128];
+			join(all, sizeof all, names);
+			snprintf(item, sizeof item, "%.*s", (int)n, p);
+			cli_bad_value(t, id, item, "valid: %s; several with commas", all);
+			return -1;
+		}
+		bits |= 1L << i;
+		p += n;
+		if (!*p)
+			return bits;
+	}
+}
+
+int cli_check_output(const cli_tool *t, const char *out, const tk_writer_opts *o)
+{
+	tk_writer_opts named = {TK_FORMAT_AUTO, -1, 0, 0};
+	const char *base = strrchr(out, '/') ? strrchr(out, '/') + 1 : out;
+	struct stat st;
+	if (o->format != TK_FORMAT_AUTO || strcmp(out, "-") == 0)
+		return 0;
+	if (strchr(base, '.') && !tk_format_from_name(out, &named)) /* a suffix, not a format's name */
+		return 0;
+	if (stat(out, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
+		return 0; /* /dev/null, a pipe: written in place, JSON unless --to says otherwise */
+	cli_usage_error(t, "-o %s: no output format has this suffix (%s); name the format with --to "
+	                "(%s)", out, tk_format_suffixes(), tk_format_names());
+	return 2;
+}
+
+void cli_window_kept(const char *tool, const char *name, const char *arg, uint64_t kept)
+{
+	if (kept || !arg)
+		return;
+	/* the same window with every end counted from the first event */
+	char rel[256];
+	const char *colon = strchr(arg, ':');
+	int lo = colon && colon > arg && arg[0] != '+', hi = colon && colon[1] && colon[1] != '+';
+	if (!lo && !hi) {
+		cli_warn(tool, "%s: no event in --window %s", name, arg);
+		return;
+	}
+	snprintf(rel, sizeof rel, "%s%.*s:%s%s", lo ? "+" : "", (int)(colon - arg), arg, hi ? "+" : "",
+	         colon + 1);
+	cli_warn(tool, "%s: no event in --window %s: its times are on the trace's clock, which seldom "
+	         "starts at 0; '%s' counts from the first event", name, arg, rel);
 }
 
 void cli_err(const char *tool, const char *fmt, ...)
@@ -161,17 +289,15 @@ int cli_parse_window(const cli_tool *t, const char *arg, tk_window *w)
 {
 	if (!tk_window_parse(arg, w))
 		return 0;
-	cli_usage_error(t, "--window takes A:B with times like 200ms, 1.5s or 1500 (us), '+' to count "
-	                "from the first event, either end left out for an open one; not '%s'", arg);
-	return 2;
+	return cli_bad_value(t, id_of(t, "window"), arg, "A:B with times like 200ms, 1.5s or 1500 (us), "
+	                     "'+' to count from the first event, either end left out for an open one");
 }
 
 int cli_parse_to(const cli_tool *t, const char *arg, tk_writer_opts *o)
 {
 	if (!tk_format_from_name(arg, o))
 		return 0;
-	cli_usage_error(t, "--to: cannot use '%s': not an output format (%s)", arg, tk_format_names());
-	return 2;
+	return cli_bad_value(t, id_of(t, "to"), arg, "valid: %s", tk_format_names());
 }
 
 int cli_parse_memory(const cli_tool *t, const char *arg, size_t *bytes)
@@ -181,8 +307,7 @@ int cli_parse_memory(const cli_tool *t, const char *arg, size_t *bytes)
 		*bytes = (size_t)v;
 		return 0;
 	}
-	cli_usage_error(t, "--memory takes a size of at least 256K, e.g. 256M, not '%s'", arg);
-	return 2;
+	return cli_bad_value(t, id_of(t, "memory"), arg, "a size of at least 256K, e.g. 256M");
 }
 
 static const char no_trace[] = "the archive holds no trace (no member named *.json, *.json.gz or *.tkb)";

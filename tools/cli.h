@@ -32,6 +32,28 @@ int cli_next(const cli_tool *t, int argc, char **argv, const char **arg, int *op
 void cli_help(const cli_tool *t, FILE *f);
 /* "trace-convert: msg\nsee 'trace-convert --help'" on stderr. */
 void cli_usage_error(const cli_tool *t, const char *fmt, ...);
+/* Option id as the user names it: "-t/--tables", "--to". */
+const char *cli_opt_name(const cli_tool *t, int id);
+/* Every tool's one message for a value an option does not take, a usage
+ * error: "trace-stats: -t/--tables: bad value 'x' (valid: ops, kernels)".
+ * The parenthesis says what the option takes (a printf format; NULL for
+ * none). Returns 2, the exit status of a usage error. */
+int cli_bad_value(const cli_tool *t, int id, const char *value, const char *takes, ...);
+/* The index of arg among names (NULL-terminated), or -1 after
+ * cli_bad_value listing them. */
+int cli_parse_enum(const cli_tool *t, int id, const char *arg, const char *const *names);
+/* A comma-separated list of names: bit i set for names[i]; -1 after
+ * cli_bad_value naming the first item that is none of them. */
+long cli_parse_enum_list(const cli_tool *t, int id, const char *arg, const char *const *names);
+/* -o OUT written in o->format (--to) or, when that is TK_FORMAT_AUTO, in the
+ * format OUT's suffix names: '-' and an existing device or FIFO are JSON
+ * as before; any other name without a suffix a format has is a usage error
+ * naming OUT, the suffixes and --to (2). 0 when OUT is fine. */
+int cli_check_output(const cli_tool *t, const char *out, const tk_writer_opts *o);
+/* Every tool's one check of what --window ARG kept of NAME (the output, or
+ * an input): a warning when kept, the events in the window (metadata not
+ * counted), is 0, saying how to count from the first event. */
+void cli_window_kept(const char *tool, const char *name, const char *arg, uint64_t kept);
 void cli_err(const char *tool, const char *fmt, ...);
 void cli_warn(const char *tool, const char *fmt, ...);
 /* "500M", "2G", "1024" -> bytes; -1 if malformed. */

@@ -145,23 +145,30 @@ int run_collect(const collect_opts *o)
 	return errno == ENOENT ? 127 : 126;
 }
 
+/* The collector's message about its variable ("TK_SCHEDULE: bad value ..."),
+ * naming the option instead. */
+static void option_error(int id, const char *err)
+{
+	const char *rest = strncmp(err, "TK_", 3) == 0 && strstr(err, ": ") ? strstr(err, ": ") + 2 : err;
+	cli_usage_error(&tool, "%s: %s", cli_opt_name(&tool, id), rest);
+}
+
 /* Bad values are caught here rather than in every traced process. */
 static int check(const collect_opts *o)
 {
+	static const char *const captures[] = {"cudaProfilerApi", "none", NULL};
 	char err[256];
 	tkc_schedule s;
 	if (o->activities && tkc_parse_activities(o->activities, err, sizeof err) < 0) {
-		cli_usage_error(&tool, "%s", err);
+		option_error(OPT_ACT, err);
 		return -1;
 	}
 	if (o->schedule && tkc_parse_schedule(o->schedule, &s, err, sizeof err)) {
-		cli_usage_error(&tool, "%s", err);
+		option_error(OPT_SCHED, err);
 		return -1;
 	}
-	if (o->capture && strcmp(o->capture, "cudaProfilerApi") && strcmp(o->capture, "none")) {
-		cli_usage_error(&tool, "--capture-range: expected 'cudaProfilerApi' or 'none'");
+	if (o->capture && cli_parse_enum(&tool, OPT_CAPTURE, o->capture, captures) < 0)
 		return -1;
-	}
 	return 0;
 }
 

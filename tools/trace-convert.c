@@ -27,10 +27,11 @@ static const cli_tool tool = {
 	"from its bytes; IN '-' reads standard input, ARCHIVE//MEMBER a trace inside a\n"
 	".tar, .tar.gz, .zip, ... (an archive alone: its one trace). The output format\n"
 	"follows OUT's name (*.json, *.json.gz, *.tkb, *.pftrace, *.sqlite) unless --to\n"
-	"is given. Every event, argument and top-level metadata member is kept (a\n"
-	"SQLite database: as tables, docs/sql.md). OUT is written under a temporary\n"
-	"name and renamed when complete, so a failed run leaves no file; events that\n"
-	"do not fit in --memory are ordered through $TMPDIR.",
+	"is given; a name with another suffix needs --to ('-' and a device or FIFO such\n"
+	"as /dev/null are JSON). Every event, argument and top-level metadata member\n"
+	"is kept (a SQLite database: as tables, docs/sql.md). OUT is written under a\n"
+	"temporary name and renamed when complete, so a failed run leaves no file;\n"
+	"events that do not fit in --memory are ordered through $TMPDIR.",
 	opts,
 	"exit status: 0 success (warnings may be printed), 1 data or I/O error, 2 usage error.\n\n"
 	"examples:\n"
@@ -120,6 +121,8 @@ out:
 static int resolve_format(convert_opts *o)
 {
 	tk_writer_opts named = {TK_FORMAT_AUTO, -1, 0, 0};
+	if (cli_check_output(&tool, o->out, &o->wopts))
+		return 2;
 	int tkb = o->wopts.format == TK_FORMAT_TKB ||
 	          (o->wopts.format == TK_FORMAT_AUTO && !tk_format_from_name(o->out, &named) &&
 	           named.format == TK_FORMAT_TKB);
@@ -148,10 +151,8 @@ static int parse_args(int argc, char **argv, convert_opts *o)
 		case O_COMPRESS: o->compress = 1; break;
 		case O_LEVEL:
 			o->wopts.gzip_level = atoi(arg);
-			if (o->wopts.gzip_level < 1 || o->wopts.gzip_level > 9) {
-				cli_usage_error(&tool, "--gzip-level takes 1 to 9, not '%s'", arg);
-				return 2;
-			}
+			if (o->wopts.gzip_level < 1 || o->wopts.gzip_level > 9)
+				return cli_bad_value(&tool, c, arg, "1 to 9");
 			break;
 		case O_FORMAT:
 			if (cli_parse_to(&tool, arg, &o->wopts))

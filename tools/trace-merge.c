@@ -57,8 +57,9 @@ static const cli_tool tool = {
 	".tkb file: its header), else from its position among the inputs. Each rank\n"
 	"becomes its own process group: pids and tids are renumbered to\n"
 	"rank*1000000+pid, processes are named 'rank N' / 'rank N GPU n', flow ids are\n"
-	"kept apart per rank. OUT is written under a temporary name and renamed when\n"
-	"complete.",
+	"kept apart per rank. OUT's format follows its name (*.json, *.json.gz, *.tkb,\n"
+	"...; another suffix needs --to). OUT is written under a temporary name and\n"
+	"renamed when complete.",
 	opts,
 	"exit status: 0 success (warnings may be printed), 1 data or I/O error, 2 usage error.\n\n"
 	"examples:\n"
@@ -73,7 +74,7 @@ static const cli_tool tool = {
 typedef struct merge_cli {
 	char **inputs;
 	size_t n_inputs, cap;
-	const char *out, *rank_from, *align_file;
+	const char *out, *rank_from, *align_file, *window;
 	regex_t re;
 	int have_re, quiet, list;
 	tk_merge_opts mo;
@@ -281,6 +282,18 @@ static void report(const merge_cli *o, const tk_merge *m)
 	}
 }
 
+/* The events written, metadata not counted. */
+static uint64_t events_kept(const tk_merge *m)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < tk_merge_inputs(m); i++) {
+		tk_merge_rank_info in;
+		if (!tk_merge_info(m, i, &in))
+			n += in.events_out;
+	}
+	return n;
+}
+
 typedef struct merge_run {
 	merge_cli *o;
 	tk_merge *m;
@@ -333,6 +346,9 @@ static int run_merge(merge_cli *o)
 		status = 1;
 	}
 	cli_progress_done(&prog);
+	if (!status && !o->quiet)
+		cli_window_kept(tool.name, strcmp(o->out, "-") ? o->out : "(standard output)", o->window,
+		                events_kept(m));
 	report(o, m);
 	tk_merge_free(m);
 	return status;
@@ -367,10 +383,11 @@ static int set_opt(merge_cli *o, int c, const char *arg)
 		o->rank_from = arg;
 		o->have_re = regcomp(&o->re, arg, REG_EXTENDED) == 0;
 		if (!o->have_re || o->re.re_nsub < 1)
-			return (cli_usage_error(&tool, "--rank-from needs a regular expression with a (group), not '%s'", arg), 2);
+			return cli_bad_value(&tool, c, arg, "a regular expression with a (group) around the rank");
 		return 0;
 	case O_ALIGN:
-		return set_align(o, arg) ? (cli_usage_error(&tool, "--align takes none, start, collectives or an existing FILE, not '%s'", arg), 2) : 0;
+		return set_align(o, arg) ? cli_bad_value(&tool, c, arg, "valid: none, start, collectives, or "
+		                                         "an existing FILE of 'rank offset_ns' lines") : 0;
 	case O_MEMORY: /* the merge's sort, and the one a .pftrace output makes */
 		if (cli_parse_memory(&tool, arg, &o->mo.memory_bytes))
 			return 2;
@@ -379,14 +396,14 @@ static int set_opt(merge_cli *o, int c, const char *arg)
 	case O_LIST: o->list = 1; return 0;
 	case O_FORMAT: return cli_parse_to(&tool, arg, &o->mo.wopts);
 	case O_RANKS:
-		return parse_ranks(o, arg) ? (cli_usage_error(&tool, "--ranks takes a list like 0,3-5, not '%s'", arg), 2) : 0;
-	case O_WINDOW: return cli_parse_window(&tool, arg, &o->mo.window);
+		return parse_ranks(o, arg) ? cli_bad_value(&tool, c, arg, "a list of ranks like 0,3-5") : 0;
+	case O_WINDOW: o->window = arg; return cli_parse_window(&tool, arg, &o->mo.window);
 	case O_CAT:
-		return parse_cats(o, arg) ? (cli_usage_error(&tool, "--cat takes a list like kernel,cpu_op, not '%s'", arg), 2) : 0;
+		return parse_cats(o, arg) ? cli_bad_value(&tool, c, arg, "a list of categories like kernel,cpu_op") : 0;
 	case O_LEVEL:
 		o->mo.wopts.gzip_level = atoi(arg);
 		if (o->mo.wopts.gzip_level < 1 || o->mo.wopts.gzip_level > 9)
-			return (cli_usage_error(&tool, "--gzip-level takes 1 to 9, not '%s'", arg), 2);
+			return cli_bad_value(&tool, c, arg, "1 to 9");
 		return 0;
 	default: return 2;
 	}
@@ -409,6 +426,8 @@ static int parse_args(int argc, char **argv, merge_cli *o)
 		cli_usage_error(&tool, "missing -o OUT");
 		return 2;
 	}
+	if (!o->list && cli_check_output(&tool, o->out, &o->mo.wopts))
+		return 2;
 	for (int i = ind; i < argc; i++)
 		if (expand(o, argv[i]))
 			return 1;

@@ -90,15 +90,19 @@ typedef struct split_args {
 	const char *in;
 	tk_split_opts so;
 	int quiet, compress, list;
+	char window[160]; /* --window A:B as given, --range A:B as +A:+B; "" for none */
 } split_args;
 
 /* "200ms", "1.5s", "250" (microseconds) -> ns; 0 on success. */
-/* --range A:B: both ends count from the first event. */
-static int parse_range(const char *arg, tk_split_opts *o)
+/* --range A:B: both ends count from the first event; text: as --window +A:+B. */
+static int parse_range(const char *arg, tk_split_opts *o, char *text, size_t cap)
 {
 	if (tk_window_parse(arg, &o->window) || o->window.lo_rel || o->window.hi_rel)
 		return -1;
 	o->window.lo_rel = o->window.hi_rel = 1;
+	const char *colon = strchr(arg, ':');
+	snprintf(text, cap, "%s%.*s:%s%s", colon > arg ? "+" : "", (int)(colon - arg), arg,
+	         colon[1] ? "+" : "", colon + 1);
 	return 0;
 }
 
@@ -159,11 +163,13 @@ static int take_opt(split_args *a, int c, const char *arg)
 		o->by_step = 1;
 		return parse_count(arg, &o->steps_per_part) ? 3 : 0;
 	case O_WINDOW:
-		if (strchr(arg, ':')) /* A:B, as in every tool */
+		if (strchr(arg, ':')) { /* A:B, as in every tool */
+			snprintf(a->window, sizeof a->window, "%s", arg);
 			return cli_parse_window(&tool, arg, &o->window);
+		}
 		return tk_time_parse(arg, &o->every_ns) || o->every_ns <= 0 ? 3 : 0; /* --every DUR */
 	case O_EVERY: return tk_time_parse(arg, &o->every_ns) || o->every_ns <= 0 ? 3 : 0;
-	case O_RANGE: return parse_range(arg, o) ? 3 : 0;
+	case O_RANGE: return parse_range(arg, o, a->window, sizeof a->window) ? 3 : 0;
 	case O_STEP: return parse_steps(arg, o) ? 3 : 0;
 	case O_FORMAT: return cli_parse_to(&tool, arg, &o->wopts);
 	case O_LEVEL:
@@ -176,12 +182,19 @@ static int take_opt(split_args *a, int c, const char *arg)
 	return 3;
 }
 
-static const char *opt_name(int c)
+/* What option c takes, for its bad-value message. */
+static const char *takes(int c)
 {
-	for (const cli_opt *o = opts; o->name; o++)
-		if (o->id == c)
-			return o->name;
-	return "?";
+	switch (c) {
+	case O_MAX_SIZE: return "a size like 500M or 2G";
+	case O_PARTS: case O_STEPS_PER_PART: return "a count from 1 to 1000000";
+	case O_WINDOW: return "A:B, or a duration like 200ms, 1s or 500us as --every takes";
+	case O_EVERY: return "a duration like 200ms, 1s or 500us";
+	case O_RANGE: return "A:B, times from the first event without '+', e.g. 1s:1.5s";
+	case O_STEP: return "A or A-B, ProfilerStep numbers";
+	case O_LEVEL: return "1 to 9";
+	default: return NULL;
+	}
 }
 
 /* .tkb parts: zlib chunks with --compress, and no byte budget. */
@@ -211,7 +224,7 @@ static int parse_args(int argc, char **argv, split_args *a)
 	while ((c = cli_next(&tool, argc, argv, &arg, &ind)) != -1) {
 		int rc = c == -2 ? 2 : take_opt(a, c, arg);
 		if (rc == 3)
-			cli_usage_error(&tool, "--%s: cannot use '%s'", opt_name(c), arg);
+			cli_bad_value(&tool, c, arg, takes(c) ? "%s" : NULL, takes(c));
 		if (rc)
 			return 2;
 	}
@@ -251,8 +264,13 @@ static void report(const split_args *a, const tk_split *s)
 	for (size_t i = 0; tk_split_warning(s, i); i++)
 		cli_warn(tool.name, "%s", tk_split_warning(s, i));
 	const tk_split_stats *st = tk_split_get_stats(s);
-	fprintf(stderr, "%s: %s: %zu parts, %llu events, index %s\n", tool.name, a->in,
-	        tk_split_part_count(s), (unsigned long long)st->events_out, tk_split_index_path(s));
+	size_t parts = tk_split_part_count(s);
+	uint64_t meta = parts * st->meta_events; /* repeated in every part */
+	cli_window_kept(tool.name, a->in, a->window[0] ? a->window : NULL,
+	                st->events_out > meta ? st->events_out - meta : 0);
+	fprintf(stderr, "%s: %s: %zu part%s, %llu event%s, index %s\n", tool.name, a->in, parts,
+	        parts == 1 ? "" : "s", (unsigned long long)st->events_out, st->events_out == 1 ? "" : "s",
+	        tk_split_index_path(s));
 	if (st->flows_cut)
 		fprintf(stderr, "%s: %llu flows crossed a part boundary: %llu flow ends removed\n",
 		        tool.name, (unsigned long long)st->flows_cut,

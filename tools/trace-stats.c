@@ -40,7 +40,8 @@ static const cli_tool tool = {
 	"prof.key_averages().table() prints (self and total CPU and CUDA time, calls,\n"
 	"FLOPs), then kernel, memcpy/memset and runtime API summaries in the shape of\n"
 	"nsys cuda_gpu_kern_sum. Several traces are treated as ranks: the tables are\n"
-	"combined and get one column per rank and the rank that spent the most. An\n"
+	"combined and get one column per rank ('rank 3 CUDA total': its name, from\n"
+	"distributedInfo.rank, and what it shows) and the rank that spent the most. An\n"
 	"archive (.tar, .tar.gz, .zip, ...) stands for every trace in it, each a rank;\n"
 	"ARCHIVE//MEMBER for one.",
 	opts,
@@ -63,63 +64,56 @@ typedef struct stats_opts {
 	int tables; /* bits: 1 ops, 2 kernels, 4 memcpy, 8 api */
 	int tables_given;
 	long step_a, step_b; /* -1 = no step filter */
+	const char *window;  /* --window as given */
 	int quiet, list;
 } stats_opts;
 
 /* ---- options ---- */
 
-static int parse_tables(const char *arg)
-{
-	static const char *const names[] = {"ops", "kernels", "memcpy", "api"};
-	int bits = 0;
-	char buf[128];
-	snprintf(buf, sizeof buf, "%s", arg);
-	for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
-		int found = 0;
-		for (int i = 0; i < 4; i++)
-			if (strcmp(t, names[i]) == 0)
-				bits |= 1 << i, found = 1;
-		if (!found)
-			return -1;
-	}
-	return bits;
-}
-
-static int parse_enum(const char *arg, const char *const *names, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (strcmp(arg, names[i]) == 0)
-			return i;
-	return -1;
-}
-
+/* Each option's value; 0, or 2 after a usage error naming the option. */
 static int parse_one(stats_opts *o, int c, const char *arg)
 {
-	static const char *const flops[] = {"none", "torch", "extended"};
-	static const char *const fmts[] = {"text", "csv", "json", "md"};
-	static const char *const units[] = {"s", "ms", "us", "ns"};
+	static const char *const flops[] = {"none", "torch", "extended", NULL}; /* TK_FLOPS_* */
+	static const char *const fmts[] = {"text", "csv", "json", "md", NULL};  /* TK_TABLE_* */
+	static const char *const units[] = {"s", "ms", "us", "ns", NULL};
+	static const char *const tables[] = {"ops", "kernels", "memcpy", "api", NULL};
 	char *end;
 	switch (c) {
-	case O_SORT: o->topts.sort_by = arg; return 0;
-	case O_LIMIT: o->topts.row_limit = strtol(arg, &end, 10); return *end ? -1 : 0;
+	case O_SORT: /* checked here, before the inputs are read */
+		o->topts.sort_by = arg;
+		return cli_parse_enum(&tool, c, arg, tk_table_sort_keys()) < 0 ? 2 : 0;
+	case O_LIMIT:
+		o->topts.row_limit = strtol(arg, &end, 10);
+		return *end || end == arg ? cli_bad_value(&tool, c, arg, "a number of rows, -1 for all") : 0;
 	case O_SHAPES: o->sopts.group_by_shapes = 1; return 0;
-	case O_UNIT: o->topts.time_unit = arg; return parse_enum(arg, units, 4) < 0 ? -1 : 0;
+	case O_UNIT: o->topts.time_unit = arg; return cli_parse_enum(&tool, c, arg, units) < 0 ? 2 : 0;
 	case O_CAT: o->sopts.cats = arg; return 0;
 	case O_NAME: o->topts.name_glob = arg; return 0;
-	case O_WINDOW: return cli_parse_window(&tool, arg, &o->sopts.window) ? -2 : 0;
+	case O_WINDOW: o->window = arg; return cli_parse_window(&tool, arg, &o->sopts.window);
 	case O_LIST: o->list = 1; return 0;
 	case O_STEPS:
 		o->step_a = o->step_b = strtol(arg, &end, 10);
 		if (*end == '-')
 			o->step_b = strtol(end + 1, &end, 10);
-		return *end || o->step_a < 0 || o->step_b < o->step_a ? -1 : 0;
-	case O_FLOPS: o->sopts.flops = parse_enum(arg, flops, 3); return o->sopts.flops < 0 ? -1 : 0;
-	case O_FORMAT: o->topts.format = parse_enum(arg, fmts, 4); return o->topts.format < 0 ? -1 : 0;
-	case O_TABLES: o->tables = parse_tables(arg); o->tables_given = 1; return o->tables < 0 ? -1 : 0;
-	case O_PENDING: o->sopts.max_pending = strtoul(arg, &end, 10); return *end ? -1 : 0;
+		return *end || end == arg || o->step_a < 0 || o->step_b < o->step_a
+		           ? cli_bad_value(&tool, c, arg, "A or A-B, ProfilerStep numbers with A <= B")
+		           : 0;
+	case O_FLOPS:
+		o->sopts.flops = cli_parse_enum(&tool, c, arg, flops);
+		return o->sopts.flops < 0 ? 2 : 0;
+	case O_FORMAT:
+		o->topts.format = cli_parse_enum(&tool, c, arg, fmts);
+		return o->topts.format < 0 ? 2 : 0;
+	case O_TABLES:
+		o->tables = (int)cli_parse_enum_list(&tool, c, arg, tables);
+		o->tables_given = 1;
+		return o->tables < 0 ? 2 : 0;
+	case O_PENDING:
+		o->sopts.max_pending = strtoul(arg, &end, 10);
+		return *end || end == arg || arg[0] == '-' ? cli_bad_value(&tool, c, arg, "a count of ops") : 0;
 	case O_OUT: o->out = arg; return 0;
 	case O_QUIET: o->quiet = 1; return 0;
-	default: return -2;
+	default: return 2;
 	}
 }
 
@@ -134,10 +128,7 @@ static int parse_args(int argc, char **argv, stats_opts *o)
 	o->tables = 15;
 	o->step_a = o->step_b = -1;
 	while ((c = cli_next(&tool, argc, argv, &arg, &ind)) != -1) {
-		int rc = c == -2 ? -2 : parse_one(o, c, arg);
-		if (rc == -1)
-			cli_usage_error(&tool, "bad value '%s' for %s", arg, argv[ind - 1]);
-		if (rc)
+		if ((c == -2 ? 2 : parse_one(o, c, arg)) != 0)
 			return 2;
 	}
 	if (ind >= argc) {
@@ -218,6 +209,29 @@ typedef struct stats_run {
 	size_t n, cap, seen;
 } stats_run;
 
+static int label_taken(const stats_run *run, const char *l)
+{
+	for (size_t i = 0; i < run->n; i++)
+		if (strcmp(run->labels[i], l) == 0)
+			return 1;
+	return 0;
+}
+
+/* The next trace's label, made distinct from the others' (" #2", " #3"):
+ * two traces that say they are the same rank get columns of their own. */
+static void unique_label(stats_run *run, const char *name)
+{
+	char *l = run->labels[run->n], base[32];
+	if (!label_taken(run, l))
+		return;
+	snprintf(base, sizeof base, "%s", l);
+	for (int k = 2; label_taken(run, l); k++)
+		snprintf(l, sizeof run->labels[0], "%.18s #%d", base, k);
+	if (!run->o->quiet)
+		cli_warn(tool.name, "%s: %s again (as an earlier trace says it is); its columns are '%s'",
+		         name, base, l);
+}
+
 static int read_one(void *ctx, const char *name, tk_reader *r)
 {
 	stats_run *run = ctx;
@@ -258,7 +272,10 @@ static int read_one(void *ctx, const char *name, tk_reader *r)
 		cli_warn(tool.name, "%s: %llu ops arrived after their time was processed; raise "
 		         "--max-pending for exact self times", name,
 		         (unsigned long long)tk_stats_get_info(st)->late);
+	if (!o->quiet)
+		cli_window_kept(tool.name, name, o->window, tk_stats_get_info(st)->events);
 	rank_label(r, index, run->labels[run->n], sizeof run->labels[run->n]);
+	unique_label(run, name);
 	run->s[run->n++] = st;
 	return 0;
 }

@@ -404,7 +404,7 @@ static int write_meta(out_ctx *c, int64_t tbase)
 static int proc_text(const tk__input *in, const tk__proc *p, int labels, tk__buf *b)
 {
 	char t[300];
-	if (p->pid.kind == TK_ID_STR)
+	if (p->pid.kind == TK_ID_STR && p->pid.str.ptr[0]) /* "" (Kineto's "Record Window End"): "rank N" */
 		snprintf(t, sizeof t, "rank %lld %s", (long long)in->rank, p->pid.str.ptr);
 	else if (labels && p->labels)
 		snprintf(t, sizeof t, "rank %lld %s", (long long)in->rank, p->labels);
@@ -517,7 +517,7 @@ static int emit(out_ctx *c, const tk_event *ev, tk__input *in)
 		rc = tk_writer_write(c->w, &e);
 	if (rc)
 		return rc;
-	in->events_out++;
+	in->events_out += ev->ph != 'M'; /* what the window kept: M events always pass */
 	if ((++c->events & 0xffff) == 0 && c->m->o.progress)
 		c->m->o.progress(c->m->o.progress_ctx, "writing", c->m->bytes_done, c->events);
 	return 0;

@@ -59,9 +59,11 @@ static int pick_format(tk_reader *r)
 	if (!r->fmt) {
 		const unsigned char *p = r->buf + r->pos;
 		size_t n = r->end - r->pos;
-		return tk__err_set(&r->err, TK_ERR_FORMAT,
-		                   "%s: not a trace tracekit reads (starts with bytes %02x %02x %02x %02x)",
-		                   r->name, p[0], n > 1 ? p[1] : 0, n > 2 ? p[2] : 0, n > 3 ? p[3] : 0);
+		char hex[16] = ""; /* the first four bytes, as many as there are */
+		for (size_t i = 0, k = 0; i < n && i < 4; i++)
+			k += (size_t)snprintf(hex + k, sizeof hex - k, "%s%02x", i ? " " : "", p[i]);
+		return tk__err_set(&r->err, TK_ERR_FORMAT, "%s: not a trace tracekit reads (starts with %s %s)",
+		                   r->name, n == 1 ? "byte" : "bytes", hex);
 	}
 	char suf[16];
 	tk__src_suffixes(&r->src, suf, sizeof suf);

@@ -196,7 +196,8 @@ static int render_md(const tk__grid *g, tk__buf *o)
 		rc = tk__buf_putc(o, '|');
 		for (size_t c = 0; c < g->n_cols && !rc; c++) {
 			if (r == -1)
-				rc = tk__buf_append(o, g->cols[c].left ? ":---|" : "---:|", 5);
+				/* text (a name, shapes) on the left, numbers on the right */
+				rc = tk__buf_append(o, g->cols[c].left || !g->isnum[c] ? ":---|" : "---:|", 5);
 			else
 				rc = tk__buf_putc(o, ' ') ||
 				     md_escape(o, r < 0 ? g->cols[c].head : cell(g, (size_t)r, c, 0)) ||

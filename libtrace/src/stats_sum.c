@@ -224,12 +224,13 @@ static int sum_cols(tk__grid *g, int which, size_t n, const tk_table_opts *o)
 		rc = tk__grid_col(g, "Total (MB)", "total_mb", 0, 0, 1) ||
 		     tk__grid_col(g, "Avg (GB/s)", "avg_gb_per_s", 0, 0, 1);
 	for (size_t i = 0; n > 1 && i < n && !rc; i++) {
-		char h[64], id[64];
+		char l[40], h[64], id[64];
 		if (o->labels)
-			snprintf(h, sizeof h, "%s (ns)", o->labels[i]);
+			snprintf(l, sizeof l, "%s", o->labels[i]);
 		else
-			snprintf(h, sizeof h, "rank %zu (ns)", i);
-		snprintf(id, sizeof id, "%.40s:total_ns", h);
+			snprintf(l, sizeof l, "rank %zu", i);
+		snprintf(id, sizeof id, "%s (ns):total_ns", l);
+		snprintf(h, sizeof h, "%s Total (ns)", l); /* which metric, as the Total Time column */
 		rc = tk__grid_col(g, h, id, 0, 0, 1);
 	}
 	if (!rc && n > 1)

@@ -26,8 +26,13 @@ typedef struct optable {
 static const char *const sort_keys[] = {
 	"self_cpu_time_total", "cpu_time_total", "self_cuda_time_total", "cuda_time_total",
 	"self_device_time_total", "device_time_total", "count", "cpu_time", "cuda_time",
-	"device_time", "flops",
+	"device_time", "flops", "none", NULL, /* "none": first appearance (-1) */
 };
+
+const char *const *tk_table_sort_keys(void)
+{
+	return sort_keys;
+}
 
 static double sort_value(const tk_stats_op *o, int k)
 {
@@ -212,6 +217,33 @@ static int shapes_width(const optable *t)
 static const char *const flop_heads[] = {"Total FLOPs", "Total KFLOPs", "Total MFLOPs",
                                          "Total GFLOPs", "Total TFLOPs", "Total PFLOPs"};
 
+/* The FLOPs column: torch's 12, or its widest value (a count many times the
+ * smallest, which sets the unit). */
+static int flops_width(const optable *t, double scale)
+{
+	int w = 12;
+	for (size_t i = 0; i < t->n_rows; i++) {
+		char d[64];
+		int n = snprintf(d, sizeof d, "%8.3f", (double)t->rows[i].op.flops * scale);
+		w = n > w ? n : w;
+	}
+	return w;
+}
+
+/* What the per-rank columns show (a sort key's index), in the words of
+ * the column that shows it for all ranks. */
+static const char *metric_head(int k)
+{
+	switch (k) {
+	case 0: return "Self CPU";
+	case 1: return "CPU total";
+	case 2: case 4: return "Self CUDA";
+	case 3: case 5: return "CUDA total";
+	case 7: return "CPU time avg";
+	default: return "CUDA time avg";
+	}
+}
+
 static int add_cols(tk__grid *g, const optable *t, const tk_table_opts *o, colset *c)
 {
 	int rc = 0, k = 0;
@@ -234,19 +266,21 @@ static int add_cols(tk__grid *g, const optable *t, const tk_table_opts *o, colse
 		COL(shapes, "Input Shapes", "input_shapes", shapes_width(t), 0);
 	if (o->flops && t->min_flops) {
 		int u = flops_scale(t->min_flops, &c->fscale);
-		COL(flops, flop_heads[u], "flops", 12, 1);
+		COL(flops, flop_heads[u], "flops", flops_width(t, c->fscale), 1);
 		if (t->has_dev)
 			COL(tflops, "TFLOP/s", "tflops_per_s", 12, 1);
 	}
 	if (t->n_ranks > 1) {
 		c->metric = t->sort >= 0 && t->sort != 6 && t->sort != 10 ? t->sort : t->has_dev ? 3 : 1;
 		for (size_t i = 0; i < t->n_ranks; i++) {
-			char h[48], id[48];
-			snprintf(h, sizeof h, "%s", o->labels ? o->labels[i] : "");
+			char l[32], h[48], id[48];
+			snprintf(l, sizeof l, "%s", o->labels ? o->labels[i] : "");
 			if (!o->labels)
-				snprintf(h, sizeof h, "rank %zu", i);
-			snprintf(id, sizeof id, "%.20s:%.24s", h, sort_keys[c->metric]);
-			rc = rc ? rc : tk__grid_col(g, h, id, 12, 0, 1);
+				snprintf(l, sizeof l, "rank %zu", i);
+			/* "rank 3 CUDA total": which metric, whatever the sort key */
+			int w = snprintf(h, sizeof h, "%s %s", l, metric_head(c->metric));
+			snprintf(id, sizeof id, "%.20s:%.24s", l, sort_keys[c->metric]);
+			rc = rc ? rc : tk__grid_col(g, h, id, w > 12 ? w : 12, 0, 1);
 			if (!i)
 				c->rank0 = k;
 			k++;
@@ -380,7 +414,7 @@ static int sort_index(const char *key)
 {
 	if (!key || !*key || strcmp(key, "none") == 0)
 		return -1;
-	for (size_t i = 0; i < sizeof sort_keys / sizeof sort_keys[0]; i++)
+	for (size_t i = 0; sort_keys[i]; i++)
 		if (strcmp(key, sort_keys[i]) == 0)
 			return (int)i;
 	return -2;

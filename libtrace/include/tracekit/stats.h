@@ -116,6 +116,10 @@ typedef struct tk_table_opts {
 	const char *const *labels; /* one label per stats object ("rank 0"); may be NULL */
 } tk_table_opts;
 
+/* The keys tk_table_opts.sort_by takes, NULL-terminated: torch's attribute
+ * names, and "none" (first appearance, as NULL). */
+TK_API const char *const *tk_table_sort_keys(void);
+
 /* Render the operator table of one or several stats objects (several = ranks:
  * a combined table with per-rank columns and the rank that spent the most).
  * *out is malloc'd, NUL-terminated; free() it. */

@@ -218,6 +218,9 @@ TK_API const char *tk_format_name(int format);
 /* The names tk_format_from_name() takes, for messages: "json, json.gz,
  * tkb". A buffer of the calling thread's own. */
 TK_API const char *tk_format_names(void);
+/* The file name suffixes tk_format_from_name() knows, for messages:
+ * ".json[.gz], .tkb, ...". A buffer of the calling thread's own. */
+TK_API const char *tk_format_suffixes(void);
 
 /* Write to `path` ("-" = standard output). A file is written under a
  * temporary name beside it and renamed on tk_writer_close(); a writer freed

@@ -860,6 +860,12 @@ int tk__json_is_canonical(const char *s, size_t n, int kind)
 
 int tk__json_canon_text(tk__buf *out, const char *s, size_t n, int members, int *repaired)
 {
+	return tk__json_canon_text_at(out, s, n, members, repaired, NULL, NULL);
+}
+
+int tk__json_canon_text_at(tk__buf *out, const char *s, size_t n, int members, int *repaired,
+                           size_t *bad_at, const char **why)
+{
 	/* the scanner reads a little past its end: work on a padded copy */
 	tk__buf t = {0};
 	if (tk__buf_reserve(&t, n + 2 + TK__PAD))
@@ -873,17 +879,30 @@ int tk__json_canon_text(tk__buf *out, const char *s, size_t n, int members, int 
 		t.p[t.len++] = '}';
 	memset(t.p + t.len, 0, TK__PAD);
 	t.p[t.len] = ' '; /* a number that ends the text must not read as cut off */
-	const unsigned char *p = (const unsigned char *)t.p, *e = p + t.len + 1, *end;
+	const unsigned char *p = (const unsigned char *)t.p, *e = p + t.len + 1, *end = p;
 	tk__jerr je = {0};
-	size_t mark = out->len;
+	size_t mark = out->len, at = 0;
 	int rc = tk__json_canon_value(p, e, out, &end, 1000, &je);
-	if (rc == TK__J_OK && tk__skip_ws(end, e) != e)
+	if (rc == TK__J_OK && tk__skip_ws(end, e) != e) {
 		rc = TK__J_BAD;
+		je.msg = "text after the value";
+		je.at = tk__skip_ws(end, e);
+	}
+	if (rc == TK__J_MORE || (rc && !je.msg && !je.at)) { /* ran into the end ("[1,", "") */
+		je.msg = "the text ends inside the value";
+		je.at = p + t.len - (size_t)members;
+	}
+	if (rc && je.at >= p && je.at < e)
+		at = (size_t)(je.at - p);
 	tk__buf_free(&t);
 	if (repaired)
 		*repaired = je.repaired;
 	if (rc) {
 		out->len = mark;
+		if (bad_at) /* an offset in s: past the brace put in front of members */
+			*bad_at = at > n + (size_t)members ? n : at > (size_t)members ? at - (size_t)members : 0;
+		if (why)
+			*why = je.msg ? je.msg : "unexpected text";
 		return je.msg && strcmp(je.msg, "out of memory") == 0 ? TK_ERR_NOMEM : TK_ERR_ARG;
 	}
 	if (members) { /* strip the braces */

@@ -104,6 +104,10 @@ int tk__json_escape_at(const unsigned char *p, const unsigned char *e, long *cp,
  * (out unchanged), or TK_ERR_NOMEM; *repaired (may be NULL): strings whose
  * invalid UTF-8 was replaced. */
 int tk__json_canon_text(tk__buf *out, const char *s, size_t n, int members, int *repaired);
+/* The same; where the text is not valid JSON, *bad_at (may be NULL) is the
+ * offset in s of the problem and *why (may be NULL) says what it is. */
+int tk__json_canon_text_at(tk__buf *out, const char *s, size_t n, int members, int *repaired,
+                           size_t *bad_at, const char **why);
 /* UTF-8 of code point v into d (4 bytes of room); returns the length. */
 size_t tk__utf8_put(char *d, long v);
 

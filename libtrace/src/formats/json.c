@@ -645,17 +645,26 @@ static int put_str(tk_writer *w, tk__buf *o, const char *s, size_t n)
 	return tk__buf_putc(o, '"');
 }
 
-/* Canonicalize caller-supplied JSON text; returns 0 or an error. */
 /* Canonicalize caller-supplied JSON text (members: an object's, without
- * braces); 0 or an error. */
-static int canon(tk_writer *w, tk__buf *o, const char *s, size_t n, int members, const char *what)
+ * braces); 0 or an error naming the output, the event (ev; NULL for
+ * metadata) and the byte of the text where it goes wrong. */
+static int canon(tk_writer *w, tk__buf *o, const char *s, size_t n, int members, const char *what,
+                 const tk_event *ev)
 {
 	int repaired = 0;
-	int rc = tk__json_canon_text(o, s, n, members, &repaired);
+	size_t at = 0;
+	const char *why = "";
+	int rc = tk__json_canon_text_at(o, s, n, members, &repaired, &at, &why);
 	w->repaired += (uint64_t)repaired;
-	if (rc == TK_ERR_ARG)
-		return tk__err_set(&w->err, TK_ERR_ARG, "%s is not valid JSON", what);
-	return rc;
+	if (rc != TK_ERR_ARG)
+		return rc;
+	char where[200] = "";
+	if (ev)
+		snprintf(where, sizeof where, " of event %llu ('%.*s')", (unsigned long long)w->events + 1,
+		         ev->name.ptr ? (int)(ev->name.len < 80 ? ev->name.len : 80) : 0,
+		         ev->name.ptr ? ev->name.ptr : "");
+	return tk__err_set(&w->err, TK_ERR_ARG, "%s: the %s%s %s not valid JSON: %s at byte %zu of %zu",
+	                   w->sink.path ? w->sink.path : "output", what, where, ev ? "are" : "is", why, at, n);
 }
 
 static int jw_add_meta(tk_writer *w, tk_sv key, tk_sv json, int after)
@@ -664,8 +673,12 @@ static int jw_add_meta(tk_writer *w, tk_sv key, tk_sv json, int after)
 	int rc = put_str(w, &b, key.ptr, key.len);
 	if (!rc)
 		rc = tk__buf_putc(&b, ':');
-	if (!rc)
-		rc = canon(w, &b, json.ptr, json.len, 0, "metadata value");
+	if (!rc) {
+		char what[120];
+		snprintf(what, sizeof what, "value of metadata member '%.*s'", (int)(key.len < 80 ? key.len : 80),
+		         key.ptr);
+		rc = canon(w, &b, json.ptr, json.len, 0, what, NULL);
+	}
 	if (rc) {
 		tk__buf_free(&b);
 		return rc;
@@ -768,7 +781,7 @@ static int members(tk_writer *w, tk__buf *o, const tk_event *ev)
 		if (ev->has & TK_HAS_VALID_JSON) {
 			rc = tk__buf_append(o, ev->extra.ptr, ev->extra.len);
 		} else {
-			rc = canon(w, o, ev->extra.ptr, ev->extra.len, 1, "event extra members");
+			rc = canon(w, o, ev->extra.ptr, ev->extra.len, 1, "extra members", ev);
 		}
 		if (rc || tk__buf_putc(o, ','))
 			return rc ? rc : TK_ERR_NOMEM;
@@ -779,7 +792,7 @@ static int members(tk_writer *w, tk__buf *o, const tk_event *ev)
 		if (ev->has & TK_HAS_VALID_JSON)
 			rc = tk__buf_append(o, ev->args.ptr, ev->args.len);
 		else
-			rc = canon(w, o, ev->args.ptr, ev->args.len, 0, "event args");
+			rc = canon(w, o, ev->args.ptr, ev->args.len, 0, "args", ev);
 		if (rc || tk__buf_putc(o, ','))
 			return rc ? rc : TK_ERR_NOMEM;
 	}

@@ -185,3 +185,22 @@ const char *tk_format_names(void)
 	}
 	return names;
 }
+
+const char *tk_format_suffixes(void)
+{
+	static _Thread_local char sufs[256];
+	if (!sufs[0]) {
+		size_t k = 0;
+		for (size_t i = 0; i < COUNT(formats); i++) {
+			if (!formats[i]->wr)
+				continue;
+			for (const char *const *x = formats[i]->suffixes; *x && k < sizeof sufs; x++) {
+				k += (size_t)snprintf(sufs + k, sizeof sufs - k, "%s%s", k ? ", " : "", *x);
+				for (size_t j = 0; (formats[i]->flags & TK__FMT_WHOLE_GZIP) && j < COUNT(ofilters) &&
+				                   k < sizeof sufs; j++)
+					k += (size_t)snprintf(sufs + k, sizeof sufs - k, "[%s]", ofilters[j]->suffix);
+			}
+		}
+	}
+	return sufs;
+}

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# test_usage.sh: what every tool says when it is used wrongly or its result is surprising: usage
+# errors name the option and list the valid values and exit 2 (as --help and the man pages say),
+# output names without a known suffix, a --window that keeps nothing, trace-stats' labels and
+# headers, and the wording of some messages.
+# usage: test_usage.sh BIN_DIR TESTDATA DOCS_DIR
+set -u
+BIN=$(cd "${1:?usage: test_usage.sh BIN_DIR TESTDATA DOCS_DIR}" && pwd)
+TD=$(cd "${2:?}" && pwd)
+DOCS=$(cd "${3:?}" && pwd)
+T=$(mktemp -d "${TMPDIR:-/tmp}/tkusage-XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+IN=$TD/example_kineto.json
+fails=0
+checks=0
+fail() {
+	fails=$((fails + 1))
+	echo "FAIL: $*"
+	[ -s stderr ] && sed 's/^/  stderr: /' stderr | head -4
+}
+check() { # DESCRIPTION COMMAND...
+	local what=$1
+	shift
+	checks=$((checks + 1))
+	"$@" || fail "$what"
+}
+run() { # TOOL ARGS...: exit status in $rc, output in ./stdout and ./stderr
+	local tool=$1
+	shift
+	"$BIN/$tool" "$@" >stdout 2>stderr
+	rc=$?
+}
+has() { grep -qF -- "$2" "$1"; }
+
+# usage TOOL 'EXPECTED STDERR' ARGS...: a usage error: exit 2, the expected text, "see --help"
+usage() {
+	local tool=$1 want=$2
+	shift 2
+	run "$tool" "$@"
+	check "$tool $*: exit 2 (got $rc)" [ "$rc" = 2 ]
+	check "$tool $*: says \"$want\"" has stderr "$want"
+	check "$tool $*: points to --help" has stderr "see '$tool --help'"
+}
+
+# ---- bad option values: the option as the user wrote it and the valid values ----
+usage trace-stats "trace-stats: -t/--tables: bad value 'kernel' (valid: ops, kernels, memcpy, api" "$IN" -t kernel
+usage trace-stats "trace-stats: -t/--tables: bad value 'kernel' (valid: ops, kernels, memcpy, api" "$IN" --tables=ops,kernel
+usage trace-stats "trace-stats: -f/--format: bad value 'xml' (valid: text, csv, json, md)" "$IN" -f xml
+usage trace-stats "trace-stats: -f/--format: bad value 'xml' (valid: text, csv, json, md)" "$IN" -fxml
+usage trace-stats "trace-stats: -s/--sort: bad value 'foo' (valid: self_cpu_time_total, cpu_time_total," "$IN" --sort foo
+usage trace-stats "trace-stats: --flops: bad value 'x' (valid: none, torch, extended)" "$IN" --flops x
+usage trace-stats "trace-stats: --time-unit: bad value 'h' (valid: s, ms, us, ns)" "$IN" --time-unit h
+usage trace-stats "trace-stats: -n/--row-limit: bad value 'ten'" "$IN" -n ten
+usage trace-stats "trace-stats: --steps: bad value '3-1'" "$IN" --steps 3-1
+usage trace-stats "trace-stats: --max-pending: bad value 'x'" "$IN" --max-pending x
+usage trace-stats "trace-stats: --window: bad value 'soon'" "$IN" --window soon
+# a usage error is found before any input is read, and says so with 2
+usage trace-stats "-s/--sort: bad value 'foo'" "$T/absent.json" --sort foo
+usage trace-stats "-s/--sort: bad value 'foo'" "$IN" -t kernels --sort foo
+run trace-stats "$IN" -t ops --sort none
+check "trace-stats --sort none still works (got $rc)" [ "$rc" = 0 ]
+run trace-stats "$IN" -t ops --sort self_device_time_total
+check "trace-stats --sort self_device_time_total still works (got $rc)" [ "$rc" = 0 ]
+
+usage trace-convert "trace-convert: --to: bad value 'xml' (valid: json, json.gz, tkb" "$IN" -o out.json --to xml
+usage trace-convert "trace-convert: --gzip-level: bad value '12'" "$IN" -o out.json.gz --gzip-level 12
+usage trace-convert "trace-convert: --memory: bad value '1K'" "$IN" -o out.pftrace --memory 1K
+usage trace-merge "trace-merge: --to: bad value 'xml' (valid: json, json.gz, tkb" "$IN" -o out.json --to xml
+usage trace-merge "trace-merge: --align: bad value 'clocks' (valid: none, start, collectives" "$IN" -o out.json --align clocks
+usage trace-merge "trace-merge: --ranks: bad value 'a-b'" "$IN" -o out.json --ranks a-b
+usage trace-merge "trace-merge: --window: bad value '1ms'" "$IN" -o out.json --window 1ms
+usage trace-merge "trace-merge: --gzip-level: bad value '0'" "$IN" -o out.json.gz --gzip-level 0
+usage trace-split "trace-split: --to: bad value 'xml' (valid: json, json.gz, tkb" "$IN" -o parts --parts 2 --to xml
+usage trace-split "trace-split: --parts: bad value 'two'" "$IN" -o parts --parts two
+usage trace-split "trace-split: --max-size: bad value '5M5'" "$IN" -o parts --max-size 5M5
+usage trace-split "trace-split: --window: bad value '3parsecs'" "$IN" -o parts --window 3parsecs
+usage trace-split "trace-split: --window: bad value '1ms:x'" "$IN" -o parts --window 1ms:x
+usage trace-split "trace-split: --step: bad value 'x'" "$IN" -o parts --step x
+if [ -x "$BIN/trace-collect" ]; then
+	usage trace-collect "trace-collect: -a/--activities: bad value 'kernels' (valid: kernel, memcpy," -a kernels -- true
+	usage trace-collect "trace-collect: --capture-range: bad value 'nvtx' (valid: cudaProfilerApi, none)" --capture-range nvtx -- true
+	usage trace-collect "trace-collect: --schedule: bad value 'bogus=1'" --schedule bogus=1 -- true
+	usage trace-collect "trace-collect: unknown option '--bogus'" --bogus -- true
+fi
+for tool in trace-convert trace-stats trace-merge trace-split; do
+	usage $tool "$tool: unknown option '--bogus'" "$IN" --bogus
+	usage $tool "$tool: option '-o' needs an argument" "$IN" -o
+done
+
+# every tool's --help and man page say that a usage error exits 2
+for tool in trace-convert trace-stats trace-merge trace-split trace-collect; do
+	[ -x "$BIN/$tool" ] || continue
+	check "$tool --help says 2 is a usage error" bash -c "'$BIN/$tool' --help | grep -q '2 usage error'"
+	check "$tool.1 says 2 is a usage error" grep -qi "2.*usage error" "$DOCS/$tool.1"
+done
+
+# ---- output names: a suffix no format has is an error unless --to is given ----
+usage trace-convert "trace-convert: -o x.txt: no output format has this suffix (.json[.gz], .tkb," "$IN" -o x.txt
+check "trace-convert -o x.txt names --to" has stderr "--to"
+check "trace-convert -o x.txt writes nothing" [ ! -e x.txt ]
+usage trace-convert "trace-convert: -o tkb: no output format has this suffix" "$IN" -o tkb
+check "trace-convert -o tkb writes nothing" [ ! -e tkb ]
+usage trace-merge "trace-merge: -o x.txt: no output format has this suffix (.json[.gz], .tkb," "$IN" -o x.txt
+check "trace-merge -o x.txt writes nothing" [ ! -e x.txt ]
+run trace-convert "$IN" -o x.txt --to json
+check "trace-convert -o x.txt --to json works (got $rc)" [ "$rc" = 0 ]
+check "trace-convert -o x.txt --to json writes JSON" python3 -c 'import json; json.load(open("x.txt"))'
+run trace-merge "$IN" -o m.txt --to json.gz
+check "trace-merge -o m.txt --to json.gz works (got $rc)" [ "$rc" = 0 ]
+run trace-convert "$IN" -o -
+check "trace-convert -o - still writes JSON to standard output (got $rc)" python3 -c 'import json; json.load(open("stdout"))'
+run trace-convert "$IN" -o /dev/null
+check "trace-convert -o /dev/null still works (got $rc)" [ "$rc" = 0 ]
+run trace-convert "$IN" -o x.JSON.GZ
+check "trace-convert -o x.JSON.GZ still works (got $rc)" [ "$rc" = 0 ]
+
+# ---- a --window that keeps no event says so, in every tool ----
+# the example's clock is in the billions of microseconds: 10ms:20ms is long before it
+run trace-merge "$IN" -o w.json --window 10ms:20ms
+check "trace-merge, empty window: exit 0 (got $rc)" [ "$rc" = 0 ]
+check "trace-merge, empty window: a warning" has stderr "trace-merge: warning: w.json: no event in --window 10ms:20ms"
+check "trace-merge, empty window: suggests +A:+B" has stderr "'+10ms:+20ms'"
+run trace-split "$IN" -o wparts --window 10ms:20ms
+check "trace-split, empty window: exit 0 (got $rc)" [ "$rc" = 0 ]
+check "trace-split, empty window: the same warning" has stderr "trace-split: warning: $IN: no event in --window 10ms:20ms"
+check "trace-split, empty window: warned once" [ "$(grep -c warning stderr)" = 1 ]
+run trace-stats "$IN" --window 10ms:20ms
+check "trace-stats, empty window: exit 0 (got $rc)" [ "$rc" = 0 ]
+check "trace-stats, empty window: the same warning" has stderr "trace-stats: warning: $IN: no event in --window 10ms:20ms"
+run trace-merge "$IN" -o w.json --window +0:+10ms
+check "trace-merge, a window with events: no warning" [ ! -s stderr ]
+run trace-stats "$IN" --window +0:+10ms
+check "trace-stats, a window with events: no warning" [ ! -s stderr ]
+run trace-merge "$IN" -o w.json --window 10ms:20ms -q
+check "trace-merge -q: no warning" [ ! -s stderr ]
+
+# ---- trace-stats: labels, headers, Markdown, FLOPs ----
+run trace-stats "$IN" "$IN" -t ops
+check "the same rank twice: exit 0 (got $rc)" [ "$rc" = 0 ]
+check "the same rank twice: a warning" has stderr "warning: $IN: rank 0 again"
+check "the same rank twice: distinct columns" bash -c "sed -n 2p stdout | grep -q 'rank 0 #2 '"
+SD=$TD/stats
+run trace-stats "$SD/tiny_gpu.json" "$SD/tiny_gpu_rank1.json" -t ops --sort count
+check "per-rank columns name their metric (--sort count: CUDA total)" has stdout "rank 1 CUDA total"
+run trace-stats "$SD/tiny_gpu.json" "$SD/tiny_gpu_rank1.json" -t ops --sort self_cpu_time_total
+check "per-rank columns name their metric (--sort self_cpu_time_total)" has stdout "rank 1 Self CPU"
+run trace-stats "$SD/tiny_gpu.json" "$SD/tiny_gpu_rank1.json" -t kernels
+check "per-rank columns of a summary name their metric" has stdout "rank 1 Total (ns)"
+run trace-stats "$SD/tiny_gpu.json" -t ops -f md
+check "Markdown: Name is left-aligned" [ "$(sed -n 2p stdout | cut -d'|' -f2)" = ":---" ]
+check "Markdown: numbers stay right-aligned" [ "$(sed -n 2p stdout | cut -d'|' -f3)" = "---:" ]
+python3 - flops.json <<'PY'
+import json, sys
+ev = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 10,
+       "args": {"Input Dims": [[100000, 100000], [100000, 100000]]}},
+      {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 1, "tid": 1, "ts": 20, "dur": 10,
+       "args": {"Input Dims": [[4], [4]]}}]
+json.dump({"traceEvents": ev}, open(sys.argv[1], "w"))
+PY
+run trace-stats flops.json -t ops
+check "FLOPs: the column is as wide as its widest value" python3 - stdout <<'PY'
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+sep, head = lines[0], lines[1]
+# every row ends where the header does: no value pushed its row to the right
+rows = [l for l in lines[3:] if l.strip() and not l.startswith("-") and " time total: " not in l]
+sys.exit(0 if rows and all(len(r) == len(head) for r in rows) and len(sep) == len(head) else 1)
+PY
+
+# ---- messages ----
+run trace-split "$IN" -o one --max-size 1G
+check "trace-split: '1 part', not '1 parts'" has stderr ": 1 part, "
+run trace-merge "$IN" -o names.json
+check "trace-merge: no process named with a trailing space" python3 - names.json <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+names = [v for e in ev if e["ph"] == "M" and e["name"] in ("process_name", "process_labels")
+         for v in e["args"].values()]
+sys.exit(0 if names and not [n for n in names if n != n.strip()] else 1)
+PY
+printf '123' >short.bin
+run trace-convert short.bin -o short.json
+check "a 3-byte input: exit 1 (got $rc)" [ "$rc" = 1 ]
+check "a 3-byte input: only its bytes shown" has stderr "(starts with bytes 31 32 33)"
+
+echo "$checks checks, $fails failed"
+[ "$fails" = 0 ]
