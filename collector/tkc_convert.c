@@ -58,23 +58,62 @@ static void arg_dim3(out *o, const char *k, int64_t x, int64_t y, int64_t z)
 	put_i(o, z);
 	put_raw(o, "]", 1);
 }
-/* A JSON string; names from NVTX may hold anything. */
+/* The length of the valid UTF-8 sequence at p (RFC 3629: no overlong
+ * forms, no surrogates, at most U+10FFFF), 0 when there is none. */
+static size_t utf8_seq(const unsigned char *p)
+{
+	unsigned c = p[0];
+	size_t n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+	for (size_t i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f) || (c == 0xf0 && p[1] < 0x90) ||
+	    (c == 0xf4 && p[1] > 0x8f))
+		return 0;
+	return n;
+}
+
+/* s was cut to max bytes (snprintf): drop a UTF-8 sequence split at its end. */
+static void cut_utf8(char *s, size_t max)
+{
+	size_t n = strlen(s), j = n;
+	if (n < max)
+		return;
+	while (j > 0 && n - j < 3 && ((unsigned char)s[j - 1] & 0xc0) == 0x80)
+		j--;
+	unsigned c = j > 0 ? (unsigned char)s[j - 1] : 0;
+	size_t need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+	if (c >= 0xc0 && need > n - j + 1)
+		s[j - 1] = 0;
+}
+
+/* A JSON string; names from NVTX may hold anything. Invalid UTF-8 becomes
+ * U+FFFD, and a string too long for the args buffer is cut between
+ * characters, leaving room for the closing quote and brace, so the args are
+ * always JSON. */
 static void arg_str(out *o, const char *k, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";
 	key(o, k);
 	put_raw(o, "\"", 1);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\') {
-			char e[2] = {'\\', (char)ch};
-			put_raw(o, e, 2);
-		} else if (ch < 0x20) {
-			char e[6] = {'\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15]};
-			put_raw(o, e, 6);
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		char e[6];
+		const char *w = e;
+		size_t n = utf8_seq(p), adv = n ? n : 1;
+		if (*p == '"' || *p == '\\') {
+			e[0] = '\\', e[1] = (char)*p, n = 2;
+		} else if (*p < 0x20) {
+			memcpy(e, "\\u00", 4);
+			e[4] = hex[*p >> 4], e[5] = hex[*p & 15], n = 6;
+		} else if (!n) {
+			w = "\\ufffd", n = 6;
 		} else {
-			put_raw(o, s, 1);
+			w = (const char *)p;
 		}
+		if (o->len + n + 2 >= o->cap) /* the closing quote and brace must fit */
+			break;
+		put_raw(o, w, n);
+		p += adv;
 	}
 	put_raw(o, "\"", 1);
 }
@@ -391,6 +430,7 @@ static int marker_event(tkc_conv *c, char ph, const char *name, const char *doma
 {
 	out o = {c->args, 0, sizeof c->args};
 	snprintf(c->name, sizeof c->name, "%s", name ? name : "");
+	cut_utf8(c->name, sizeof c->name - 1); /* a long name is cut between characters */
 	ev_base(ev, ph, "user_annotation", c->name, ts, dur);
 	if (ph == 'i')
 		ev->extra = sv("\"s\":\"t\"");

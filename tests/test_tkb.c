@@ -611,18 +611,22 @@ static void test_args_values(void **state)
 static void test_crafted_keys(void **state)
 {
 	(void)state;
-	static const char *place[] = {"kxxxxxevil", "nulxkey", "utfxxkey"};
-	static const char bad[][16] = {"k\":1,\"evil", "nul\0key", "utf\xff\xfekey"};
+	static const char *place[] = {"kxxxxxevil", "nulxkey", "utfxxkey", "vxxxxxxxx"};
+	static const char bad[][16] = {"k\":1,\"evil", "nul\0key", "utf\xff\xfekey", "v\",\"x\":\"y"};
 	static const char *want[] = {"{\"k\\\":1,\\\"evil\":7}", "{\"nul\\u0000key\":7}",
-	                             "{\"utf\xef\xbf\xbd\xef\xbf\xbdkey\":7}"};
+	                             "{\"utf\xef\xbf\xbd\xef\xbf\xbdkey\":7}",
+	                             "{\"s\":\"v\\\",\\\"x\\\":\\\"y\"}"};
 	const char *path = tpath("keys.tkb");
 	tk_writer *w;
 	assert_int_equal(tk_writer_open_path(&w, path, NULL), TK_OK);
 	char text[64];
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = 0; i < 4; i++) {
 		tk_event ev = {0};
 		ev.has = TK_HAS_VALID_JSON;
-		snprintf(text, sizeof text, "{\"%s\":7}", place[i]);
+		if (i < 3)
+			snprintf(text, sizeof text, "{\"%s\":7}", place[i]);
+		else /* a string value */
+			snprintf(text, sizeof text, "{\"s\":\"%s\"}", place[i]);
 		ev.args = sv(text);
 		assert_int_equal(tk_writer_write(w, &ev), TK_OK);
 	}
@@ -630,7 +634,7 @@ static void test_crafted_keys(void **state)
 	tk_writer_free(w);
 	size_t n;
 	unsigned char *f = slurp(path, &n);
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = 0; i < 4; i++) {
 		size_t k = strlen(place[i]);
 		unsigned char *at = memmem(f, n, place[i], k);
 		assert_non_null(at);
@@ -660,8 +664,8 @@ static void test_crafted_keys(void **state)
 		assert_int_equal(read_all(r, &got), TK_EOF);
 		if (tk_reader_warning(r, 0)) /* the CRCs were mended: nothing is damaged */
 			fail_msg("pass %d: %s", pass, tk_reader_warning(r, 0));
-		assert_int_equal(got.n, 3);
-		for (size_t i = 0; i < 3; i++)
+		assert_int_equal(got.n, 4);
+		for (size_t i = 0; i < 4; i++)
 			assert_string_equal(got.ev[i]->args.ptr, want[i]);
 		if (pass == 0) { /* write what was read, then read that */
 			const char *p2 = tpath("keys2.tkb");

@@ -266,7 +266,7 @@ int64_t cli_parse_size(const char *s)
 	if (!s || !*s)
 		return -1;
 	double v = strtod(s, &end);
-	if (end == s || v < 0)
+	if (end == s || !(v >= 0) || v > 9.0e18) /* also NaN and infinity */
 		return -1;
 	double mul = 1;
 	switch (*end) {
@@ -280,7 +280,7 @@ int64_t cli_parse_size(const char *s)
 		end++;
 	if (*end == 'B' || *end == 'b')
 		end++;
-	if (*end || v * mul > 9.0e18)
+	if (*end || !(v * mul <= 9.0e18))
 		return -1;
 	return (int64_t)(v * mul);
 }

@@ -223,29 +223,38 @@ static int read_offsets(const merge_cli *o, tk_merge *m)
 		cli_err(tool.name, "%s: %s", o->align_file, strerror(errno));
 		return 1;
 	}
-	char line[512];
+	char *line = NULL;
+	size_t cap = 0;
 	int ln = 0, bad = 0;
-	while (!bad && fgets(line, sizeof line, f)) {
+	/* lines of any length; a line is 'RANK OFFSET', blank, or a comment from '#' */
+	while (!bad && getline(&line, &cap, f) >= 0) {
 		ln++;
-		char *h = strchr(line, '#'), rk[64], off[64];
+		char *h = strchr(line, '#'), *word[3], *save = NULL;
 		if (h)
 			*h = 0;
-		int n = sscanf(line, "%63s %63s", rk, off);
-		if (n <= 0)
+		int n = 0;
+		for (char *w = strtok_r(line, " \t\n\v\f\r", &save); w && n < 3; w = strtok_r(NULL, " \t\n\v\f\r", &save))
+			word[n++] = w;
+		if (n == 0)
 			continue;
-		char *end;
+		if (n != 2) {
+			bad = ln;
+			break;
+		}
+		char *end, *rk = word[0], *off = word[1];
 		errno = 0;
 		long long r = strtoll(rk, &end, 10);
 		int64_t ns;
-		size_t ol = n == 2 ? strlen(off) : 0;
-		int has_unit = ol && (off[ol - 1] == 's');
-		if (n != 2 || *end || r < 0 || errno == ERANGE ||
+		size_t ol = strlen(off);
+		int has_unit = off[ol - 1] == 's';
+		if (*end || r < 0 || errno == ERANGE ||
 		    (has_unit ? tk_time_parse(off + (off[0] == '+'), &ns)
-		              : (ns = strtoll(off, &end, 10), *end != 0 || errno == ERANGE)))
+		              : (errno = 0, ns = strtoll(off, &end, 10), *end != 0 || errno == ERANGE)))
 			bad = ln;
 		else
 			tk_merge_set_offset(m, r, ns);
 	}
+	free(line);
 	fclose(f);
 	if (bad)
 		cli_err(tool.name, "%s:%d: expected 'rank offset_ns'", o->align_file, bad);

@@ -45,6 +45,19 @@ typedef struct tk__step {
 	int64_t num, ts, dur;
 } tk__step;
 
+/* Whether the input is in time order as the second pass needs it, decided
+ * event by event in the same way by the scan and by the reader's thread
+ * (split_scan.c's order_next). */
+typedef struct tk__order {
+	int have_t, unsorted;
+	int64_t t_max;
+	int pending;         /* a flow end came before t_max: its partner must follow at once */
+	char ph;             /* that end's */
+	tk_id id;            /* its id (a string id points into idbuf) */
+	size_t cat_len;
+	char idbuf[128], cat[128];
+} tk__order;
+
 /* What the first pass learns about the input. */
 typedef struct tk__scan {
 	tk__meta *meta; /* top-level members, with after = 1 when after the events */
@@ -58,6 +71,7 @@ typedef struct tk__scan {
 	int64_t t_min, t_max; /* over events with ts, M events excluded */
 	int have_t;
 	int sorted;
+	tk__order ord;
 	int gz_input;
 	uint64_t events;
 	uint64_t orphan_ends;

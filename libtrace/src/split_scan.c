@@ -173,13 +173,69 @@ static int add_flow_end(tk__scan *sc, const tk_event *ev)
 	return 0;
 }
 
-/* The event (with ts) comes before the latest time seen: the input needs
- * sorting. Flow starts may come just before their ends (trace-split writes
- * them so): the second pass takes them late. Used by the scan and, on the
- * reader's thread, by want_args: the two must agree. */
-static int out_of_order(int have_t, int64_t t_max, const tk_event *ev)
+static int is_flow(const tk_event *ev)
 {
-	return have_t && ev->ts < t_max && ev->ph != 's' && ev->ph != 'f';
+	return ev->ph == 's' || ev->ph == 'f';
+}
+
+/* Remember a flow end that came before t_max; 0 when its id or category is
+ * too long to keep (the input then counts as out of order). */
+static int keep_pending(tk__order *o, const tk_event *ev)
+{
+	if (ev->cat.len > sizeof o->cat || (ev->id.kind == TK_ID_STR && ev->id.str.len > sizeof o->idbuf))
+		return 0;
+	o->pending = 1;
+	o->ph = ev->ph;
+	o->id = ev->id;
+	if (ev->id.kind == TK_ID_STR) {
+		memcpy(o->idbuf, ev->id.str.ptr, ev->id.str.len);
+		o->id.str.ptr = o->idbuf;
+	}
+	o->cat_len = ev->cat.len;
+	if (ev->cat.len)
+		memcpy(o->cat, ev->cat.ptr, ev->cat.len);
+	return 1;
+}
+
+static int is_partner(const tk__order *o, const tk_event *ev)
+{
+	if (!is_flow(ev) || ev->ph == o->ph || ev->id.kind != o->id.kind || ev->cat.len != o->cat_len ||
+	    (o->cat_len && memcmp(ev->cat.ptr, o->cat, o->cat_len)))
+		return 0;
+	if (o->id.kind == TK_ID_STR)
+		return ev->id.str.len == o->id.str.len && memcmp(ev->id.str.ptr, o->idbuf, o->id.str.len) == 0;
+	return o->id.kind != TK_ID_INT || ev->id.num == o->id.num;
+}
+
+/* 1 when the input needs sorting at ev (not in time order). One flow end
+ * may come before the latest time when its partner follows at once, in
+ * order: trace-split writes a held flow's two ends together, and the
+ * second pass takes the first one late into the partner's part. Any other
+ * event out of order, a flow end included, makes the input unsorted.
+ * Used by the scan and, on the reader's thread, by want_args, which must
+ * agree event by event; order_end() at the end of the input. */
+static int order_next(tk__order *o, const tk_event *ev)
+{
+	if (ev->ph == 'M')
+		return 0;
+	int has = (ev->has & TK_HAS_TS) != 0;
+	if (o->pending) {
+		o->pending = 0;
+		if (!has || ev->ts < o->t_max || !is_partner(o, ev))
+			return 1;
+	}
+	if (!has)
+		return 0;
+	if (o->have_t && ev->ts < o->t_max)
+		return !is_flow(ev) || !keep_pending(o, ev);
+	o->t_max = ev->ts;
+	o->have_t = 1;
+	return 0;
+}
+
+static int order_end(const tk__order *o)
+{
+	return o->pending;
 }
 
 static int scan_event(tk__scan *sc, const tk_event *ev, uint64_t weight)
@@ -189,10 +245,10 @@ static int scan_event(tk__scan *sc, const tk_event *ev, uint64_t weight)
 		return add_mev(sc, ev);
 	if ((ev->ph == 's' || ev->ph == 'f') && add_flow_end(sc, ev))
 		return TK_ERR_NOMEM;
+	if (order_next(&sc->ord, ev))
+		sc->sorted = 0;
 	if (!(ev->has & TK_HAS_TS))
 		return 0;
-	if (out_of_order(sc->have_t, sc->t_max, ev))
-		sc->sorted = 0;
 	if (!sc->have_t || ev->ts < sc->t_min)
 		sc->t_min = ev->ts;
 	if (!sc->have_t || ev->ts > sc->t_max)
@@ -352,24 +408,12 @@ static int start_sorter(tk__scan *sc, const char *path, const tk_split_opts *o, 
  * are kept whole; the others go to the sorter from the first event out of
  * order on (the test of scan_event); before that, the second pass reads
  * them again in full, so only their extent and length are needed here. */
-typedef struct order {
-	int have_t, unsorted;
-	int64_t t_max;
-} order;
-
 static int want_args(void *arg, const tk_event *ev)
 {
-	order *o = arg;
+	tk__order *o = arg;
 	if (ev->ph == 'M' || o->unsorted)
 		return 1;
-	if (!(ev->has & TK_HAS_TS))
-		return 0;
-	if (out_of_order(o->have_t, o->t_max, ev))
-		return o->unsorted = 1;
-	if (!o->have_t || ev->ts > o->t_max)
-		o->t_max = ev->ts;
-	o->have_t = 1;
-	return 0;
+	return o->unsorted = order_next(o, ev);
 }
 
 static int scan_loop(tk__scan *sc, tk__pump *p, const char *path, const tk_split_opts *o, tk__err *err)
@@ -403,12 +447,18 @@ static int scan_loop(tk__scan *sc, tk__pump *p, const char *path, const tk_split
 int tk__split_scan(tk__scan *sc, const char *path, const tk_split_opts *o, tk__err *err)
 {
 	tk__pump *p = NULL;
-	order ord = {0};
+	tk__order ord = {0};
 	int rc = tk__pump_open(&p, path, &o->ropts, UINT64_MAX, want_args, &ord);
 	sc->sorted = sc->strict = 1;
 	if (!rc)
 		rc = scan_loop(sc, p, path, o, err);
 	tk_reader *r = tk__pump_reader(p); /* NULL when the loop stopped early */
+	if (rc == TK_EOF && sc->sorted && order_end(&sc->ord)) {
+		/* a flow end out of order was the last event: to the sorter with it */
+		sc->sorted = 0;
+		rc = start_sorter(sc, path, o, sc->events, err);
+		rc = rc ? rc : TK_EOF;
+	}
 	if (rc == TK_EOF)
 		rc = keep_meta(sc, r);
 	if (rc == TK_ERR_NOMEM)

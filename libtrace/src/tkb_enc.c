@@ -183,7 +183,8 @@ static int flush_events(tk__tkb_enc *e, tk__buf *out)
 		rc = put_bytes(pl, e->strs.ents[i].ptr, e->strs.ents[i].len);
 	size_t d0 = e->def_off ? e->def_off[e->shape_first] : 0;
 	rc = rc || put_v(pl, e->shape_first) || put_v(pl, e->shapes.n - e->shape_first) ||
-	     tk__buf_append(pl, e->defs.p + d0, e->defs.len - d0) || put_v(pl, e->n_ev) ||
+	     (e->defs.len > d0 && tk__buf_append(pl, e->defs.p + d0, e->defs.len - d0)) || /* p may be NULL */
+	     put_v(pl, e->n_ev) ||
 	     tk__buf_append(pl, e->ev.p, e->ev.len);
 	if (!rc)
 		rc = write_chunk(e, out, TK__C_EVENTS, e->n_ev, (unsigned char *)pl->p, pl->len);

@@ -683,10 +683,22 @@ static int put_value(tstate *s, tk__buf *o, int type, int64_t *prev, const unsig
 		*prev = (int64_t)((uint64_t)*prev + (uint64_t)tk__unzz(tk__get_varint(p, s->e, bad)));
 		put_i64(o, *prev);
 		return 0;
-	case TK__V_STR:
+	case TK__V_STR: {
+		int was = s->suspect;
+		s->suspect = 0;
+		tk_sv v = get_json(s, p, bad, miss, TK__OK_BODY);
+		int raw = s->suspect;
+		s->suspect = was;
+		if (!raw)
+			return put_sv(o, v, 1);
+		/* not the body of a JSON string (a crafted file): escaped as raw text,
+		 * as keys are (7.5), so it stays one value and reads the same again */
+		return tk__buf_putc(o, '"') || tk__json_escape(o, v.ptr, v.len) < 0 || tk__buf_putc(o, '"')
+		           ? TK_ERR_NOMEM
+		           : 0;
+	}
 	case TK__V_JSON:
-		return put_sv(o, get_json(s, p, bad, miss, type == TK__V_STR ? TK__OK_BODY : TK__OK_VALUE),
-		              type == TK__V_STR);
+		return put_sv(o, get_json(s, p, bad, miss, TK__OK_VALUE), 0);
 	case TK__V_RAW: {
 		s->suspect = 1; /* raw text is checked by whoever writes it as JSON */
 		uint64_t n = tk__get_varint(p, s->e, bad);
