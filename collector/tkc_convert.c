@@ -165,9 +165,10 @@ static void ev_args(tkc_conv *c, tk_event *ev, out *o)
 	ev->args.ptr = c->args;
 	ev->args.len = o->len;
 }
+/* end - start of unsigned CUPTI times: 0 when end comes first, held at INT64_MAX. */
 static int64_t span(uint64_t start, uint64_t end)
 {
-	return end >= start ? (int64_t)(end - start) : 0;
+	return end < start ? 0 : end - start > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)(end - start);
 }
 
 /* ---- names shared with Kineto's output ---- */
@@ -476,7 +477,7 @@ static int conv_marker(tkc_conv *c, const CUpti_ActivityMarker2 *m, tk_event *ev
 			return 1;
 		}
 		marker_event(c, 'X', r->name ? r->name : "(unnamed)", r->domain, r->ts,
-		             ts >= r->ts ? ts - r->ts : 0, ev);
+		             span((uint64_t)r->ts, m->timestamp), ev);
 		ev->pid = id_int(r->pid);
 		ev->tid = id_int(r->tid);
 		open_remove(c, r);

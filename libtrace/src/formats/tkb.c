@@ -750,6 +750,44 @@ static int render_args(tk_reader *r, tshape *sh, const unsigned char **p, int *b
 	return tk__buf_putc(o, '}');
 }
 
+/* An event whose args or extra use text that is not canonical JSON (a
+ * crafted or damaged file: invalid UTF-8, a raw value): both are made
+ * canonical as the JSON reader would write them, so that the event reads
+ * the same after it is written again; where one is not JSON at all it is
+ * left as it is and the event stays without TK_HAS_VALID_JSON (a JSON
+ * writer then refuses it with a message). Returns TK_ERR_NOMEM or 0. */
+static int canon_event(tk_reader *r)
+{
+	tstate *s = r->fs;
+	tk_event *ev = &r->ev;
+	tk__buf *c = &r->scratch;
+	size_t args_len = 0;
+	c->len = 0;
+	int rc = ev->args.ptr ? tk__json_canon_text(c, ev->args.ptr, ev->args.len, 0, NULL) : 0;
+	if (rc == TK_ERR_NOMEM)
+		return rc;
+	if (rc)
+		return 0;
+	args_len = c->len;
+	if (ev->extra.ptr && ev->extra.len && (rc = tk__json_canon_text(c, ev->extra.ptr, ev->extra.len, 1, NULL)))
+		return rc == TK_ERR_NOMEM ? rc : 0;
+	/* both canonical: args to r->args, extra to r->extra */
+	if (ev->args.ptr) {
+		r->args.len = 0;
+		if (tk__buf_append(&r->args, c->p, args_len) || tk__buf_putc(&r->args, 0))
+			return TK_ERR_NOMEM;
+		ev->args = (tk_sv){r->args.p, args_len};
+	}
+	if (ev->extra.ptr && ev->extra.len) {
+		r->extra.len = 0;
+		if (tk__buf_append(&r->extra, c->p + args_len, c->len - args_len) || tk__buf_putc(&r->extra, 0))
+			return TK_ERR_NOMEM;
+		ev->extra = (tk_sv){r->extra.p, c->len - args_len};
+	}
+	s->suspect = 0;
+	return 0;
+}
+
 static int decode_args(tk_reader *r, const unsigned char **p, int *bad, int *miss)
 {
 	tstate *s = r->fs;
@@ -830,6 +868,8 @@ static int decode_event(tk_reader *r)
 		return rc < 0 ? nomem(r) : rc;
 	if (f & TK__E_EXTRA)
 		ev->extra = get_json(s, &p, &bad, &miss, TK__OK_MEMBERS);
+	if (s->suspect && !bad && (rc = canon_event(r)) != 0)
+		return nomem(r);
 	if (!s->suspect)
 		ev->has |= TK_HAS_VALID_JSON;
 	if (bad)
