@@ -3,52 +3,36 @@
 #define TK_FUZZ_REENCODE_H
 
 /* The including file defines _GNU_SOURCE (memfd_create) before any include. */
-#include <stdio.h>
-#include <stdlib.h>
-#include <sys/mman.h>
-#include <unistd.h>
+#include "fuzz_events.h"
 
-#include "tracekit/tracekit.h"
-
-static void tk_fuzz_check(const char *who, int ok, const char *what)
-{
-	if (!ok) {
-		fprintf(stderr, "%s: %s\n", who, what);
-		abort();
-	}
-}
-
-/* Reads back fd and compares it with evs: in the same order (ordered), or
- * as the same multiset (a writer that puts events in time order); no
- * warning either way. */
-static void tk_fuzz_verify(const char *who, int fd, tk_event **evs, size_t n, int ordered)
+/* Reads back fd and compares it with the events written: in the same order
+ * (ordered), or as the same multiset (a writer that puts events in time
+ * order); no warning either way. */
+static void tk_fuzz_verify(const char *who, int fd, fz_events *written, int ordered)
 {
 	lseek(fd, 0, SEEK_SET);
 	tk_reader *r = NULL;
-	tk_fuzz_check(who, tk_reader_open_fd(&r, fd, "(re-encoded)", NULL) == TK_OK, "re-encoded file does not open");
-	char *used = calloc(n ? n : 1, 1);
-	tk_fuzz_check(who, used != NULL, "out of memory");
+	FZ_CHECK(who, tk_reader_open_fd(&r, fd, "(re-encoded)", NULL) == TK_OK, "the re-encoded file does not open");
+	fz_events back = {0};
 	const tk_event *ev;
-	size_t got = 0;
 	int rc;
 	while ((rc = tk_reader_next(r, &ev)) == TK_OK) {
-		size_t i = ordered ? got : 0;
 		if (ordered) {
-			tk_fuzz_check(who, i < n, "re-encoded file has more events");
-			tk_fuzz_check(who, tk_event_equal(ev, evs[i]), "re-encoded event differs");
-		} else {
-			while (i < n && (used[i] || !tk_event_equal(ev, evs[i])))
-				i++;
-			tk_fuzz_check(who, i < n, "re-encoded file has an event that was not written");
+			FZ_CHECK(who, back.n < written->n, "the re-encoded file has more than the %zu events written",
+			         written->n);
+			FZ_CHECK(who, tk_event_equal(ev, written->v[back.n]), "re-encoded event %zu differs", back.n);
 		}
-		used[i] = 1;
-		got++;
+		FZ_CHECK(who, fz_events_push(&back, ev) == 0, "out of memory");
 	}
-	tk_fuzz_check(who, rc == TK_EOF, "re-encoded file fails to read");
-	tk_fuzz_check(who, got == n, "re-encoded file has fewer events");
-	tk_fuzz_check(who, tk_reader_get_stats(r)->truncated == 0 && !tk_reader_warning(r, 0),
-	              "re-encoded file reads with warnings");
-	free(used);
+	FZ_CHECK(who, rc == TK_EOF, "the re-encoded file fails to read: %s", tk_reader_error(r));
+	FZ_CHECK(who, back.n == written->n, "the re-encoded file has %zu events, not the %zu written", back.n,
+	         written->n);
+	FZ_CHECK(who, ordered || fz_events_same_multiset(written, &back),
+	         "the re-encoded file's events differ from those written");
+	FZ_CHECK(who, tk_reader_get_stats(r)->truncated == 0 && !tk_reader_warning(r, 0),
+	         "the re-encoded file reads with warnings: %s",
+	         tk_reader_warning(r, 0) ? tk_reader_warning(r, 0) : "(truncated)");
+	fz_events_free(&back);
 	tk_reader_free(r);
 }
 
@@ -63,21 +47,17 @@ static void tk_fuzz_reencode(const char *who, tk_reader *r, const tk_writer_opts
 	if (fd < 0)
 		return;
 	tk_writer *w = NULL;
-	tk_event **evs = calloc(max, sizeof *evs);
-	size_t n = 0, copied = 0;
+	fz_events written = {0};
+	size_t copied = 0;
 	const tk_event *ev;
-	int ok = evs && tk_writer_open_fd(&w, fd, "(memfd)", wo) == TK_OK;
-	while (ok && n < max && tk_reader_next(r, &ev) == TK_OK) {
-		ok = tk_writer_write(w, ev) == TK_OK && (evs[n] = tk_event_dup(ev)) != NULL;
-		n += ok;
-	}
+	int ok = tk_writer_open_fd(&w, fd, "(memfd)", wo) == TK_OK;
+	while (ok && written.n < max && tk_reader_next(r, &ev) == TK_OK)
+		ok = tk_writer_write(w, ev) == TK_OK && fz_events_push(&written, ev) == 0;
 	if (ok && meta)
 		ok = tk_copy_meta(w, r, &copied) == TK_OK;
 	if (ok && tk_writer_close(w) == TK_OK)
-		tk_fuzz_verify(who, fd, evs, n, ordered);
-	for (size_t i = 0; i < n; i++)
-		tk_event_free(evs[i]);
-	free(evs);
+		tk_fuzz_verify(who, fd, &written, ordered);
+	fz_events_free(&written);
 	tk_writer_free(w);
 	close(fd);
 }

@@ -1,0 +1,284 @@
+/* fuzz_stats.c: fuzz harness for trace-stats' tables (libFuzzer, or a plain main() over files).
+ *
+ * Each input is read as a trace (any format tracekit detects; the corpus
+ * holds Kineto-shaped JSON). Its events (at most MAX_EVENTS) go into three
+ * stats objects, with the options trace-stats offers drawn from the
+ * input's hash (group by input shape, FLOP mode, a category list):
+ *
+ *   S1  straight from the reader (the stats see the reader's own strings);
+ *   S2  from the same events written as .tkb into a memory file and read
+ *       back (other string pointers, other interning);
+ *   S3  from copies of the events with a pending budget of 1 to 4 CPU ops,
+ *       so that every thread is flushed over and over.
+ *
+ * The invariants:
+ *  - S1 and S2 are the same: every operator row and every kernel,
+ *    memcpy/memset and API summary row, field by field, the counters, and
+ *    every table rendered, byte for byte, in JSON and in one other format
+ *    (text, CSV or Markdown, as the options say);
+ *  - S3 differs from S1 only where the budget decides (docs: results are
+ *    exact while a thread's ops fit): the same rows in the same order
+ *    with the same counts, CPU totals and first appearance, the same
+ *    device rows and summaries, the same FLOPs unless FLOPs go to the
+ *    outermost counted op (extended mode), the same event counters;
+ *  - the tables account for every event counted: operator rows count
+ *    ops + API calls, device rows and the kernel plus memcpy/memset
+ *    summaries count the GPU activities, the API summary the API calls;
+ *    a device row's self and total device time are equal, its CPU times
+ *    and FLOPs 0, and their sum is the summaries' total; a summary row's
+ *    median lies between its minimum and maximum; no more activities are
+ *    unattributed than there are;
+ *  - every table renders, alone and with S1 and S3 side by side as two
+ *    ranks, and the JSON renderings are JSON in valid UTF-8. */
+#define _GNU_SOURCE
+#include "fuzz_events.h"
+#include "tracekit/stats.h"
+#include "core/buf.h"
+#include "core/json_text.h"
+
+#define WHO "fuzz_stats"
+#define MAX_EVENTS 2048
+
+static const int sum_tables[3] = {TK_STATS_KERNEL, TK_STATS_MEMCPY, TK_STATS_API};
+
+static int str_eq(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+static int dbl_same(double a, double b)
+{
+	return memcmp(&a, &b, sizeof a) == 0;
+}
+
+/* What the pending budget cannot change in an operator row. */
+static int op_same_shape(const tk_stats_op *a, const tk_stats_op *b, int flops)
+{
+	return str_eq(a->name, b->name) && str_eq(a->shapes, b->shapes) && a->is_device == b->is_device &&
+	       a->count == b->count && a->cpu_total == b->cpu_total && a->first == b->first &&
+	       (!flops || a->flops == b->flops);
+}
+
+static int op_same(const tk_stats_op *a, const tk_stats_op *b)
+{
+	return op_same_shape(a, b, 1) && a->self_cpu == b->self_cpu && a->self_dev == b->self_dev &&
+	       a->dev_total == b->dev_total;
+}
+
+static int sum_same(const tk_stats_sum *a, const tk_stats_sum *b)
+{
+	return str_eq(a->name, b->name) && a->count == b->count && a->total == b->total && a->min == b->min &&
+	       a->max == b->max && dbl_same(a->avg, b->avg) && dbl_same(a->med, b->med) &&
+	       dbl_same(a->stddev, b->stddev) && a->bytes == b->bytes;
+}
+
+/* S3 against S1: exact == 0 where the budget may decide. */
+static void compare(const char *what, const tk_stats *a, const tk_stats *b, int exact, int flops_fixed)
+{
+	size_t n = tk_stats_op_count(a);
+	FZ_CHECK(WHO, n == tk_stats_op_count(b), "%s: %zu operator rows against %zu", what, n, tk_stats_op_count(b));
+	for (size_t i = 0; i < n; i++) {
+		const tk_stats_op *x = tk_stats_op_get(a, i), *y = tk_stats_op_get(b, i);
+		int same = exact || x->is_device ? op_same(x, y) : op_same_shape(x, y, flops_fixed);
+		FZ_CHECK(WHO, same, "%s: operator row %zu ('%s') differs", what, i, x->name);
+	}
+	for (int t = 0; t < 3; t++) {
+		size_t k = tk_stats_sum_count(a, sum_tables[t]);
+		FZ_CHECK(WHO, k == tk_stats_sum_count(b, sum_tables[t]), "%s: summary %d has %zu rows against %zu",
+		         what, sum_tables[t], k, tk_stats_sum_count(b, sum_tables[t]));
+		for (size_t i = 0; i < k; i++)
+			FZ_CHECK(WHO, sum_same(tk_stats_sum_get(a, sum_tables[t], i), tk_stats_sum_get(b, sum_tables[t], i)),
+			         "%s: summary %d row %zu ('%s') differs", what, sum_tables[t], i,
+			         tk_stats_sum_get(a, sum_tables[t], i)->name);
+	}
+	const tk_stats_info *p = tk_stats_get_info(a), *q = tk_stats_get_info(b);
+	FZ_CHECK(WHO, p->events == q->events && p->ops == q->ops && p->apis == q->apis && p->device == q->device &&
+	         p->ts_min == q->ts_min && p->ts_max == q->ts_max,
+	         "%s: the counters differ", what);
+	if (exact)
+		FZ_CHECK(WHO, p->unattributed == q->unattributed && p->late == q->late, "%s: the counters differ", what);
+}
+
+/* Every event counted is in the tables once (sums wrap as the library's do). */
+static void accounting(const tk_stats *s)
+{
+	const tk_stats_info *in = tk_stats_get_info(s);
+	uint64_t cpu_count = 0, dev_count = 0, dev_self = 0, dev_total = 0, sum_dev_count = 0, sum_dev_total = 0;
+	for (size_t i = 0; i < tk_stats_op_count(s); i++) {
+		const tk_stats_op *o = tk_stats_op_get(s, i);
+		FZ_CHECK(WHO, o->count > 0 && o->name, "operator row %zu is empty", i);
+		if (o->is_device) {
+			FZ_CHECK(WHO, o->self_dev == o->dev_total && !o->self_cpu && !o->cpu_total && !o->flops,
+			         "device row '%s': self %lld, total %lld device time, cpu %lld/%lld, flops %llu", o->name,
+			         (long long)o->self_dev, (long long)o->dev_total, (long long)o->self_cpu,
+			         (long long)o->cpu_total, (unsigned long long)o->flops);
+			dev_count += o->count;
+			dev_self += (uint64_t)o->self_dev;
+			dev_total += (uint64_t)o->dev_total;
+		} else {
+			cpu_count += o->count;
+		}
+	}
+	FZ_CHECK(WHO, cpu_count == in->ops + in->apis, "operator rows count %llu, ops + API calls are %llu",
+	         (unsigned long long)cpu_count, (unsigned long long)(in->ops + in->apis));
+	FZ_CHECK(WHO, dev_count == in->device, "device rows count %llu, GPU activities are %llu",
+	         (unsigned long long)dev_count, (unsigned long long)in->device);
+	uint64_t api_count = 0;
+	for (int t = 0; t < 3; t++)
+		for (size_t i = 0; i < tk_stats_sum_count(s, sum_tables[t]); i++) {
+			const tk_stats_sum *r = tk_stats_sum_get(s, sum_tables[t], i);
+			FZ_CHECK(WHO, r->count > 0 && r->name && r->min <= r->max, "summary row '%s': count %llu, min %lld, max %lld",
+			         r->name, (unsigned long long)r->count, (long long)r->min, (long long)r->max);
+			FZ_CHECK(WHO, r->med >= (double)r->min && r->med <= (double)r->max,
+			         "summary row '%s': median %g outside [%lld, %lld]", r->name, r->med, (long long)r->min,
+			         (long long)r->max);
+			if (sum_tables[t] == TK_STATS_API) {
+				api_count += r->count;
+			} else {
+				sum_dev_count += r->count;
+				sum_dev_total += (uint64_t)r->total;
+			}
+		}
+	FZ_CHECK(WHO, api_count == in->apis, "the API summary counts %llu calls of %llu",
+	         (unsigned long long)api_count, (unsigned long long)in->apis);
+	FZ_CHECK(WHO, sum_dev_count == in->device, "the kernel and memcpy summaries count %llu of %llu activities",
+	         (unsigned long long)sum_dev_count, (unsigned long long)in->device);
+	FZ_CHECK(WHO, dev_self == sum_dev_total && dev_total == sum_dev_total,
+	         "device rows hold %llu ns, the summaries %llu", (unsigned long long)dev_self,
+	         (unsigned long long)sum_dev_total);
+	FZ_CHECK(WHO, in->unattributed <= in->device, "%llu of %llu activities unattributed",
+	         (unsigned long long)in->unattributed, (unsigned long long)in->device);
+}
+
+/* The JSON rendering is one JSON value, valid UTF-8 (trailing white space aside). */
+static void check_json(const char *what, const char *txt, size_t len)
+{
+	tk__buf c = {0};
+	int repaired = 0;
+	size_t n = len;
+	while (n && (txt[n - 1] == '\n' || txt[n - 1] == ' '))
+		n--;
+	int rc = tk__json_canon_text(&c, txt, n, 0, &repaired);
+	FZ_CHECK(WHO, rc == TK_ERR_NOMEM || (rc == TK_OK && !repaired), "%s: the JSON table is not JSON (%s): %.*s",
+	         what, repaired ? "invalid UTF-8" : tk_strerror(rc), (int)(len > 400 ? 400 : len), txt);
+	tk__buf_free(&c);
+}
+
+/* Table t (-1: operators) of the n objects in format o->format; NULL when
+ * the library refused it (out of memory only: that is checked). */
+static char *render(tk_stats *const *s, size_t n, int t, const tk_table_opts *o, size_t *len)
+{
+	char *txt = NULL;
+	int rc = t < 0 ? tk_stats_format_ops(s, n, o, &txt, len) : tk_stats_format_sum(s, n, sum_tables[t], o, &txt, len);
+	FZ_CHECK(WHO, rc == TK_OK || rc == TK_ERR_NOMEM, "table %d of %zu objects fails to render: %s", t, n,
+	         tk_strerror(rc));
+	if (rc == TK_OK && o->format == TK_TABLE_JSON)
+		check_json(n > 1 ? "ranks" : "one", txt, *len);
+	return rc == TK_OK ? txt : NULL;
+}
+
+static void tables(tk_stats *s1, tk_stats *s2, tk_stats *s3, unsigned b)
+{
+	static const char *const sorts[] = {NULL, "self_cpu_time_total", "cpu_time_total", "self_cuda_time_total",
+	                                    "cuda_time_total", "count", "flops", "cpu_time", "cuda_time", "none"};
+	static const char *const units[] = {NULL, "s", "ms", "us", "ns"};
+	static const char *const labels[] = {"rank 0", "rank \"1\"\n"};
+	tk_table_opts o = {0, sorts[b % 10], (b >> 4) & 1 ? 3 : -1, units[(b >> 5) % 5], NULL, 1, NULL};
+	/* one format per input (the options pick it), JSON every time */
+	int formats[2] = {(int)((b >> 8) & 3), TK_TABLE_JSON};
+	for (int k = formats[0] == TK_TABLE_JSON; k < 2; k++) {
+		int f = formats[k];
+		o.format = f;
+		for (int t = -1; t < 3; t++) {
+			size_t l1 = 0, l2 = 0, l3 = 0;
+			o.labels = NULL;
+			char *a = render(&s1, 1, t, &o, &l1), *c = render(&s2, 1, t, &o, &l2);
+			FZ_CHECK(WHO, !a || !c || (l1 == l2 && memcmp(a, c, l1) == 0),
+			         "table %d in format %d differs after a .tkb round trip:\n%s\n--\n%s", t, f, a, c);
+			free(a);
+			free(c);
+			tk_stats *both[2] = {s1, s3};
+			o.labels = labels;
+			free(render(both, 2, t, &o, &l3));
+		}
+	}
+}
+
+static tk_stats *new_stats(const tk_stats_opts *so)
+{
+	tk_stats *s = NULL;
+	if (tk_stats_new(&s, so) != TK_OK) {
+		tk_stats_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	fz_opts fo = fz_opts_of(data, size);
+	unsigned b = fz_byte(&fo), b2 = fz_byte(&fo);
+	static const char *const cats[] = {NULL, "cpu_op,kernel,cuda_runtime,gpu_memcpy,gpu_memset,user_annotation,Foo"};
+	tk_stats_opts so = {0};
+	so.group_by_shapes = b & 1;
+	so.flops = (int)((b >> 1) % 3);
+	so.cats = cats[(b >> 3) & 1];
+	tk_reader_opts ro = {0, 1 << 20, 64};
+	tk_reader *r = NULL;
+	tk_stats *s1 = NULL, *s2 = NULL, *s3 = NULL;
+	tk_writer *w = NULL;
+	fz_events evs = {0};
+	int fd = memfd_create(WHO, 0), ok = fd >= 0;
+	tk_writer_opts wo = {TK_FORMAT_TKB, 0, 0, 0};
+	ok = ok && tk_reader_open_memory(&r, data, size, "(fuzz)", &ro) == TK_OK;
+	ok = ok && (s1 = new_stats(&so)) && tk_writer_open_fd(&w, fd, "(memfd)", &wo) == TK_OK;
+	const tk_event *ev;
+	while (ok && evs.n < MAX_EVENTS && tk_reader_next(r, &ev) == TK_OK) {
+		ok = tk_stats_add(s1, ev) == TK_OK && fz_events_push(&evs, ev) == 0 && tk_writer_write(w, ev) == TK_OK;
+	}
+	ok = ok && tk_writer_close(w) == TK_OK;
+	/* S2: the .tkb read back */
+	if (ok && (s2 = new_stats(&so))) {
+		tk_reader *r2 = NULL;
+		lseek(fd, 0, SEEK_SET);
+		FZ_CHECK(WHO, tk_reader_open_fd(&r2, fd, "(tkb)", &ro) == TK_OK, "the .tkb copy does not open");
+		int rc = tk_stats_add_reader(s2, r2);
+		FZ_CHECK(WHO, rc == TK_OK || rc == TK_ERR_NOMEM, "the .tkb copy fails: %s", tk_stats_error(s2));
+		ok = rc == TK_OK;
+		tk_reader_free(r2);
+	}
+	/* S3: a pending budget of a few ops */
+	tk_stats_opts so3 = so;
+	so3.max_pending = 1 + (b2 & 3);
+	ok = ok && s2 && (s3 = new_stats(&so3));
+	for (size_t i = 0; ok && i < evs.n; i++)
+		ok = tk_stats_add(s3, evs.v[i]) == TK_OK;
+	ok = ok && tk_stats_finish(s1) == TK_OK && tk_stats_finish(s2) == TK_OK && tk_stats_finish(s3) == TK_OK;
+	if (ok) {
+		compare("after a .tkb round trip", s1, s2, 1, 1);
+		compare("with a pending budget of a few ops", s1, s3, 0, so.flops != TK_FLOPS_EXTENDED);
+		accounting(s1);
+		accounting(s3);
+		tables(s1, s2, s3, b2 >> 2 | fz_byte(&fo) << 8);
+	}
+	tk_stats_free(s1);
+	tk_stats_free(s2);
+	tk_stats_free(s3);
+	tk_writer_free(w);
+	tk_reader_free(r);
+	fz_events_free(&evs);
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}
+
+#ifndef TK_LIBFUZZER
+#include "fuzz_files.h"
+
+int main(int argc, char **argv)
+{
+	int rc = tk_fuzz_files(argc, argv, NULL);
+	printf(WHO ": %d inputs ran\n", argc - 1);
+	return rc;
+}
+#endif
