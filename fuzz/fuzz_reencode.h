@@ -51,8 +51,14 @@ static void tk_fuzz_reencode(const char *who, tk_reader *r, const tk_writer_opts
 	size_t copied = 0;
 	const tk_event *ev;
 	int ok = tk_writer_open_fd(&w, fd, "(memfd)", wo) == TK_OK;
-	while (ok && written.n < max && tk_reader_next(r, &ev) == TK_OK)
+	while (ok && written.n < max && tk_reader_next(r, &ev) == TK_OK) {
+		/* what a reader marks valid JSON is copied into JSON output unchecked */
+		FZ_CHECK(who, !(ev->has & TK_HAS_VALID_JSON) ||
+		                  ((!ev->args.len || tk__json_is_canonical(ev->args.ptr, ev->args.len, 1)) &&
+		                   (!ev->extra.len || tk__json_is_canonical(ev->extra.ptr, ev->extra.len, 2))),
+		         "event %zu is marked valid JSON, but its args or extra are not canonical JSON", written.n);
 		ok = tk_writer_write(w, ev) == TK_OK && fz_events_push(&written, ev) == 0;
+	}
 	if (ok && meta)
 		ok = tk_copy_meta(w, r, &copied) == TK_OK;
 	if (ok && tk_writer_close(w) == TK_OK)

@@ -1871,7 +1871,9 @@ static int ann_json(tk_reader *r, const rseq *q, const unsigned char *p, size_t 
 			break;
 		}
 		case F_DA_STRING:
-			rc = f.wt == TK__PB_LEN ? put_json_str(o, f.data, f.len) : 0;
+			if (f.wt != TK__PB_LEN)
+				continue; /* not a string: no value (it wrote nothing: an array got "[1,]") */
+			rc = put_json_str(o, f.data, f.len);
 			break;
 		case F_DA_STRING_IID: {
 			tk_sv v = interned(r, q, K_STR, f.v);
