@@ -22,7 +22,7 @@
 #define SLOTS 1024
 
 static _Atomic(char *) slots[SLOTS];
-static atomic_int cleaning;
+static atomic_int cleaning; /* cleanups under way (a second signal may interrupt the first) */
 
 int tk__tmp_hold(const char *path, int dir)
 {
@@ -81,7 +81,7 @@ static void empty_dir(const char *d)
 
 void tk_cleanup_temporaries(void)
 {
-	atomic_store(&cleaning, 1);
+	atomic_fetch_add(&cleaning, 1);
 	for (int i = 0; i < SLOTS; i++) {
 		const char *p = atomic_load(&slots[i]);
 		if (!p)
@@ -93,5 +93,5 @@ void tk_cleanup_temporaries(void)
 			unlink(p + 1);
 		}
 	}
-	atomic_store(&cleaning, 0);
+	atomic_fetch_sub(&cleaning, 1);
 }
