@@ -463,6 +463,13 @@ static int rd_fill(tk_sorter *s, tk__run_rd *r, size_t need)
 		}
 	}
 	if (need > r->cap) {
+		/* a record longer than what is left of the file (a damaged run) ends it
+		 * here, before a buffer of the size it claims is asked for */
+		struct stat st;
+		off_t at = lseek(r->fd, 0, SEEK_CUR);
+		if (fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode) && at >= 0 && st.st_size >= at &&
+		    need - r->end > (size_t)(st.st_size - at))
+			return TK_EOF;
 		char *nb = realloc(r->buf, need);
 		if (!nb)
 			return fail(s, TK_ERR_NOMEM, "sorter: out of memory");
