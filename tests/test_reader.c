@@ -393,6 +393,25 @@ static void test_duplicate_members(void **state)
 	assert_non_null(w);
 	assert_non_null(strstr(w, "dup.json: 2 events give a member twice"));
 	assert_null(tk_reader_warning(r, 1));
+	/* written as JSON and read again: the same events (the event's args go
+	 * before the extra "args", so the first is still the event's) */
+	tk_writer *wr = NULL;
+	assert_int_equal(tk_writer_open_path(&wr, tu_path("dup2.json"), NULL), 0);
+	for (size_t i = 0; i < ev.n; i++)
+		assert_int_equal(tk_writer_write(wr, ev.ev[i]), 0);
+	assert_int_equal(tk_writer_close(wr), 0);
+	tk_writer_free(wr);
+	tk_reader *r2 = NULL;
+	tu_events back = {0};
+	assert_int_equal(tk_reader_open_path(&r2, tu_path("dup2.json"), NULL), 0);
+	assert_int_equal(tu_read_all(r2, &back), TK_EOF);
+	assert_int_equal(back.n, ev.n);
+	for (size_t i = 0; i < ev.n; i++)
+		if (!tk_event_equal(back.ev[i], ev.ev[i]))
+			fail_msg("event %zu reads otherwise after a JSON round trip: args %s extra %s", i,
+			         back.ev[i]->args.ptr ? back.ev[i]->args.ptr : "-", back.ev[i]->extra.ptr ? back.ev[i]->extra.ptr : "-");
+	tu_events_free(&back);
+	tk_reader_free(r2);
 	tu_events_free(&ev);
 	tk_reader_free(r);
 }

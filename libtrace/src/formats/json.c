@@ -1,4 +1,5 @@
 /* json.c: the Chrome Trace Event JSON format: a streaming reader (object or bare array, any dialect) and a writer (object form, compact, always strict JSON). */
+#define _GNU_SOURCE /* memmem */
 #include <stdlib.h>
 
 #include "formats/formats.h"
@@ -749,6 +750,40 @@ static int put_id(tk_writer *w, tk__buf *o, const char *key, size_t kn, const tk
 }
 
 /* Appends the event's members; `first` tracks the comma. */
+/* 1 when extra members (canonical) hold a member named "args": an input
+ * that gave args twice. The event's own args then go before them, so that
+ * reading the output gives the same event (the first args is the event's). */
+static int extra_has_args(const tk_event *ev)
+{
+	if (!(ev->has & TK_HAS_VALID_JSON) || !memmem(ev->extra.ptr, ev->extra.len, "\"args\":", 7))
+		return 0;
+	tk__buf b = {0};
+	int found = 0;
+	if (!tk__buf_putc(&b, '{') && !tk__buf_append(&b, ev->extra.ptr, ev->extra.len) && !tk__buf_putc(&b, '}')) {
+		tk__js_iter it;
+		tk_sv k, v;
+		if (tk__js_obj(&it, (tk_sv){b.p, b.len}) == 0)
+			while (!found && tk__js_member(&it, &k, &v) == 1)
+				found = k.len == 4 && memcmp(k.ptr, "args", 4) == 0;
+	}
+	tk__buf_free(&b);
+	return found;
+}
+
+static int put_args(tk_writer *w, tk__buf *o, const tk_event *ev)
+{
+	int rc;
+	if (tk__buf_append(o, "\"args\":", 7))
+		return TK_ERR_NOMEM;
+	if (ev->has & TK_HAS_VALID_JSON)
+		rc = tk__buf_append(o, ev->args.ptr, ev->args.len);
+	else
+		rc = canon(w, o, ev->args.ptr, ev->args.len, 0, "args", ev);
+	if (rc || tk__buf_putc(o, ','))
+		return rc ? rc : TK_ERR_NOMEM;
+	return 0;
+}
+
 static int members(tk_writer *w, tk__buf *o, const tk_event *ev)
 {
 	int rc = 0;
@@ -777,6 +812,9 @@ static int members(tk_writer *w, tk__buf *o, const tk_event *ev)
 		rc = put_id(w, o, "\"id\":", 5, &ev->id) || tk__buf_putc(o, ',');
 	if (rc)
 		return TK_ERR_NOMEM;
+	int args_first = ev->args.ptr && ev->extra.ptr && ev->extra.len && extra_has_args(ev);
+	if (args_first && (rc = put_args(w, o, ev)))
+		return rc;
 	if (ev->extra.ptr && ev->extra.len) {
 		if (ev->has & TK_HAS_VALID_JSON) {
 			rc = tk__buf_append(o, ev->extra.ptr, ev->extra.len);
@@ -786,15 +824,9 @@ static int members(tk_writer *w, tk__buf *o, const tk_event *ev)
 		if (rc || tk__buf_putc(o, ','))
 			return rc ? rc : TK_ERR_NOMEM;
 	}
-	if (ev->args.ptr) {
-		if (tk__buf_append(o, "\"args\":", 7))
-			return TK_ERR_NOMEM;
-		if (ev->has & TK_HAS_VALID_JSON)
-			rc = tk__buf_append(o, ev->args.ptr, ev->args.len);
-		else
-			rc = canon(w, o, ev->args.ptr, ev->args.len, 0, "args", ev);
-		if (rc || tk__buf_putc(o, ','))
-			return rc ? rc : TK_ERR_NOMEM;
+	if (ev->args.ptr && !args_first) {
+		if ((rc = put_args(w, o, ev)))
+			return rc;
 	}
 	return 0;
 }
