@@ -210,17 +210,13 @@ static int event_member(tk_reader *r, const unsigned char *kp, size_t kn, int kp
 	int fb = 0, rc = TK__J_OK;
 	if (!kplain)
 		goto extra;
-	/* A member given twice ("ts":1,"ts":2, two args): the first is the
-	 * event's, the others are kept as extra members, so none is lost. */
-	if ((KEY("ph") && (ev->has & TK_HAS_PH)) || (KEY("name") && (ev->has & TK_HAS_NAME)) ||
-	    (KEY("cat") && (ev->has & TK_HAS_CAT)) || (KEY("ts") && (ev->has & TK_HAS_TS)) ||
-	    (KEY("dur") && (ev->has & TK_HAS_DUR)) || (KEY("pid") && ev->pid.kind != TK_ID_NONE) ||
-	    (KEY("tid") && ev->tid.kind != TK_ID_NONE) || (KEY("id") && ev->id.kind != TK_ID_NONE) ||
-	    (KEY("args") && (r->args.len || r->lazy_pending))) {
-		((jstate *)r->fs)->dup = 1;
-		goto extra;
-	}
-	if (KEY("ph") && *p == '"') {
+	/* A member given twice ("ts":1,"ts":2, two args) goes to dup: the first
+	 * is the event's, the others are kept as extra members, so none is lost. */
+	if (KEY("ph")) {
+		if (ev->has & TK_HAS_PH)
+			goto dup;
+		if (*p != '"')
+			goto extra;
 		if (e - p < 3)
 			return TK__J_MORE;
 		if (p[2] != '"' || p[1] < 0x20 || p[1] >= 0x7f || p[1] == '"' || p[1] == '\\')
@@ -230,34 +226,47 @@ static int event_member(tk_reader *r, const unsigned char *kp, size_t kn, int kp
 		*endp = p + 3;
 		return TK__J_OK;
 	}
-	if (KEY("name") && *p == '"') {
+	if (KEY("name")) {
+		if (ev->has & TK_HAS_NAME)
+			goto dup;
+		if (*p != '"')
+			goto extra;
 		ev->has |= TK_HAS_NAME;
 		return intern_string(r, p, e, &ev->name, endp);
 	}
-	if (KEY("cat") && *p == '"') {
+	if (KEY("cat")) {
+		if (ev->has & TK_HAS_CAT)
+			goto dup;
+		if (*p != '"')
+			goto extra;
 		ev->has |= TK_HAS_CAT;
 		return intern_string(r, p, e, &ev->cat, endp);
 	}
 	if (KEY("ts")) {
+		if (ev->has & TK_HAS_TS)
+			goto dup;
 		rc = parse_time(r, p, e, &ev->ts, endp, &fb);
 		if (!rc && !fb)
 			ev->has |= TK_HAS_TS;
 	} else if (KEY("dur")) {
+		if (ev->has & TK_HAS_DUR)
+			goto dup;
 		rc = parse_time(r, p, e, &ev->dur, endp, &fb);
 		if (!rc && !fb)
 			ev->has |= TK_HAS_DUR;
-	} else if (KEY("pid")) {
-		rc = parse_id(r, p, e, &ev->pid, endp, &fb);
-	} else if (KEY("tid")) {
-		rc = parse_id(r, p, e, &ev->tid, endp, &fb);
-	} else if (KEY("id")) {
-		rc = parse_id(r, p, e, &ev->id, endp, &fb);
-	} else if (KEY("args") && *p == '{') {
+	} else if (KEY("pid") || KEY("tid") || KEY("id")) {
+		tk_id *id = kn == 2 ? &ev->id : kp[0] == 'p' ? &ev->pid : &ev->tid;
+		if (id->kind != TK_ID_NONE)
+			goto dup;
+		rc = parse_id(r, p, e, id, endp, &fb);
+	} else if (KEY("args")) {
+		if (r->args.len || r->lazy_pending)
+			goto dup;
+		if (*p != '{')
+			goto extra;
 		r->args.len = 0;
 		r->lazy_pending = 0;
 		if (r->lazy_args) {
-			if (r->lazy_tried) /* "args" twice: the unit goes through the full parse */
-				return TK__J_BAD;
 			r->lazy_tried = 1;
 			rc = tk__json_skip_value(p, e, endp, &r->lazy_clen, r->opts.max_depth);
 			if (rc != TK__J_BAD) {
@@ -272,6 +281,9 @@ static int event_member(tk_reader *r, const unsigned char *kp, size_t kn, int kp
 	}
 	if (rc || !fb)
 		return rc;
+	goto extra;
+dup:
+	((jstate *)r->fs)->dup = 1;
 extra:
 	return put_extra(r, kp, kn, p, e, endp);
 }
