@@ -6,12 +6,7 @@ set -u
 BIN=$1
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fail=0
-check() { # MESSAGE COMMAND...
-	local msg=$1
-	shift
-	if "$@"; then echo "ok: $msg"; else echo "FAIL: $msg"; fail=1; fi
-}
+. "$(dirname "$0")/check.sh"
 # jq-free JSON checks
 py() { python3 -c "$@"; }
 

@@ -7,12 +7,7 @@ STATS=$1
 DATA=$2
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fail=0
-check() { # MESSAGE COMMAND...
-	local msg=$1
-	shift
-	if "$@"; then echo "ok: $msg"; else echo "FAIL: $msg"; fail=1; fi
-}
+. "$(dirname "$0")/check.sh"
 IN=$DATA/example_kineto.json
 
 "$STATS" "$IN" -t kernels -o "$T/k.txt" 2>"$T/err"

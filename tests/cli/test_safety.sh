@@ -11,12 +11,7 @@ DATA=$2
 T=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
-fail=0
-check() { # MESSAGE COMMAND...
-	local msg=$1
-	shift
-	if "$@"; then echo "ok: $msg"; else echo "FAIL: $msg"; fail=1; fi
-}
+. "$(dirname "$0")/check.sh"
 # wait_for GLOB: until a file matches (10 s at most)
 wait_for() {
 	local i
