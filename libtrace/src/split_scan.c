@@ -199,12 +199,8 @@ static int keep_pending(tk__order *o, const tk_event *ev)
 
 static int is_partner(const tk__order *o, const tk_event *ev)
 {
-	if (!is_flow(ev) || ev->ph == o->ph || ev->id.kind != o->id.kind || ev->cat.len != o->cat_len ||
-	    (o->cat_len && memcmp(ev->cat.ptr, o->cat, o->cat_len)))
-		return 0;
-	if (o->id.kind == TK_ID_STR)
-		return ev->id.str.len == o->id.str.len && memcmp(ev->id.str.ptr, o->idbuf, o->id.str.len) == 0;
-	return o->id.kind != TK_ID_INT || ev->id.num == o->id.num;
+	return is_flow(ev) && ev->ph != o->ph && tk__id_eq(&ev->id, &o->id) && ev->cat.len == o->cat_len &&
+	       (!o->cat_len || memcmp(ev->cat.ptr, o->cat, o->cat_len) == 0);
 }
 
 /* 1 when the input needs sorting at ev (not in time order). One flow end
