@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "tracekit/merge.h"
 #include "tracekit/stats.h"
+#include "tracekit/steps.h"
 #include "tracekit/tracekit.h"
 
 enum { O_OUT = 'o', O_QUIET = 'q', O_SORT = 's', O_LIMIT = 'n', O_FORMAT = 'f', O_TABLES = 't',
@@ -154,26 +156,27 @@ static int parse_args(int argc, char **argv, stats_opts *o)
 /* ---- reading ---- */
 
 /* First pass for --steps and for a window counted from the first event:
- * the time span of ProfilerStep#A..#B, the first event's time. */
-static int first_pass(const stats_opts *o, const char *name, tk_stats_opts *so)
+ * the steps and the launch of every correlation id (GPU work counts in the
+ * step that launched it: docs/steps.md), the first event's time. The
+ * steps object goes to *steps for the second pass. */
+static int first_pass(const stats_opts *o, const char *name, tk_stats_opts *so, tk_steps **steps)
 {
 	tk_reader *r = NULL;
 	const tk_event *ev;
-	int64_t lo = INT64_MAX, hi = INT64_MIN, first = INT64_MAX;
+	int64_t first = INT64_MAX, span;
 	int rc = tk_reader_open_path(&r, name, NULL);
+	if (!rc && o->step_a >= 0)
+		rc = tk_steps_new(steps);
 	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK) {
 		if ((ev->has & TK_HAS_TS) && ev->ph != 'M' && ev->ts < first)
 			first = ev->ts;
-		if (ev->ph != 'X' || ev->name.len < 14 || memcmp(ev->name.ptr, "ProfilerStep#", 13))
-			continue;
-		long n = strtol(ev->name.ptr + 13, NULL, 10);
-		if (n < o->step_a || n > o->step_b)
-			continue;
-		lo = ev->ts < lo ? ev->ts : lo;
-		hi = ev->ts + ev->dur > hi ? ev->ts + ev->dur : hi;
+		if (*steps && tk_reader_get_stats(r)->events == 1 && tk_merge_pid_span(r, &span) == 0)
+			tk_steps_set_pid_span(*steps, span);
+		if (*steps)
+			rc = tk_steps_add(*steps, ev);
 	}
 	if (rc < 0)
-		cli_err(tool.name, "%s", r ? tk_reader_error(r) : tk_strerror(rc));
+		cli_err(tool.name, "%s", r && *tk_reader_error(r) ? tk_reader_error(r) : tk_strerror(rc));
 	tk_reader_free(r);
 	if (rc < 0)
 		return 1;
@@ -181,13 +184,24 @@ static int first_pass(const stats_opts *o, const char *name, tk_stats_opts *so)
 		so->window = tk_window_at(&so->window, first == INT64_MAX ? 0 : first);
 	if (o->step_a < 0)
 		return 0;
+	tk_steps_finish(*steps);
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	for (size_t i = 0; i < tk_steps_count(*steps); i++) {
+		const tk_step *st = tk_steps_get(*steps, i);
+		if (st->num < o->step_a || st->num > o->step_b)
+			continue;
+		lo = st->ts < lo ? st->ts : lo;
+		hi = st->end > hi ? st->end : hi;
+	}
 	if (lo > hi) {
 		cli_err(tool.name, "%s: no ProfilerStep#%ld..#%ld events", name, o->step_a, o->step_b);
 		return 1;
 	}
-	/* the steps, within the window when there is one */
+	/* the steps (their last nanosecond included), within the window when there is one */
+	hi = hi < INT64_MAX ? hi + 1 : hi;
 	int64_t wlo = so->window.set ? so->window.lo : INT64_MIN, whi = so->window.set ? so->window.hi : INT64_MAX;
-	so->window = (tk_window){1, lo > wlo ? lo : wlo, hi + 1 < whi ? hi + 1 : whi, 0, 0};
+	so->window = (tk_window){1, lo > wlo ? lo : wlo, hi < whi ? hi : whi, 0, 0};
+	so->steps = *steps;
 	return 0;
 }
 
@@ -251,12 +265,16 @@ static int read_one(void *ctx, const char *name, tk_reader *r)
 		run->cap = nc;
 	}
 	tk_stats_opts so = o->sopts;
-	if ((o->step_a >= 0 || so.window.lo_rel || so.window.hi_rel) && first_pass(o, name, &so))
+	tk_steps *steps = NULL;
+	if ((o->step_a >= 0 || so.window.lo_rel || so.window.hi_rel) && first_pass(o, name, &so, &steps)) {
+		tk_steps_free(steps);
 		return 1;
+	}
 	tk_stats *st = NULL;
 	int rc = tk_stats_new(&st, &so);
 	if (!rc && (rc = tk_stats_add_reader(st, r)) == 0)
 		rc = tk_stats_finish(st);
+	tk_steps_free(steps);
 	const char *msg = st ? tk_stats_error(st) : tk_strerror(rc);
 	if (rc && strncmp(msg, name, strlen(name)) == 0) /* a reader's error names its input */
 		cli_err(tool.name, "%s", msg);

@@ -322,6 +322,13 @@ int tk__merge_pid_span(tk_sv merge_meta, int64_t *span)
 	return 0;
 }
 
+int tk_merge_pid_span(const tk_reader *r, int64_t *span)
+{
+	if (!r || !span)
+		return TK_ERR_ARG;
+	return tk__merge_pid_span(tk_reader_meta_find(r, "tracekitMerge"), span);
+}
+
 static int meta_merge(out_ctx *c, int64_t tbase)
 {
 	tk__buf *b = &c->meta;

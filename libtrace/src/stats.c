@@ -719,8 +719,11 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 	int cls = classify(s, ev);
 	if (cls == TK_STATS_SKIP || filtered_name(ev->name))
 		return 0;
-	if (s->opts.window.set && (ev->ts < s->opts.window.lo || ev->ts >= s->opts.window.hi))
-		return 0;
+	if (s->opts.window.set) {
+		int64_t t = s->opts.steps && cls >= TK_STATS_KERNEL ? tk_steps_time(s->opts.steps, ev, NULL) : ev->ts;
+		if (t < s->opts.window.lo || t >= s->opts.window.hi)
+			return 0;
+	}
 	s->info.events++;
 	if (ev->ts < s->info.ts_min)
 		s->info.ts_min = ev->ts;

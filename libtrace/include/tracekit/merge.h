@@ -65,6 +65,11 @@ TK_API int tk_merge_set_offset(tk_merge *m, int64_t rank, int64_t offset_ns);
  * A rank given or named by an input (distributedInfo.rank, a .tkb header)
  * outside that range is an error that names the input. */
 #define TK_MERGE_MAX_RANK 8388607
+/* A merged trace's pid block size (the 1000000 of "rank*1000000+pid"), from
+ * the reader's tracekitMerge metadata: 0 with *span set, or TK_EOF when the
+ * trace does not say (not a trace-merge output, or the metadata comes after
+ * the events and was not read yet). */
+TK_API int tk_merge_pid_span(const tk_reader *r, int64_t *span);
 
 /* Read one input ("-" = standard input) completely. rank < 0: from its
  * distributedInfo.rank, else its position among the inputs. */

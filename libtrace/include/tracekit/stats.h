@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "tracekit.h"
+#include "steps.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,6 +37,11 @@ typedef struct tk_stats_opts {
 	 * ends must be absolute (tk_window_at() after finding the first event):
 	 * tk_stats_new() refuses relative ones. */
 	tk_window window;
+	/* With a window: GPU work (kernels, memcpy, memset) is in it when its
+	 * CPU launch starts in it, by tk_steps_time(), rather than when it
+	 * starts itself (trace-stats --steps; docs/steps.md). Borrowed: it must
+	 * live until the last tk_stats_add(). NULL = by start. */
+	const tk_steps *steps;
 	/* Most CPU events held for sorting by time per stats object; 0 = 1<<19.
 	 * Results are exact while every thread's ops fit (see docs). */
 	size_t max_pending;

@@ -1,0 +1,21 @@
+/* steps_int.h: the step attribution's pieces for the library's own passes (trace-split's scan and writer). */
+#ifndef TK_STEPS_INT_H
+#define TK_STEPS_INT_H
+
+#include "internal.h"
+#include "tracekit/steps.h"
+
+/* 1 with *num for a CPU-side ProfilerStep#N slice (an X event; the GPU
+ * copy, gpu_user_annotation, is not a step), else 0. */
+int tk__step_number(const tk_event *ev, int64_t *num);
+/* 1 when tk_steps_add needs ev's args (a launch or GPU work by its
+ * category): for readers that skip the args of the other events. */
+int tk__steps_wants_args(const tk_event *ev);
+/* For segments that start at starts[0..n) (sorted; segment k is [starts[k],
+ * starts[k+1])), last[k] = the latest start of GPU work launched in segment
+ * k that starts in a later segment, or INT64_MIN when none does. */
+void tk__steps_late_work(const tk_steps *s, const int64_t *starts, size_t n, int64_t *last);
+/* Memory held, for reports. */
+size_t tk__steps_bytes(const tk_steps *s);
+
+#endif
