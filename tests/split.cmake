@@ -18,3 +18,19 @@ if(Python3_FOUND)
     @REALTRACES@)
   set_tests_properties(split_real PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
 endif()
+
+# Step attribution by launch (docs/steps.md) in trace-stats --steps and trace-split's step
+# rules: a hand-built trace worked out by hand, and real traces against figures computed
+# from their JSON in the test (steps_real is skipped, 77, without them).
+find_package(Python3 COMPONENTS Interpreter REQUIRED)
+foreach(mode hand real)
+  set(needs uses)
+  if(mode STREQUAL real)
+    set(needs needs)
+  endif()
+  add_test(NAME steps_${mode}
+    COMMAND ${TK_SKIPS} ${needs} steps_${mode} ${TK_SKIP_LOG} ${TK_REALTRACES}
+            ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/cli/test_steps.py ${mode}
+            $<TARGET_FILE_DIR:trace-stats> ${PROJECT_SOURCE_DIR}/testdata @REALTRACES@)
+  set_tests_properties(steps_${mode} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+endforeach()

@@ -5,7 +5,8 @@ usage: split_check.py INPUT DIR NAME [--max-bytes N] [--expect-parts N] [--conve
 
 Checks: every part parses as strict JSON; every part repeats the input's
 top-level metadata and M events; the parts hold exactly the input's events
-that start in their time ranges, apart from clipped slices (put back
+that start in their time ranges (under a step rule, GPU work by its
+launch's start: docs/steps.md), apart from clipped slices (put back
 together here) and removed flow ends (as many as the index counts); no part
 holds a flow with one end only unless the input had that flow end alone;
 slices nest on every thread when they did in the input; the index matches
@@ -141,6 +142,43 @@ def rebuild_clipped(pieces, src_ev, last_end):
     return whole, partial
 
 
+API = {"cuda_runtime", "Runtime", "cuda_driver", "mtia_runtime", "privateuse1_runtime"}
+GPU = {"kernel", "Kernel", "mtia_ccp_events", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset"}
+
+
+def launch_times(evs):
+    """Each correlation id's CPU launch: the earliest runtime call's start."""
+    launch = {}
+    for e in evs:
+        a = e.get("args") if isinstance(e.get("args"), dict) else {}
+        c = a.get("correlation")
+        if e.get("ph") == "X" and e.get("cat") in API and isinstance(c, int) and "ts" in e:
+            launch[c] = min(ns(e["ts"]), launch.get(c, ns(e["ts"])))
+    return launch
+
+
+def place_time(e, launch):
+    """Where an event belongs under a step rule (docs/steps.md): GPU work
+    (kernel, memcpy, memset; an ac2g flow's GPU end) at its launch's start."""
+    if launch is None or "ts" not in e:
+        return ns(e["ts"]) if "ts" in e else None
+    corr = None
+    if e.get("ph") == "X" and e.get("cat") in GPU and isinstance(e.get("args"), dict):
+        corr = e["args"].get("correlation")
+    elif e.get("ph") == "f" and e.get("cat") == "ac2g" and isinstance(e.get("id"), int):
+        corr = e["id"]
+    if isinstance(corr, int) and corr in launch:
+        return launch[corr]
+    return ns(e["ts"])
+
+
+def part_of(ts, ranges):
+    for i, (a, b) in enumerate(ranges):
+        if (a is None or ts >= a) and (b is None or ts < b):
+            return i
+    return None
+
+
 def in_ranges(ts, ranges):
     return any((a is None or ts >= a) and (b is None or ts < b) for a, b in ranges)
 
@@ -164,9 +202,16 @@ def main():
     src_meta = meta_of(src)
     flows_in = collections.Counter((flow_key(e), e["ph"]) for e in src_ev if e.get("ph") in "sf" and "id" in e)
     ranges = [(ns(p["start_us"]), ns(p["end_us"])) for p in parts]
+    launch = launch_times(src_ev) if index.get("gpu_work_by") == "launch" else None
+    placed = {}
+    for e in src_ev:
+        if "ts" in e and launch is not None:
+            placed.setdefault(norm(e), place_time(e, launch))
+    moved = sum(1 for e in src_ev if "ts" in e and launch is not None
+                and part_of(place_time(e, launch), ranges) != part_of(ns(e["ts"]), ranges))
     expected = collections.Counter(
         norm(e) for e in src_ev
-        if e.get("ph") != "M" and ("ts" not in e or in_ranges(ns(e["ts"]), ranges)))
+        if e.get("ph") != "M" and ("ts" not in e or in_ranges(place_time(e, launch), ranges)))
 
     got, pieces, total_events = collections.Counter(), [], 0
     budget = int(opts.get("--max-bytes", 0))
@@ -199,7 +244,14 @@ def main():
             if e.get("ph") == "M":
                 continue
             # a cut made by the byte budget may fall between events at the same time
-            if "ts" in e and not ((lo is None or ns(e["ts"]) >= lo) and (hi is None or ns(e["ts"]) <= hi)):
+            t = placed.get(norm(e), ns(e["ts"])) if "ts" in e else None
+            inside = t is not None and (lo is None or t >= lo) and (hi is None or t <= hi)
+            if t is not None and not inside and budget and t != ns(e["ts"]):
+                # a byte budget cuts a step into parts: GPU work arriving after
+                # the cut goes to the step's latest part, after its launch's
+                i, first = parts.index(p), part_of(t, ranges)
+                inside = first is not None and first <= i <= part_of(ns(e["ts"]), ranges)
+            if t is not None and not inside:
                 fail("%s: event at %s outside the part's range" % (p["file"], e["ts"]))
             if "tk_split" in e.get("args", {}):
                 pieces.append(e)
@@ -218,6 +270,9 @@ def main():
         fail("%d events of the input are missing, e.g. %s" % (len(not_flow), not_flow[0]))
     if sum(missing.values()) != index["flow_ends_removed"]:
         fail("%d flow ends missing, the index says %d removed" % (sum(missing.values()), index["flow_ends_removed"]))
+    if launch is not None and moved and not index.get("by_launch"):
+        fail("%d events are GPU work launched in another part's range, the index says %s moved"
+             % (moved, index.get("by_launch")))
     if total_events != index["events_out"]:
         fail("events_out %d, parts hold %d" % (index["events_out"], total_events))
     print("split_check: ok: %d parts, %d events, %d flow ends removed, %d clipped slices rebuilt%s"

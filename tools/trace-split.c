@@ -35,12 +35,14 @@ static const cli_opt opts[] = {
 	{O_PARTS, 0, "parts", "N", "about N parts of equal size, cut at times"},
 	{O_EVERY, 0, "every", "DUR", "a part per time window of DUR (200ms, 1s, 500us); '--window DUR'\n"
 	 "                             says the same"},
-	{O_BY_STEP, 0, "by-step", NULL, "a part per ProfilerStep#N"},
+	{O_BY_STEP, 0, "by-step", NULL, "a part per ProfilerStep#N; GPU work goes with the step that\n"
+	 "                             launched it (docs/steps.md)"},
 	{O_STEPS_PER_PART, 0, "steps-per-part", "K", "with --by-step: K steps in each part"},
 	{O_WINDOW, 0, "window", "A:B", "only the events starting in [A, B) of the trace clock (+A:+B from\n"
 	 "                             the first event)"},
 	{O_RANGE, 0, "range", "A:B", "the same as --window +A:+B"},
-	{O_STEP, 0, "step", "A[-B]", "only ProfilerStep#A to #B (to the start of the next step)"},
+	{O_STEP, 0, "step", "A[-B]", "only ProfilerStep#A to #B (to the start of the next step), with\n"
+	 "                             the GPU work they launched"},
 	{O_CLIP, 0, "clip", NULL, "cut slices at time boundaries; the rest continues in the next part"},
 	{O_FORMAT, 0, "to", "FORMAT", "parts' format (listed below; default: json.gz when IN was gzip,\n"
 	 "                             else json)"},
@@ -61,7 +63,8 @@ static const cli_tool tool = {
 	"Split a large trace into parts that viewers can open (chrome://tracing stops near\n"
 	"256 MB, TensorBoard near 500 MB, the Perfetto UI near 2 GB). Every part is a complete\n"
 	"trace: all top-level metadata and the M events (process and thread names) are\n"
-	"repeated in each. A slice belongs to the part where it starts and is kept whole\n"
+	"repeated in each. A slice belongs to the part where it starts (under --by-step and\n"
+	"--step, GPU work to the part of the step that launched it) and is kept whole\n"
 	"unless --clip is given. A flow whose two ends fall in different parts is removed\n"
 	"from both and counted. Parts are named DIR/NAME.part-0000.json[.gz] (or .tkb);\n"
 	"DIR/NAME.index.json lists each part's time range, events and bytes. --max-size\n"

@@ -24,7 +24,8 @@ static const cli_opt opts[] = {
 	{O_NAME, 0, "name", "GLOB", "show only rows whose name matches GLOB"},
 	{O_WINDOW, 0, "window", "A:B", "only events starting in [A, B) of the trace clock (200ms, 1.5s;\n"
 	 "                             a plain number is us; +A:+B from the first event)"},
-	{O_STEPS, 0, "steps", "A[-B]", "only events inside ProfilerStep#A..#B (reads each input twice)"},
+	{O_STEPS, 0, "steps", "A[-B]", "only events inside ProfilerStep#A..#B and the GPU work they\n"
+	 "                             launched (docs/steps.md; reads each input twice)"},
 	{O_FLOPS, 0, "flops", "MODE", "torch (default), extended or none (see docs/flops.md)"},
 	{O_FORMAT, 'f', "format", "FMT", "text (default), csv, json or md"},
 	{O_TABLES, 't', "tables", "LIST", "ops,kernels,memcpy,api (default: all that have rows)"},

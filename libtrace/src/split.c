@@ -11,6 +11,7 @@
 #include "pump.h"
 #include "formats/formats.h"
 #include "split_int.h"
+#include "steps_int.h"
 #include "tracekit/sort.h"
 
 #define MAX_WINDOWS 1000000
@@ -31,6 +32,12 @@ typedef struct seg {
 	int64_t start;
 	int discard;
 } seg;
+
+/* An event of a later segment waiting for the current one's GPU work. */
+typedef struct waiting {
+	tk_event *ev;
+	int64_t seg;
+} waiting;
 
 struct tk_split {
 	tk__err err; /* the message and the warnings of the last run */
@@ -68,6 +75,16 @@ struct tk_split {
 	tk_event **carry; /* clipped slices whose rest continues in later segments */
 	size_t n_carry, carry_cap;
 	tk__buf argbuf;
+
+	/* Step rules give GPU work to the segment of its launch (docs/steps.md):
+	 * while the input has not passed late[cur], the latest start of GPU
+	 * work launched in the current segment that starts in a later one,
+	 * events of later segments wait in q, in input order. */
+	int64_t *late;
+	waiting *q;
+	size_t n_q, q_cap;
+	size_t q_bytes, q_budget;
+	int64_t last_ts; /* the latest start taken */
 };
 
 #define fail(s, ...) tk__err_msg(&(s)->err, __VA_ARGS__)
@@ -115,18 +132,28 @@ static int add_seg(tk_split *s, int64_t start, int discard)
 	return 0;
 }
 
+static size_t n_steps(const tk_split *s)
+{
+	return tk_steps_count(s->sc.steps);
+}
+
+static const tk_step *step_at(const tk_split *s, size_t i)
+{
+	return tk_steps_get(s->sc.steps, i);
+}
+
 static int find_step(tk_split *s, int64_t num, size_t *at)
 {
-	for (size_t i = 0; i < s->sc.n_steps; i++)
-		if (s->sc.steps[i].num == num) {
+	size_t n = n_steps(s);
+	for (size_t i = 0; i < n; i++)
+		if (step_at(s, i)->num == num) {
 			*at = i;
 			return 0;
 		}
-	if (!s->sc.n_steps)
+	if (!n)
 		return fail(s, TK_ERR_ARG, "the input has no ProfilerStep#N slices");
 	return fail(s, TK_ERR_ARG, "the input has no ProfilerStep#%lld (it has %zu steps, #%lld to #%lld)",
-	            (long long)num, s->sc.n_steps, (long long)s->sc.steps[0].num,
-	            (long long)s->sc.steps[s->sc.n_steps - 1].num);
+	            (long long)num, n, (long long)step_at(s, 0)->num, (long long)step_at(s, n - 1)->num);
 }
 
 static int range_segs(tk_split *s, int64_t from, int64_t to)
@@ -143,13 +170,12 @@ static int range_segs(tk_split *s, int64_t from, int64_t to)
 
 static int step_segs(tk_split *s)
 {
-	const tk__scan *sc = &s->sc;
-	if (!sc->n_steps)
+	if (!n_steps(s))
 		return fail(s, TK_ERR_ARG, "the input has no ProfilerStep#N slices to split by");
 	unsigned k = s->o.steps_per_part ? s->o.steps_per_part : 1;
 	int rc = add_seg(s, TK_SPLIT_OPEN_START, 0);
-	for (size_t i = k; !rc && i < sc->n_steps; i += k)
-		rc = add_seg(s, sc->steps[i].ts, 0);
+	for (size_t i = k; !rc && i < n_steps(s); i += k)
+		rc = add_seg(s, step_at(s, i)->ts, 0);
 	return rc;
 }
 
@@ -185,13 +211,28 @@ static int build_segments(tk_split *s)
 		if (b < a)
 			return fail(s, TK_ERR_ARG, "ProfilerStep#%lld starts before ProfilerStep#%lld",
 			            (long long)o->step_to, (long long)o->step_from);
-		rc = range_segs(s, sc->steps[a].ts,
-		                b + 1 < sc->n_steps ? sc->steps[b + 1].ts : TK_SPLIT_OPEN_END);
+		rc = range_segs(s, step_at(s, a)->ts, b + 1 < n_steps(s) ? step_at(s, b + 1)->ts : TK_SPLIT_OPEN_END);
 	} else {
 		rc = add_seg(s, TK_SPLIT_OPEN_START, 0);
 	}
 	s->last_seg = seg_index(s, sc->have_t ? sc->t_max : 0);
 	s->cur = -1;
+	if (!rc && sc->attr) {
+		int64_t *starts = malloc(s->n_segs * sizeof *starts);
+		s->late = malloc(s->n_segs * sizeof *s->late);
+		if (!starts || !s->late) {
+			free(starts);
+			return fail(s, TK_ERR_NOMEM, "out of memory");
+		}
+		for (size_t i = 0; i < s->n_segs; i++)
+			starts[i] = s->segs[i].start;
+		tk__steps_late_work(sc->steps, starts, s->n_segs, s->late);
+		free(starts);
+		/* an eighth of the budget, and never less than 8 MiB: a launch and
+		 * its kernel in one part is the point of the rule */
+		size_t mem = o->memory_bytes ? o->memory_bytes : (size_t)128 << 20;
+		s->q_budget = mem / 8 > ((size_t)8 << 20) ? mem / 8 : (size_t)8 << 20;
+	}
 	return rc;
 }
 
@@ -541,13 +582,19 @@ static int flow_end(tk_split *s, const tk_event *ev, int late)
 
 /* ---- the second pass ---- */
 
-static int take(tk_split *s, const tk_event *ev)
+/* ev into segment k, or with k < 0 (no ts) into the current one. */
+static int place(tk_split *s, const tk_event *ev, int64_t k)
 {
-	if (ev->ph == 'M')
-		return 0; /* already at the start of every part */
 	int flow = ev->ph == 's' || ev->ph == 'f', late = 0;
-	if ((ev->has & TK_HAS_TS) || s->cur < 0) {
-		int64_t k = seg_index(s, (ev->has & TK_HAS_TS) ? ev->ts : s->t0);
+	if (k < 0 && s->cur < 0)
+		k = seg_index(s, s->t0);
+	if (k >= 0 && k < s->cur && !flow) {
+		/* GPU work whose launch's part is closed (the wait ran out of
+		 * memory): the part it runs in */
+		s->st.launch_late++;
+		k = s->cur;
+	}
+	if (k >= 0) {
 		late = flow && k < s->cur;
 		if (k != s->cur && !late && enter_seg(s, k))
 			return -1;
@@ -557,10 +604,85 @@ static int take(tk_split *s, const tk_event *ev)
 	return write_event(s, ev);
 }
 
+static size_t ev_bytes(const tk_event *ev)
+{
+	return sizeof(tk_event) + 64 + ev->name.len + ev->cat.len + ev->args.len + ev->extra.len +
+	       (ev->pid.kind == TK_ID_STR ? ev->pid.str.len : 0) + (ev->tid.kind == TK_ID_STR ? ev->tid.str.len : 0) +
+	       (ev->id.kind == TK_ID_STR ? ev->id.str.len : 0);
+}
+
+static int wait_add(tk_split *s, const tk_event *ev, int64_t k)
+{
+	if (TK__GROW(s->q, s->q_cap, s->n_q + 1))
+		return fail(s, TK_ERR_NOMEM, "out of memory");
+	if (!(s->q[s->n_q].ev = tk_event_dup(ev)))
+		return fail(s, TK_ERR_NOMEM, "out of memory");
+	s->q[s->n_q++].seg = k;
+	s->q_bytes += ev_bytes(ev);
+	return 0;
+}
+
+/* Move on while the current segment's GPU work is all in (or, with force,
+ * while anything waits; or while the waiting events are over their
+ * budget): the next segment is the earliest that waits, and its events go
+ * to it in order. */
+static int release(tk_split *s, int force)
+{
+	while (s->n_q && (force || s->last_ts > s->late[s->cur] || s->q_bytes > s->q_budget)) {
+		int64_t k = s->q[0].seg;
+		for (size_t i = 1; i < s->n_q; i++)
+			if (s->q[i].seg < k)
+				k = s->q[i].seg;
+		if (enter_seg(s, k))
+			return -1;
+		size_t j = 0;
+		int rc = 0;
+		for (size_t i = 0; i < s->n_q; i++) {
+			if (s->q[i].seg != k) {
+				s->q[j++] = s->q[i];
+				continue;
+			}
+			s->q_bytes -= ev_bytes(s->q[i].ev);
+			if (!rc)
+				rc = place(s, s->q[i].ev, k);
+			tk_event_free(s->q[i].ev);
+		}
+		s->n_q = j;
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+static int take(tk_split *s, const tk_event *ev)
+{
+	if (ev->ph == 'M')
+		return 0; /* already at the start of every part */
+	int has = (ev->has & TK_HAS_TS) != 0, by_launch = 0;
+	if (!s->sc.attr)
+		return place(s, ev, has ? seg_index(s, ev->ts) : -1);
+	int64_t k = has ? seg_index(s, tk_steps_time(s->sc.steps, ev, &by_launch)) : -1;
+	if (by_launch && k != seg_index(s, ev->ts))
+		s->st.by_launch++;
+	if (has && ev->ts > s->last_ts)
+		s->last_ts = ev->ts;
+	/* a later segment's event waits while GPU work of this one may come,
+	 * and behind any that already waits */
+	int wait = s->cur >= 0 && k > s->cur && (s->n_q || ev->ts <= s->late[s->cur]);
+	if (wait ? wait_add(s, ev, k) : place(s, ev, k))
+		return -1;
+	return release(s, 0);
+}
+
 static int finish_parts(tk_split *s)
 {
-	if (part_close(s))
+	if (release(s, 1) || part_close(s))
 		return -1;
+	if (s->st.launch_late &&
+	    tk__err_warn(&s->err, "%llu GPU ops went to the part they start in, not their launch's: the "
+	                 "events waiting for them needed more than %zu MiB; raise --memory",
+	                 (unsigned long long)s->st.launch_late, s->q_budget >> 20))
+		return fail(s, TK_ERR_NOMEM, "out of memory");
 	if (s->n_parts == 0) {
 		/* an input without events (or a range without any) still gives a valid part */
 		int64_t k = 0;
@@ -760,6 +882,9 @@ static int index_text(tk_split *s, tk__buf *b, const char *input)
 	         put_kv(b, "orphan_flow_ends", st->orphan_flow_ends) ||
 	         put_kv(b, "clipped", st->clipped) || put_kv(b, "continued", st->continued) ||
 	         put_kv(b, "over_budget", st->over_budget) ||
+	         tk__buf_append(b, ",\n\"gpu_work_by\":", 16) ||
+	         put_jstr(b, s->sc.attr ? "launch" : "start") || put_kv(b, "by_launch", st->by_launch) ||
+	         put_kv(b, "launch_late", st->launch_late) ||
 	         tk__buf_append(b, ",\n\"parts\":[", 11);
 	for (size_t i = 0; !rc && i < s->n_parts; i++)
 		rc = index_part(b, &s->parts[i].p, i == 0);
@@ -1044,6 +1169,13 @@ static void reset_run(tk_split *s)
 	s->segs = NULL;
 	s->n_segs = 0;
 	s->windowed = 0;
+	free(s->late);
+	s->late = NULL;
+	for (size_t i = 0; i < s->n_q; i++)
+		tk_event_free(s->q[i].ev);
+	s->n_q = 0;
+	s->q_bytes = 0;
+	s->last_ts = INT64_MIN;
 	tk__scan_free(&s->sc);
 	memset(&s->st, 0, sizeof s->st);
 }
@@ -1074,7 +1206,7 @@ static int run(tk_split *s, const char *path)
 	s->st.events_in = s->sc.events;
 	s->st.meta_events = s->sc.n_mev;
 	s->st.orphan_flow_ends = s->sc.orphan_ends;
-	s->st.steps_found = s->sc.n_steps;
+	s->st.steps_found = tk_steps_count(s->sc.steps);
 	s->st.input_sorted = s->sc.sorted;
 	s->st.flow_table_bytes = s->sc.flows.map.n_slots * sizeof(tk__flow);
 	if ((rc = build_segments(s)))
@@ -1195,6 +1327,7 @@ void tk_split_free(tk_split *s)
 	free(s->parts);
 	free(s->pool);
 	free(s->carry);
+	free(s->q);
 	tk__buf_free(&s->argbuf);
 	free(s->name);
 	free(s->index_path);

@@ -5,6 +5,7 @@
 #include "internal.h"
 #include "tracekit/sort.h"
 #include "tracekit/split.h"
+#include "tracekit/steps.h"
 
 /* One flow key (cat, id) with the ends still to come: a record of the
  * flow table's map. 32 bytes a key. */
@@ -41,10 +42,6 @@ void tk__hist_add(tk__hist *h, int64_t ts, uint64_t w);
 /* n-1 cut times for n parts of about equal weight (fewer when bins coincide). */
 size_t tk__hist_cuts(const tk__hist *h, unsigned n, int64_t *cuts);
 
-typedef struct tk__step {
-	int64_t num, ts, dur;
-} tk__step;
-
 /* Whether the input is in time order as the second pass needs it, decided
  * event by event in the same way by the scan and by the reader's thread
  * (split_scan.c's order_next). */
@@ -56,6 +53,7 @@ typedef struct tk__order {
 	tk_id id;            /* its id (a string id points into idbuf) */
 	size_t cat_len;
 	char idbuf[128], cat[128];
+	int launch_args;     /* the args of launches and GPU work are wanted (steps_int.h) */
 } tk__order;
 
 /* What the first pass learns about the input. */
@@ -65,8 +63,8 @@ typedef struct tk__scan {
 	tk_event **mev; /* the M events, in input order */
 	size_t n_mev, mev_cap;
 	tk__flowtab flows;
-	tk__step *steps; /* sorted by ts, one per step number */
-	size_t n_steps, steps_cap;
+	tk_steps *steps; /* the ProfilerStep#N slices; with attr, the launches too */
+	int attr;        /* a step rule: GPU work goes to the part of its launch */
 	tk__hist hist;
 	int64_t t_min, t_max; /* over events with ts, M events excluded */
 	int have_t;

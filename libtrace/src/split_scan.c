@@ -3,6 +3,8 @@
 
 #include "pump.h"
 #include "split_int.h"
+#include "steps_int.h"
+#include "tracekit/merge.h"
 #include "tracekit/sort.h"
 
 /* ---- flow table ---- */
@@ -136,27 +138,6 @@ static int add_mev(tk__scan *sc, const tk_event *ev)
 	return (sc->mev[sc->n_mev] = tk_event_dup(ev)) ? (sc->n_mev++, 0) : TK_ERR_NOMEM;
 }
 
-/* "ProfilerStep#12" on the CPU side (the GPU copy, gpu_user_annotation, is skipped). */
-static int add_step(tk__scan *sc, const tk_event *ev)
-{
-	static const char pfx[] = "ProfilerStep#";
-	if (ev->ph != 'X' || !(ev->has & TK_HAS_TS) || ev->name.len <= sizeof pfx - 1 ||
-	    memcmp(ev->name.ptr, pfx, sizeof pfx - 1) != 0)
-		return 0;
-	if ((ev->has & TK_HAS_CAT) && ev->cat.len == 19 && memcmp(ev->cat.ptr, "gpu_user_annotation", 19) == 0)
-		return 0;
-	int64_t num = 0;
-	for (size_t i = sizeof pfx - 1; i < ev->name.len; i++) {
-		if (ev->name.ptr[i] < '0' || ev->name.ptr[i] > '9' || num > INT64_MAX / 20)
-			return 0;
-		num = num * 10 + (ev->name.ptr[i] - '0');
-	}
-	if (tk__grow(&sc->steps, &sc->steps_cap, sc->n_steps + 1, sizeof *sc->steps, 64))
-			return TK_ERR_NOMEM;
-	sc->steps[sc->n_steps++] = (tk__step){num, ev->ts, (ev->has & TK_HAS_DUR) ? ev->dur : 0};
-	return 0;
-}
-
 static int add_flow_end(tk__scan *sc, const tk_event *ev)
 {
 	uint64_t id;
@@ -251,36 +232,11 @@ static int scan_event(tk__scan *sc, const tk_event *ev, uint64_t weight)
 		sc->t_max = ev->ts;
 	sc->have_t = 1;
 	tk__hist_add(&sc->hist, ev->ts, weight);
-	return add_step(sc, ev);
+	/* the steps always; the launches only when the parts follow the steps */
+	int64_t num;
+	return sc->attr || tk__step_number(ev, &num) ? tk_steps_add(sc->steps, ev) : 0;
 }
 
-static int cmp_step_num(const void *a, const void *b)
-{
-	const tk__step *x = a, *y = b;
-	if (x->num != y->num)
-		return x->num < y->num ? -1 : 1;
-	return x->ts < y->ts ? -1 : x->ts > y->ts;
-}
-
-static int cmp_step_ts(const void *a, const void *b)
-{
-	const tk__step *x = a, *y = b;
-	return x->ts < y->ts ? -1 : x->ts > y->ts;
-}
-
-/* Keep the first slice of each step number (threads may repeat it), in time order. */
-static void finish_steps(tk__scan *sc)
-{
-	if (!sc->n_steps)
-		return;
-	qsort(sc->steps, sc->n_steps, sizeof *sc->steps, cmp_step_num);
-	size_t k = 0;
-	for (size_t i = 0; i < sc->n_steps; i++)
-		if (!k || sc->steps[k - 1].num != sc->steps[i].num)
-			sc->steps[k++] = sc->steps[i];
-	sc->n_steps = k;
-	qsort(sc->steps, sc->n_steps, sizeof *sc->steps, cmp_step_ts);
-}
 
 static int keep_meta(tk__scan *sc, const tk_reader *r)
 {
@@ -409,7 +365,7 @@ static int want_args(void *arg, const tk_event *ev)
 	tk__order *o = arg;
 	if (ev->ph == 'M' || o->unsorted)
 		return 1;
-	return o->unsorted = order_next(o, ev);
+	return (o->unsorted = order_next(o, ev)) || (o->launch_args && tk__steps_wants_args(ev));
 }
 
 static int scan_loop(tk__scan *sc, tk__pump *p, const char *path, const tk_split_opts *o, tk__err *err)
@@ -440,10 +396,31 @@ static int scan_loop(tk__scan *sc, tk__pump *p, const char *path, const tk_split
 	return rc;
 }
 
+/* The steps, and with a step rule the launches (docs/steps.md). A merged
+ * trace numbers correlation ids per rank: its pid scheme is in the
+ * metadata before the first event (a reader's error is the pass's). */
+static int steps_new(tk__scan *sc, const char *path, const tk_split_opts *o)
+{
+	sc->attr = o->by_step || o->steps;
+	if (tk_steps_new(&sc->steps))
+		return TK_ERR_NOMEM;
+	tk_reader *r = NULL;
+	const tk_event *ev;
+	int64_t span;
+	if (sc->attr && tk_reader_open_path(&r, path, &o->ropts) == 0 && tk_reader_next(r, &ev) == TK_OK &&
+	    tk_merge_pid_span(r, &span) == 0)
+		tk_steps_set_pid_span(sc->steps, span);
+	tk_reader_free(r);
+	return 0;
+}
+
 int tk__split_scan(tk__scan *sc, const char *path, const tk_split_opts *o, tk__err *err)
 {
 	tk__pump *p = NULL;
+	if (steps_new(sc, path, o))
+		return tk__err_msg(err, TK_ERR_NOMEM, "%s: out of memory in the first pass", path);
 	tk__order ord = {0};
+	ord.launch_args = sc->attr;
 	int rc = tk__pump_open(&p, path, &o->ropts, UINT64_MAX, want_args, &ord);
 	sc->sorted = sc->strict = 1;
 	if (!rc)
@@ -463,7 +440,7 @@ int tk__split_scan(tk__scan *sc, const char *path, const tk_split_opts *o, tk__e
 		tk__err_msg(err, 0, "%s", r ? tk_reader_error(r) : "out of memory");
 	if (!rc) {
 		sc->gz_input = strchr(tk_reader_format(r), '.') != NULL; /* "json.gz": a filter under the format */
-		finish_steps(sc);
+		tk_steps_finish(sc->steps);
 		count_orphans(sc);
 		rc = reader_warnings(r, err);
 	}
@@ -482,7 +459,7 @@ void tk__scan_free(tk__scan *sc)
 		tk_event_free(sc->mev[i]);
 	free(sc->mev);
 	tk__flowtab_free(&sc->flows);
-	free(sc->steps);
+	tk_steps_free(sc->steps);
 	tk_sorter_free(sc->sorter);
 	memset(sc, 0, sizeof *sc);
 }

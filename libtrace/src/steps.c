@@ -151,9 +151,9 @@ int tk_steps_add(tk_steps *s, const tk_event *ev)
 		l->corr = corr;
 		l->group = group;
 	}
-	if (kind == LAUNCH && !(l->flags & HAVE_LAUNCH)) {
+	if (kind == LAUNCH && (!(l->flags & HAVE_LAUNCH) || ev->ts < l->ts)) {
 		l->flags |= HAVE_LAUNCH;
-		l->ts = ev->ts; /* the first call of an id launched it */
+		l->ts = ev->ts; /* the earliest call of an id launched it */
 	} else if (kind == GPU && (!(l->flags & HAVE_GPU) || ev->ts > l->gpu)) {
 		l->flags |= HAVE_GPU;
 		l->gpu = ev->ts;

@@ -67,7 +67,12 @@ typedef struct tk_split_stats {
 	uint64_t clipped;        /* slices shortened at a part's end (clip) */
 	uint64_t continued;      /* continuation pieces written (clip) */
 	uint64_t over_budget;    /* parts over max_bytes (a single group did not fit) */
-	uint64_t steps_found;    /* ProfilerStep#N slices on the CPU side */
+	uint64_t steps_found;    /* ProfilerStep numbers on the CPU side */
+	/* step rules (by_step, steps) give GPU work to the part of the step
+	 * that launched it (docs/steps.md): */
+	uint64_t by_launch;      /* GPU work placed by its launch, not its start */
+	uint64_t launch_late;    /* GPU work whose launch's part had closed
+	                            (waiting took too much memory): by its start */
 	uint64_t flow_table_bytes; /* memory of the flow table */
 	int input_sorted;        /* the input was already in time order */
 	size_t sorter_runs;      /* runs the sorter spilled (unsorted input) */
