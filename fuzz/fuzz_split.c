@@ -19,12 +19,16 @@
  *    counts; every part starts with the input's metadata events;
  *  - where parts cover time ranges, each event starts inside its part's;
  *  - a part over the byte budget is counted in over_budget;
+ *  - by ProfilerStep, GPU work (kernel, memcpy, memset) lies in the part of
+ *    the earliest runtime call with its correlation id, when the input has
+ *    one (docs/steps.md), and none went late;
  *  - the index is JSON. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 
 #include "fuzz_events.h"
 #include "tracekit/split.h"
+#include "tracekit/stats.h"
 #include "core/buf.h"
 #include "core/json_text.h"
 
@@ -33,9 +37,43 @@
 
 static unsigned long n_split, n_parts; /* for main()'s summary */
 
+/* Launches and GPU work by correlation id, with the part each landed in. */
+typedef struct corr_at {
+	int64_t corr, ts;
+	size_t part;
+	int launch;
+} corr_at;
+static corr_at cas[MAX_EVENTS];
+static size_t n_cas;
+
+static void note_corr(const tk_event *ev, size_t part)
+{
+	int64_t c;
+	if (ev->ph != 'X' || !(ev->has & TK_HAS_TS) || !(ev->has & TK_HAS_CAT) || n_cas == MAX_EVENTS)
+		return;
+	int cls = tk_stats_event_class(ev->cat, 1);
+	if (cls >= TK_STATS_API && tk_args_get_int(ev, "correlation", &c) == 0)
+		cas[n_cas++] = (corr_at){c, ev->ts, part, cls == TK_STATS_API};
+}
+
+/* Each GPU op in the part of its launch: the earliest call of its id. */
+static void check_by_launch(void)
+{
+	for (size_t i = 0; i < n_cas; i++) {
+		const corr_at *l = NULL;
+		for (size_t j = 0; j < n_cas && !cas[i].launch; j++)
+			if (cas[j].launch && cas[j].corr == cas[i].corr && (!l || cas[j].ts < l->ts))
+				l = &cas[j];
+		FZ_CHECK(WHO, !l || l->part == cas[i].part,
+		         "GPU work of correlation id %lld is in part %zu, its launch in part %zu", (long long)cas[i].corr,
+		         cas[i].part, l ? l->part : 0);
+	}
+}
+
 /* The input's events, metadata apart: 0 when read to its end, 1 when it
  * has more than MAX_EVENTS, -1 when it fails. */
-static int read_all(const uint8_t *data, size_t size, const tk_reader_opts *ro, fz_events *evs, fz_events *meta)
+static int read_all(const uint8_t *data, size_t size, const tk_reader_opts *ro, fz_events *evs, fz_events *meta,
+                    int *merged)
 {
 	tk_reader *r = NULL;
 	const tk_event *ev;
@@ -47,6 +85,7 @@ static int read_all(const uint8_t *data, size_t size, const tk_reader_opts *ro, 
 			break;
 		}
 	}
+	*merged = r && tk_reader_meta_find(r, "tracekitMerge").ptr != NULL; /* ids per rank there */
 	tk_reader_free(r);
 	return rc == TK_EOF ? 0 : rc == 1 ? 1 : -1;
 }
@@ -108,6 +147,7 @@ static void check_part(const tk_split *s, size_t i, const char *dir, const tk_re
 			FZ_CHECK(WHO, ev->ts >= p->start && (p->end == TK_SPLIT_OPEN_END || ev->ts < p->end),
 			         "part %zu [%lld, %lld) holds an event at %lld", i, (long long)p->start, (long long)p->end,
 			         (long long)ev->ts);
+		note_corr(ev, i);
 		if (fz_events_push(out, ev))
 			break;
 	}
@@ -177,7 +217,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unsigned b = fz_byte(&fo), b2 = fz_byte(&fo);
 	tk_reader_opts ro = {0, 1 << 20, 64};
 	fz_events in = {0}, meta = {0}, out = {0};
-	int readable = read_all(data, size, &ro, &in, &meta), dups = 0;
+	int merged = 0, readable = read_all(data, size, &ro, &in, &meta, &merged), dups = 0;
+	n_cas = 0;
 	for (size_t i = 0; i < in.n; i++)
 		dups |= fz_event_dup_members(in.v[i]);
 	for (size_t i = 0; i < meta.n; i++)
@@ -241,6 +282,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FZ_CHECK(WHO, over == st->over_budget, "%llu parts are over the budget, over_budget says %llu",
 			         (unsigned long long)over, (unsigned long long)st->over_budget);
 			check_union(&in, &out, st->flow_ends_removed);
+			if (so.by_step) {
+				FZ_CHECK(WHO, st->launch_late == 0, "%llu GPU ops went late in a tiny input",
+				         (unsigned long long)st->launch_late);
+				if (!merged)
+					check_by_launch();
+			}
 			if (tk_split_index_path(s))
 				check_index(tk_split_index_path(s));
 			n_split++;
