@@ -1986,8 +1986,12 @@ static int annotations(tk_reader *r, const rseq *q, const unsigned char *p, size
 			size_t nl = name.len - 3;
 #define IS(lit) (nl == sizeof(lit) - 1 && memcmp(nm, lit, nl) == 0)
 			int64_t num;
-			if (IS("ph") && v.len == 3 && v.ptr[0] == '"') {
-				rr->ph = v.ptr[1];
+			if (IS("ph") && v.len >= 3 && v.ptr[0] == '"') {
+				/* one character, escaped in JSON when it is '"', '\\' or a control */
+				char ph[8];
+				size_t len = 0;
+				if (tk__js_str(v, ph, sizeof ph, &len) == 0 && len == 1)
+					rr->ph = ph[0];
 			} else if (IS("id") || IS("pid") || IS("tid")) {
 				tk_id *id = IS("id") ? &rr->id : IS("pid") ? &rr->pid : &rr->tid;
 				*(IS("id") ? &rr->has_id : IS("pid") ? &rr->has_pid : &rr->has_tid) = 1;
