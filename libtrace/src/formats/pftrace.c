@@ -835,7 +835,9 @@ static int ev_body(pw *s, const tk_event *ev, int type, uint64_t track, unsigned
 		else
 			rc = res_json(s, b, "tk.args", ev->args.ptr, ev->args.len);
 	}
-	if (!rc && (fl & FL_PH)) {
+	if (!rc && (fl & FL_PH) && !(ev->has & TK_HAS_PH)) {
+		rc = res_json(s, b, "tk.ph", "null", 4); /* no phase at all */
+	} else if (!rc && (fl & FL_PH)) {
 		char ph = ev->ph;
 		rc = res_str(s, b, "tk.ph", &ph, 1);
 	}
@@ -1346,7 +1348,7 @@ static int put_one(tk_writer *w, const tk_event *ev)
 		return put_event(w, ev, TYPE_SLICE_END, t->be_uuid, fl | FL_PH | FL_DUR, 0, ts);
 	}
 	/* an instant: "i" as it is, anything else with its phase */
-	fl |= FL_DUR | (ev->ph != 'i' ? FL_PH : 0);
+	fl |= FL_DUR | (ev->ph != 'i' || !(ev->has & TK_HAS_PH) ? FL_PH : 0);
 	uint64_t flow = 0;
 	if (is_flow(ev->ph) && ev->id.kind != TK_ID_NONE) {
 		flow = tk__flow_hash(ev);
@@ -1932,6 +1934,7 @@ typedef struct rev { /* what a TrackEvent holds */
 typedef struct rres {
 	char ph;
 	int has_id, has_pid, has_tid, open, no_ts, has_ts, has_dur;
+	int no_ph; /* tk.ph null: the event had no phase */
 	tk_id id, pid, tid;
 	int64_t ts, dur;
 	int has_extra, has_args;
@@ -1986,7 +1989,9 @@ static int annotations(tk_reader *r, const rseq *q, const unsigned char *p, size
 			size_t nl = name.len - 3;
 #define IS(lit) (nl == sizeof(lit) - 1 && memcmp(nm, lit, nl) == 0)
 			int64_t num;
-			if (IS("ph") && v.len >= 3 && v.ptr[0] == '"') {
+			if (IS("ph") && v.len == 4 && memcmp(v.ptr, "null", 4) == 0) {
+				rr->no_ph = 1;
+			} else if (IS("ph") && v.len >= 3 && v.ptr[0] == '"') {
 				/* one character, escaped in JSON when it is '"', '\\' or a control */
 				char ph[8];
 				size_t len = 0;
@@ -2054,8 +2059,8 @@ static void set_event(tk_reader *r, char ph, int64_t ts, int has_ts, const tk_sv
 {
 	tk_event *e = &r->ev;
 	memset(e, 0, sizeof *e);
-	e->ph = rr->ph ? rr->ph : ph;
-	e->has = TK_HAS_PH | TK_HAS_VALID_JSON;
+	e->ph = rr->no_ph ? 0 : rr->ph ? rr->ph : ph;
+	e->has = (rr->no_ph ? 0 : TK_HAS_PH) | TK_HAS_VALID_JSON;
 	if (rr->has_ts) {
 		ts = rr->ts;
 		has_ts = 1;
