@@ -28,6 +28,11 @@
  *    and FLOPs 0, and their sum is the summaries' total; a summary row's
  *    median lies between its minimum and maximum; no more activities are
  *    unattributed than there are;
+ *  - the steps table (docs/steps.md) is the same in S1, S2 and S3, and
+ *    each row adds up: busy + idle = wall, host wait + kernel wait +
+ *    other = idle, compute, communication and memory ops each within
+ *    busy and busy within their sum, overlap within compute and within
+ *    communication, nothing negative;
  *  - every table renders, alone and with S1 and S3 side by side as two
  *    ranks, and the JSON renderings are JSON in valid UTF-8. */
 #define _GNU_SOURCE
@@ -40,6 +45,41 @@
 #define MAX_EVENTS 2048
 
 static const int sum_tables[3] = {TK_STATS_KERNEL, TK_STATS_MEMCPY, TK_STATS_API};
+
+/* The steps tables of a and b, row by row, and each row's sums. */
+static void steps_check(const char *what, const tk_stats *a, const tk_stats *b)
+{
+	size_t n = tk_stats_step_count(a);
+	FZ_CHECK(WHO, n == tk_stats_step_count(b), "%s: %zu steps, then %zu", what, n, tk_stats_step_count(b));
+	for (size_t i = 0; i < n; i++) {
+		const tk_stats_step *x = tk_stats_step_get(a, i), *y = tk_stats_step_get(b, i);
+		FZ_CHECK(WHO, memcmp(x, y, sizeof *x) == 0, "%s: step row %zu differs (busy %lld, then %lld)", what, i,
+		         (long long)x->busy, (long long)y->busy);
+		int64_t parts = x->compute, idle = x->host_wait;
+		int sat = 0;
+		sat |= (int)__builtin_add_overflow(parts, x->comm, &parts);
+		sat |= (int)__builtin_add_overflow(parts, x->mem, &parts);
+		sat |= (int)__builtin_add_overflow(idle, x->kernel_wait, &idle);
+		sat |= (int)__builtin_add_overflow(idle, x->other_idle, &idle);
+		FZ_CHECK(WHO, x->wall >= 0 && x->busy >= 0 && x->idle >= 0 && x->compute >= 0 && x->comm >= 0 &&
+		                  x->mem >= 0 && x->overlap >= 0 && x->host_wait >= 0 && x->kernel_wait >= 0 &&
+		                  x->other_idle >= 0,
+		         "step %lld has a negative time", (long long)x->num);
+		if (x->wall == INT64_MAX || sat)
+			continue; /* saturated: the sums no longer hold */
+		FZ_CHECK(WHO, x->busy + x->idle == x->wall, "step %lld: busy %lld + idle %lld != wall %lld",
+		         (long long)x->num, (long long)x->busy, (long long)x->idle, (long long)x->wall);
+		FZ_CHECK(WHO, idle == x->idle, "step %lld: host %lld + kernel %lld + other %lld != idle %lld",
+		         (long long)x->num, (long long)x->host_wait, (long long)x->kernel_wait, (long long)x->other_idle,
+		         (long long)x->idle);
+		FZ_CHECK(WHO, x->compute <= x->busy && x->comm <= x->busy && x->mem <= x->busy && x->busy <= parts,
+		         "step %lld: busy %lld against compute %lld, comm %lld, memory %lld", (long long)x->num,
+		         (long long)x->busy, (long long)x->compute, (long long)x->comm, (long long)x->mem);
+		FZ_CHECK(WHO, x->overlap <= x->compute && x->overlap <= x->comm, "step %lld: overlap %lld is more than "
+		         "compute %lld or comm %lld", (long long)x->num, (long long)x->overlap, (long long)x->compute,
+		         (long long)x->comm);
+	}
+}
 
 static int str_eq(const char *a, const char *b)
 {
@@ -169,7 +209,9 @@ static void check_json(const char *what, const char *txt, size_t len)
 static char *render(tk_stats *const *s, size_t n, int t, const tk_table_opts *o, size_t *len)
 {
 	char *txt = NULL;
-	int rc = t < 0 ? tk_stats_format_ops(s, n, o, &txt, len) : tk_stats_format_sum(s, n, sum_tables[t], o, &txt, len);
+	int rc = t < 0 ? tk_stats_format_ops(s, n, o, &txt, len)
+	         : t == 3 ? tk_stats_format_steps(s, n, o, &txt, len)
+	                  : tk_stats_format_sum(s, n, sum_tables[t], o, &txt, len);
 	FZ_CHECK(WHO, rc == TK_OK || rc == TK_ERR_NOMEM, "table %d of %zu objects fails to render: %s", t, n,
 	         tk_strerror(rc));
 	if (rc == TK_OK && o->format == TK_TABLE_JSON)
@@ -189,7 +231,7 @@ static void tables(tk_stats *s1, tk_stats *s2, tk_stats *s3, unsigned b)
 	for (int k = formats[0] == TK_TABLE_JSON; k < 2; k++) {
 		int f = formats[k];
 		o.format = f;
-		for (int t = -1; t < 3; t++) {
+		for (int t = -1; t < 4; t++) { /* 3: the steps table */
 			size_t l1 = 0, l2 = 0, l3 = 0;
 			o.labels = NULL;
 			char *a = render(&s1, 1, t, &o, &l1), *c = render(&s2, 1, t, &o, &l2);
@@ -223,6 +265,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	so.group_by_shapes = b & 1;
 	so.flops = (int)((b >> 1) % 3);
 	so.cats = cats[(b >> 3) & 1];
+	so.step_table = 1;
 	tk_reader_opts ro = {0, 1 << 20, 64};
 	tk_reader *r = NULL;
 	tk_stats *s1 = NULL, *s2 = NULL, *s3 = NULL;
@@ -257,6 +300,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ok) {
 		compare("after a .tkb round trip", s1, s2, 1, 1);
 		compare("with a pending budget of a few ops", s1, s3, 0, so.flops != TK_FLOPS_EXTENDED);
+		steps_check("after a .tkb round trip", s1, s2);
+		steps_check("with a pending budget of a few ops", s1, s3);
 		accounting(s1);
 		accounting(s3);
 		tables(s1, s2, s3, b2 >> 2 | fz_byte(&fo) << 8);

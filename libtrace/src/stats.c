@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "stats_internal.h"
+#include "tracekit/merge.h"
 
 #define TK__DEFAULT_PENDING (1u << 19)
 
@@ -126,6 +127,9 @@ void tk_stats_free(tk_stats *s)
 	free(s->threads);
 	tk__map_free(&s->thread_index);
 	free(s->defer);
+	tk_steps_free(s->st_steps);
+	free(s->iv);
+	free(s->step_rows);
 	for (int i = 0; i < 6; i++)
 		free(s->sum_order[i]);
 	tk__buf_free(&s->scratch);
@@ -717,6 +721,10 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 	if (ev->ph != 'X' || !(ev->has & TK_HAS_TS) || !ev->name.ptr)
 		return 0;
 	int cls = classify(s, ev);
+	/* the steps table sees every step and launch, and the GPU ops of the
+	 * categories counted, in the window or not */
+	if (s->opts.step_table && tk__stats_steps_add(s, ev, cls))
+		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 	if (cls == TK_STATS_SKIP || filtered_name(ev->name))
 		return 0;
 	if (s->opts.window.set) {
@@ -745,10 +753,19 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 int tk_stats_add_reader(tk_stats *s, tk_reader *r)
 {
 	const tk_event *ev;
-	int rc;
-	while ((rc = tk_reader_next(r, &ev)) == TK_OK)
+	int rc, first = 1;
+	int64_t span;
+	while ((rc = tk_reader_next(r, &ev)) == TK_OK) {
+		/* a merged trace keeps correlation ids per rank */
+		if (first && s->opts.step_table && !s->st_steps && tk_merge_pid_span(r, &span) == 0) {
+			if (tk_steps_new(&s->st_steps))
+				return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
+			tk_steps_set_pid_span(s->st_steps, span);
+		}
+		first = 0;
 		if ((rc = tk_stats_add(s, ev)) != 0)
 			return rc;
+	}
 	if (rc < 0)
 		return tk__err_msg(&s->err, rc, "%s", tk_reader_error(r));
 	return 0;
@@ -769,6 +786,8 @@ int tk_stats_finish(tk_stats *s)
 	int rc = flush_all(s);
 	if (rc)
 		return rc;
+	if (tk__stats_finish_steps(s))
+		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 	s->finished = 1;
 	/* rows in torch's order: by the first event's (start, -end); the
 	 * indexes into ops change, so the key index is dropped */

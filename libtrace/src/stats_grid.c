@@ -49,7 +49,7 @@ static int jstr(tk__buf *o, const char *s)
 
 int tk__grid_footer(tk__grid *g, const char *line, const char *key, const char *val)
 {
-	if (tk__buf_append(&g->foot, line, strlen(line)) || tk__buf_putc(&g->foot, '\n'))
+	if (line && (tk__buf_append(&g->foot, line, strlen(line)) || tk__buf_putc(&g->foot, '\n')))
 		return TK_ERR_NOMEM;
 	if (!key)
 		return 0;

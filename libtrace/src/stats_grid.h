@@ -29,7 +29,11 @@ int tk__grid_col(tk__grid *g, const char *head, const char *id, int width, int l
 /* Start a row; then set each column with tk__grid_set. */
 int tk__grid_row(tk__grid *g);
 int tk__grid_set(tk__grid *g, size_t col, const char *disp, const char *raw);
+/* A footer line of the text table (NULL: none) and a member of the JSON
+ * "totals" (json_key NULL: none). */
 int tk__grid_footer(tk__grid *g, const char *line, const char *json_key, const char *json_val);
+/* digits ("-1234567.5") with thousands separators ("-1,234,567.5"), as nsys prints numbers. */
+void tk__thousands(char *b, size_t n, const char *digits);
 int tk__grid_render(const tk__grid *g, int format, tk__buf *out);
 void tk__grid_free(tk__grid *g);
 

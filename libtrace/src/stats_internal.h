@@ -136,6 +136,12 @@ struct tk_stats {
 	size_t n_pending;
 	tk__defer *defer;
 	size_t n_defer, cap_defer;
+	/* the steps table (stats_steps.c): steps, launches, GPU ops */
+	struct tk_steps *st_steps;
+	struct tk__gpuiv *iv;
+	size_t n_iv, cap_iv;
+	tk_stats_step *step_rows;
+	size_t n_step_rows;
 	/* results, built by tk_stats_finish */
 	int finished;
 	size_t *sum_order[6];
@@ -149,5 +155,8 @@ struct tk_stats {
 /* Python's repr of the Input Dims list: "[[8, 1024], [], [1024, 1024]]". */
 int tk__shapes_repr(tk_sv dims_json, tk__buf *out);
 int tk__stats_finish_sums(tk_stats *s);
+/* Every X event, of its class, when opts.step_table: 0 or TK_ERR_NOMEM. */
+int tk__stats_steps_add(tk_stats *s, const tk_event *ev, int cls);
+int tk__stats_finish_steps(tk_stats *s);
 
 #endif

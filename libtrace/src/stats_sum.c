@@ -182,7 +182,7 @@ static int cmp_srow(const void *a, const void *b)
 
 /* ---- nsys number formats ---- */
 
-static void thousands(char *b, size_t n, const char *digits)
+void tk__thousands(char *b, size_t n, const char *digits)
 {
 	size_t len = strlen(digits), lead = digits[0] == '-', k = 0;
 	const char *dot = strchr(digits, '.');
@@ -203,7 +203,7 @@ static int set_num(tk__grid *g, size_t col, double v, int decimals)
 {
 	char raw[64], d[96];
 	snprintf(raw, sizeof raw, "%.*f", decimals, v);
-	thousands(d, sizeof d, raw);
+	tk__thousands(d, sizeof d, raw);
 	return tk__grid_set(g, col, d, raw);
 }
 

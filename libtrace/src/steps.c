@@ -223,6 +223,21 @@ int64_t tk_steps_time(const tk_steps *s, const tk_event *ev, int *by_launch)
 	return l->ts;
 }
 
+int tk__steps_key(const tk_steps *s, const tk_event *ev, int64_t *corr, int32_t *group)
+{
+	return kind_of(s, ev, corr, group) == GPU;
+}
+
+int tk__steps_launch(const tk_steps *s, int64_t corr, int32_t group, int64_t *ts)
+{
+	launch key = {0, corr, group, 0, 0, 0};
+	const launch *l = s ? tk__map_find(&s->launches, launch_hash(corr, group), launch_eq, &key) : NULL;
+	if (!l || !(l->flags & HAVE_LAUNCH))
+		return 0;
+	*ts = l->ts;
+	return 1;
+}
+
 /* The segment of t among starts[0..n): the last whose start <= t (0 before the first). */
 static size_t seg_of(const int64_t *starts, size_t n, int64_t t)
 {

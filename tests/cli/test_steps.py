@@ -10,7 +10,10 @@ for trace-split --by-step, that every GPU op lies in the part of its launch
 and that every launch-to-kernel flow keeps both ends.
 """
 import collections
+import csv
+import decimal
 import gzip
+import io
 import json
 import os
 import subprocess
@@ -118,6 +121,59 @@ def hand(tools, data, tmp):
           kb == [[0], [1000000]], kb)
 
 
+def steps_json(tools, *paths):
+    out = run(os.path.join(tools, "trace-stats"), *paths, "-t", "steps", "-f", "json", "-n", "-1", "-q").stdout
+    return json.loads(out)["steps"]
+
+
+COLS = ("wall_ns", "busy_ns", "compute_ns", "comm_ns", "mem_ns", "overlap_ns", "idle_ns", "host_wait_ns",
+        "kernel_wait_ns", "other_idle_ns", "gpu_ops")
+
+
+def hand_table(tools, data):
+    # overlap.json, step 1 = [1000, 2000) us: k1 [1100, 1300) and k2 [1305, 1400)
+    # on one stream, an all-reduce [1200, 1500) on another, k3 [1505, 1600)
+    # launched at 1500. Busy: [1100, 1500) + [1505, 1600) = 495 us; compute
+    # 200 + 95 + 95 = 390; comm 300; overlap [1200, 1300) + [1305, 1400) = 195.
+    # Idle 505: [1000, 1100) with k1 queued since 1000 (other, 100), [1500,
+    # 1505) with k3 queued (a 5 us gap: kernel wait), [1600, 2000) with
+    # nothing to come (host wait, 400). Four ops launched in the step.
+    t = os.path.join(data, "steps", "overlap.json")
+    want = dict(zip(COLS, (1000000, 495000, 390000, 300000, 0, 195000, 505000, 400000, 5000, 100000, 4)))
+    rows = steps_json(tools, t)["rows"]
+    check("-t steps: overlap.json's step worked out by hand",
+          len(rows) == 1 and rows[0]["step"] == 1 and {k: rows[0][k] for k in COLS} == want, rows)
+    # launch.json (see hand()): step 1 is busy with k_pre (50) and k_a (100);
+    # idle: [1000, 1100) k_pre queued (other 100), [1150, 1200) nothing queued
+    # until k_a's launch (host 50) then queued (other 100), [1400, 1900) host
+    # wait until k_b's launch (500), [1900, 2000) queued (other 100). Step 2:
+    # k_b 200, memcpy 30, k_c 40, k_orphan 10 = 280; idle [2000, 2100) queued
+    # (other 100), [2300, 2350) memcpy queued (other 50), [2380, 2500) host
+    # then [2500, 2600) queued (120 + other 100), [2640, 2700) before
+    # k_orphan, whose launch is unknown (other 60), [2710, 3000) nothing to
+    # come (host 290).
+    t2 = os.path.join(data, "steps", "launch.json")
+    want1 = dict(zip(COLS, (1000000, 150000, 150000, 0, 0, 0, 850000, 550000, 0, 300000, 3)))
+    want2 = dict(zip(COLS, (1000000, 280000, 250000, 0, 30000, 0, 720000, 410000, 0, 310000, 2)))
+    rows = steps_json(tools, t2)["rows"]
+    check("-t steps: launch.json's two steps worked out by hand",
+          [{k: r[k] for k in COLS} for r in rows] == [want1, want2], rows)
+    both = steps_json(tools, t, t2)
+    check("-t steps: two traces give a row per step and trace, with its rank",
+          [(r["rank"], r["step"]) for r in both["rows"]] == [("trace 0", 1), ("trace 1", 1), ("trace 1", 2)],
+          both["rows"])
+    tot = both["totals"]
+    check("-t steps: averages and the slowest step at the foot",
+          tot["avg_busy_ns"] == round((495000 + 150000 + 280000) / 3) and tot["slowest_wall_ns"] == 1000000
+          and tot["slowest_rank"] == "trace 0", tot)
+    out = run(os.path.join(tools, "trace-stats"), t, t2, "-t", "steps", "-f", "csv", "-q").stdout
+    got = list(csv.DictReader(io.StringIO(out)))
+    check("-t steps -f csv loads as CSV with the same figures",
+          len(got) == 3 and int(got[0]["busy_ns"]) == 495000 and int(got[2]["mem_ns"]) == 30000, got[:1])
+    out = run(os.path.join(tools, "trace-stats"), t, "-t", "steps", "--steps", "1", "-f", "json", "-q").stdout
+    check("-t steps with --steps 1", [r["step"] for r in json.loads(out)["steps"]["rows"]] == [1], out)
+
+
 # ---- real traces ----
 
 API = {"cuda_runtime", "Runtime", "cuda_driver", "mtia_runtime", "privateuse1_runtime"}
@@ -134,6 +190,89 @@ def corr_of(e):
     a = e.get("args")
     c = a.get("correlation") if isinstance(a, dict) else None
     return c if isinstance(c, int) else None
+
+
+def exact_ns(v):
+    """A JSON time in us (read as Decimal) in integer ns, as tracekit reads it."""
+    return int(decimal.Decimal(v) * 1000)
+
+
+def load_exact(path):
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+        d = json.load(f, parse_float=decimal.Decimal)
+    return d["traceEvents"] if isinstance(d, dict) else d
+
+
+def table_ref(evs):
+    """The steps table as docs/steps.md defines it, computed here."""
+    steps = {}
+    launch = {}
+    ops = []
+    for e in evs:
+        if not isinstance(e, dict) or e.get("ph") != "X" or "ts" not in e:
+            continue
+        ts = exact_ns(e["ts"])
+        end = ts + exact_ns(e.get("dur", 0))
+        n = str(e.get("name", ""))
+        if n.startswith("ProfilerStep#") and n[13:].isdigit() and e.get("cat") != "gpu_user_annotation":
+            lo, hi = steps.get(int(n[13:]), (ts, end))
+            steps[int(n[13:])] = (min(lo, ts), max(hi, end))
+        elif e.get("cat") in API and corr_of(e) is not None:
+            launch[corr_of(e)] = min(ts, launch.get(corr_of(e), ts))
+        elif e.get("cat") in GPU and "dur" in e and exact_ns(e["dur"]) >= 0:
+            kind = "mem" if e.get("cat") not in KERNEL else "comm" if n[:4] in ("nccl", "rccl") else "compute"
+            ops.append((ts, end, kind, corr_of(e)))
+    ops.sort(key=lambda o: o[0])
+
+    def union(kinds):
+        runs = []  # [a, b, launch or None]
+        for ts, end, kind, corr in ops:
+            if kind not in kinds:
+                continue
+            lt = launch.get(corr)
+            if runs and ts <= runs[-1][1]:
+                runs[-1][1] = max(runs[-1][1], end)
+                if ts == runs[-1][0] and lt is not None and (runs[-1][2] is None or lt < runs[-1][2]):
+                    runs[-1][2] = lt
+            else:
+                runs.append([ts, end, lt])
+        return runs
+
+    def inside(a, b, lo, hi):
+        return max(0, min(b, hi) - max(a, lo))
+
+    every = union({"compute", "comm", "mem"})
+    comp, comm, mem = union({"compute"}), union({"comm"}), union({"mem"})
+    rows = []
+    for num, (lo, hi) in sorted(steps.items(), key=lambda kv: (kv[1][0], kv[0])):
+        r = {"step": num, "wall_ns": hi - lo}
+        for key, u in (("busy_ns", every), ("compute_ns", comp), ("comm_ns", comm), ("mem_ns", mem)):
+            r[key] = sum(inside(a, b, lo, hi) for a, b, _ in u)
+        r["overlap_ns"] = sum(inside(max(a, c), min(b, d), lo, hi) for a, b, _ in comp for c, d, _ in comm
+                              if max(a, c) < min(b, d) and b > lo and a < hi)
+        r["idle_ns"] = r["wall_ns"] - r["busy_ns"]
+        host = kwait = other = 0
+        big = 1 << 62
+        for k in range(len(every) + 1):
+            g0 = every[k - 1][1] if k else -big
+            g1 = every[k][0] if k < len(every) else big
+            if g1 <= lo or g0 >= hi:
+                continue
+            if k == len(every):
+                q = big
+            elif every[k][2] is not None and every[k][2] > g0:
+                q = min(every[k][2], g1)
+            else:
+                q = g0
+            host += inside(g0, q, lo, hi)
+            if k and k < len(every) and g1 - g0 <= 10000:
+                kwait += inside(q, g1, lo, hi)
+            else:
+                other += inside(q, g1, lo, hi)
+        r["host_wait_ns"], r["kernel_wait_ns"], r["other_idle_ns"] = host, kwait, other
+        r["gpu_ops"] = sum(1 for ts, end, kind, corr in ops if lo <= launch.get(corr, ts) <= hi)
+        rows.append(r)
+    return rows
 
 
 def real(tools, root, tmp):
@@ -198,6 +337,19 @@ def real(tools, root, tmp):
         check("%s: --by-step: all %d launch flows keep both ends" % (rel, kept_in), kept_out == kept_in,
               "%d of %d" % (kept_out, kept_in))
 
+    for rel in REAL + ["hta-nccl_parser_config/nccl_data.json.gz",
+                       "param-dlrm-8rank/dlrm_kineto/worker0_step_12.1694128201545.pt.trace.json"]:
+        path = os.path.join(root, rel)
+        if not os.path.exists(path):
+            continue
+        want = table_ref(load_exact(path))
+        got = steps_json(tools, path)["rows"]
+        keys = ("step",) + COLS
+        bad = [(w, g) for w, g in zip(want, got) if {k: w[k] for k in keys} != {k: g[k] for k in keys}]
+        check("%s: -t steps: %d steps equal the table computed from the JSON (comm %d ns, overlap %d ns)"
+              % (rel, len(want), sum(r["comm_ns"] for r in want), sum(r["overlap_ns"] for r in want)),
+              len(want) == len(got) and not bad, bad[:1] or (len(want), len(got)))
+
 
 def main():
     if len(sys.argv) < 4 or sys.argv[1] not in ("hand", "real") or (sys.argv[1] == "real" and len(sys.argv) < 5):
@@ -207,6 +359,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         if sys.argv[1] == "hand":
             hand(tools, data, tmp)
+            hand_table(tools, data)
         else:
             real(tools, sys.argv[4], tmp)
     print("test_steps: %d failures" % fails)

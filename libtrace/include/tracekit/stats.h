@@ -42,6 +42,9 @@ typedef struct tk_stats_opts {
 	 * starts itself (trace-stats --steps; docs/steps.md). Borrowed: it must
 	 * live until the last tk_stats_add(). NULL = by start. */
 	const tk_steps *steps;
+	/* Build the steps table (tk_stats_step_get, tk_stats_format_steps):
+	 * keeps the launches and 40 bytes per GPU op until tk_stats_finish. */
+	int step_table;
 	/* Most CPU events held for sorting by time per stats object; 0 = 1<<19.
 	 * Results are exact while every thread's ops fit (see docs). */
 	size_t max_pending;
@@ -90,6 +93,25 @@ TK_API const tk_stats_op *tk_stats_op_get(const tk_stats *s, size_t i);
 TK_API size_t tk_stats_sum_count(const tk_stats *s, int which);
 TK_API const tk_stats_sum *tk_stats_sum_get(const tk_stats *s, int which, size_t i);
 
+/* One ProfilerStep#N of the steps table (docs/steps.md). Times in ns;
+ * the busy and idle times are of [ts, ts + wall) on the GPU time line,
+ * all GPUs of the trace together (busy while any op runs). */
+typedef struct tk_stats_step {
+	int64_t num, ts, wall;
+	int64_t busy;    /* union of kernels, memcpy and memset */
+	int64_t compute; /* union of kernels other than communication */
+	int64_t comm;    /* union of communication kernels (nccl*, rccl*) */
+	int64_t mem;     /* union of memcpy and memset */
+	int64_t overlap; /* communication under compute: both at once */
+	int64_t idle;    /* wall - busy = host_wait + kernel_wait + other_idle */
+	int64_t host_wait, kernel_wait, other_idle;
+	uint64_t launched; /* GPU ops the step launched (by launch, else by start) */
+} tk_stats_step;
+/* The steps in time order (after tk_stats_finish, with opts.step_table;
+ * with a window, the steps starting in it). */
+TK_API size_t tk_stats_step_count(const tk_stats *s);
+TK_API const tk_stats_step *tk_stats_step_get(const tk_stats *s, size_t i);
+
 /* Counters a caller may want to warn about. */
 typedef struct tk_stats_info {
 	uint64_t events, ops, apis, device;
@@ -131,6 +153,10 @@ TK_API const char *const *tk_table_sort_keys(void);
  * *out is malloc'd, NUL-terminated; free() it. */
 TK_API int tk_stats_format_ops(tk_stats *const *s, size_t n, const tk_table_opts *o, char **out,
                                size_t *len);
+/* Render the steps table: a row per step (and per stats object: a Rank
+ * column when n > 1), averages and the slowest step at the foot. */
+TK_API int tk_stats_format_steps(tk_stats *const *s, size_t n, const tk_table_opts *o, char **out,
+                                 size_t *len);
 /* Render a summary table (TK_STATS_KERNEL, TK_STATS_MEMCPY, TK_STATS_API). */
 TK_API int tk_stats_format_sum(tk_stats *const *s, size_t n, int which, const tk_table_opts *o,
                                char **out, size_t *len);

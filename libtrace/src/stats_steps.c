@@ -1,0 +1,389 @@
+/* stats_steps.c: the steps table: per ProfilerStep, GPU busy time by kind, communication hidden under compute, and idle time by cause (docs/steps.md). */
+#include <stdlib.h>
+
+#include "stats_grid.h"
+#include "steps_int.h"
+
+enum { IV_COMPUTE = 0, IV_COMM = 1, IV_MEM = 2 };
+
+/* A gap no longer than this, with the next GPU op already queued, is the
+ * GPU going from one op to the next: kernel wait. */
+#define KERNEL_WAIT_NS 10000
+
+/* One GPU op. */
+typedef struct tk__gpuiv {
+	int64_t ts, end, corr;
+	int32_t group;
+	uint8_t kind, keyed;
+} tk__gpuiv;
+
+/* A run of busy time [a, b): of the union of the ops (with the launch of
+ * the op that opens it), or of one kind's. */
+typedef struct run {
+	int64_t a, b, launch;
+	int has_launch;
+} run;
+
+typedef struct runs {
+	run *v;
+	size_t n, cap;
+} runs;
+
+static int is_comm(tk_sv name)
+{
+	return name.len >= 4 && (memcmp(name.ptr, "nccl", 4) == 0 || memcmp(name.ptr, "rccl", 4) == 0);
+}
+
+int tk__stats_steps_add(tk_stats *s, const tk_event *ev, int cls)
+{
+	if (!s->st_steps && tk_steps_new(&s->st_steps))
+		return TK_ERR_NOMEM;
+	if (tk_steps_add(s->st_steps, ev))
+		return TK_ERR_NOMEM;
+	if (cls < TK_STATS_KERNEL || !(ev->has & TK_HAS_DUR) || ev->dur < 0)
+		return 0;
+	if (TK__GROW(s->iv, s->cap_iv, s->n_iv + 1))
+		return TK_ERR_NOMEM;
+	tk__gpuiv *v = &s->iv[s->n_iv++];
+	memset(v, 0, sizeof *v);
+	v->ts = ev->ts;
+	v->end = tk__ev_end(ev->ts, ev->dur);
+	v->kind = cls == TK_STATS_KERNEL ? (is_comm(ev->name) ? IV_COMM : IV_COMPUTE) : IV_MEM;
+	v->keyed = (uint8_t)tk__steps_key(s->st_steps, ev, &v->corr, &v->group);
+	return 0;
+}
+
+static int cmp_iv(const void *a, const void *b)
+{
+	const tk__gpuiv *x = a, *y = b;
+	return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+/* The op's launch, when the trace has it. */
+static int launch_of(const tk_stats *s, const tk__gpuiv *v, int64_t *t)
+{
+	return v->keyed && tk__steps_launch(s->st_steps, v->corr, v->group, t);
+}
+
+/* The union of the ops of the kinds in mask, as sorted disjoint runs; each
+ * run of the whole union (mask 7) with the earliest launch of the ops that
+ * start it. */
+static int union_of(const tk_stats *s, unsigned mask, runs *u)
+{
+	for (size_t i = 0; i < s->n_iv; i++) {
+		const tk__gpuiv *v = &s->iv[i];
+		if (!(mask & (1u << v->kind)))
+			continue;
+		int64_t l;
+		int has = launch_of(s, v, &l);
+		run *last = u->n ? &u->v[u->n - 1] : NULL;
+		if (last && v->ts <= last->b) {
+			if (v->end > last->b)
+				last->b = v->end;
+			if (v->ts == last->a && has && (!last->has_launch || l < last->launch)) {
+				last->launch = l;
+				last->has_launch = 1;
+			}
+			continue;
+		}
+		if (TK__GROW(u->v, u->cap, u->n + 1))
+			return TK_ERR_NOMEM;
+		u->v[u->n++] = (run){v->ts, v->end, has ? l : 0, has};
+	}
+	return 0;
+}
+
+/* x and y, both sorted and disjoint: their common time. */
+static int intersect(const runs *x, const runs *y, runs *out)
+{
+	size_t i = 0, j = 0;
+	while (i < x->n && j < y->n) {
+		int64_t a = x->v[i].a > y->v[j].a ? x->v[i].a : y->v[j].a;
+		int64_t b = x->v[i].b < y->v[j].b ? x->v[i].b : y->v[j].b;
+		if (a < b) {
+			if (TK__GROW(out->v, out->cap, out->n + 1))
+				return TK_ERR_NOMEM;
+			out->v[out->n++] = (run){a, b, 0, 0};
+		}
+		if (x->v[i].b < y->v[j].b)
+			i++;
+		else
+			j++;
+	}
+	return 0;
+}
+
+/* The first run that ends after t. */
+static size_t first_after(const runs *u, int64_t t)
+{
+	size_t lo = 0, hi = u->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (u->v[mid].b <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int64_t clip(int64_t a, int64_t b, int64_t lo, int64_t hi)
+{
+	a = a > lo ? a : lo;
+	b = b < hi ? b : hi;
+	return b > a ? tk__sat_sub(b, a) : 0;
+}
+
+/* Busy time of u inside [lo, hi). */
+static int64_t measure(const runs *u, int64_t lo, int64_t hi)
+{
+	int64_t t = 0;
+	for (size_t k = first_after(u, lo); k < u->n && u->v[k].a < hi; k++)
+		t = tk__sat_add(t, clip(u->v[k].a, u->v[k].b, lo, hi));
+	return t;
+}
+
+/* The idle time of [lo, hi) by cause: each gap of the union runs from the
+ * end of one run to the start of the next; until the next op's launch the
+ * GPU had nothing queued (host wait); the rest of the gap, the next op
+ * queued, is kernel wait when the whole gap is short, else other. */
+static void idle_of(const runs *u, int64_t lo, int64_t hi, tk_stats_step *r)
+{
+	size_t k = first_after(u, lo);
+	for (;; k++) {
+		int64_t g0 = k ? u->v[k - 1].b : INT64_MIN, g1 = k < u->n ? u->v[k].a : INT64_MAX;
+		if (g0 >= hi)
+			break;
+		int64_t q = g0; /* from here on the next op was queued */
+		if (k == u->n)
+			q = INT64_MAX; /* nothing ever comes */
+		else if (u->v[k].has_launch && u->v[k].launch > g0)
+			q = u->v[k].launch < g1 ? u->v[k].launch : g1;
+		r->host_wait = tk__sat_add(r->host_wait, clip(g0, q, lo, hi));
+		int short_gap = g0 != INT64_MIN && g1 != INT64_MAX && tk__sat_sub(g1, g0) <= KERNEL_WAIT_NS;
+		if (short_gap)
+			r->kernel_wait = tk__sat_add(r->kernel_wait, clip(q, g1, lo, hi));
+		else
+			r->other_idle = tk__sat_add(r->other_idle, clip(q, g1, lo, hi));
+		if (k == u->n)
+			break;
+	}
+}
+
+static size_t step_of(const tk_stats *s, int64_t t)
+{
+	size_t lo = 0, hi = s->n_step_rows; /* the last step starting at or before t */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->step_rows[mid].ts <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? lo - 1 : SIZE_MAX;
+}
+
+int tk__stats_finish_steps(tk_stats *s)
+{
+	if (!s->st_steps)
+		return 0;
+	tk_steps_finish(s->st_steps);
+	size_t n = tk_steps_count(s->st_steps);
+	const tk_window *w = &s->opts.window;
+	s->step_rows = calloc(n ? n : 1, sizeof *s->step_rows);
+	if (!s->step_rows)
+		return TK_ERR_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const tk_step *st = tk_steps_get(s->st_steps, i);
+		if (w->set && (st->ts < w->lo || st->ts >= w->hi))
+			continue;
+		tk_stats_step *r = &s->step_rows[s->n_step_rows++];
+		r->num = st->num;
+		r->ts = st->ts;
+		r->wall = tk__sat_sub(st->end, st->ts);
+	}
+	if (s->n_iv)
+		qsort(s->iv, s->n_iv, sizeof *s->iv, cmp_iv);
+	runs all = {0}, comp = {0}, comm = {0}, mem = {0}, ov = {0};
+	int rc = union_of(s, 7, &all) || union_of(s, 1u << IV_COMPUTE, &comp) ||
+	         union_of(s, 1u << IV_COMM, &comm) || union_of(s, 1u << IV_MEM, &mem) ||
+	         intersect(&comp, &comm, &ov);
+	for (size_t i = 0; !rc && i < s->n_step_rows; i++) {
+		tk_stats_step *r = &s->step_rows[i];
+		int64_t lo = r->ts, hi = tk__sat_add(r->ts, r->wall);
+		r->busy = measure(&all, lo, hi);
+		r->compute = measure(&comp, lo, hi);
+		r->comm = measure(&comm, lo, hi);
+		r->mem = measure(&mem, lo, hi);
+		r->overlap = measure(&ov, lo, hi);
+		r->idle = r->wall - r->busy;
+		idle_of(&all, lo, hi, r);
+	}
+	/* the GPU ops each step launched (docs/steps.md): by launch, else by start */
+	for (size_t i = 0; !rc && i < s->n_iv; i++) {
+		int64_t t = s->iv[i].ts;
+		launch_of(s, &s->iv[i], &t);
+		size_t k = step_of(s, t);
+		if (k != SIZE_MAX && t <= tk__sat_add(s->step_rows[k].ts, s->step_rows[k].wall))
+			s->step_rows[k].launched++;
+	}
+	free(all.v);
+	free(comp.v);
+	free(comm.v);
+	free(mem.v);
+	free(ov.v);
+	free(s->iv);
+	s->iv = NULL;
+	s->n_iv = s->cap_iv = 0;
+	return rc ? TK_ERR_NOMEM : 0;
+}
+
+size_t tk_stats_step_count(const tk_stats *s)
+{
+	return s && s->finished ? s->n_step_rows : 0;
+}
+
+const tk_stats_step *tk_stats_step_get(const tk_stats *s, size_t i)
+{
+	return s && s->finished && i < s->n_step_rows ? &s->step_rows[i] : NULL;
+}
+
+/* ---- the table ---- */
+
+static int set_int(tk__grid *g, size_t col, int64_t v)
+{
+	char raw[32], d[48];
+	snprintf(raw, sizeof raw, "%lld", (long long)v);
+	tk__thousands(d, sizeof d, raw);
+	return tk__grid_set(g, col, d, raw);
+}
+
+static int set_pct(tk__grid *g, size_t col, int64_t part, int64_t whole)
+{
+	char raw[32];
+	snprintf(raw, sizeof raw, "%.1f", whole > 0 ? 100.0 * (double)part / (double)whole : 0.0);
+	return tk__grid_set(g, col, raw, raw);
+}
+
+/* The columns after Rank and Step, as (header, key) in the row's order. */
+static const char *const heads[][2] = {
+	{"Wall (ns)", "wall_ns"},           {"GPU busy (ns)", "busy_ns"},
+	{"Busy (%)", "busy_pct"},           {"Compute (ns)", "compute_ns"},
+	{"Comm (ns)", "comm_ns"},           {"Mem ops (ns)", "mem_ns"},
+	{"Overlap (ns)", "overlap_ns"},     {"Idle (ns)", "idle_ns"},
+	{"Host wait (ns)", "host_wait_ns"}, {"Kernel wait (ns)", "kernel_wait_ns"},
+	{"Other idle (ns)", "other_idle_ns"}, {"GPU ops", "gpu_ops"},
+};
+
+static int step_line(tk__grid *g, const tk_stats_step *r, const char *label)
+{
+	size_t c = 0;
+	int rc = tk__grid_row(g);
+	if (!rc && label)
+		rc = tk__grid_set(g, c++, label, label);
+	rc = rc || set_int(g, c++, r->num) || set_int(g, c++, r->wall) || set_int(g, c++, r->busy) ||
+	     set_pct(g, c++, r->busy, r->wall) || set_int(g, c++, r->compute) || set_int(g, c++, r->comm) ||
+	     set_int(g, c++, r->mem) || set_int(g, c++, r->overlap) || set_int(g, c++, r->idle) ||
+	     set_int(g, c++, r->host_wait) || set_int(g, c++, r->kernel_wait) || set_int(g, c++, r->other_idle) ||
+	     set_int(g, c++, (int64_t)r->launched);
+	return rc ? TK_ERR_NOMEM : 0;
+}
+
+/* Averages over every row, and the slowest step. */
+static int step_footer(tk__grid *g, tk_stats *const *s, size_t n, const tk_table_opts *o)
+{
+	double sum[6] = {0};
+	size_t rows = 0, best_i = 0;
+	const tk_stats_step *best = NULL;
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < s[i]->n_step_rows; k++) {
+			const tk_stats_step *r = &s[i]->step_rows[k];
+			sum[0] += (double)r->wall;
+			sum[1] += (double)r->busy;
+			sum[2] += (double)r->comm;
+			sum[3] += (double)r->overlap;
+			sum[4] += (double)r->host_wait;
+			sum[5] += (double)r->idle;
+			rows++;
+			if (!best || r->wall > best->wall) {
+				best = r;
+				best_i = i;
+			}
+		}
+	if (!rows)
+		return 0;
+	char d[256], v[64];
+	double a = 1.0 / (double)rows;
+	snprintf(d, sizeof d, "Average of %zu steps: wall %.0f ns, GPU busy %.0f ns (%.1f%%), comm %.0f ns, overlap "
+	         "%.0f ns, idle %.0f ns, host wait %.0f ns", rows, sum[0] * a, sum[1] * a,
+	         sum[0] > 0 ? 100.0 * sum[1] / sum[0] : 0.0, sum[2] * a, sum[3] * a, sum[5] * a, sum[4] * a);
+	snprintf(v, sizeof v, "%.0f", sum[0] * a);
+	int rc = tk__grid_footer(g, d, "avg_wall_ns", v);
+	snprintf(v, sizeof v, "%.0f", sum[1] * a);
+	rc = rc || tk__grid_footer(g, NULL, "avg_busy_ns", v);
+	snprintf(v, sizeof v, "%.0f", sum[5] * a);
+	rc = rc || tk__grid_footer(g, NULL, "avg_idle_ns", v);
+	char label[48];
+	if (o->labels && n > 1)
+		snprintf(label, sizeof label, " of %s", o->labels[best_i]);
+	else if (n > 1)
+		snprintf(label, sizeof label, " of rank %zu", best_i);
+	else
+		label[0] = 0;
+	snprintf(d, sizeof d, "Slowest: ProfilerStep#%lld%s, wall %lld ns", (long long)best->num, label,
+	         (long long)best->wall);
+	snprintf(v, sizeof v, "%lld", (long long)best->num);
+	rc = rc || tk__grid_footer(g, d, "slowest_step", v);
+	snprintf(v, sizeof v, "%lld", (long long)best->wall);
+	rc = rc || tk__grid_footer(g, NULL, "slowest_wall_ns", v);
+	if (!rc && n > 1) {
+		tk__buf q = {0};
+		const char *l = o->labels ? o->labels[best_i] : NULL;
+		snprintf(v, sizeof v, "rank %zu", best_i);
+		if (tk__buf_putc(&q, '"') || tk__json_escape(&q, l ? l : v, strlen(l ? l : v)) < 0 ||
+		    tk__buf_putc(&q, '"') || tk__buf_putc(&q, 0))
+			rc = TK_ERR_NOMEM;
+		else
+			rc = tk__grid_footer(g, NULL, "slowest_rank", q.p);
+		tk__buf_free(&q);
+	}
+	return rc ? TK_ERR_NOMEM : 0;
+}
+
+int tk_stats_format_steps(tk_stats *const *s, size_t n, const tk_table_opts *o, char **out, size_t *len)
+{
+	*out = NULL;
+	if (!s || !n || !o)
+		return TK_ERR_ARG;
+	tk__grid g = {0};
+	int rc = n > 1 ? tk__grid_col(&g, "Rank", "rank", 0, 1, 0) : 0;
+	rc = rc || tk__grid_col(&g, "Step", "step", 0, 0, 1);
+	for (size_t i = 0; !rc && i < sizeof heads / sizeof heads[0]; i++)
+		rc = tk__grid_col(&g, heads[i][0], heads[i][1], 0, 0, 1);
+	size_t rows = 0;
+	for (size_t i = 0; !rc && i < n; i++) {
+		char l[40];
+		if (o->labels)
+			snprintf(l, sizeof l, "%s", o->labels[i]);
+		else
+			snprintf(l, sizeof l, "rank %zu", i);
+		for (size_t k = 0; !rc && k < s[i]->n_step_rows; k++, rows++)
+			if (o->row_limit < 0 || rows < (size_t)o->row_limit)
+				rc = step_line(&g, &s[i]->step_rows[k], n > 1 ? l : NULL);
+	}
+	rc = rc ? rc : step_footer(&g, s, n, o);
+	tk__buf b = {0};
+	if (!rc && (rows || o->format == TK_TABLE_JSON || o->format == TK_TABLE_CSV))
+		rc = tk__grid_render(&g, o->format, &b);
+	if (!rc && tk__buf_putc(&b, 0))
+		rc = TK_ERR_NOMEM;
+	tk__grid_free(&g);
+	if (rc) {
+		tk__buf_free(&b);
+		return rc;
+	}
+	*out = b.p;
+	if (len)
+		*len = b.len - 1;
+	return 0;
+}
