@@ -33,6 +33,11 @@
  *    other = idle, compute, communication and memory ops each within
  *    busy and busy within their sum, overlap within compute and within
  *    communication, nothing negative;
+ *  - the launch table is the same in S1, S2 and S3; in each row the
+ *    delays are in order (min <= p50 <= p90 <= p99 <= max, the mean
+ *    between min and max), no more ops launched than ops and no more short
+ *    ones than launched, the queue's mean within its maximum; the stream
+ *    rows add up to the trace's row;
  *  - every table renders, alone and with S1 and S3 side by side as two
  *    ranks, and the JSON renderings are JSON in valid UTF-8. */
 #define _GNU_SOURCE
@@ -79,6 +84,48 @@ static void steps_check(const char *what, const tk_stats *a, const tk_stats *b)
 		         "compute %lld or comm %lld", (long long)x->num, (long long)x->overlap, (long long)x->compute,
 		         (long long)x->comm);
 	}
+}
+
+static int str_eq(const char *a, const char *b);
+static int dbl_same(double a, double b);
+
+/* The launch tables of a and b, row by row, and each row's order. */
+static void launch_check(const char *what, const tk_stats *a, const tk_stats *b)
+{
+	size_t n = tk_stats_launch_count(a);
+	FZ_CHECK(WHO, n == tk_stats_launch_count(b), "%s: %zu launch rows, then %zu", what, n,
+	         tk_stats_launch_count(b));
+	uint64_t ops = 0, launched = 0;
+	for (size_t i = 0; i < n; i++) {
+		const tk_stats_launch *x = tk_stats_launch_get(a, i), *y = tk_stats_launch_get(b, i);
+		FZ_CHECK(WHO, str_eq(x->stream, y->stream) && str_eq(x->worst, y->worst) && x->ops == y->ops &&
+		                  x->launched == y->launched && x->delay_min == y->delay_min &&
+		                  x->delay_p50 == y->delay_p50 && x->delay_p90 == y->delay_p90 &&
+		                  x->delay_p99 == y->delay_p99 && x->delay_max == y->delay_max &&
+		                  dbl_same(x->delay_mean, y->delay_mean) && x->short_ops == y->short_ops &&
+		                  x->short_ns == y->short_ns && x->max_queue == y->max_queue &&
+		                  dbl_same(x->mean_queue, y->mean_queue),
+		         "%s: launch row %zu (%s) differs", what, i, x->stream);
+		FZ_CHECK(WHO, x->launched <= x->ops && x->short_ops <= x->launched && x->short_ns >= 0,
+		         "launch row %s: %llu ops, %llu launched, %llu short", x->stream, (unsigned long long)x->ops,
+		         (unsigned long long)x->launched, (unsigned long long)x->short_ops);
+		FZ_CHECK(WHO, !x->launched || (x->delay_min <= x->delay_p50 && x->delay_p50 <= x->delay_p90 &&
+		                               x->delay_p90 <= x->delay_p99 && x->delay_p99 <= x->delay_max &&
+		                               x->delay_mean >= (double)x->delay_min - 1 &&
+		                               x->delay_mean <= (double)x->delay_max + 1),
+		         "launch row %s: delays out of order", x->stream);
+		FZ_CHECK(WHO, x->max_queue >= 0 && x->mean_queue >= 0 && x->mean_queue <= (double)x->max_queue + 1e-9,
+		         "launch row %s: mean queue %g over its maximum %lld", x->stream, x->mean_queue,
+		         (long long)x->max_queue);
+		if (i) {
+			ops += x->ops;
+			launched += x->launched;
+		}
+	}
+	if (n)
+		FZ_CHECK(WHO, ops == tk_stats_launch_get(a, 0)->ops && launched == tk_stats_launch_get(a, 0)->launched,
+		         "the streams hold %llu ops (%llu launched), the trace's row %llu", (unsigned long long)ops,
+		         (unsigned long long)launched, (unsigned long long)tk_stats_launch_get(a, 0)->ops);
 }
 
 static int str_eq(const char *a, const char *b)
@@ -211,6 +258,7 @@ static char *render(tk_stats *const *s, size_t n, int t, const tk_table_opts *o,
 	char *txt = NULL;
 	int rc = t < 0 ? tk_stats_format_ops(s, n, o, &txt, len)
 	         : t == 3 ? tk_stats_format_steps(s, n, o, &txt, len)
+	         : t == 4 ? tk_stats_format_launch(s, n, o, &txt, len)
 	                  : tk_stats_format_sum(s, n, sum_tables[t], o, &txt, len);
 	FZ_CHECK(WHO, rc == TK_OK || rc == TK_ERR_NOMEM, "table %d of %zu objects fails to render: %s", t, n,
 	         tk_strerror(rc));
@@ -231,7 +279,7 @@ static void tables(tk_stats *s1, tk_stats *s2, tk_stats *s3, unsigned b)
 	for (int k = formats[0] == TK_TABLE_JSON; k < 2; k++) {
 		int f = formats[k];
 		o.format = f;
-		for (int t = -1; t < 4; t++) { /* 3: the steps table */
+		for (int t = -1; t < 5; t++) { /* 3: the steps table, 4: the launch table */
 			size_t l1 = 0, l2 = 0, l3 = 0;
 			o.labels = NULL;
 			char *a = render(&s1, 1, t, &o, &l1), *c = render(&s2, 1, t, &o, &l2);
@@ -266,6 +314,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	so.flops = (int)((b >> 1) % 3);
 	so.cats = cats[(b >> 3) & 1];
 	so.step_table = 1;
+	so.launch_table = 1;
 	tk_reader_opts ro = {0, 1 << 20, 64};
 	tk_reader *r = NULL;
 	tk_stats *s1 = NULL, *s2 = NULL, *s3 = NULL;
@@ -302,6 +351,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		compare("with a pending budget of a few ops", s1, s3, 0, so.flops != TK_FLOPS_EXTENDED);
 		steps_check("after a .tkb round trip", s1, s2);
 		steps_check("with a pending budget of a few ops", s1, s3);
+		launch_check("after a .tkb round trip", s1, s2);
+		launch_check("with a pending budget of a few ops", s1, s3);
 		accounting(s1);
 		accounting(s3);
 		tables(s1, s2, s3, b2 >> 2 | fz_byte(&fo) << 8);

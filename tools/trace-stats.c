@@ -28,8 +28,9 @@ static const cli_opt opts[] = {
 	 "                             launched (docs/steps.md; reads each input twice)"},
 	{O_FLOPS, 0, "flops", "MODE", "torch (default), extended or none (see docs/flops.md)"},
 	{O_FORMAT, 'f', "format", "FMT", "text (default), csv, json or md"},
-	{O_TABLES, 't', "tables", "LIST", "ops,kernels,memcpy,api,steps (default: all that have rows\n"
-	 "                             but steps: GPU busy, idle and overlap per ProfilerStep)"},
+	{O_TABLES, 't', "tables", "LIST", "ops,kernels,memcpy,api,steps,launch (default: all that have\n"
+	 "                             rows but steps, GPU busy, idle and overlap per ProfilerStep,\n"
+	 "                             and launch, launch delays and queue length per GPU stream)"},
 	{O_PENDING, 0, "max-pending", "N", "CPU ops held for time sorting (default 524288)"},
 	{O_OUT, 'o', "output", "FILE", "write to FILE instead of standard output"},
 	{O_LIST, 0, "list", NULL, "list the traces the inputs stand for (archive members) and exit"},
@@ -43,7 +44,8 @@ static const cli_tool tool = {
 	"Summarise PyTorch profiler traces without Python: the operator table that\n"
 	"prof.key_averages().table() prints (self and total CPU and CUDA time, calls,\n"
 	"FLOPs), then kernel, memcpy/memset and runtime API summaries in the shape of\n"
-	"nsys cuda_gpu_kern_sum; with -t steps, GPU busy, idle and overlap per step.\n"
+	"nsys cuda_gpu_kern_sum; with -t steps, GPU busy, idle and overlap per step;\n"
+	"with -t launch, launch delays and queue length per GPU stream.\n"
 	"Several traces are treated as ranks: the tables are\n"
 	"combined and get one column per rank ('rank 3 CUDA total': its name, from\n"
 	"distributedInfo.rank, and what it shows) and the rank that spent the most. An\n"
@@ -61,7 +63,7 @@ static const cli_tool tool = {
 	0,
 };
 
-enum { T_STEPS = 4, N_TABLES = 5 }; /* the tables: ops, kernels, memcpy, api, steps */
+enum { T_STEPS = 4, T_LAUNCH = 5, N_TABLES = 6 }; /* the tables: ops, kernels, memcpy, api, steps, launch */
 
 typedef struct stats_opts {
 	char **in;
@@ -69,7 +71,7 @@ typedef struct stats_opts {
 	const char *out;
 	tk_stats_opts sopts;
 	tk_table_opts topts;
-	int tables; /* bits: 1 ops, 2 kernels, 4 memcpy, 8 api, 16 steps */
+	int tables; /* bits: 1 ops, 2 kernels, 4 memcpy, 8 api, 16 steps, 32 launch */
 	int tables_given;
 	long step_a, step_b; /* -1 = no step filter */
 	const char *window;  /* --window as given */
@@ -84,7 +86,7 @@ static int parse_one(stats_opts *o, int c, const char *arg)
 	static const char *const flops[] = {"none", "torch", "extended", NULL}; /* TK_FLOPS_* */
 	static const char *const fmts[] = {"text", "csv", "json", "md", NULL};  /* TK_TABLE_* */
 	static const char *const units[] = {"s", "ms", "us", "ns", NULL};
-	static const char *const tables[] = {"ops", "kernels", "memcpy", "api", "steps", NULL};
+	static const char *const tables[] = {"ops", "kernels", "memcpy", "api", "steps", "launch", NULL};
 	char *end;
 	switch (c) {
 	case O_SORT: /* checked here, before the inputs are read */
@@ -133,7 +135,7 @@ static int parse_args(int argc, char **argv, stats_opts *o)
 	o->topts.row_limit = 100;
 	o->sopts.flops = TK_FLOPS_TORCH;
 	o->topts.flops = 1;
-	o->tables = 15; /* the steps table only when asked: it keeps every GPU op until the end */
+	o->tables = 15; /* steps and launch only when asked: they keep every GPU op until the end */
 	o->step_a = o->step_b = -1;
 	while ((c = cli_next(&tool, argc, argv, &arg, &ind)) != -1) {
 		if ((c == -2 ? 2 : parse_one(o, c, arg)) != 0)
@@ -272,6 +274,7 @@ static int read_one(void *ctx, const char *name, tk_reader *r)
 	}
 	tk_stats_opts so = o->sopts;
 	so.step_table = (o->tables & (1 << T_STEPS)) != 0;
+	so.launch_table = (o->tables & (1 << T_LAUNCH)) != 0;
 	tk_steps *steps = NULL;
 	if ((o->step_a >= 0 || so.window.lo_rel || so.window.hi_rel) && first_pass(o, name, &so, &steps)) {
 		tk_steps_free(steps);
@@ -311,15 +314,18 @@ static const char *const titles[] = {
 	NULL, "CUDA GPU Kernel Summary (cuda_gpu_kern_sum):",
 	"CUDA GPU MemOps Summary (cuda_gpu_mem_time_sum, with bytes):",
 	"CUDA API Summary (cuda_api_sum):",
-	"GPU Time per ProfilerStep (docs/steps.md):"};
-static const char *const json_keys[] = {"ops", "kernels", "memcpy", "api", "steps"};
-static const int which[] = {0, TK_STATS_KERNEL, TK_STATS_MEMCPY, TK_STATS_API, 0};
+	"GPU Time per ProfilerStep (docs/steps.md):",
+	"GPU Launch Delays and Queue per Stream (docs/steps.md):"};
+static const char *const json_keys[] = {"ops", "kernels", "memcpy", "api", "steps", "launch"};
+static const int which[] = {0, TK_STATS_KERNEL, TK_STATS_MEMCPY, TK_STATS_API, 0, 0};
 
 static int has_rows(tk_stats *const *s, size_t n, int t)
 {
 	for (size_t i = 0; i < n; i++)
-		if (t == T_STEPS ? tk_stats_step_count(s[i])
-		                 : t ? tk_stats_sum_count(s[i], which[t]) : tk_stats_op_count(s[i]))
+		if (t == T_STEPS    ? tk_stats_step_count(s[i])
+		    : t == T_LAUNCH ? tk_stats_launch_count(s[i])
+		    : t             ? tk_stats_sum_count(s[i], which[t])
+		                    : tk_stats_op_count(s[i]))
 			return 1;
 	return 0;
 }
@@ -334,9 +340,10 @@ static int emit(const stats_opts *o, tk_stats *const *s, size_t n, FILE *f)
 			continue;
 		char *txt = NULL;
 		size_t len = 0;
-		int rc = t == T_STEPS ? tk_stats_format_steps(s, n, &o->topts, &txt, &len)
-		         : t          ? tk_stats_format_sum(s, n, which[t], &o->topts, &txt, &len)
-		                      : tk_stats_format_ops(s, n, &o->topts, &txt, &len);
+		int rc = t == T_STEPS    ? tk_stats_format_steps(s, n, &o->topts, &txt, &len)
+		         : t == T_LAUNCH ? tk_stats_format_launch(s, n, &o->topts, &txt, &len)
+		         : t             ? tk_stats_format_sum(s, n, which[t], &o->topts, &txt, &len)
+		                         : tk_stats_format_ops(s, n, &o->topts, &txt, &len);
 		if (rc) {
 			cli_err(tool.name, "%s", rc == TK_ERR_ARG ? tk_stats_error(s[0]) : tk_strerror(rc));
 			return rc == TK_ERR_ARG ? 2 : 1;

@@ -130,6 +130,11 @@ void tk_stats_free(tk_stats *s)
 	tk_steps_free(s->st_steps);
 	free(s->iv);
 	free(s->step_rows);
+	tk__map_free(&s->stream_index);
+	for (size_t i = 0; i < s->n_streams; i++)
+		free(s->stream_names[i]);
+	free(s->stream_names);
+	free(s->launch_rows);
 	for (int i = 0; i < 6; i++)
 		free(s->sum_order[i]);
 	tk__buf_free(&s->scratch);
@@ -723,7 +728,7 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 	int cls = classify(s, ev);
 	/* the steps table sees every step and launch, and the GPU ops of the
 	 * categories counted, in the window or not */
-	if (s->opts.step_table && tk__stats_steps_add(s, ev, cls))
+	if ((s->opts.step_table || s->opts.launch_table) && tk__stats_steps_add(s, ev, cls))
 		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 	if (cls == TK_STATS_SKIP || filtered_name(ev->name))
 		return 0;
@@ -757,7 +762,8 @@ int tk_stats_add_reader(tk_stats *s, tk_reader *r)
 	int64_t span;
 	while ((rc = tk_reader_next(r, &ev)) == TK_OK) {
 		/* a merged trace keeps correlation ids per rank */
-		if (first && s->opts.step_table && !s->st_steps && tk_merge_pid_span(r, &span) == 0) {
+		if (first && (s->opts.step_table || s->opts.launch_table) && !s->st_steps &&
+		    tk_merge_pid_span(r, &span) == 0) {
 			if (tk_steps_new(&s->st_steps))
 				return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 			tk_steps_set_pid_span(s->st_steps, span);

@@ -142,6 +142,11 @@ struct tk_stats {
 	size_t n_iv, cap_iv;
 	tk_stats_step *step_rows;
 	size_t n_step_rows;
+	tk__map stream_index; /* the GPU ops' (pid, tid): hash -> index + 1 */
+	char **stream_names;
+	size_t n_streams, cap_streams;
+	tk_stats_launch *launch_rows; /* "all", then a row per stream */
+	size_t n_launch_rows;
 	/* results, built by tk_stats_finish */
 	int finished;
 	size_t *sum_order[6];
@@ -155,7 +160,8 @@ struct tk_stats {
 /* Python's repr of the Input Dims list: "[[8, 1024], [], [1024, 1024]]". */
 int tk__shapes_repr(tk_sv dims_json, tk__buf *out);
 int tk__stats_finish_sums(tk_stats *s);
-/* Every X event, of its class, when opts.step_table: 0 or TK_ERR_NOMEM. */
+/* Every X event, of its class, when opts.step_table or launch_table: 0 or
+ * TK_ERR_NOMEM. */
 int tk__stats_steps_add(tk_stats *s, const tk_event *ev, int cls);
 int tk__stats_finish_steps(tk_stats *s);
 

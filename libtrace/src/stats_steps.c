@@ -1,6 +1,7 @@
-/* stats_steps.c: the steps table: per ProfilerStep, GPU busy time by kind, communication hidden under compute, and idle time by cause (docs/steps.md). */
+/* stats_steps.c: the GPU time line's tables: per ProfilerStep, busy time by kind, communication hidden under compute and idle time by cause; per stream, launch delays and queue length (docs/steps.md). */
 #include <stdlib.h>
 
+#include "procs.h"
 #include "stats_grid.h"
 #include "steps_int.h"
 
@@ -10,10 +11,12 @@ enum { IV_COMPUTE = 0, IV_COMM = 1, IV_MEM = 2 };
  * GPU going from one op to the next: kernel wait. */
 #define KERNEL_WAIT_NS 10000
 
-/* One GPU op. */
+/* One GPU op: 48 bytes. */
 typedef struct tk__gpuiv {
 	int64_t ts, end, corr;
+	const char *name; /* in the stats' strings */
 	int32_t group;
+	uint32_t stream;  /* index into the streams */
 	uint8_t kind, keyed;
 } tk__gpuiv;
 
@@ -34,6 +37,39 @@ static int is_comm(tk_sv name)
 	return name.len >= 4 && (memcmp(name.ptr, "nccl", 4) == 0 || memcmp(name.ptr, "rccl", 4) == 0);
 }
 
+/* The index of ev's (pid, tid), named "PID:TID" when new. */
+static int stream_of(tk_stats *s, const tk_event *ev, uint32_t *idx)
+{
+	if (!s->stream_index.esize)
+		tk__map_init_int(&s->stream_index);
+	uint64_t key = tk__mix64(tk__id_hash(&ev->pid) * 31 + tk__id_hash(&ev->tid));
+	uint64_t *v = tk__map_get_int(&s->stream_index, key);
+	if (v) {
+		*idx = (uint32_t)(*v - 1);
+		return 0;
+	}
+	if (s->n_streams >= UINT32_MAX - 1 || TK__GROW(s->stream_names, s->cap_streams, s->n_streams + 1))
+		return TK_ERR_NOMEM;
+	tk__buf b = {0};
+	const tk_id *ids[2] = {&ev->pid, &ev->tid};
+	int rc = 0;
+	for (int i = 0; i < 2 && !rc; i++) {
+		if (i)
+			rc = tk__buf_putc(&b, ':');
+		if (!rc && ids[i]->kind == TK_ID_INT)
+			rc = tk__buf_i64(&b, ids[i]->num);
+		else if (!rc && ids[i]->kind == TK_ID_STR)
+			rc = tk__buf_append(&b, ids[i]->str.ptr, ids[i]->str.len);
+	}
+	if (rc || tk__buf_putc(&b, 0) || tk__map_put_int(&s->stream_index, key, s->n_streams + 1)) {
+		tk__buf_free(&b);
+		return TK_ERR_NOMEM;
+	}
+	s->stream_names[s->n_streams] = b.p;
+	*idx = (uint32_t)s->n_streams++;
+	return 0;
+}
+
 int tk__stats_steps_add(tk_stats *s, const tk_event *ev, int cls)
 {
 	if (!s->st_steps && tk_steps_new(&s->st_steps))
@@ -50,7 +86,13 @@ int tk__stats_steps_add(tk_stats *s, const tk_event *ev, int cls)
 	v->end = tk__ev_end(ev->ts, ev->dur);
 	v->kind = cls == TK_STATS_KERNEL ? (is_comm(ev->name) ? IV_COMM : IV_COMPUTE) : IV_MEM;
 	v->keyed = (uint8_t)tk__steps_key(s->st_steps, ev, &v->corr, &v->group);
-	return 0;
+	if (!s->opts.launch_table)
+		return 0;
+	tk_sv nm = tk__strtab_intern(&s->strs, ev->name.ptr ? ev->name.ptr : "", ev->name.len);
+	if (!nm.ptr)
+		return TK_ERR_NOMEM;
+	v->name = nm.ptr;
+	return stream_of(s, ev, &v->stream);
 }
 
 static int cmp_iv(const void *a, const void *b)
@@ -62,7 +104,7 @@ static int cmp_iv(const void *a, const void *b)
 /* The op's launch, when the trace has it. */
 static int launch_of(const tk_stats *s, const tk__gpuiv *v, int64_t *t)
 {
-	return v->keyed && tk__steps_launch(s->st_steps, v->corr, v->group, t);
+	return v->keyed && tk__steps_launch(s->st_steps, v->corr, v->group, t, NULL);
 }
 
 /* The union of the ops of the kinds in mask, as sorted disjoint runs; each
@@ -183,6 +225,121 @@ static size_t step_of(const tk_stats *s, int64_t t)
 	return lo ? lo - 1 : SIZE_MAX;
 }
 
+/* ---- the launch table ---- */
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The queue: +1 at a launch's start, -1 at its op's GPU start. */
+typedef struct qpoint {
+	int64_t t;
+	int d;
+} qpoint;
+
+static int cmp_q(const void *a, const void *b)
+{
+	const qpoint *x = a, *y = b;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return x->d - y->d; /* a start before a launch at the same time */
+}
+
+/* Row r over the ops of stream st (UINT32_MAX: all): delays[] and q[] are
+ * scratch for every op. */
+static void launch_row(const tk_stats *s, uint32_t st, tk_stats_launch *r, int64_t *delays, qpoint *q)
+{
+	size_t nd = 0, nq = 0;
+	double sum = 0;
+	int64_t worst = INT64_MIN;
+	r->worst = "";
+	for (size_t i = 0; i < s->n_iv; i++) {
+		const tk__gpuiv *v = &s->iv[i];
+		if (st != UINT32_MAX && v->stream != st)
+			continue;
+		r->ops++;
+		int64_t lts, lend;
+		if (!v->keyed || !tk__steps_launch(s->st_steps, v->corr, v->group, &lts, &lend))
+			continue;
+		r->launched++;
+		int64_t d = tk__sat_sub(v->ts, lend);
+		delays[nd++] = d;
+		sum += (double)d;
+		if (d > worst) {
+			worst = d;
+			r->worst = v->name ? v->name : "";
+		}
+		if (tk__sat_sub(v->end, v->ts) < tk__sat_sub(lend, lts)) {
+			r->short_ops++;
+			r->short_ns = tk__sat_add(r->short_ns, tk__sat_sub(v->end, v->ts));
+		}
+		if (lts <= v->ts) {
+			q[nq++] = (qpoint){lts, 1};
+			q[nq++] = (qpoint){v->ts, -1};
+		}
+	}
+	if (nd) {
+		qsort(delays, nd, sizeof *delays, cmp_i64);
+		/* nearest rank: the smallest value with at least p% of them at or below it */
+		r->delay_min = delays[0];
+		r->delay_p50 = delays[(nd * 50 + 99) / 100 - 1];
+		r->delay_p90 = delays[(nd * 90 + 99) / 100 - 1];
+		r->delay_p99 = delays[(nd * 99 + 99) / 100 - 1];
+		r->delay_max = delays[nd - 1];
+		r->delay_mean = sum / (double)nd;
+	}
+	if (nq) {
+		qsort(q, nq, sizeof *q, cmp_q);
+		int64_t len = 0, maxq = 0;
+		double area = 0;
+		for (size_t i = 0; i < nq; i++) {
+			if (i)
+				area += (double)len * (double)tk__sat_sub(q[i].t, q[i - 1].t);
+			len += q[i].d;
+			maxq = len > maxq ? len : maxq;
+		}
+		int64_t span = tk__sat_sub(q[nq - 1].t, q[0].t);
+		r->max_queue = maxq;
+		r->mean_queue = span > 0 ? area / (double)span : 0;
+	}
+}
+
+static int finish_launch(tk_stats *s)
+{
+	s->launch_rows = calloc(s->n_streams + 1, sizeof *s->launch_rows);
+	int64_t *delays = malloc((s->n_iv ? s->n_iv : 1) * sizeof *delays);
+	qpoint *q = malloc((s->n_iv ? s->n_iv : 1) * 2 * sizeof *q);
+	if (!s->launch_rows || !delays || !q) {
+		free(delays);
+		free(q);
+		return TK_ERR_NOMEM;
+	}
+	s->launch_rows[0].stream = "all";
+	launch_row(s, UINT32_MAX, &s->launch_rows[0], delays, q);
+	for (uint32_t k = 0; k < s->n_streams; k++) {
+		s->launch_rows[k + 1].stream = s->stream_names[k];
+		launch_row(s, k, &s->launch_rows[k + 1], delays, q);
+	}
+	s->n_launch_rows = s->n_iv || s->n_streams ? s->n_streams + 1 : 0;
+	free(delays);
+	free(q);
+	return 0;
+}
+
+size_t tk_stats_launch_count(const tk_stats *s)
+{
+	return s && s->finished ? s->n_launch_rows : 0;
+}
+
+const tk_stats_launch *tk_stats_launch_get(const tk_stats *s, size_t i)
+{
+	return s && s->finished && i < s->n_launch_rows ? &s->launch_rows[i] : NULL;
+}
+
+/* ---- finishing ---- */
+
 int tk__stats_finish_steps(tk_stats *s)
 {
 	if (!s->st_steps)
@@ -193,7 +350,7 @@ int tk__stats_finish_steps(tk_stats *s)
 	s->step_rows = calloc(n ? n : 1, sizeof *s->step_rows);
 	if (!s->step_rows)
 		return TK_ERR_NOMEM;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && s->opts.step_table; i++) {
 		const tk_step *st = tk_steps_get(s->st_steps, i);
 		if (w->set && (st->ts < w->lo || st->ts >= w->hi))
 			continue;
@@ -205,9 +362,9 @@ int tk__stats_finish_steps(tk_stats *s)
 	if (s->n_iv)
 		qsort(s->iv, s->n_iv, sizeof *s->iv, cmp_iv);
 	runs all = {0}, comp = {0}, comm = {0}, mem = {0}, ov = {0};
-	int rc = union_of(s, 7, &all) || union_of(s, 1u << IV_COMPUTE, &comp) ||
-	         union_of(s, 1u << IV_COMM, &comm) || union_of(s, 1u << IV_MEM, &mem) ||
-	         intersect(&comp, &comm, &ov);
+	int rc = s->opts.step_table &&
+	         (union_of(s, 7, &all) || union_of(s, 1u << IV_COMPUTE, &comp) || union_of(s, 1u << IV_COMM, &comm) ||
+	          union_of(s, 1u << IV_MEM, &mem) || intersect(&comp, &comm, &ov));
 	for (size_t i = 0; !rc && i < s->n_step_rows; i++) {
 		tk_stats_step *r = &s->step_rows[i];
 		int64_t lo = r->ts, hi = tk__sat_add(r->ts, r->wall);
@@ -220,7 +377,7 @@ int tk__stats_finish_steps(tk_stats *s)
 		idle_of(&all, lo, hi, r);
 	}
 	/* the GPU ops each step launched (docs/steps.md): by launch, else by start */
-	for (size_t i = 0; !rc && i < s->n_iv; i++) {
+	for (size_t i = 0; !rc && s->n_step_rows && i < s->n_iv; i++) {
 		int64_t t = s->iv[i].ts;
 		launch_of(s, &s->iv[i], &t);
 		size_t k = step_of(s, t);
@@ -232,6 +389,8 @@ int tk__stats_finish_steps(tk_stats *s)
 	free(comm.v);
 	free(mem.v);
 	free(ov.v);
+	if (!rc && s->opts.launch_table)
+		rc = finish_launch(s);
 	free(s->iv);
 	s->iv = NULL;
 	s->n_iv = s->cap_iv = 0;
@@ -372,6 +531,101 @@ int tk_stats_format_steps(tk_stats *const *s, size_t n, const tk_table_opts *o, 
 				rc = step_line(&g, &s[i]->step_rows[k], n > 1 ? l : NULL);
 	}
 	rc = rc ? rc : step_footer(&g, s, n, o);
+	tk__buf b = {0};
+	if (!rc && (rows || o->format == TK_TABLE_JSON || o->format == TK_TABLE_CSV))
+		rc = tk__grid_render(&g, o->format, &b);
+	if (!rc && tk__buf_putc(&b, 0))
+		rc = TK_ERR_NOMEM;
+	tk__grid_free(&g);
+	if (rc) {
+		tk__buf_free(&b);
+		return rc;
+	}
+	*out = b.p;
+	if (len)
+		*len = b.len - 1;
+	return 0;
+}
+
+/* ---- the launch table's rendering ---- */
+
+static int set_dbl(tk__grid *g, size_t col, double v, int decimals)
+{
+	char raw[64], d[96];
+	snprintf(raw, sizeof raw, "%.*f", decimals, v);
+	tk__thousands(d, sizeof d, raw);
+	return tk__grid_set(g, col, d, raw);
+}
+
+static const char *const launch_heads[][2] = {
+	{"GPU ops", "gpu_ops"},           {"Launched", "launched"},
+	{"Delay min (ns)", "delay_min_ns"}, {"Delay p50 (ns)", "delay_p50_ns"},
+	{"Delay p90 (ns)", "delay_p90_ns"}, {"Delay p99 (ns)", "delay_p99_ns"},
+	{"Delay max (ns)", "delay_max_ns"}, {"Delay mean (ns)", "delay_mean_ns"},
+	{"Short ops", "short_ops"},       {"Short (ns)", "short_ns"},
+	{"Max queue", "max_queue"},       {"Mean queue", "mean_queue"},
+};
+
+static int launch_line(tk__grid *g, const tk_stats_launch *r, const char *label)
+{
+	size_t c = 0;
+	int rc = tk__grid_row(g);
+	if (!rc && label)
+		rc = tk__grid_set(g, c++, label, label);
+	rc = rc || tk__grid_set(g, c++, r->stream, r->stream) || set_int(g, c++, (int64_t)r->ops) ||
+	     set_int(g, c++, (int64_t)r->launched) || set_int(g, c++, r->delay_min) || set_int(g, c++, r->delay_p50) ||
+	     set_int(g, c++, r->delay_p90) || set_int(g, c++, r->delay_p99) || set_int(g, c++, r->delay_max) ||
+	     set_dbl(g, c++, r->delay_mean, 1) || set_int(g, c++, (int64_t)r->short_ops) ||
+	     set_int(g, c++, r->short_ns) || set_int(g, c++, r->max_queue) || set_dbl(g, c++, r->mean_queue, 2);
+	return rc ? TK_ERR_NOMEM : 0;
+}
+
+int tk_stats_format_launch(tk_stats *const *s, size_t n, const tk_table_opts *o, char **out, size_t *len)
+{
+	*out = NULL;
+	if (!s || !n || !o)
+		return TK_ERR_ARG;
+	tk__grid g = {0};
+	int rc = n > 1 ? tk__grid_col(&g, "Rank", "rank", 0, 1, 0) : 0;
+	rc = rc || tk__grid_col(&g, "Stream", "stream", 0, 1, 0);
+	for (size_t i = 0; !rc && i < sizeof launch_heads / sizeof launch_heads[0]; i++)
+		rc = tk__grid_col(&g, launch_heads[i][0], launch_heads[i][1], 0, 0, 1);
+	size_t rows = 0, best_i = 0;
+	const tk_stats_launch *best = NULL;
+	char l[40];
+	for (size_t i = 0; !rc && i < n; i++) {
+		if (o->labels)
+			snprintf(l, sizeof l, "%s", o->labels[i]);
+		else
+			snprintf(l, sizeof l, "rank %zu", i);
+		for (size_t k = 0; !rc && k < s[i]->n_launch_rows; k++, rows++) {
+			const tk_stats_launch *r = &s[i]->launch_rows[k];
+			if (k == 0 && r->launched && (!best || r->delay_max > best->delay_max)) {
+				best = r;
+				best_i = i;
+			}
+			if (o->row_limit < 0 || rows < (size_t)o->row_limit)
+				rc = launch_line(&g, r, n > 1 ? l : NULL);
+		}
+	}
+	if (!rc && best) {
+		char d[512], v[32];
+		if (n > 1 && o->labels)
+			snprintf(l, sizeof l, " (%s)", o->labels[best_i]);
+		else if (n > 1)
+			snprintf(l, sizeof l, " (rank %zu)", best_i);
+		else
+			l[0] = 0;
+		snprintf(d, sizeof d, "Longest delay%s: %lld ns, %.300s", l, (long long)best->delay_max, best->worst);
+		snprintf(v, sizeof v, "%lld", (long long)best->delay_max);
+		rc = tk__grid_footer(&g, d, "longest_delay_ns", v);
+		tk__buf q = {0};
+		if (!rc && (tk__buf_putc(&q, '"') || tk__json_escape(&q, best->worst, strlen(best->worst)) < 0 ||
+		            tk__buf_putc(&q, '"') || tk__buf_putc(&q, 0)))
+			rc = TK_ERR_NOMEM;
+		rc = rc ? rc : tk__grid_footer(&g, NULL, "longest_delay_op", q.p);
+		tk__buf_free(&q);
+	}
 	tk__buf b = {0};
 	if (!rc && (rows || o->format == TK_TABLE_JSON || o->format == TK_TABLE_CSV))
 		rc = tk__grid_render(&g, o->format, &b);

@@ -14,6 +14,7 @@ typedef struct launch {
 	int32_t group;  /* the rank of a merged trace, else 0 */
 	uint32_t flags; /* HAVE_LAUNCH, HAVE_GPU */
 	int64_t ts;     /* the launch's start */
+	int64_t end;    /* and end */
 	int64_t gpu;    /* the latest start of its GPU work */
 } launch;
 enum { HAVE_LAUNCH = 1, HAVE_GPU = 2 };
@@ -33,7 +34,7 @@ int tk_steps_new(tk_steps **out)
 	*out = calloc(1, sizeof **out);
 	if (!*out)
 		return TK_ERR_NOMEM;
-	/* 7/8: 40-80 bytes a correlation id */
+	/* 7/8: 48-96 bytes a correlation id */
 	tk__map_init(&(*out)->launches, sizeof(launch), 7);
 	return 0;
 }
@@ -142,7 +143,7 @@ int tk_steps_add(tk_steps *s, const tk_event *ev)
 	int kind = kind_of(s, ev, &corr, &group);
 	if (!kind || !(ev->has & TK_HAS_TS))
 		return 0;
-	launch key = {0, corr, group, 0, 0, 0};
+	launch key = {0, corr, group, 0, 0, 0, 0};
 	int added;
 	launch *l = tk__map_put(&s->launches, launch_hash(corr, group), launch_eq, &key, &added);
 	if (!l)
@@ -154,6 +155,7 @@ int tk_steps_add(tk_steps *s, const tk_event *ev)
 	if (kind == LAUNCH && (!(l->flags & HAVE_LAUNCH) || ev->ts < l->ts)) {
 		l->flags |= HAVE_LAUNCH;
 		l->ts = ev->ts; /* the earliest call of an id launched it */
+		l->end = tk__ev_end(ev->ts, (ev->has & TK_HAS_DUR) ? ev->dur : 0);
 	} else if (kind == GPU && (!(l->flags & HAVE_GPU) || ev->ts > l->gpu)) {
 		l->flags |= HAVE_GPU;
 		l->gpu = ev->ts;
@@ -214,7 +216,7 @@ int64_t tk_steps_time(const tk_steps *s, const tk_event *ev, int *by_launch)
 	int32_t group;
 	if (!s || kind_of(s, ev, &corr, &group) != GPU)
 		return ev->ts;
-	launch key = {0, corr, group, 0, 0, 0};
+	launch key = {0, corr, group, 0, 0, 0, 0};
 	const launch *l = tk__map_find(&s->launches, launch_hash(corr, group), launch_eq, &key);
 	if (!l || !(l->flags & HAVE_LAUNCH))
 		return ev->ts;
@@ -228,13 +230,15 @@ int tk__steps_key(const tk_steps *s, const tk_event *ev, int64_t *corr, int32_t 
 	return kind_of(s, ev, corr, group) == GPU;
 }
 
-int tk__steps_launch(const tk_steps *s, int64_t corr, int32_t group, int64_t *ts)
+int tk__steps_launch(const tk_steps *s, int64_t corr, int32_t group, int64_t *ts, int64_t *end)
 {
-	launch key = {0, corr, group, 0, 0, 0};
+	launch key = {0, corr, group, 0, 0, 0, 0};
 	const launch *l = s ? tk__map_find(&s->launches, launch_hash(corr, group), launch_eq, &key) : NULL;
 	if (!l || !(l->flags & HAVE_LAUNCH))
 		return 0;
 	*ts = l->ts;
+	if (end)
+		*end = l->end;
 	return 1;
 }
 

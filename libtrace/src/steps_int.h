@@ -17,8 +17,9 @@ int tk__steps_wants_args(const tk_event *ev);
 void tk__steps_late_work(const tk_steps *s, const int64_t *starts, size_t n, int64_t *last);
 /* 1 with its key when ev is GPU work that a launch may own. */
 int tk__steps_key(const tk_steps *s, const tk_event *ev, int64_t *corr, int32_t *group);
-/* 1 with the launch's start in *ts when the key has a launch. */
-int tk__steps_launch(const tk_steps *s, int64_t corr, int32_t group, int64_t *ts);
+/* 1 with the launch's start in *ts (and its end in *end, may be NULL)
+ * when the key has a launch. */
+int tk__steps_launch(const tk_steps *s, int64_t corr, int32_t group, int64_t *ts, int64_t *end);
 /* Memory held, for reports. */
 size_t tk__steps_bytes(const tk_steps *s);
 

@@ -174,6 +174,42 @@ def hand_table(tools, data):
     check("-t steps with --steps 1", [r["step"] for r in json.loads(out)["steps"]["rows"]] == [1], out)
 
 
+LCOLS = ("gpu_ops", "launched", "delay_min_ns", "delay_p50_ns", "delay_p90_ns", "delay_p99_ns", "delay_max_ns",
+         "delay_mean_ns", "short_ops", "short_ns", "max_queue", "mean_queue")
+
+
+def launch_json(tools, *paths):
+    out = run(os.path.join(tools, "trace-stats"), *paths, "-t", "launch", "-f", "json", "-n", "-1", "-q").stdout
+    return json.loads(out)["launch"]
+
+
+def hand_launch(tools, data):
+    # launch.json: delays from each launch call's end (it lasts 5 us) to the
+    # GPU start: k_pre 1100 - 905 = 195, k_a 95, k_b 195, the memcpy 2350 -
+    # 1955 = 395, k_c 95; k_orphan has no launch. Sorted 95 95 195 195 395:
+    # p50 (the 3rd) 195, p90 and p99 (the 5th) 395, mean 195. The queue (+1 at
+    # a launch's start, -1 at its op's start) holds 2 from 1950 to 2100; its
+    # area is 1000 us*op over 900..2600, 1700 us: 0.59.
+    t = os.path.join(data, "steps", "launch.json")
+    rows = launch_json(tools, t)["rows"]
+    want = dict(zip(LCOLS, (6, 5, 95000, 195000, 395000, 395000, 395000, 195000.0, 0, 0, 2, 0.59)))
+    check("-t launch: launch.json's figures worked out by hand",
+          [r["stream"] for r in rows] == ["all", "0:7"] and {k: rows[0][k] for k in LCOLS} == want, rows)
+    # overlap.json: delays 95 (k1), 185 (the all-reduce), 280 (k2), 0 (k3);
+    # the queue holds 3 from 1020 to 1100, area 580 over 1000..1505: 1.15
+    t2 = os.path.join(data, "steps", "overlap.json")
+    d = launch_json(tools, t, t2)
+    rows = d["rows"]
+    want = dict(zip(LCOLS, (4, 4, 0, 95000, 280000, 280000, 280000, 140000.0, 0, 0, 3, 1.15)))
+    got = [r for r in rows if r["rank"] == "trace 1" and r["stream"] == "all"]
+    check("-t launch: overlap.json's figures worked out by hand", got and {k: got[0][k] for k in LCOLS} == want, got)
+    check("-t launch: stream rows per trace", [(r["rank"], r["stream"]) for r in rows] ==
+          [("trace 0", "all"), ("trace 0", "0:7"), ("trace 1", "all"), ("trace 1", "0:7"), ("trace 1", "0:20")], rows)
+    check("-t launch: the longest delay at the foot",
+          d["totals"] == {"longest_delay_ns": 395000, "longest_delay_op": "Memcpy HtoD (Pageable -> Device)"},
+          d["totals"])
+
+
 # ---- real traces ----
 
 API = {"cuda_runtime", "Runtime", "cuda_driver", "mtia_runtime", "privateuse1_runtime"}
@@ -275,6 +311,50 @@ def table_ref(evs):
     return rows
 
 
+def launch_ref(evs):
+    """The launch table's "all" row as docs/steps.md defines it, computed here."""
+    launch = {}
+    ops = []
+    for e in evs:
+        if not isinstance(e, dict) or e.get("ph") != "X" or "ts" not in e:
+            continue
+        ts = exact_ns(e["ts"])
+        end = ts + max(0, exact_ns(e.get("dur", 0)))
+        if e.get("cat") in API and corr_of(e) is not None:
+            if corr_of(e) not in launch or ts < launch[corr_of(e)][0]:
+                launch[corr_of(e)] = (ts, end)
+        elif e.get("cat") in GPU and "dur" in e and exact_ns(e["dur"]) >= 0:
+            ops.append((ts, end, corr_of(e)))
+    delays, short, short_ns, q = [], 0, 0, []
+    for ts, end, corr in ops:
+        if corr not in launch:
+            continue
+        lts, lend = launch[corr]
+        delays.append(ts - lend)
+        if end - ts < lend - lts:
+            short += 1
+            short_ns += end - ts
+        if lts <= ts:
+            q += [(lts, 1), (ts, -1)]
+    delays.sort()
+    r = {"gpu_ops": len(ops), "launched": len(delays), "short_ops": short, "short_ns": short_ns}
+    if delays:
+        rank = lambda p: delays[-(-len(delays) * p // 100) - 1]
+        r.update(delay_min_ns=delays[0], delay_p50_ns=rank(50), delay_p90_ns=rank(90), delay_p99_ns=rank(99),
+                 delay_max_ns=delays[-1], delay_mean_ns=round(sum(delays) / len(delays), 1))
+    q.sort()
+    n = most = 0
+    area = 0
+    for i, (t, d) in enumerate(q):
+        if i:
+            area += n * (t - q[i - 1][0])
+        n += d
+        most = max(most, n)
+    r["max_queue"] = most
+    r["mean_queue"] = round(area / (q[-1][0] - q[0][0]), 2) if q and q[-1][0] > q[0][0] else 0
+    return r
+
+
 def real(tools, root, tmp):
     for rel in REAL:
         path = os.path.join(root, rel)
@@ -346,6 +426,13 @@ def real(tools, root, tmp):
         got = steps_json(tools, path)["rows"]
         keys = ("step",) + COLS
         bad = [(w, g) for w, g in zip(want, got) if {k: w[k] for k in keys} != {k: g[k] for k in keys}]
+        want_l = launch_ref(load_exact(path))
+        got_l = launch_json(tools, path)["rows"][0]
+        keys = [k for k in LCOLS if k in want_l]
+        close = all(abs(want_l[k] - got_l[k]) <= (0.051 if isinstance(want_l[k], float) else 0) for k in keys)
+        check("%s: -t launch: the trace's row equals the one computed from the JSON (%d ops, p99 delay %s ns)"
+              % (rel, want_l["launched"], want_l.get("delay_p99_ns")), close,
+              {k: (want_l[k], got_l[k]) for k in keys if want_l[k] != got_l[k]})
         check("%s: -t steps: %d steps equal the table computed from the JSON (comm %d ns, overlap %d ns)"
               % (rel, len(want), sum(r["comm_ns"] for r in want), sum(r["overlap_ns"] for r in want)),
               len(want) == len(got) and not bad, bad[:1] or (len(want), len(got)))
@@ -360,6 +447,7 @@ def main():
         if sys.argv[1] == "hand":
             hand(tools, data, tmp)
             hand_table(tools, data)
+            hand_launch(tools, data)
         else:
             real(tools, sys.argv[4], tmp)
     print("test_steps: %d failures" % fails)

@@ -43,8 +43,11 @@ typedef struct tk_stats_opts {
 	 * live until the last tk_stats_add(). NULL = by start. */
 	const tk_steps *steps;
 	/* Build the steps table (tk_stats_step_get, tk_stats_format_steps):
-	 * keeps the launches and 40 bytes per GPU op until tk_stats_finish. */
+	 * keeps the launches and 48 bytes per GPU op until tk_stats_finish. */
 	int step_table;
+	/* Build the launch table (tk_stats_launch_get, tk_stats_format_launch),
+	 * with the same cost. */
+	int launch_table;
 	/* Most CPU events held for sorting by time per stats object; 0 = 1<<19.
 	 * Results are exact while every thread's ops fit (see docs). */
 	size_t max_pending;
@@ -112,6 +115,24 @@ typedef struct tk_stats_step {
 TK_API size_t tk_stats_step_count(const tk_stats *s);
 TK_API const tk_stats_step *tk_stats_step_get(const tk_stats *s, size_t i);
 
+/* The launch table: a trace's GPU ops per stream, and a row for all of
+ * them, first (docs/steps.md). Delays in ns: from the end of the CPU
+ * launch call to the op's GPU start; percentiles by nearest rank. */
+typedef struct tk_stats_launch {
+	const char *stream;  /* "PID:TID" of the GPU ops, or "all" */
+	uint64_t ops;        /* GPU ops: kernels, memcpy, memset */
+	uint64_t launched;   /* of them, with their launch in the trace */
+	int64_t delay_min, delay_p50, delay_p90, delay_p99, delay_max;
+	double delay_mean;
+	uint64_t short_ops;  /* GPU time shorter than the launch call's */
+	int64_t short_ns;    /* their GPU time */
+	int64_t max_queue;   /* most ops launched and not yet started at once */
+	double mean_queue;   /* over time, from the first launch to the last start */
+	const char *worst;   /* the name of the op with the longest delay, or "" */
+} tk_stats_launch;
+TK_API size_t tk_stats_launch_count(const tk_stats *s);
+TK_API const tk_stats_launch *tk_stats_launch_get(const tk_stats *s, size_t i);
+
 /* Counters a caller may want to warn about. */
 typedef struct tk_stats_info {
 	uint64_t events, ops, apis, device;
@@ -157,6 +178,10 @@ TK_API int tk_stats_format_ops(tk_stats *const *s, size_t n, const tk_table_opts
  * column when n > 1), averages and the slowest step at the foot. */
 TK_API int tk_stats_format_steps(tk_stats *const *s, size_t n, const tk_table_opts *o, char **out,
                                  size_t *len);
+/* Render the launch table: the rows of each stats object (a Rank column
+ * when n > 1); the op with the longest delay at the foot. */
+TK_API int tk_stats_format_launch(tk_stats *const *s, size_t n, const tk_table_opts *o, char **out,
+                                  size_t *len);
 /* Render a summary table (TK_STATS_KERNEL, TK_STATS_MEMCPY, TK_STATS_API). */
 TK_API int tk_stats_format_sum(tk_stats *const *s, size_t n, int which, const tk_table_opts *o,
                                char **out, size_t *len);
