@@ -38,6 +38,9 @@
  *    between min and max), no more ops launched than ops and no more short
  *    ones than launched, the queue's mean within its maximum; the stream
  *    rows add up to the trace's row;
+ *  - the memory table is the same in S1, S2 and S3; in each row no more
+ *    allocations and frees than events, no negative byte sums, the peak at
+ *    least the final total;
  *  - every table renders, alone and with S1 and S3 side by side as two
  *    ranks, and the JSON renderings are JSON in valid UTF-8. */
 #define _GNU_SOURCE
@@ -126,6 +129,29 @@ static void launch_check(const char *what, const tk_stats *a, const tk_stats *b)
 		FZ_CHECK(WHO, ops == tk_stats_launch_get(a, 0)->ops && launched == tk_stats_launch_get(a, 0)->launched,
 		         "the streams hold %llu ops (%llu launched), the trace's row %llu", (unsigned long long)ops,
 		         (unsigned long long)launched, (unsigned long long)tk_stats_launch_get(a, 0)->ops);
+}
+
+/* The memory tables of a and b, row by row, and each row's sense. */
+static void memory_check(const char *what, const tk_stats *a, const tk_stats *b)
+{
+	size_t n = tk_stats_memory_count(a);
+	FZ_CHECK(WHO, n == tk_stats_memory_count(b), "%s: %zu memory rows, then %zu", what, n,
+	         tk_stats_memory_count(b));
+	for (size_t i = 0; i < n; i++) {
+		const tk_stats_memory *x = tk_stats_memory_get(a, i), *y = tk_stats_memory_get(b, i);
+		FZ_CHECK(WHO, str_eq(x->device, y->device) && str_eq(x->op_at_peak, y->op_at_peak) &&
+		                  x->events == y->events && x->allocs == y->allocs && x->frees == y->frees &&
+		                  x->bytes_alloc == y->bytes_alloc && x->bytes_freed == y->bytes_freed &&
+		                  x->from_totals == y->from_totals && x->peak_alloc == y->peak_alloc &&
+		                  x->peak_ts == y->peak_ts && x->peak_reserved == y->peak_reserved &&
+		                  x->reserved_ts == y->reserved_ts && x->final_alloc == y->final_alloc,
+		         "%s: memory row %zu (%s) differs", what, i, x->device);
+		FZ_CHECK(WHO, x->allocs + x->frees <= x->events && x->events > 0 && x->bytes_alloc >= 0 &&
+		                  x->bytes_freed >= 0 && x->peak_alloc >= x->final_alloc && x->peak_reserved >= -1,
+		         "memory row %s: %llu events, %llu allocs, %llu frees, peak %lld, final %lld", x->device,
+		         (unsigned long long)x->events, (unsigned long long)x->allocs, (unsigned long long)x->frees,
+		         (long long)x->peak_alloc, (long long)x->final_alloc);
+	}
 }
 
 static int str_eq(const char *a, const char *b)
@@ -259,6 +285,7 @@ static char *render(tk_stats *const *s, size_t n, int t, const tk_table_opts *o,
 	int rc = t < 0 ? tk_stats_format_ops(s, n, o, &txt, len)
 	         : t == 3 ? tk_stats_format_steps(s, n, o, &txt, len)
 	         : t == 4 ? tk_stats_format_launch(s, n, o, &txt, len)
+	         : t == 5 ? tk_stats_format_memory(s, n, o, &txt, len)
 	                  : tk_stats_format_sum(s, n, sum_tables[t], o, &txt, len);
 	FZ_CHECK(WHO, rc == TK_OK || rc == TK_ERR_NOMEM, "table %d of %zu objects fails to render: %s", t, n,
 	         tk_strerror(rc));
@@ -279,7 +306,7 @@ static void tables(tk_stats *s1, tk_stats *s2, tk_stats *s3, unsigned b)
 	for (int k = formats[0] == TK_TABLE_JSON; k < 2; k++) {
 		int f = formats[k];
 		o.format = f;
-		for (int t = -1; t < 5; t++) { /* 3: the steps table, 4: the launch table */
+		for (int t = -1; t < 6; t++) { /* 3: steps, 4: launch, 5: memory */
 			size_t l1 = 0, l2 = 0, l3 = 0;
 			o.labels = NULL;
 			char *a = render(&s1, 1, t, &o, &l1), *c = render(&s2, 1, t, &o, &l2);
@@ -315,6 +342,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	so.cats = cats[(b >> 3) & 1];
 	so.step_table = 1;
 	so.launch_table = 1;
+	so.memory_table = 1;
 	tk_reader_opts ro = {0, 1 << 20, 64};
 	tk_reader *r = NULL;
 	tk_stats *s1 = NULL, *s2 = NULL, *s3 = NULL;
@@ -353,6 +381,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		steps_check("with a pending budget of a few ops", s1, s3);
 		launch_check("after a .tkb round trip", s1, s2);
 		launch_check("with a pending budget of a few ops", s1, s3);
+		memory_check("after a .tkb round trip", s1, s2);
+		memory_check("with a pending budget of a few ops", s1, s3);
 		accounting(s1);
 		accounting(s3);
 		tables(s1, s2, s3, b2 >> 2 | fz_byte(&fo) << 8);

@@ -28,9 +28,10 @@ static const cli_opt opts[] = {
 	 "                             launched (docs/steps.md; reads each input twice)"},
 	{O_FLOPS, 0, "flops", "MODE", "torch (default), extended or none (see docs/flops.md)"},
 	{O_FORMAT, 'f', "format", "FMT", "text (default), csv, json or md"},
-	{O_TABLES, 't', "tables", "LIST", "ops,kernels,memcpy,api,steps,launch (default: all that have\n"
-	 "                             rows but steps, GPU busy, idle and overlap per ProfilerStep,\n"
-	 "                             and launch, launch delays and queue length per GPU stream)"},
+	{O_TABLES, 't', "tables", "LIST", "ops,kernels,memcpy,api,steps,launch,memory (default: all that\n"
+	 "                             have rows but steps, GPU busy, idle and overlap per\n"
+	 "                             ProfilerStep; launch, launch delays and queue length per GPU\n"
+	 "                             stream; memory, peak memory per device from [memory] events)"},
 	{O_PENDING, 0, "max-pending", "N", "CPU ops held for time sorting (default 524288)"},
 	{O_OUT, 'o', "output", "FILE", "write to FILE instead of standard output"},
 	{O_LIST, 0, "list", NULL, "list the traces the inputs stand for (archive members) and exit"},
@@ -45,7 +46,8 @@ static const cli_tool tool = {
 	"prof.key_averages().table() prints (self and total CPU and CUDA time, calls,\n"
 	"FLOPs), then kernel, memcpy/memset and runtime API summaries in the shape of\n"
 	"nsys cuda_gpu_kern_sum; with -t steps, GPU busy, idle and overlap per step;\n"
-	"with -t launch, launch delays and queue length per GPU stream.\n"
+	"with -t launch, launch delays and queue length per GPU stream; with -t memory,\n"
+	"the peak allocated and reserved memory per device and the op at the peak.\n"
 	"Several traces are treated as ranks: the tables are\n"
 	"combined and get one column per rank ('rank 3 CUDA total': its name, from\n"
 	"distributedInfo.rank, and what it shows) and the rank that spent the most. An\n"
@@ -63,7 +65,8 @@ static const cli_tool tool = {
 	0,
 };
 
-enum { T_STEPS = 4, T_LAUNCH = 5, N_TABLES = 6 }; /* the tables: ops, kernels, memcpy, api, steps, launch */
+/* the tables: ops, kernels, memcpy, api, steps, launch, memory */
+enum { T_STEPS = 4, T_LAUNCH = 5, T_MEMORY = 6, N_TABLES = 7 };
 
 typedef struct stats_opts {
 	char **in;
@@ -71,7 +74,7 @@ typedef struct stats_opts {
 	const char *out;
 	tk_stats_opts sopts;
 	tk_table_opts topts;
-	int tables; /* bits: 1 ops, 2 kernels, 4 memcpy, 8 api, 16 steps, 32 launch */
+	int tables; /* bits: 1 << T_*: 1 ops, 2 kernels, 4 memcpy, 8 api, 16 steps, 32 launch, 64 memory */
 	int tables_given;
 	long step_a, step_b; /* -1 = no step filter */
 	const char *window;  /* --window as given */
@@ -86,7 +89,7 @@ static int parse_one(stats_opts *o, int c, const char *arg)
 	static const char *const flops[] = {"none", "torch", "extended", NULL}; /* TK_FLOPS_* */
 	static const char *const fmts[] = {"text", "csv", "json", "md", NULL};  /* TK_TABLE_* */
 	static const char *const units[] = {"s", "ms", "us", "ns", NULL};
-	static const char *const tables[] = {"ops", "kernels", "memcpy", "api", "steps", "launch", NULL};
+	static const char *const tables[] = {"ops", "kernels", "memcpy", "api", "steps", "launch", "memory", NULL};
 	char *end;
 	switch (c) {
 	case O_SORT: /* checked here, before the inputs are read */
@@ -135,7 +138,9 @@ static int parse_args(int argc, char **argv, stats_opts *o)
 	o->topts.row_limit = 100;
 	o->sopts.flops = TK_FLOPS_TORCH;
 	o->topts.flops = 1;
-	o->tables = 15; /* steps and launch only when asked: they keep every GPU op until the end */
+	/* steps and launch only when asked: they keep every GPU op until the end;
+	 * memory too: the op at the peak takes a second pass */
+	o->tables = 15;
 	o->step_a = o->step_b = -1;
 	while ((c = cli_next(&tool, argc, argv, &arg, &ind)) != -1) {
 		if ((c == -2 ? 2 : parse_one(o, c, arg)) != 0)
@@ -254,6 +259,27 @@ static void unique_label(stats_run *run, const char *name)
 		         name, base, l);
 }
 
+/* The op running at each device's memory peak: a second read of the input,
+ * which standard input and pipes do not allow (the table goes without). */
+static int memory_ops(const stats_opts *o, const char *name, tk_stats *st)
+{
+	if (!tk_input_rereadable(name)) {
+		if (!o->quiet)
+			cli_warn(tool.name, "%s: -t memory names the op at the peak from a second read of the input, "
+			         "and this is %s: the column stays empty", strcmp(name, "-") == 0 ? "(stdin)" : name,
+			         strcmp(name, "-") == 0 ? "standard input" : "a pipe or FIFO");
+		return 0;
+	}
+	tk_reader *r2 = NULL;
+	int rc = tk_reader_open_path(&r2, name, NULL);
+	if (rc)
+		cli_err(tool.name, "%s", r2 && *tk_reader_error(r2) ? tk_reader_error(r2) : tk_strerror(rc));
+	else
+		rc = tk_stats_memory_ops(st, r2);
+	tk_reader_free(r2);
+	return rc;
+}
+
 static int read_one(void *ctx, const char *name, tk_reader *r)
 {
 	stats_run *run = ctx;
@@ -275,6 +301,7 @@ static int read_one(void *ctx, const char *name, tk_reader *r)
 	tk_stats_opts so = o->sopts;
 	so.step_table = (o->tables & (1 << T_STEPS)) != 0;
 	so.launch_table = (o->tables & (1 << T_LAUNCH)) != 0;
+	so.memory_table = (o->tables & (1 << T_MEMORY)) != 0;
 	tk_steps *steps = NULL;
 	if ((o->step_a >= 0 || so.window.lo_rel || so.window.hi_rel) && first_pass(o, name, &so, &steps)) {
 		tk_steps_free(steps);
@@ -285,6 +312,8 @@ static int read_one(void *ctx, const char *name, tk_reader *r)
 	if (!rc && (rc = tk_stats_add_reader(st, r)) == 0)
 		rc = tk_stats_finish(st);
 	tk_steps_free(steps);
+	if (!rc && tk_stats_memory_count(st))
+		rc = memory_ops(o, name, st);
 	const char *msg = st ? tk_stats_error(st) : tk_strerror(rc);
 	if (rc && strncmp(msg, name, strlen(name)) == 0) /* a reader's error names its input */
 		cli_err(tool.name, "%s", msg);
@@ -315,15 +344,17 @@ static const char *const titles[] = {
 	"CUDA GPU MemOps Summary (cuda_gpu_mem_time_sum, with bytes):",
 	"CUDA API Summary (cuda_api_sum):",
 	"GPU Time per ProfilerStep (docs/steps.md):",
-	"GPU Launch Delays and Queue per Stream (docs/steps.md):"};
-static const char *const json_keys[] = {"ops", "kernels", "memcpy", "api", "steps", "launch"};
-static const int which[] = {0, TK_STATS_KERNEL, TK_STATS_MEMCPY, TK_STATS_API, 0, 0};
+	"GPU Launch Delays and Queue per Stream (docs/steps.md):",
+	"Memory per Device, from [memory] events (docs/steps.md):"};
+static const char *const json_keys[] = {"ops", "kernels", "memcpy", "api", "steps", "launch", "memory"};
+static const int which[] = {0, TK_STATS_KERNEL, TK_STATS_MEMCPY, TK_STATS_API, 0, 0, 0};
 
 static int has_rows(tk_stats *const *s, size_t n, int t)
 {
 	for (size_t i = 0; i < n; i++)
 		if (t == T_STEPS    ? tk_stats_step_count(s[i])
 		    : t == T_LAUNCH ? tk_stats_launch_count(s[i])
+		    : t == T_MEMORY ? tk_stats_memory_count(s[i])
 		    : t             ? tk_stats_sum_count(s[i], which[t])
 		                    : tk_stats_op_count(s[i]))
 			return 1;
@@ -342,6 +373,7 @@ static int emit(const stats_opts *o, tk_stats *const *s, size_t n, FILE *f)
 		size_t len = 0;
 		int rc = t == T_STEPS    ? tk_stats_format_steps(s, n, &o->topts, &txt, &len)
 		         : t == T_LAUNCH ? tk_stats_format_launch(s, n, &o->topts, &txt, &len)
+		         : t == T_MEMORY ? tk_stats_format_memory(s, n, &o->topts, &txt, &len)
 		         : t             ? tk_stats_format_sum(s, n, which[t], &o->topts, &txt, &len)
 		                         : tk_stats_format_ops(s, n, &o->topts, &txt, &len);
 		if (rc) {

@@ -135,6 +135,9 @@ void tk_stats_free(tk_stats *s)
 		free(s->stream_names[i]);
 	free(s->stream_names);
 	free(s->launch_rows);
+	free(s->mev);
+	free(s->mem_rows);
+	free(s->peak_thread);
 	for (int i = 0; i < 6; i++)
 		free(s->sum_order[i]);
 	tk__buf_free(&s->scratch);
@@ -723,6 +726,9 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 {
 	if (!s || !ev || s->finished)
 		return TK_ERR_ARG;
+	/* profile_memory's [memory] events are instants */
+	if (s->opts.memory_table && ev->name.ptr && tk__stats_memory_add(s, ev))
+		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 	if (ev->ph != 'X' || !(ev->has & TK_HAS_TS) || !ev->name.ptr)
 		return 0;
 	int cls = classify(s, ev);
@@ -792,7 +798,7 @@ int tk_stats_finish(tk_stats *s)
 	int rc = flush_all(s);
 	if (rc)
 		return rc;
-	if (tk__stats_finish_steps(s))
+	if (tk__stats_finish_steps(s) || tk__stats_finish_memory(s))
 		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 	s->finished = 1;
 	/* rows in torch's order: by the first event's (start, -end); the

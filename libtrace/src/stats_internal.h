@@ -147,6 +147,12 @@ struct tk_stats {
 	size_t n_streams, cap_streams;
 	tk_stats_launch *launch_rows; /* "all", then a row per stream */
 	size_t n_launch_rows;
+	/* the memory table (stats_memory.c) */
+	struct tk__memev *mev;
+	size_t n_mev, cap_mev;
+	tk_stats_memory *mem_rows;
+	size_t n_mem_rows, cap_mem_rows;
+	uint64_t *peak_thread; /* per device: the peak event's (pid, tid) hash */
 	/* results, built by tk_stats_finish */
 	int finished;
 	size_t *sum_order[6];
@@ -164,5 +170,8 @@ int tk__stats_finish_sums(tk_stats *s);
  * TK_ERR_NOMEM. */
 int tk__stats_steps_add(tk_stats *s, const tk_event *ev, int cls);
 int tk__stats_finish_steps(tk_stats *s);
+/* A [memory] event, when opts.memory_table: 0 or TK_ERR_NOMEM. */
+int tk__stats_memory_add(tk_stats *s, const tk_event *ev);
+int tk__stats_finish_memory(tk_stats *s);
 
 #endif

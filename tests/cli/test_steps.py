@@ -210,6 +210,37 @@ def hand_launch(tools, data):
           d["totals"])
 
 
+MCOLS = ("device", "events", "allocs", "frees", "bytes_allocated", "bytes_freed", "peak_allocated", "peak_ts_ns",
+         "peak_reserved", "reserved_ts_ns", "final_allocated", "from", "op_at_peak")
+
+
+def memory_json(tools, *paths):
+    out = run(os.path.join(tools, "trace-stats"), *paths, "-t", "memory", "-f", "json", "-n", "-1", "-q").stdout
+    return json.loads(out)["memory"]
+
+
+def hand_memory(tools, data):
+    # memory.json: on cuda:0, +1000 B at 1015 us (torch's totals: 5000
+    # allocated, 8000 reserved), +3000 at 1050 (8000, 10000), -1000 at 1090
+    # (7000), -3000 at 1200 (4000, 12000): the peak, 8000, is at 1050, inside
+    # aten::linear [1000, 1100] and aten::mm [1030, 1080]: the innermost is
+    # aten::mm. On the CPU, no totals: +16 at 1012, +32 at 1060, -16 at 1070
+    # sum to 16, 48 (the peak, inside aten::mm), 32.
+    t = os.path.join(data, "steps", "memory.json")
+    rows = memory_json(tools, t)["rows"]
+    want = [dict(zip(MCOLS, ("cuda:0", 4, 2, 2, 4000, 4000, 8000, 1050000, 12000, 1200000, 4000, "Total Allocated",
+                             "aten::mm"))),
+            dict(zip(MCOLS, ("cpu", 3, 2, 1, 48, 16, 48, 1060000, None, None, 32, "sum of Bytes", "aten::mm")))]
+    check("-t memory: memory.json's figures worked out by hand", [{k: r[k] for k in MCOLS} for r in rows] == want,
+          rows)
+    p = subprocess.run([os.path.join(tools, "trace-stats"), "-", "-t", "memory", "-f", "json"], stdin=open(t),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    rows = json.loads(p.stdout)["memory"]["rows"] if p.returncode == 0 else []
+    check("-t memory on standard input: the table, without the op at the peak, and a warning saying why",
+          [r["peak_allocated"] for r in rows] == [8000, 48] and [r["op_at_peak"] for r in rows] == ["", ""]
+          and "second read" in p.stderr, (p.returncode, p.stderr))
+
+
 # ---- real traces ----
 
 API = {"cuda_runtime", "Runtime", "cuda_driver", "mtia_runtime", "privateuse1_runtime"}
@@ -355,6 +386,58 @@ def launch_ref(evs):
     return r
 
 
+def memory_ref(evs):
+    """The memory table as docs/steps.md defines it, computed here."""
+    mem, devs = [], []
+    for i, e in enumerate(evs):
+        if not isinstance(e, dict) or e.get("name") != "[memory]" or "ts" not in e:
+            continue
+        a = e.get("args") if isinstance(e.get("args"), dict) else {}
+        if not isinstance(a.get("Bytes"), int):
+            continue
+        t, d = a.get("Device Type", 0), a.get("Device Id", -1)
+        names = {1: "cuda", 6: "hip", 12: "xpu", 13: "mps", 19: "mtia"}  # torch's DeviceType
+        dev = "cpu" if t == 0 else "%s:%d" % (names[t], d) if t in names else "type %d:%d" % (t, d)
+        if dev not in devs:
+            devs.append(dev)
+        mem.append((dev, exact_ns(e["ts"]), i, a, thread(e)))
+    rows = []
+    for dev in devs:
+        ms = sorted((m for m in mem if m[0] == dev), key=lambda m: (m[1], m[2]))
+        totals = all(isinstance(m[3].get("Total Allocated"), int) for m in ms)
+        run_sum, peak, res = 0, None, None
+        r = {"device": dev, "events": len(ms), "allocs": sum(m[3]["Bytes"] > 0 for m in ms),
+             "frees": sum(m[3]["Bytes"] < 0 for m in ms), "bytes_allocated": sum(max(0, m[3]["Bytes"]) for m in ms),
+             "bytes_freed": -sum(min(0, m[3]["Bytes"]) for m in ms), "from": "Total Allocated" if totals else "sum of Bytes"}
+        for m in ms:
+            run_sum += m[3]["Bytes"]
+            v = m[3]["Total Allocated"] if totals else run_sum
+            if peak is None or v > peak[0]:
+                peak = (v, m[1], m[4])
+            tr = m[3].get("Total Reserved")
+            if isinstance(tr, int) and (res is None or tr > res[0]):
+                res = (tr, m[1])
+            r["final_allocated"] = v
+        r["peak_allocated"], r["peak_ts_ns"] = peak[0], peak[1]
+        r["peak_reserved"], r["reserved_ts_ns"] = res if res else (None, None)
+        best = None
+        for e in evs:
+            if not isinstance(e, dict) or e.get("ph") != "X" or e.get("cat") not in ("cpu_op", "Operator", "user_annotation") \
+                    or "ts" not in e or thread(e) != peak[2]:
+                continue
+            ts, dur = exact_ns(e["ts"]), max(0, exact_ns(e.get("dur", 0)))
+            if ts <= peak[1] <= ts + dur and (best is None or dur < best[0]):
+                best = (dur, e["name"])
+        r["op_at_peak"] = best[1] if best else ""
+        rows.append(r)
+    return rows
+
+
+def thread(e):
+    norm = lambda v: int(v) if isinstance(v, str) and v.lstrip("-").isdigit() else v
+    return (norm(e.get("pid")), norm(e.get("tid")))
+
+
 def real(tools, root, tmp):
     for rel in REAL:
         path = os.path.join(root, rel)
@@ -417,6 +500,20 @@ def real(tools, root, tmp):
         check("%s: --by-step: all %d launch flows keep both ends" % (rel, kept_in), kept_out == kept_in,
               "%d of %d" % (kept_out, kept_in))
 
+    for rel in ["kineto-tbplugin-resnet50-2021-06/worker0.1623143089861.pt.trace.json.gz",
+                "tracelens-h100-hf/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+                "tracelens-mi300-hf/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+                "tracelens-vllm_decode_full/graph_capture_rank_0.1773709742341309550.pt.trace.json.gz"]:
+        path = os.path.join(root, rel)
+        if not os.path.exists(path):
+            continue
+        want = memory_ref(load_exact(path))
+        got = [{k: r[k] for k in MCOLS} for r in memory_json(tools, path)["rows"]]
+        check("%s: -t memory: %s equal the table computed from the JSON (peaks %s)"
+              % (rel, ", ".join(r["device"] for r in want), ", ".join("%s at %s" % (r["peak_allocated"], r["op_at_peak"])
+                                                                  for r in want)),
+              got == want, [(w, g) for w, g in zip(want, got) if w != g][:1] or (len(want), len(got)))
+
     for rel in REAL + ["hta-nccl_parser_config/nccl_data.json.gz",
                        "param-dlrm-8rank/dlrm_kineto/worker0_step_12.1694128201545.pt.trace.json"]:
         path = os.path.join(root, rel)
@@ -448,6 +545,7 @@ def main():
             hand(tools, data, tmp)
             hand_table(tools, data)
             hand_launch(tools, data)
+            hand_memory(tools, data)
         else:
             real(tools, sys.argv[4], tmp)
     print("test_steps: %d failures" % fails)

@@ -48,6 +48,10 @@ typedef struct tk_stats_opts {
 	/* Build the launch table (tk_stats_launch_get, tk_stats_format_launch),
 	 * with the same cost. */
 	int launch_table;
+	/* Build the memory table (tk_stats_memory_get, tk_stats_format_memory)
+	 * from profile_memory's [memory] events: 48 bytes per event until
+	 * tk_stats_finish. */
+	int memory_table;
 	/* Most CPU events held for sorting by time per stats object; 0 = 1<<19.
 	 * Results are exact while every thread's ops fit (see docs). */
 	size_t max_pending;
@@ -133,6 +137,24 @@ typedef struct tk_stats_launch {
 TK_API size_t tk_stats_launch_count(const tk_stats *s);
 TK_API const tk_stats_launch *tk_stats_launch_get(const tk_stats *s, size_t i);
 
+/* The memory table: a row per device of a trace's [memory] events
+ * (docs/steps.md). Bytes; times in ns on the trace's clock. */
+typedef struct tk_stats_memory {
+	const char *device; /* "cuda:0", "cpu", "type T:ID" */
+	uint64_t events, allocs, frees;
+	int64_t bytes_alloc, bytes_freed;
+	int from_totals;     /* 1: torch's Total Allocated; 0: the sum of Bytes from 0 */
+	int64_t peak_alloc, peak_ts;
+	int64_t peak_reserved, reserved_ts; /* -1 when the events do not say */
+	int64_t final_alloc;
+	const char *op_at_peak; /* "" until tk_stats_memory_ops() finds one */
+} tk_stats_memory;
+TK_API size_t tk_stats_memory_count(const tk_stats *s);
+TK_API const tk_stats_memory *tk_stats_memory_get(const tk_stats *s, size_t i);
+/* After tk_stats_finish: reads the trace again from r (to its end) for the
+ * innermost CPU op of the peak's thread that runs at each device's peak. */
+TK_API int tk_stats_memory_ops(tk_stats *s, tk_reader *r);
+
 /* Counters a caller may want to warn about. */
 typedef struct tk_stats_info {
 	uint64_t events, ops, apis, device;
@@ -181,6 +203,10 @@ TK_API int tk_stats_format_steps(tk_stats *const *s, size_t n, const tk_table_op
 /* Render the launch table: the rows of each stats object (a Rank column
  * when n > 1); the op with the longest delay at the foot. */
 TK_API int tk_stats_format_launch(tk_stats *const *s, size_t n, const tk_table_opts *o, char **out,
+                                  size_t *len);
+/* Render the memory table: the rows of each stats object (a Rank column
+ * when n > 1). */
+TK_API int tk_stats_format_memory(tk_stats *const *s, size_t n, const tk_table_opts *o, char **out,
                                   size_t *len);
 /* Render a summary table (TK_STATS_KERNEL, TK_STATS_MEMCPY, TK_STATS_API). */
 TK_API int tk_stats_format_sum(tk_stats *const *s, size_t n, int which, const tk_table_opts *o,

@@ -1,0 +1,301 @@
+/* stats_memory.c: the memory table: per device, the allocations and frees of profile_memory's [memory] events, the peak allocated and reserved bytes, when, and the operator running at the peak (docs/steps.md). */
+#include <stdlib.h>
+
+#include "procs.h"
+#include "stats_grid.h"
+
+/* One [memory] event: 48 bytes. */
+typedef struct tk__memev {
+	int64_t ts, bytes, alloc, reserved; /* alloc, reserved: INT64_MIN when absent */
+	uint64_t thread;                    /* hash of (pid, tid) */
+	uint32_t dev, seq;
+} tk__memev;
+
+enum { M_BYTES = 1, M_ALLOC = 2, M_RESERVED = 4, M_TYPE = 8, M_ID = 16 };
+
+/* An id's hash, a decimal string counted as its number: Kineto writes the
+ * same thread as "tid": 25738 on [memory] events and "tid": "25738" on ops. */
+static uint64_t id_key(const tk_id *id)
+{
+	tk_id n = *id;
+	int64_t v;
+	if (id->kind == TK_ID_STR && id->str.len && id->str.len < 20 &&
+	    tk__js_int((tk_sv){id->str.ptr, id->str.len}, &v) == 0)
+		n = (tk_id){TK_ID_INT, v, {NULL, 0}};
+	return tk__id_hash(&n);
+}
+
+static uint64_t thread_key(const tk_event *ev)
+{
+	return tk__mix64(id_key(&ev->pid) * 31 + id_key(&ev->tid));
+}
+
+/* "cpu", "cuda:0", "hip:0" (torch's DeviceType numbers), or "type T:ID". */
+static int dev_label(char *b, size_t n, int64_t type, int64_t id)
+{
+	static const struct { int64_t type; const char *name; } names[] = {
+		{1, "cuda"}, {6, "hip"}, {12, "xpu"}, {13, "mps"}, {19, "mtia"}};
+	if (type == 0)
+		return snprintf(b, n, "cpu");
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (names[i].type == type)
+			return snprintf(b, n, "%s:%lld", names[i].name, (long long)id);
+	return snprintf(b, n, "type %lld:%lld", (long long)type, (long long)id);
+}
+
+static int dev_index(tk_stats *s, int64_t type, int64_t id, uint32_t *idx)
+{
+	char l[64];
+	dev_label(l, sizeof l, type, id);
+	for (size_t i = 0; i < s->n_mem_rows; i++)
+		if (strcmp(s->mem_rows[i].device, l) == 0) {
+			*idx = (uint32_t)i;
+			return 0;
+		}
+	if (s->n_mem_rows >= 4096 || TK__GROW(s->mem_rows, s->cap_mem_rows, s->n_mem_rows + 1))
+		return TK_ERR_NOMEM;
+	tk_sv d = tk__strtab_intern(&s->strs, l, strlen(l));
+	if (!d.ptr)
+		return TK_ERR_NOMEM;
+	tk_stats_memory *r = &s->mem_rows[s->n_mem_rows];
+	memset(r, 0, sizeof *r);
+	r->device = d.ptr;
+	r->op_at_peak = "";
+	*idx = (uint32_t)s->n_mem_rows++;
+	return 0;
+}
+
+int tk__stats_memory_add(tk_stats *s, const tk_event *ev)
+{
+	static const char name[] = "[memory]";
+	if (ev->name.len != sizeof name - 1 || memcmp(ev->name.ptr, name, sizeof name - 1) != 0 ||
+	    !(ev->has & TK_HAS_TS) || !ev->args.ptr)
+		return 0;
+	tk__js_iter it;
+	tk_sv k, v;
+	int64_t x, bytes = 0, alloc = INT64_MIN, reserved = INT64_MIN, type = 0, id = -1;
+	unsigned got = 0;
+	if (tk__js_obj(&it, ev->args))
+		return 0;
+	while (tk__js_member(&it, &k, &v) == 1) {
+		if (tk__js_int(v, &x))
+			continue;
+#define KEY(lit) (k.len == sizeof(lit) - 1 && memcmp(k.ptr, lit, k.len) == 0)
+		if (KEY("Bytes") && !(got & M_BYTES))
+			bytes = x, got |= M_BYTES;
+		else if (KEY("Total Allocated") && !(got & M_ALLOC))
+			alloc = x, got |= M_ALLOC;
+		else if (KEY("Total Reserved") && !(got & M_RESERVED))
+			reserved = x, got |= M_RESERVED;
+		else if (KEY("Device Type") && !(got & M_TYPE))
+			type = x, got |= M_TYPE;
+		else if (KEY("Device Id") && !(got & M_ID))
+			id = x, got |= M_ID;
+#undef KEY
+	}
+	if (!(got & M_BYTES))
+		return 0;
+	uint32_t dev;
+	if (dev_index(s, type, id, &dev) || TK__GROW(s->mev, s->cap_mev, s->n_mev + 1))
+		return TK_ERR_NOMEM;
+	s->mev[s->n_mev] = (tk__memev){ev->ts, bytes, alloc, reserved, thread_key(ev), dev, (uint32_t)s->n_mev};
+	s->n_mev++;
+	return 0;
+}
+
+static int cmp_mev(const void *a, const void *b)
+{
+	const tk__memev *x = a, *y = b;
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+int tk__stats_finish_memory(tk_stats *s)
+{
+	if (!s->n_mev)
+		return 0;
+	qsort(s->mev, s->n_mev, sizeof *s->mev, cmp_mev);
+	s->peak_thread = calloc(s->n_mem_rows, sizeof *s->peak_thread);
+	if (!s->peak_thread)
+		return TK_ERR_NOMEM;
+	for (size_t i = 0, j; i < s->n_mev; i = j) {
+		uint32_t d = s->mev[i].dev;
+		tk_stats_memory *r = &s->mem_rows[d];
+		/* torch's own totals when every event has them, else the sum of
+		 * Bytes from 0 at the first event */
+		r->from_totals = 1;
+		for (j = i; j < s->n_mev && s->mev[j].dev == d; j++)
+			r->from_totals &= s->mev[j].alloc != INT64_MIN;
+		int64_t run = 0;
+		r->peak_alloc = r->peak_reserved = INT64_MIN;
+		for (size_t k = i; k < j; k++) {
+			const tk__memev *m = &s->mev[k];
+			r->events++;
+			if (m->bytes > 0) {
+				r->allocs++;
+				r->bytes_alloc = tk__sat_add(r->bytes_alloc, m->bytes);
+			} else if (m->bytes < 0) {
+				r->frees++;
+				r->bytes_freed = tk__sat_add(r->bytes_freed, m->bytes == INT64_MIN ? INT64_MAX : -m->bytes);
+			}
+			run = tk__sat_add(run, m->bytes);
+			int64_t a = r->from_totals ? m->alloc : run;
+			if (a > r->peak_alloc) {
+				r->peak_alloc = a;
+				r->peak_ts = m->ts;
+				s->peak_thread[d] = m->thread;
+			}
+			if (m->reserved != INT64_MIN && m->reserved > r->peak_reserved) {
+				r->peak_reserved = m->reserved;
+				r->reserved_ts = m->ts;
+			}
+			r->final_alloc = a;
+		}
+		if (r->peak_reserved == INT64_MIN)
+			r->peak_reserved = -1;
+	}
+	free(s->mev);
+	s->mev = NULL;
+	s->n_mev = s->cap_mev = 0;
+	return 0;
+}
+
+size_t tk_stats_memory_count(const tk_stats *s)
+{
+	return s && s->finished ? s->n_mem_rows : 0;
+}
+
+const tk_stats_memory *tk_stats_memory_get(const tk_stats *s, size_t i)
+{
+	return s && s->finished && i < s->n_mem_rows ? &s->mem_rows[i] : NULL;
+}
+
+int tk_stats_memory_ops(tk_stats *s, tk_reader *r)
+{
+	if (!s || !r || !s->finished)
+		return TK_ERR_ARG;
+	size_t n = s->n_mem_rows;
+	if (!n)
+		return 0;
+	int64_t *best = malloc(n * sizeof *best); /* the innermost op's duration so far */
+	if (!best)
+		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		best[i] = INT64_MAX;
+	const tk_event *ev;
+	int rc;
+	while ((rc = tk_reader_next(r, &ev)) == TK_OK) {
+		if (ev->ph != 'X' || !(ev->has & TK_HAS_TS) || !ev->name.ptr ||
+		    tk_stats_event_class(ev->cat, (ev->has & TK_HAS_CAT) != 0) != TK_STATS_OP)
+			continue;
+		int64_t dur = (ev->has & TK_HAS_DUR) && ev->dur > 0 ? ev->dur : 0, end = tk__ev_end(ev->ts, dur);
+		uint64_t th = 0;
+		for (size_t i = 0; i < n; i++) {
+			tk_stats_memory *m = &s->mem_rows[i];
+			if (!m->events || ev->ts > m->peak_ts || end < m->peak_ts || dur >= best[i])
+				continue;
+			if (!th)
+				th = thread_key(ev);
+			if (th != s->peak_thread[i])
+				continue;
+			tk_sv nm = tk__strtab_intern(&s->strs, ev->name.ptr, ev->name.len);
+			if (!nm.ptr) {
+				free(best);
+				return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
+			}
+			best[i] = dur;
+			m->op_at_peak = nm.ptr;
+		}
+	}
+	free(best);
+	if (rc < 0)
+		return tk__err_msg(&s->err, rc, "%s", tk_reader_error(r));
+	return 0;
+}
+
+/* ---- the table ---- */
+
+static int set_i64(tk__grid *g, size_t col, int64_t v)
+{
+	char raw[32], d[48];
+	snprintf(raw, sizeof raw, "%lld", (long long)v);
+	tk__thousands(d, sizeof d, raw);
+	return tk__grid_set(g, col, d, raw);
+}
+
+static const char *const mem_heads[][2] = {
+	{"Events", "events"},
+	{"Allocs", "allocs"},
+	{"Frees", "frees"},
+	{"Allocated (B)", "bytes_allocated"},
+	{"Freed (B)", "bytes_freed"},
+	{"Peak allocated (B)", "peak_allocated"},
+	{"Peak at (ns)", "peak_ts_ns"},
+	{"Peak reserved (B)", "peak_reserved"},
+	{"Reserved peak at (ns)", "reserved_ts_ns"},
+	{"Final allocated (B)", "final_allocated"},
+	{"From", "from"},
+	{"Op at peak", "op_at_peak"},
+};
+
+static int mem_line(tk__grid *g, const tk_stats_memory *r, const char *label)
+{
+	size_t c = 0;
+	const char *from = r->from_totals ? "Total Allocated" : "sum of Bytes";
+	int rc = tk__grid_row(g);
+	if (!rc && label)
+		rc = tk__grid_set(g, c++, label, label);
+	rc = rc || tk__grid_set(g, c++, r->device, r->device) || set_i64(g, c++, (int64_t)r->events) ||
+	     set_i64(g, c++, (int64_t)r->allocs) || set_i64(g, c++, (int64_t)r->frees) ||
+	     set_i64(g, c++, r->bytes_alloc) || set_i64(g, c++, r->bytes_freed) || set_i64(g, c++, r->peak_alloc) ||
+	     set_i64(g, c++, r->peak_ts);
+	if (!rc && r->peak_reserved < 0)
+		rc = tk__grid_set(g, c++, "-", "null") || tk__grid_set(g, c++, "-", "null");
+	else if (!rc)
+		rc = set_i64(g, c++, r->peak_reserved) || set_i64(g, c++, r->reserved_ts);
+	rc = rc || set_i64(g, c++, r->final_alloc) || tk__grid_set(g, c++, from, from) ||
+	     tk__grid_set(g, c++, r->op_at_peak, r->op_at_peak);
+	return rc ? TK_ERR_NOMEM : 0;
+}
+
+int tk_stats_format_memory(tk_stats *const *s, size_t n, const tk_table_opts *o, char **out, size_t *len)
+{
+	*out = NULL;
+	if (!s || !n || !o)
+		return TK_ERR_ARG;
+	tk__grid g = {0};
+	int rc = n > 1 ? tk__grid_col(&g, "Rank", "rank", 0, 1, 0) : 0;
+	rc = rc || tk__grid_col(&g, "Device", "device", 0, 1, 0);
+	for (size_t i = 0; !rc && i < sizeof mem_heads / sizeof mem_heads[0]; i++) {
+		int text = i >= sizeof mem_heads / sizeof mem_heads[0] - 2;
+		rc = tk__grid_col(&g, mem_heads[i][0], mem_heads[i][1], 0, text, !text);
+	}
+	size_t rows = 0;
+	char l[40];
+	for (size_t i = 0; !rc && i < n; i++) {
+		if (o->labels)
+			snprintf(l, sizeof l, "%s", o->labels[i]);
+		else
+			snprintf(l, sizeof l, "rank %zu", i);
+		for (size_t k = 0; !rc && k < s[i]->n_mem_rows; k++, rows++)
+			if (o->row_limit < 0 || rows < (size_t)o->row_limit)
+				rc = mem_line(&g, &s[i]->mem_rows[k], n > 1 ? l : NULL);
+	}
+	tk__buf b = {0};
+	if (!rc && (rows || o->format == TK_TABLE_JSON || o->format == TK_TABLE_CSV))
+		rc = tk__grid_render(&g, o->format, &b);
+	if (!rc && tk__buf_putc(&b, 0))
+		rc = TK_ERR_NOMEM;
+	tk__grid_free(&g);
+	if (rc) {
+		tk__buf_free(&b);
+		return rc;
+	}
+	*out = b.p;
+	if (len)
+		*len = b.len - 1;
+	return 0;
+}
