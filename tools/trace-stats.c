@@ -5,9 +5,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "tracekit/merge.h"
+#include "cli_stats.h"
 #include "tracekit/stats.h"
-#include "tracekit/steps.h"
 #include "tracekit/tracekit.h"
 
 enum { O_OUT = 'o', O_QUIET = 'q', O_SORT = 's', O_LIMIT = 'n', O_FORMAT = 'f', O_TABLES = 't',
@@ -168,56 +167,6 @@ static int parse_args(int argc, char **argv, stats_opts *o)
 
 /* ---- reading ---- */
 
-/* First pass for --steps and for a window counted from the first event:
- * the steps and the launch of every correlation id (GPU work counts in the
- * step that launched it: docs/steps.md), the first event's time. The
- * steps object goes to *steps for the second pass. */
-static int first_pass(const stats_opts *o, const char *name, tk_stats_opts *so, tk_steps **steps)
-{
-	tk_reader *r = NULL;
-	const tk_event *ev;
-	int64_t first = INT64_MAX, span;
-	int rc = tk_reader_open_path(&r, name, NULL);
-	if (!rc && o->step_a >= 0)
-		rc = tk_steps_new(steps);
-	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK) {
-		if ((ev->has & TK_HAS_TS) && ev->ph != 'M' && ev->ts < first)
-			first = ev->ts;
-		if (*steps && tk_reader_get_stats(r)->events == 1 && tk_merge_pid_span(r, &span) == 0)
-			tk_steps_set_pid_span(*steps, span);
-		if (*steps)
-			rc = tk_steps_add(*steps, ev);
-	}
-	if (rc < 0)
-		cli_err(tool.name, "%s", r && *tk_reader_error(r) ? tk_reader_error(r) : tk_strerror(rc));
-	tk_reader_free(r);
-	if (rc < 0)
-		return 1;
-	if (so->window.set)
-		so->window = tk_window_at(&so->window, first == INT64_MAX ? 0 : first);
-	if (o->step_a < 0)
-		return 0;
-	tk_steps_finish(*steps);
-	int64_t lo = INT64_MAX, hi = INT64_MIN;
-	for (size_t i = 0; i < tk_steps_count(*steps); i++) {
-		const tk_step *st = tk_steps_get(*steps, i);
-		if (st->num < o->step_a || st->num > o->step_b)
-			continue;
-		lo = st->ts < lo ? st->ts : lo;
-		hi = st->end > hi ? st->end : hi;
-	}
-	if (lo > hi) {
-		cli_err(tool.name, "%s: no ProfilerStep#%ld..#%ld events", name, o->step_a, o->step_b);
-		return 1;
-	}
-	/* the steps (their last nanosecond included), within the window when there is one */
-	hi = hi < INT64_MAX ? hi + 1 : hi;
-	int64_t wlo = so->window.set ? so->window.lo : INT64_MIN, whi = so->window.set ? so->window.hi : INT64_MAX;
-	so->window = (tk_window){1, lo > wlo ? lo : wlo, hi < whi ? hi : whi, 0, 0};
-	so->steps = *steps;
-	return 0;
-}
-
 /* "rank N" from distributedInfo when the trace has it. */
 static void rank_label(tk_reader *r, size_t index, char *buf, size_t cap)
 {
@@ -259,27 +208,6 @@ static void unique_label(stats_run *run, const char *name)
 		         name, base, l);
 }
 
-/* The op running at each device's memory peak: a second read of the input,
- * which standard input and pipes do not allow (the table goes without). */
-static int memory_ops(const stats_opts *o, const char *name, tk_stats *st)
-{
-	if (!tk_input_rereadable(name)) {
-		if (!o->quiet)
-			cli_warn(tool.name, "%s: -t memory names the op at the peak from a second read of the input, "
-			         "and this is %s: the column stays empty", strcmp(name, "-") == 0 ? "(stdin)" : name,
-			         strcmp(name, "-") == 0 ? "standard input" : "a pipe or FIFO");
-		return 0;
-	}
-	tk_reader *r2 = NULL;
-	int rc = tk_reader_open_path(&r2, name, NULL);
-	if (rc)
-		cli_err(tool.name, "%s", r2 && *tk_reader_error(r2) ? tk_reader_error(r2) : tk_strerror(rc));
-	else
-		rc = tk_stats_memory_ops(st, r2);
-	tk_reader_free(r2);
-	return rc;
-}
-
 static int read_one(void *ctx, const char *name, tk_reader *r)
 {
 	stats_run *run = ctx;
@@ -298,39 +226,13 @@ static int read_one(void *ctx, const char *name, tk_reader *r)
 		run->labels = nl;
 		run->cap = nc;
 	}
-	tk_stats_opts so = o->sopts;
-	so.step_table = (o->tables & (1 << T_STEPS)) != 0;
-	so.launch_table = (o->tables & (1 << T_LAUNCH)) != 0;
-	so.memory_table = (o->tables & (1 << T_MEMORY)) != 0;
-	tk_steps *steps = NULL;
-	if ((o->step_a >= 0 || so.window.lo_rel || so.window.hi_rel) && first_pass(o, name, &so, &steps)) {
-		tk_steps_free(steps);
-		return 1;
-	}
+	cli_stats_req q = {o->sopts, o->step_a, o->step_b, o->window, o->quiet};
+	q.sopts.step_table = (o->tables & (1 << T_STEPS)) != 0;
+	q.sopts.launch_table = (o->tables & (1 << T_LAUNCH)) != 0;
+	q.sopts.memory_table = (o->tables & (1 << T_MEMORY)) != 0;
 	tk_stats *st = NULL;
-	int rc = tk_stats_new(&st, &so);
-	if (!rc && (rc = tk_stats_add_reader(st, r)) == 0)
-		rc = tk_stats_finish(st);
-	tk_steps_free(steps);
-	if (!rc && tk_stats_memory_count(st))
-		rc = memory_ops(o, name, st);
-	const char *msg = st ? tk_stats_error(st) : tk_strerror(rc);
-	if (rc && strncmp(msg, name, strlen(name)) == 0) /* a reader's error names its input */
-		cli_err(tool.name, "%s", msg);
-	else if (rc)
-		cli_err(tool.name, "%s: %s", name, msg);
-	for (size_t i = 0; !o->quiet && tk_reader_warning(r, i); i++)
-		cli_warn(tool.name, "%s", tk_reader_warning(r, i));
-	if (rc) {
-		tk_stats_free(st);
+	if (cli_stats_read(tool.name, name, r, &q, &st))
 		return 1;
-	}
-	if (!o->quiet && tk_stats_get_info(st)->late)
-		cli_warn(tool.name, "%s: %llu ops arrived after their time was processed; raise "
-		         "--max-pending for exact self times", name,
-		         (unsigned long long)tk_stats_get_info(st)->late);
-	if (!o->quiet)
-		cli_window_kept(tool.name, name, o->window, tk_stats_get_info(st)->events);
 	rank_label(r, index, run->labels[run->n], sizeof run->labels[run->n]);
 	unique_label(run, name);
 	run->s[run->n++] = st;

@@ -1,0 +1,116 @@
+/* cli_stats.c: one trace's stats as trace-stats and trace-diff build them (cli_stats.h). */
+#include <string.h>
+
+#include "cli.h"
+#include "cli_stats.h"
+#include "tracekit/merge.h"
+#include "tracekit/steps.h"
+
+/* First pass for --steps and for a window counted from the first event:
+ * the steps and the launch of every correlation id (GPU work counts in the
+ * step that launched it: docs/steps.md), the first event's time. The
+ * steps object goes to *steps for the second pass. */
+static int first_pass(const char *tool, const cli_stats_req *q, const char *name, tk_stats_opts *so,
+                      tk_steps **steps)
+{
+	tk_reader *r = NULL;
+	const tk_event *ev;
+	int64_t first = INT64_MAX, span;
+	int rc = tk_reader_open_path(&r, name, NULL);
+	if (!rc && q->step_a >= 0)
+		rc = tk_steps_new(steps);
+	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK) {
+		if ((ev->has & TK_HAS_TS) && ev->ph != 'M' && ev->ts < first)
+			first = ev->ts;
+		if (*steps && tk_reader_get_stats(r)->events == 1 && tk_merge_pid_span(r, &span) == 0)
+			tk_steps_set_pid_span(*steps, span);
+		if (*steps)
+			rc = tk_steps_add(*steps, ev);
+	}
+	if (rc < 0)
+		cli_err(tool, "%s", r && *tk_reader_error(r) ? tk_reader_error(r) : tk_strerror(rc));
+	tk_reader_free(r);
+	if (rc < 0)
+		return 1;
+	if (so->window.set)
+		so->window = tk_window_at(&so->window, first == INT64_MAX ? 0 : first);
+	if (q->step_a < 0)
+		return 0;
+	tk_steps_finish(*steps);
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	for (size_t i = 0; i < tk_steps_count(*steps); i++) {
+		const tk_step *st = tk_steps_get(*steps, i);
+		if (st->num < q->step_a || st->num > q->step_b)
+			continue;
+		lo = st->ts < lo ? st->ts : lo;
+		hi = st->end > hi ? st->end : hi;
+	}
+	if (lo > hi) {
+		cli_err(tool, "%s: no ProfilerStep#%ld..#%ld events", name, q->step_a, q->step_b);
+		return 1;
+	}
+	/* the steps (their last nanosecond included), within the window when there is one */
+	hi = hi < INT64_MAX ? hi + 1 : hi;
+	int64_t wlo = so->window.set ? so->window.lo : INT64_MIN, whi = so->window.set ? so->window.hi : INT64_MAX;
+	so->window = (tk_window){1, lo > wlo ? lo : wlo, hi < whi ? hi : whi, 0, 0};
+	so->steps = *steps;
+	return 0;
+}
+
+/* The op running at each device's memory peak: a second read of the input,
+ * which standard input and pipes do not allow (the table goes without). */
+static int memory_ops(const char *tool, const cli_stats_req *q, const char *name, tk_stats *st)
+{
+	if (!tk_input_rereadable(name)) {
+		if (!q->quiet)
+			cli_warn(tool, "%s: -t memory names the op at the peak from a second read of the input, "
+			         "and this is %s: the column stays empty", strcmp(name, "-") == 0 ? "(stdin)" : name,
+			         strcmp(name, "-") == 0 ? "standard input" : "a pipe or FIFO");
+		return 0;
+	}
+	tk_reader *r2 = NULL;
+	int rc = tk_reader_open_path(&r2, name, NULL);
+	if (rc)
+		cli_err(tool, "%s", r2 && *tk_reader_error(r2) ? tk_reader_error(r2) : tk_strerror(rc));
+	else
+		rc = tk_stats_memory_ops(st, r2);
+	tk_reader_free(r2);
+	return rc;
+}
+
+int cli_stats_read(const char *tool, const char *name, tk_reader *r, const cli_stats_req *q, tk_stats **out)
+{
+	*out = NULL;
+	tk_stats_opts so = q->sopts;
+	tk_steps *steps = NULL;
+	if ((q->step_a >= 0 || so.window.lo_rel || so.window.hi_rel) && first_pass(tool, q, name, &so, &steps)) {
+		tk_steps_free(steps);
+		return 1;
+	}
+	tk_stats *st = NULL;
+	int rc = tk_stats_new(&st, &so);
+	if (!rc && (rc = tk_stats_add_reader(st, r)) == 0)
+		rc = tk_stats_finish(st);
+	tk_steps_free(steps);
+	if (!rc && tk_stats_memory_count(st))
+		rc = memory_ops(tool, q, name, st);
+	const char *msg = st ? tk_stats_error(st) : tk_strerror(rc);
+	if (rc && strncmp(msg, name, strlen(name)) == 0) /* a reader's error names its input */
+		cli_err(tool, "%s", msg);
+	else if (rc)
+		cli_err(tool, "%s: %s", name, msg);
+	for (size_t i = 0; !q->quiet && tk_reader_warning(r, i); i++)
+		cli_warn(tool, "%s", tk_reader_warning(r, i));
+	if (rc) {
+		tk_stats_free(st);
+		return 1;
+	}
+	if (!q->quiet && tk_stats_get_info(st)->late)
+		cli_warn(tool, "%s: %llu ops arrived after their time was processed; raise "
+		         "--max-pending for exact self times", name,
+		         (unsigned long long)tk_stats_get_info(st)->late);
+	if (!q->quiet)
+		cli_window_kept(tool, name, q->window, tk_stats_get_info(st)->events);
+	*out = st;
+	return 0;
+}
