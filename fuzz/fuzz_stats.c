@@ -42,7 +42,9 @@
  *    allocations and frees than events, no negative byte sums, the peak at
  *    least the final total;
  *  - every table renders, alone and with S1 and S3 side by side as two
- *    ranks, and the JSON renderings are JSON in valid UTF-8. */
+ *    ranks, and the JSON renderings are JSON in valid UTF-8;
+ *  - trace-diff's rendering of S1 against S2 (the same figures) is JSON,
+ *    every change in it 0 and no row new or gone. */
 #define _GNU_SOURCE
 #include "fuzz_events.h"
 #include "tracekit/stats.h"
@@ -294,6 +296,31 @@ static char *render(tk_stats *const *s, size_t n, int t, const tk_table_opts *o,
 	return rc == TK_OK ? txt : NULL;
 }
 
+/* The diff of two stats objects with the same figures: nothing changed. */
+static void diff_same(tk_stats *s1, tk_stats *s2)
+{
+	static const int whiches[] = {TK_STATS_OP, TK_STATS_KERNEL, TK_STATS_MEMCPY, TK_STATS_API, TK_DIFF_STEPS};
+	static const char *const labels[] = {"base", "new"};
+	tk_table_opts o = {TK_TABLE_JSON, NULL, -1, NULL, NULL, 0, labels};
+	for (size_t w = 0; w < sizeof whiches / sizeof whiches[0]; w++) {
+		char *txt = NULL;
+		size_t len = 0;
+		int rc = tk_stats_format_diff(s1, s2, whiches[w], &o, &txt, &len);
+		FZ_CHECK(WHO, rc == TK_OK || rc == TK_ERR_NOMEM, "diff %d fails to render: %s", whiches[w], tk_strerror(rc));
+		if (rc)
+			continue;
+		check_json("diff", txt, len);
+		FZ_CHECK(WHO, !strstr(txt, "\"status\":\"new\"") && !strstr(txt, "\"status\":\"gone\""),
+		         "diff %d of equal stats has a row on one side only", whiches[w]);
+		for (const char *p = strstr(txt, "_change\":"); p; p = strstr(p + 1, "_change\":")) {
+			const char *v = p + 9;
+			FZ_CHECK(WHO, v[0] == '0' && !(v[1] >= '0' && v[1] <= '9'), "diff %d of equal stats changes: %.40s",
+			         whiches[w], p);
+		}
+		free(txt);
+	}
+}
+
 static void tables(tk_stats *s1, tk_stats *s2, tk_stats *s3, unsigned b)
 {
 	static const char *const sorts[] = {NULL, "self_cpu_time_total", "cpu_time_total", "self_cuda_time_total",
@@ -386,6 +413,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		accounting(s1);
 		accounting(s3);
 		tables(s1, s2, s3, b2 >> 2 | fz_byte(&fo) << 8);
+		diff_same(s1, s2);
 	}
 	tk_stats_free(s1);
 	tk_stats_free(s2);

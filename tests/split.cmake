@@ -34,3 +34,18 @@ foreach(mode hand real)
             $<TARGET_FILE_DIR:trace-stats> ${PROJECT_SOURCE_DIR}/testdata @REALTRACES@)
   set_tests_properties(steps_${mode} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
 endforeach()
+
+# trace-diff: a trace and a copy changed by hand, two step ranges of one trace, the formats and
+# usage errors; two real runs against counts and times computed from their JSON (diff_real is
+# skipped, 77, without the real traces).
+foreach(mode hand real)
+  set(needs uses)
+  if(mode STREQUAL real)
+    set(needs needs)
+  endif()
+  add_test(NAME diff_${mode}
+    COMMAND ${TK_SKIPS} ${needs} diff_${mode} ${TK_SKIP_LOG} ${TK_REALTRACES}
+            ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/cli/test_diff.py ${mode}
+            $<TARGET_FILE_DIR:trace-diff> ${PROJECT_SOURCE_DIR}/testdata @REALTRACES@)
+  set_tests_properties(diff_${mode} PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+endforeach()

@@ -352,7 +352,9 @@ int tk__stats_finish_steps(tk_stats *s)
 		return TK_ERR_NOMEM;
 	for (size_t i = 0; i < n && s->opts.step_table; i++) {
 		const tk_step *st = tk_steps_get(s->st_steps, i);
-		if (w->set && (st->ts < w->lo || st->ts >= w->hi))
+		/* with a window, the steps that lie in it: --steps A-B's window ends
+		 * just after step B, where the next step may start */
+		if (w->set && (st->ts < w->lo || st->end > w->hi))
 			continue;
 		tk_stats_step *r = &s->step_rows[s->n_step_rows++];
 		r->num = st->num;

@@ -170,8 +170,10 @@ def hand_table(tools, data):
     got = list(csv.DictReader(io.StringIO(out)))
     check("-t steps -f csv loads as CSV with the same figures",
           len(got) == 3 and int(got[0]["busy_ns"]) == 495000 and int(got[2]["mem_ns"]) == 30000, got[:1])
-    out = run(os.path.join(tools, "trace-stats"), t, "-t", "steps", "--steps", "1", "-f", "json", "-q").stdout
-    check("-t steps with --steps 1", [r["step"] for r in json.loads(out)["steps"]["rows"]] == [1], out)
+    # step 2 of launch.json starts where step 1 ends: --steps 1 is step 1 alone
+    out = run(os.path.join(tools, "trace-stats"), t2, "-t", "steps", "--steps", "1", "-f", "json", "-q").stdout
+    check("-t steps with --steps 1: that step only, not the next one starting at its end",
+          [r["step"] for r in json.loads(out)["steps"]["rows"]] == [1], out)
 
 
 LCOLS = ("gpu_ops", "launched", "delay_min_ns", "delay_p50_ns", "delay_p90_ns", "delay_p99_ns", "delay_max_ns",

@@ -83,13 +83,13 @@ if [ -x "$BIN/trace-collect" ]; then
 	usage trace-collect "trace-collect: --schedule: bad value 'bogus=1'" --schedule bogus=1 -- true
 	usage trace-collect "trace-collect: unknown option '--bogus'" --bogus -- true
 fi
-for tool in trace-convert trace-stats trace-merge trace-split; do
+for tool in trace-convert trace-stats trace-merge trace-split trace-diff; do
 	usage $tool "$tool: unknown option '--bogus'" "$IN" --bogus
 	usage $tool "$tool: option '-o' needs an argument" "$IN" -o
 done
 
 # every tool's --help and man page say that a usage error exits 2
-for tool in trace-convert trace-stats trace-merge trace-split trace-collect; do
+for tool in trace-convert trace-stats trace-merge trace-split trace-diff trace-collect; do
 	[ -x "$BIN/$tool" ] || continue
 	check "$tool --help says 2 is a usage error" bash -c "'$BIN/$tool' --help | grep -q '2 usage error'"
 	check "$tool.1 says 2 is a usage error" grep -qi "2.*usage error" "$DOCS/$tool.1"

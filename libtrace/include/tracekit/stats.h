@@ -115,7 +115,7 @@ typedef struct tk_stats_step {
 	uint64_t launched; /* GPU ops the step launched (by launch, else by start) */
 } tk_stats_step;
 /* The steps in time order (after tk_stats_finish, with opts.step_table;
- * with a window, the steps starting in it). */
+ * with a window, the steps that lie in it, start and end). */
 TK_API size_t tk_stats_step_count(const tk_stats *s);
 TK_API const tk_stats_step *tk_stats_step_get(const tk_stats *s, size_t i);
 
@@ -208,6 +208,18 @@ TK_API int tk_stats_format_launch(tk_stats *const *s, size_t n, const tk_table_o
  * when n > 1). */
 TK_API int tk_stats_format_memory(tk_stats *const *s, size_t n, const tk_table_opts *o, char **out,
                                   size_t *len);
+/* Two runs side by side (trace-diff): table `which` of base and of cur,
+ * rows matched by name (and Input Shapes when grouped by them), each with
+ * both sides' figures and their change, "new" or "gone" for a row of one
+ * side only, sorted by the largest change of time (operators: self CPU or
+ * CUDA total; summaries: total), the totals at the foot. which:
+ * TK_STATS_OP, TK_STATS_KERNEL, TK_STATS_MEMCPY, TK_STATS_API, or
+ * TK_DIFF_STEPS: the steps tables' averages per step, metric by metric
+ * (both objects built with step_table). With o->labels, the two names go
+ * into the JSON totals as "base" and "new". */
+#define TK_DIFF_STEPS 16
+TK_API int tk_stats_format_diff(const tk_stats *base, const tk_stats *cur, int which, const tk_table_opts *o,
+                                char **out, size_t *len);
 /* Render a summary table (TK_STATS_KERNEL, TK_STATS_MEMCPY, TK_STATS_API). */
 TK_API int tk_stats_format_sum(tk_stats *const *s, size_t n, int which, const tk_table_opts *o,
                                char **out, size_t *len);
