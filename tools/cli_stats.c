@@ -1,5 +1,8 @@
 /* cli_stats.c: one trace's stats as trace-stats and trace-diff build them (cli_stats.h). */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "cli_stats.h"
@@ -113,4 +116,78 @@ int cli_stats_read(const char *tool, const char *name, tk_reader *r, const cli_s
 		cli_window_kept(tool, name, q->window, tk_stats_get_info(st)->events);
 	*out = st;
 	return 0;
+}
+
+/* ---- writing the tables ---- */
+
+static int write_one(const cli_tables *w, const char *path, const int *ts, size_t n)
+{
+	tk_outfile *out = NULL;
+	int rc = tk_outfile_open(&out, path);
+	if (rc) {
+		cli_err(w->tool, "%s", tk_outfile_error(out));
+		tk_outfile_free(out);
+		return 1;
+	}
+	FILE *f = tk_outfile_stream(out);
+	int json = w->format == TK_TABLE_JSON, csv = w->format == TK_TABLE_CSV, status = 0;
+	if (json)
+		fputc('{', f);
+	else if (!csv && w->preface)
+		fprintf(f, "%s\n", w->preface);
+	for (size_t i = 0; i < n && !status; i++) {
+		char *txt = NULL;
+		size_t len = 0;
+		int t = ts[i];
+		rc = w->render(w->ctx, t, &txt, &len);
+		if (rc) {
+			status = rc == TK_ERR_ARG ? 2 : 1;
+			break;
+		}
+		if (json)
+			fprintf(f, "%s\"%s\":%.*s", i ? "," : "", w->keys[t], (int)(len && txt[len - 1] == '\n' ? len - 1 : len),
+			        txt);
+		else if (csv || !w->titles || !w->titles[t])
+			fprintf(f, "%s%s", i ? "\n" : "", txt);
+		else
+			fprintf(f, "%s%s\n\n%s", i ? "\n" : "", w->titles[t], txt);
+		free(txt);
+	}
+	if (json && !status)
+		fputs("}\n", f);
+	if (!status && tk_outfile_close(out)) {
+		cli_err(w->tool, "%s", tk_outfile_error(out));
+		status = 1;
+	}
+	tk_outfile_free(out); /* unpublished unless closed */
+	return status;
+}
+
+int cli_write_tables(const cli_tables *w)
+{
+	const char *out = w->out ? w->out : "-";
+	if (w->format != TK_TABLE_CSV || w->n_shown < 2)
+		return write_one(w, out, w->shown, w->n_shown);
+	struct stat st;
+	if (strcmp(out, "-") == 0 || (stat(out, &st) == 0 && !S_ISREG(st.st_mode))) {
+		if (!w->quiet)
+			cli_warn(w->tool, "CSV to %s holds %zu tables one after another, which a CSV reader does not "
+			         "load as one: pick one with -t, or give -o FILE.csv for a file per table",
+			         strcmp(out, "-") == 0 ? "standard output" : out, w->n_shown);
+		return write_one(w, out, w->shown, w->n_shown);
+	}
+	size_t len = strlen(out), stem = len > 4 && strcmp(out + len - 4, ".csv") == 0 ? len - 4 : len;
+	int status = 0;
+	for (size_t i = 0; i < w->n_shown && !status; i++) {
+		const char *key = w->keys[w->shown[i]];
+		char *path = malloc(stem + strlen(key) + 6);
+		if (!path) {
+			cli_err(w->tool, "out of memory");
+			return 1;
+		}
+		sprintf(path, "%.*s.%s.csv", (int)stem, out, key);
+		status = write_one(w, path, &w->shown[i], 1);
+		free(path);
+	}
+	return status;
 }

@@ -17,4 +17,26 @@ typedef struct cli_stats_req {
  * with the tool's name. 0 with *out, or 1. */
 int cli_stats_read(const char *tool, const char *name, tk_reader *r, const cli_stats_req *q, tk_stats **out);
 
+/* The tables of a run, written as every stats tool writes them: to -o
+ * FILE (published whole, a device or FIFO written in place) or standard
+ * output; JSON as one object with a member per table (keys), text and
+ * Markdown with a title line above each (titles; NULL: none) after the
+ * preface lines (NULL: none). CSV holds one table: several go to one file
+ * each, FILE's name with ".KEY" before its ".csv" (x.csv: x.ops.csv,
+ * x.kernels.csv); on standard output they follow one another, with a
+ * warning that a CSV reader does not load them as one. render(ctx, t)
+ * gives table t's text (malloc'd) or a TK_ERR code, whose message it has
+ * printed. The exit status: 0, 1 (an error, said), 2 (a usage error). */
+typedef struct cli_tables {
+	const char *tool, *out;
+	int format, quiet;
+	const int *shown; /* the tables to write, n_shown of them */
+	size_t n_shown;
+	const char *const *titles, *const *keys;
+	const char *preface;
+	int (*render)(void *ctx, int t, char **txt, size_t *len);
+	void *ctx;
+} cli_tables;
+int cli_write_tables(const cli_tables *w);
+
 #endif

@@ -185,51 +185,33 @@ static int has_rows(tk_stats *const *s, int t)
 	return 0;
 }
 
-static int emit(const diff_opts *o, tk_stats *const *s, FILE *f)
+typedef struct render_ctx {
+	const diff_opts *o;
+	tk_stats *const *s;
+} render_ctx;
+
+static int render(void *ctx, int t, char **txt, size_t *len)
 {
-	int json = o->topts.format == TK_TABLE_JSON, first = 1;
-	if (json)
-		fputc('{', f);
-	else if (o->topts.format == TK_TABLE_TEXT || o->topts.format == TK_TABLE_MARKDOWN)
-		fprintf(f, "base: %s\nnew:  %s\n\n", o->in[0], o->in[1]);
-	for (int t = 0; t < N_TABLES; t++) {
-		if (!(o->tables & (1 << t)) || (!o->tables_given && !has_rows(s, t)))
-			continue;
-		char *txt = NULL;
-		size_t len = 0;
-		int rc = tk_stats_format_diff(s[0], s[1], which[t], &o->topts, &txt, &len);
-		if (rc) {
-			cli_err(tool.name, "%s", tk_strerror(rc));
-			return 1;
-		}
-		if (json)
-			fprintf(f, "%s\"%s\":%.*s", first ? "" : ",", json_keys[t],
-			        (int)(len && txt[len - 1] == '\n' ? len - 1 : len), txt);
-		else if (o->topts.format == TK_TABLE_CSV)
-			fprintf(f, "%s%s", first ? "" : "\n", txt);
-		else
-			fprintf(f, "%s%s\n\n%s", first ? "" : "\n", titles[t], txt);
-		first = 0;
-		free(txt);
-	}
-	if (json)
-		fputs("}\n", f);
-	return 0;
+	const render_ctx *c = ctx;
+	int rc = tk_stats_format_diff(c->s[0], c->s[1], which[t], &c->o->topts, txt, len);
+	if (rc)
+		cli_err(tool.name, "%s", tk_strerror(rc));
+	return rc;
 }
 
+/* The tables to -o FILE or standard output (cli_write_tables); the status. */
 static int write_out(const diff_opts *o, tk_stats *const *s)
 {
-	tk_outfile *out = NULL;
-	int rc = tk_outfile_open(&out, o->out ? o->out : "-");
-	if (rc) {
-		cli_err(tool.name, "%s", tk_outfile_error(out));
-		rc = 1;
-	} else if ((rc = emit(o, s, tk_outfile_stream(out))) == 0 && tk_outfile_close(out)) {
-		cli_err(tool.name, "%s", tk_outfile_error(out));
-		rc = 1;
-	}
-	tk_outfile_free(out);
-	return rc;
+	int shown[N_TABLES];
+	size_t k = 0;
+	for (int t = 0; t < N_TABLES; t++)
+		if ((o->tables & (1 << t)) && (o->tables_given || has_rows(s, t)))
+			shown[k++] = t;
+	char preface[1024];
+	snprintf(preface, sizeof preface, "base: %s\nnew:  %s\n", o->in[0], o->in[1]);
+	render_ctx c = {o, s};
+	cli_tables w = {tool.name, o->out, o->topts.format, o->quiet, shown, k, titles, json_keys, preface, render, &c};
+	return cli_write_tables(&w);
 }
 
 int main(int argc, char **argv)

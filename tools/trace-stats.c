@@ -263,55 +263,38 @@ static int has_rows(tk_stats *const *s, size_t n, int t)
 	return 0;
 }
 
-static int emit(const stats_opts *o, tk_stats *const *s, size_t n, FILE *f)
+/* Table t of the run, for cli_write_tables. */
+typedef struct render_ctx {
+	const stats_opts *o;
+	tk_stats *const *s;
+	size_t n;
+} render_ctx;
+
+static int render(void *ctx, int t, char **txt, size_t *len)
 {
-	int json = o->topts.format == TK_TABLE_JSON, first = 1;
-	if (json)
-		fputc('{', f);
-	for (int t = 0; t < N_TABLES; t++) {
-		if (!(o->tables & (1 << t)) || (!o->tables_given && !has_rows(s, n, t)))
-			continue;
-		char *txt = NULL;
-		size_t len = 0;
-		int rc = t == T_STEPS    ? tk_stats_format_steps(s, n, &o->topts, &txt, &len)
-		         : t == T_LAUNCH ? tk_stats_format_launch(s, n, &o->topts, &txt, &len)
-		         : t == T_MEMORY ? tk_stats_format_memory(s, n, &o->topts, &txt, &len)
-		         : t             ? tk_stats_format_sum(s, n, which[t], &o->topts, &txt, &len)
-		                         : tk_stats_format_ops(s, n, &o->topts, &txt, &len);
-		if (rc) {
-			cli_err(tool.name, "%s", rc == TK_ERR_ARG ? tk_stats_error(s[0]) : tk_strerror(rc));
-			return rc == TK_ERR_ARG ? 2 : 1;
-		}
-		if (json)
-			fprintf(f, "%s\"%s\":%.*s", first ? "" : ",", json_keys[t],
-			        (int)(len && txt[len - 1] == '\n' ? len - 1 : len), txt);
-		else if (o->topts.format == TK_TABLE_CSV || !titles[t])
-			fprintf(f, "%s%s", first ? "" : "\n", txt);
-		else
-			fprintf(f, "%s%s\n\n%s", first ? "" : "\n", titles[t], txt);
-		first = 0;
-		free(txt);
-	}
-	if (json)
-		fputs("}\n", f);
-	return 0;
+	const render_ctx *c = ctx;
+	const tk_table_opts *to = &c->o->topts;
+	int rc = t == T_STEPS    ? tk_stats_format_steps(c->s, c->n, to, txt, len)
+	         : t == T_LAUNCH ? tk_stats_format_launch(c->s, c->n, to, txt, len)
+	         : t == T_MEMORY ? tk_stats_format_memory(c->s, c->n, to, txt, len)
+	         : t             ? tk_stats_format_sum(c->s, c->n, which[t], to, txt, len)
+	                         : tk_stats_format_ops(c->s, c->n, to, txt, len);
+	if (rc)
+		cli_err(tool.name, "%s", rc == TK_ERR_ARG ? tk_stats_error(c->s[0]) : tk_strerror(rc));
+	return rc;
 }
 
-/* The tables to -o FILE (published whole by the library, a device or FIFO
- * written in place) or to standard output; emit's status (it says why). */
+/* The tables to -o FILE or standard output (cli_write_tables); the status. */
 static int write_out(const stats_opts *o, tk_stats *const *s, size_t n)
 {
-	tk_outfile *out = NULL;
-	int rc = tk_outfile_open(&out, o->out ? o->out : "-");
-	if (rc) {
-		cli_err(tool.name, "%s", tk_outfile_error(out));
-		rc = 1;
-	} else if ((rc = emit(o, s, n, tk_outfile_stream(out))) == 0 && tk_outfile_close(out)) {
-		cli_err(tool.name, "%s", tk_outfile_error(out));
-		rc = 1;
-	}
-	tk_outfile_free(out);
-	return rc;
+	int shown[N_TABLES];
+	size_t k = 0;
+	for (int t = 0; t < N_TABLES; t++)
+		if ((o->tables & (1 << t)) && (o->tables_given || has_rows(s, n, t)))
+			shown[k++] = t;
+	render_ctx c = {o, s, n};
+	cli_tables w = {tool.name, o->out, o->topts.format, o->quiet, shown, k, titles, json_keys, NULL, render, &c};
+	return cli_write_tables(&w);
 }
 
 static int run_stats(const stats_opts *o)

@@ -77,6 +77,29 @@ def hand(tools, data, tmp):
     out = diff(tools, a, b, "-t", "kernels", "-f", "csv").stdout
     rows = list(csv.DictReader(io.StringIO(out)))
     check("CSV loads, with the same rows", [r["name"] for r in rows] == [w[0] for w in want], rows[:1])
+    # CSV holds one table: several go to a file each, FILE.KEY.csv
+    for tool, args in (("trace-diff", [a, b]), ("trace-stats", [a, "-t", "ops,kernels,steps"])):
+        o = os.path.join(tmp, tool + ".csv")
+        p = subprocess.run([os.path.join(tools, tool), *args, "-f", "csv", "-o", o], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+        keys = ["ops", "kernels"] + (["memcpy", "api"] if tool == "trace-diff" else ["steps"])
+        files = [os.path.join(tmp, "%s.%s.csv" % (tool, k)) for k in keys]
+        loaded = [list(csv.DictReader(open(f))) for f in files if os.path.exists(f)]
+        check("%s -f csv -o FILE.csv with several tables: one file per table (%s), each one CSV"
+              % (tool, ", ".join(os.path.basename(f) for f in files)),
+              p.returncode == 0 and len(loaded) == len(keys) and all(loaded) and not os.path.exists(o)
+              and all(len(set(len(r) for r in rows)) == 1 for rows in loaded), (p.returncode, p.stderr, os.listdir(tmp)))
+        p = subprocess.run([os.path.join(tools, tool), *args, "-f", "csv"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+        check("%s -f csv on standard output with several tables warns that it is not one CSV" % tool,
+              p.returncode == 0 and "does not load as one" in p.stderr, p.stderr)
+        o1 = os.path.join(tmp, tool + "-one.csv")
+        inputs = args[:2] if tool == "trace-diff" else args[:1]
+        p = subprocess.run([os.path.join(tools, tool), *inputs, "-t", "kernels", "-f", "csv", "-o", o1],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        check("%s -t kernels -f csv -o FILE.csv: that file" % tool,
+              p.returncode == 0 and os.path.exists(o1) and list(csv.DictReader(open(o1))) and not p.stderr, p.stderr)
+
     out = diff(tools, a, b, "-t", "ops,kernels", "-f", "md").stdout
     check("Markdown: a title and a table per kind", out.count("| ---") == 0 and out.count("|:---") + out.count("| :")
           >= 0 and "CUDA GPU Kernels:" in out and "Operators" in out and out.count("\n|") > 10, out[:200])
