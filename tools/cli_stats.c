@@ -60,9 +60,92 @@ static int first_pass(const char *tool, const cli_stats_req *q, const char *name
 	return 0;
 }
 
+/* The rank of ev in a merged trace: its pid's block (rank*span+pid), or
+ * "rank R ..." for a string pid; 0 for an event without either. */
+static int64_t rank_of(const tk_event *ev, int64_t span)
+{
+	long long r;
+	if (ev->pid.kind == TK_ID_INT && ev->pid.num >= 0)
+		return ev->pid.num / span;
+	if (ev->pid.kind == TK_ID_STR && ev->pid.str.len > 5 && sscanf(ev->pid.str.ptr, "rank %lld", &r) == 1 && r >= 0)
+		return r;
+	return 0;
+}
+
+/* The stats object of rank (added, in order of first appearance). */
+static int rank_stats(cli_stats_out *out, int64_t rank, const tk_stats_opts *so, tk_stats **st)
+{
+	for (size_t i = 0; i < out->n; i++)
+		if (out->rank[i] == rank) {
+			*st = out->s[i];
+			return 0;
+		}
+	tk_stats **ns = realloc(out->s, (out->n + 1) * sizeof *ns);
+	if (ns)
+		out->s = ns;
+	int64_t *nr = ns ? realloc(out->rank, (out->n + 1) * sizeof *nr) : NULL;
+	if (!nr)
+		return TK_ERR_NOMEM;
+	out->rank = nr;
+	out->s[out->n] = NULL;
+	int rc = tk_stats_new(&out->s[out->n], so);
+	if (rc)
+		return rc;
+	out->rank[out->n] = rank;
+	*st = out->s[out->n++];
+	return 0;
+}
+
+/* Every event of r into out: one object, or one per rank of a merged
+ * trace; r's error or the stats' in *err. */
+static int add_all(tk_reader *r, const cli_stats_req *q, const tk_stats_opts *so, cli_stats_out *out, int64_t *span,
+                   const char **err)
+{
+	const tk_event *ev;
+	tk_stats *st = NULL;
+	int rc = 0;
+	*span = 0;
+	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK) {
+		int64_t sp = 0;
+		if (!out->n && tk_merge_pid_span(r, &sp) == 0 && q->per_rank)
+			*span = sp;
+		if (!out->n && !*span) {
+			/* the whole trace as one: the rest as tk_stats_add_reader reads it */
+			if ((rc = rank_stats(out, -1, so, &st)) == 0) {
+				tk_stats_set_pid_span(st, sp);
+				if ((rc = tk_stats_add(st, ev)) == 0)
+					rc = tk_stats_add_reader(st, r);
+			}
+			if (rc)
+				*err = st ? tk_stats_error(st) : "out of memory";
+			return rc;
+		}
+		if (ev->ph == 'M')
+			continue; /* metadata: no table counts it */
+		if ((rc = rank_stats(out, rank_of(ev, *span), so, &st)) == 0 && (rc = tk_stats_add(st, ev)) != 0)
+			*err = tk_stats_error(st);
+	}
+	if (rc == TK_EOF && !out->n && (rc = rank_stats(out, -1, so, &st)) != 0)
+		*err = "out of memory"; /* no event: an empty table */
+	for (size_t i = 1; i < out->n; i++) /* ranks in order */
+		for (size_t j = i; j > 0 && out->rank[j - 1] > out->rank[j]; j--) {
+			int64_t t = out->rank[j];
+			tk_stats *x = out->s[j];
+			out->rank[j] = out->rank[j - 1];
+			out->s[j] = out->s[j - 1];
+			out->rank[j - 1] = t;
+			out->s[j - 1] = x;
+		}
+	if (rc == TK_EOF)
+		return 0;
+	if (rc && !*err)
+		*err = rc == TK_ERR_NOMEM ? "out of memory" : tk_reader_error(r);
+	return rc;
+}
+
 /* The op running at each device's memory peak: a second read of the input,
  * which standard input and pipes do not allow (the table goes without). */
-static int memory_ops(const char *tool, const cli_stats_req *q, const char *name, tk_stats *st)
+static int memory_ops(const char *tool, const cli_stats_req *q, const char *name, cli_stats_out *out, int64_t span)
 {
 	if (!tk_input_rereadable(name)) {
 		if (!q->quiet)
@@ -72,49 +155,72 @@ static int memory_ops(const char *tool, const cli_stats_req *q, const char *name
 		return 0;
 	}
 	tk_reader *r2 = NULL;
+	const tk_event *ev;
 	int rc = tk_reader_open_path(&r2, name, NULL);
-	if (rc)
+	while (!rc && (rc = tk_reader_next(r2, &ev)) == TK_OK) {
+		int64_t rank = span ? rank_of(ev, span) : -1;
+		for (size_t i = 0; i < out->n && !rc; i++)
+			if (out->rank[i] == rank)
+				rc = tk_stats_memory_op(out->s[i], ev);
+	}
+	if (rc < 0)
 		cli_err(tool, "%s", r2 && *tk_reader_error(r2) ? tk_reader_error(r2) : tk_strerror(rc));
-	else
-		rc = tk_stats_memory_ops(st, r2);
 	tk_reader_free(r2);
-	return rc;
+	return rc < 0 ? rc : 0;
 }
 
-int cli_stats_read(const char *tool, const char *name, tk_reader *r, const cli_stats_req *q, tk_stats **out)
+void cli_stats_out_free(cli_stats_out *out)
 {
-	*out = NULL;
+	for (size_t i = 0; i < out->n; i++)
+		tk_stats_free(out->s[i]);
+	free(out->s);
+	free(out->rank);
+	*out = (cli_stats_out){0};
+}
+
+int cli_stats_read(const char *tool, const char *name, tk_reader *r, const cli_stats_req *q, cli_stats_out *out)
+{
+	*out = (cli_stats_out){0};
 	tk_stats_opts so = q->sopts;
 	tk_steps *steps = NULL;
 	if ((q->step_a >= 0 || so.window.lo_rel || so.window.hi_rel) && first_pass(tool, q, name, &so, &steps)) {
 		tk_steps_free(steps);
 		return 1;
 	}
-	tk_stats *st = NULL;
-	int rc = tk_stats_new(&st, &so);
-	if (!rc && (rc = tk_stats_add_reader(st, r)) == 0)
-		rc = tk_stats_finish(st);
+	const char *err = NULL;
+	int64_t span = 0;
+	int rc = add_all(r, q, &so, out, &span, &err);
+	for (size_t i = 0; !rc && i < out->n; i++)
+		if ((rc = tk_stats_finish(out->s[i])) != 0)
+			err = tk_stats_error(out->s[i]);
 	tk_steps_free(steps);
-	if (!rc && tk_stats_memory_count(st))
-		rc = memory_ops(tool, q, name, st);
-	const char *msg = st ? tk_stats_error(st) : tk_strerror(rc);
-	if (rc && strncmp(msg, name, strlen(name)) == 0) /* a reader's error names its input */
-		cli_err(tool, "%s", msg);
-	else if (rc)
-		cli_err(tool, "%s: %s", name, msg);
+	int mem = 0;
+	for (size_t i = 0; !rc && i < out->n; i++)
+		mem |= tk_stats_memory_count(out->s[i]) != 0;
+	if (!rc && mem && (rc = memory_ops(tool, q, name, out, span)) != 0)
+		err = ""; /* said */
+	if (rc && !err)
+		err = tk_strerror(rc);
+	if (rc && strncmp(err, name, strlen(name)) == 0) /* a reader's error names its input */
+		cli_err(tool, "%s", err);
+	else if (rc && *err)
+		cli_err(tool, "%s: %s", name, err);
 	for (size_t i = 0; !q->quiet && tk_reader_warning(r, i); i++)
 		cli_warn(tool, "%s", tk_reader_warning(r, i));
 	if (rc) {
-		tk_stats_free(st);
+		cli_stats_out_free(out);
 		return 1;
 	}
-	if (!q->quiet && tk_stats_get_info(st)->late)
+	uint64_t late = 0, events = 0;
+	for (size_t i = 0; i < out->n; i++) {
+		late += tk_stats_get_info(out->s[i])->late;
+		events += tk_stats_get_info(out->s[i])->events;
+	}
+	if (!q->quiet && late)
 		cli_warn(tool, "%s: %llu ops arrived after their time was processed; raise "
-		         "--max-pending for exact self times", name,
-		         (unsigned long long)tk_stats_get_info(st)->late);
+		         "--max-pending for exact self times", name, (unsigned long long)late);
 	if (!q->quiet)
-		cli_window_kept(tool, name, q->window, tk_stats_get_info(st)->events);
-	*out = st;
+		cli_window_kept(tool, name, q->window, events);
 	return 0;
 }
 

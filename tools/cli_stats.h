@@ -9,13 +9,25 @@ typedef struct cli_stats_req {
 	long step_a, step_b; /* only ProfilerStep#A..#B (docs/steps.md); -1: all */
 	const char *window;  /* --window as given, for the empty-window warning; NULL: none */
 	int quiet;           /* no warnings */
+	int per_rank;        /* a trace-merge output: a stats object per rank */
 } cli_stats_req;
+
+/* What cli_stats_read gives: one stats object, or one per rank of a
+ * merged trace (rank[i]; -1 for a trace that is not a merge output). */
+typedef struct cli_stats_out {
+	tk_stats **s;
+	int64_t *rank;
+	size_t n;
+} cli_stats_out;
 
 /* The finished stats of the trace name that r is open on (r is read to its
  * end; name is read again before it for --steps or a relative window, and
- * after it for the op at a memory peak). Errors and warnings go to stderr
- * with the tool's name. 0 with *out, or 1. */
-int cli_stats_read(const char *tool, const char *name, tk_reader *r, const cli_stats_req *q, tk_stats **out);
+ * after it for the op at a memory peak). With per_rank, a trace-merge
+ * output (its tracekitMerge pidScheme) gives a stats object per rank,
+ * each event going to the rank of its pid. Errors and warnings go to
+ * stderr with the tool's name. 0 with *out filled, or 1. */
+int cli_stats_read(const char *tool, const char *name, tk_reader *r, const cli_stats_req *q, cli_stats_out *out);
+void cli_stats_out_free(cli_stats_out *out);
 
 /* The tables of a run, written as every stats tool writes them: to -o
  * FILE (published whole, a device or FIFO written in place) or standard

@@ -163,9 +163,16 @@ static int read_side(void *ctx, const char *name, tk_reader *r)
 		        sd->i ? "NEW" : "BASE");
 		return 1;
 	}
-	cli_stats_req q = {o->sopts, o->steps[sd->i][0], o->steps[sd->i][1], o->window, o->quiet};
+	/* a trace-merge output is compared whole */
+	cli_stats_req q = {o->sopts, o->steps[sd->i][0], o->steps[sd->i][1], o->window, o->quiet, 0};
 	q.sopts.step_table = (o->tables & (1 << T_STEPS)) != 0;
-	return cli_stats_read(tool.name, name, r, &q, &sd->st);
+	cli_stats_out got;
+	if (cli_stats_read(tool.name, name, r, &q, &got))
+		return 1;
+	sd->st = got.s[0];
+	got.s[0] = NULL;
+	cli_stats_out_free(&got);
+	return 0;
 }
 
 /* ---- output ---- */

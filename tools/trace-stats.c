@@ -213,29 +213,41 @@ static int read_one(void *ctx, const char *name, tk_reader *r)
 	stats_run *run = ctx;
 	const stats_opts *o = run->o;
 	size_t index = run->seen++;
-	if (run->n == run->cap) {
-		size_t nc = run->cap ? run->cap * 2 : 16;
-		tk_stats **ns = realloc(run->s, nc * sizeof *ns);
-		if (ns)
-			run->s = ns;
-		char(*nl)[32] = ns ? realloc(run->labels, nc * sizeof *nl) : NULL;
-		if (!nl) {
-			cli_err(tool.name, "out of memory");
-			return 1;
-		}
-		run->labels = nl;
-		run->cap = nc;
-	}
-	cli_stats_req q = {o->sopts, o->step_a, o->step_b, o->window, o->quiet};
+	/* a trace-merge output: each rank as an input of its own */
+	cli_stats_req q = {o->sopts, o->step_a, o->step_b, o->window, o->quiet, 1};
 	q.sopts.step_table = (o->tables & (1 << T_STEPS)) != 0;
 	q.sopts.launch_table = (o->tables & (1 << T_LAUNCH)) != 0;
 	q.sopts.memory_table = (o->tables & (1 << T_MEMORY)) != 0;
-	tk_stats *st = NULL;
-	if (cli_stats_read(tool.name, name, r, &q, &st))
+	cli_stats_out got;
+	if (cli_stats_read(tool.name, name, r, &q, &got))
 		return 1;
-	rank_label(r, index, run->labels[run->n], sizeof run->labels[run->n]);
-	unique_label(run, name);
-	run->s[run->n++] = st;
+	for (size_t i = 0; i < got.n; i++) {
+		if (run->n == run->cap) {
+			size_t nc = run->cap ? run->cap * 2 : 16;
+			tk_stats **ns = realloc(run->s, nc * sizeof *ns);
+			if (ns)
+				run->s = ns;
+			char(*nl)[32] = ns ? realloc(run->labels, nc * sizeof *nl) : NULL;
+			if (!nl) {
+				cli_err(tool.name, "out of memory");
+				for (size_t k = i; k < got.n; k++)
+					tk_stats_free(got.s[k]);
+				got.n = 0;
+				cli_stats_out_free(&got);
+				return 1;
+			}
+			run->labels = nl;
+			run->cap = nc;
+		}
+		if (got.rank[i] >= 0)
+			snprintf(run->labels[run->n], sizeof run->labels[run->n], "rank %lld", (long long)got.rank[i]);
+		else
+			rank_label(r, index, run->labels[run->n], sizeof run->labels[run->n]);
+		unique_label(run, name);
+		run->s[run->n++] = got.s[i];
+	}
+	got.n = 0; /* the stats are the run's now */
+	cli_stats_out_free(&got);
 	return 0;
 }
 

@@ -138,6 +138,7 @@ void tk_stats_free(tk_stats *s)
 	free(s->mev);
 	free(s->mem_rows);
 	free(s->peak_thread);
+	free(s->peak_best);
 	for (int i = 0; i < 6; i++)
 		free(s->sum_order[i]);
 	tk__buf_free(&s->scratch);
@@ -759,6 +760,13 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 	case TK_STATS_API: return add_cpu(s, ev, c, 1);
 	default: return add_device(s, ev, c, cls);
 	}
+}
+
+void tk_stats_set_pid_span(tk_stats *s, int64_t span)
+{
+	if (!s || span <= 0 || !(s->opts.step_table || s->opts.launch_table) || (!s->st_steps && tk_steps_new(&s->st_steps)))
+		return;
+	tk_steps_set_pid_span(s->st_steps, span);
 }
 
 int tk_stats_add_reader(tk_stats *s, tk_reader *r)

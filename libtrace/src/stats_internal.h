@@ -153,6 +153,7 @@ struct tk_stats {
 	tk_stats_memory *mem_rows;
 	size_t n_mem_rows, cap_mem_rows;
 	uint64_t *peak_thread; /* per device: the peak event's (pid, tid) hash */
+	int64_t *peak_best;    /* per device: the innermost op at the peak so far (its duration) */
 	/* results, built by tk_stats_finish */
 	int finished;
 	size_t *sum_order[6];

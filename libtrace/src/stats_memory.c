@@ -173,44 +173,48 @@ const tk_stats_memory *tk_stats_memory_get(const tk_stats *s, size_t i)
 	return s && s->finished && i < s->n_mem_rows ? &s->mem_rows[i] : NULL;
 }
 
+int tk_stats_memory_op(tk_stats *s, const tk_event *ev)
+{
+	if (!s || !ev || !s->finished)
+		return TK_ERR_ARG;
+	size_t n = s->n_mem_rows;
+	if (!n || ev->ph != 'X' || !(ev->has & TK_HAS_TS) || !ev->name.ptr ||
+	    tk_stats_event_class(ev->cat, (ev->has & TK_HAS_CAT) != 0) != TK_STATS_OP)
+		return 0;
+	if (!s->peak_best) { /* the innermost op's duration so far, per device */
+		if (!(s->peak_best = malloc(n * sizeof *s->peak_best)))
+			return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
+		for (size_t i = 0; i < n; i++)
+			s->peak_best[i] = INT64_MAX;
+	}
+	int64_t dur = (ev->has & TK_HAS_DUR) && ev->dur > 0 ? ev->dur : 0, end = tk__ev_end(ev->ts, dur);
+	uint64_t th = 0;
+	for (size_t i = 0; i < n; i++) {
+		tk_stats_memory *m = &s->mem_rows[i];
+		if (!m->events || ev->ts > m->peak_ts || end < m->peak_ts || dur >= s->peak_best[i])
+			continue;
+		if (!th)
+			th = thread_key(ev);
+		if (th != s->peak_thread[i])
+			continue;
+		tk_sv nm = tk__strtab_intern(&s->strs, ev->name.ptr, ev->name.len);
+		if (!nm.ptr)
+			return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
+		s->peak_best[i] = dur;
+		m->op_at_peak = nm.ptr;
+	}
+	return 0;
+}
+
 int tk_stats_memory_ops(tk_stats *s, tk_reader *r)
 {
 	if (!s || !r || !s->finished)
 		return TK_ERR_ARG;
-	size_t n = s->n_mem_rows;
-	if (!n)
-		return 0;
-	int64_t *best = malloc(n * sizeof *best); /* the innermost op's duration so far */
-	if (!best)
-		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
-	for (size_t i = 0; i < n; i++)
-		best[i] = INT64_MAX;
 	const tk_event *ev;
 	int rc;
-	while ((rc = tk_reader_next(r, &ev)) == TK_OK) {
-		if (ev->ph != 'X' || !(ev->has & TK_HAS_TS) || !ev->name.ptr ||
-		    tk_stats_event_class(ev->cat, (ev->has & TK_HAS_CAT) != 0) != TK_STATS_OP)
-			continue;
-		int64_t dur = (ev->has & TK_HAS_DUR) && ev->dur > 0 ? ev->dur : 0, end = tk__ev_end(ev->ts, dur);
-		uint64_t th = 0;
-		for (size_t i = 0; i < n; i++) {
-			tk_stats_memory *m = &s->mem_rows[i];
-			if (!m->events || ev->ts > m->peak_ts || end < m->peak_ts || dur >= best[i])
-				continue;
-			if (!th)
-				th = thread_key(ev);
-			if (th != s->peak_thread[i])
-				continue;
-			tk_sv nm = tk__strtab_intern(&s->strs, ev->name.ptr, ev->name.len);
-			if (!nm.ptr) {
-				free(best);
-				return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
-			}
-			best[i] = dur;
-			m->op_at_peak = nm.ptr;
-		}
-	}
-	free(best);
+	while ((rc = tk_reader_next(r, &ev)) == TK_OK)
+		if ((rc = tk_stats_memory_op(s, ev)) != 0)
+			return rc;
 	if (rc < 0)
 		return tk__err_msg(&s->err, rc, "%s", tk_reader_error(r));
 	return 0;

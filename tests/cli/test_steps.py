@@ -516,6 +516,19 @@ def real(tools, root, tmp):
                                                                   for r in want)),
               got == want, [(w, g) for w, g in zip(want, got) if w != g][:1] or (len(want), len(got)))
 
+    # a trace-merge output: each rank an input of its own, the tables those of the rank files
+    ranks = sorted(os.path.join(root, "param-dlrm-8rank/dlrm_kineto", f)
+                   for f in os.listdir(os.path.join(root, "param-dlrm-8rank/dlrm_kineto")) if f.endswith(".json"))
+    merged = os.path.join(tmp, "m8.json")
+    run(os.path.join(tools, "trace-merge"), "-q", "-o", merged, *ranks)
+    t = "ops,kernels,memcpy,api,steps,launch"
+    a = json.loads(run(os.path.join(tools, "trace-stats"), merged, "-t", t, "-f", "json", "-n", "-1", "-q").stdout)
+    b = json.loads(run(os.path.join(tools, "trace-stats"), *ranks, "-t", t, "-f", "json", "-n", "-1", "-q").stdout)
+    for r in a["launch"]["rows"] + b["launch"]["rows"]:
+        r.pop("stream")  # the merge renumbers pids
+    check("the 8-rank DLRM merge: trace-stats gives each rank its columns and rows, as the 8 files do",
+          a == b and len(a["steps"]["rows"]) == 8, [k for k in a if a[k] != b[k]])
+
     for rel in REAL + ["hta-nccl_parser_config/nccl_data.json.gz",
                        "param-dlrm-8rank/dlrm_kineto/worker0_step_12.1694128201545.pt.trace.json"]:
         path = os.path.join(root, rel)

@@ -62,6 +62,10 @@ typedef struct tk_stats tk_stats;
 TK_API int tk_stats_new(tk_stats **out, const tk_stats_opts *opts);
 /* Feed one event (borrowed; nothing is kept past the call). */
 TK_API int tk_stats_add(tk_stats *s, const tk_event *ev);
+/* A merged trace's pid scheme rank*span+pid (tk_merge_pid_span), before
+ * the first event: step attribution then keeps correlation ids per rank.
+ * tk_stats_add_reader() sets it itself. */
+TK_API void tk_stats_set_pid_span(tk_stats *s, int64_t span);
 /* Read every event of `r` into `s`. Returns 0, or the reader's error code. */
 TK_API int tk_stats_add_reader(tk_stats *s, tk_reader *r);
 /* Finish: flush pending ops and build the sorted result rows. Call once. */
@@ -154,6 +158,8 @@ TK_API const tk_stats_memory *tk_stats_memory_get(const tk_stats *s, size_t i);
 /* After tk_stats_finish: reads the trace again from r (to its end) for the
  * innermost CPU op of the peak's thread that runs at each device's peak. */
 TK_API int tk_stats_memory_ops(tk_stats *s, tk_reader *r);
+/* The same, one event of that second read at a time. */
+TK_API int tk_stats_memory_op(tk_stats *s, const tk_event *ev);
 
 /* Counters a caller may want to warn about. */
 typedef struct tk_stats_info {
