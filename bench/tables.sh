@@ -15,7 +15,7 @@ run through rss_run (best of --repeat runs, median beside it):
   trace-stats TRACE.json -t steps,launch      the GPU time line (docs/steps.md)
   trace-stats TRACE.json -t memory            [memory] events (the generator
                                               writes none: the cost of looking)
-  trace-stats TRACE.json -t all seven         target >= 600 MB/s
+  trace-stats TRACE.json -t all eight         target >= 600 MB/s
 
 Files go to a temporary directory (under $TK_BENCH_DIR when set) removed at exit.
 EOF2
@@ -39,7 +39,7 @@ row() { # NAME WALL MED CPU KIB
 printf "%-44s %8s %8s %9s %11s %9s\n" case "best s" "median" "MB/s" "MB/cpu-s" "peak MiB"
 OUT=/dev/null
 measure cat "$IN"; row "cat (baseline)" "$WALL" "$MED" "$CPU" "$KIB"
-for t in ops,kernels,memcpy,api steps,launch memory ops,kernels,memcpy,api,steps,launch,memory; do
+for t in ops,kernels,memcpy,api steps,launch memory collectives ops,kernels,memcpy,api,steps,launch,memory,collectives; do
 	OUT=$WORK/t.txt
 	measure "$STATS" -q "$IN" -t "$t" -o "$OUT"
 	((RC == 0)) || { echo "$BENCH: trace-stats -t $t failed: $(cat "$LOG")" >&2; exit 1; }

@@ -43,6 +43,9 @@
  *    least the final total;
  *  - every table renders, alone and with S1 and S3 side by side as two
  *    ranks, and the JSON renderings are JSON in valid UTF-8;
+ *  - the collectives table is the same in S1, S2 and S3, with nothing
+ *    negative; S1 against itself as two ranks: every collective matched,
+ *    no skew, each counted last once;
  *  - trace-diff's rendering of S1 against S2 (the same figures) is JSON,
  *    every change in it 0 and no row new or gone. */
 #define _GNU_SOURCE
@@ -154,6 +157,37 @@ static void memory_check(const char *what, const tk_stats *a, const tk_stats *b)
 		         (unsigned long long)x->events, (unsigned long long)x->allocs, (unsigned long long)x->frees,
 		         (long long)x->peak_alloc, (long long)x->final_alloc);
 	}
+}
+
+/* The collectives tables of a and b, and a against itself as two ranks. */
+static void coll_check(const char *what, tk_stats *a, const tk_stats *b)
+{
+	size_t n = tk_stats_collective_count(a);
+	FZ_CHECK(WHO, n == tk_stats_collective_count(b), "%s: %zu collective rows, then %zu", what, n,
+	         tk_stats_collective_count(b));
+	uint64_t kernels = 0;
+	for (size_t i = 0; i < n; i++) {
+		const tk_stats_collective *x = tk_stats_collective_get(a, i), *y = tk_stats_collective_get(b, i);
+		FZ_CHECK(WHO, str_eq(x->kind, y->kind) && str_eq(x->group, y->group) && x->count == y->count &&
+		                  x->bytes == y->bytes && x->time == y->time && dbl_same(x->algbw, y->algbw) &&
+		                  dbl_same(x->busbw, y->busbw) && x->ranks == y->ranks,
+		         "%s: collective row %zu (%s) differs", what, i, x->kind);
+		FZ_CHECK(WHO, x->count > 0 && x->bytes >= 0 && x->time >= 0 && x->algbw >= 0 && x->busbw >= 0,
+		         "collective row %s: a negative figure", x->kind);
+		kernels += x->count;
+	}
+	tk_stats *two[2] = {a, a};
+	tk_stats_straggler st[2];
+	uint64_t inst = 0;
+	int64_t skew = -1;
+	int rc = tk_stats_stragglers(two, 2, st, &inst, &skew);
+	FZ_CHECK(WHO, rc == TK_OK || rc == TK_ERR_NOMEM, "stragglers fail: %s", tk_strerror(rc));
+	if (rc == TK_OK)
+		FZ_CHECK(WHO, inst == kernels && skew == 0 && st[0].last + st[1].last == inst &&
+		                  st[0].instances == inst && st[1].instances == inst && st[0].late_total == 0 &&
+		                  st[1].late_total == 0,
+		         "a trace against itself: %llu of %llu collectives matched, skew %lld", (unsigned long long)inst,
+		         (unsigned long long)kernels, (long long)skew);
 }
 
 static int str_eq(const char *a, const char *b)
@@ -288,6 +322,7 @@ static char *render(tk_stats *const *s, size_t n, int t, const tk_table_opts *o,
 	         : t == 3 ? tk_stats_format_steps(s, n, o, &txt, len)
 	         : t == 4 ? tk_stats_format_launch(s, n, o, &txt, len)
 	         : t == 5 ? tk_stats_format_memory(s, n, o, &txt, len)
+	         : t == 6 ? tk_stats_format_collectives(s, n, o, &txt, len)
 	                  : tk_stats_format_sum(s, n, sum_tables[t], o, &txt, len);
 	FZ_CHECK(WHO, rc == TK_OK || rc == TK_ERR_NOMEM, "table %d of %zu objects fails to render: %s", t, n,
 	         tk_strerror(rc));
@@ -333,7 +368,7 @@ static void tables(tk_stats *s1, tk_stats *s2, tk_stats *s3, unsigned b)
 	for (int k = formats[0] == TK_TABLE_JSON; k < 2; k++) {
 		int f = formats[k];
 		o.format = f;
-		for (int t = -1; t < 6; t++) { /* 3: steps, 4: launch, 5: memory */
+		for (int t = -1; t < 7; t++) { /* 3: steps, 4: launch, 5: memory, 6: collectives */
 			size_t l1 = 0, l2 = 0, l3 = 0;
 			o.labels = NULL;
 			char *a = render(&s1, 1, t, &o, &l1), *c = render(&s2, 1, t, &o, &l2);
@@ -370,6 +405,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	so.step_table = 1;
 	so.launch_table = 1;
 	so.memory_table = 1;
+	so.collective_table = 1;
 	tk_reader_opts ro = {0, 1 << 20, 64};
 	tk_reader *r = NULL;
 	tk_stats *s1 = NULL, *s2 = NULL, *s3 = NULL;
@@ -410,6 +446,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		launch_check("with a pending budget of a few ops", s1, s3);
 		memory_check("after a .tkb round trip", s1, s2);
 		memory_check("with a pending budget of a few ops", s1, s3);
+		coll_check("after a .tkb round trip", s1, s2);
+		coll_check("with a pending budget of a few ops", s1, s3);
 		accounting(s1);
 		accounting(s3);
 		tables(s1, s2, s3, b2 >> 2 | fz_byte(&fo) << 8);

@@ -27,10 +27,11 @@ static const cli_opt opts[] = {
 	 "                             launched (docs/steps.md; reads each input twice)"},
 	{O_FLOPS, 0, "flops", "MODE", "torch (default), extended or none (see docs/flops.md)"},
 	{O_FORMAT, 'f', "format", "FMT", "text (default), csv, json or md"},
-	{O_TABLES, 't', "tables", "LIST", "ops,kernels,memcpy,api,steps,launch,memory (default: all that\n"
-	 "                             have rows but steps, GPU busy, idle and overlap per\n"
+	{O_TABLES, 't', "tables", "LIST", "ops,kernels,memcpy,api,steps,launch,memory,collectives (default:\n"
+	 "                             all that have rows but steps, GPU busy, idle and overlap per\n"
 	 "                             ProfilerStep; launch, launch delays and queue length per GPU\n"
-	 "                             stream; memory, peak memory per device from [memory] events)"},
+	 "                             stream; memory, peak memory per device from [memory] events;\n"
+	 "                             collectives, NCCL bandwidths and, across ranks, stragglers)"},
 	{O_PENDING, 0, "max-pending", "N", "CPU ops held for time sorting (default 524288)"},
 	{O_OUT, 'o', "output", "FILE", "write to FILE instead of standard output"},
 	{O_LIST, 0, "list", NULL, "list the traces the inputs stand for (archive members) and exit"},
@@ -46,7 +47,8 @@ static const cli_tool tool = {
 	"FLOPs), then kernel, memcpy/memset and runtime API summaries in the shape of\n"
 	"nsys cuda_gpu_kern_sum; with -t steps, GPU busy, idle and overlap per step;\n"
 	"with -t launch, launch delays and queue length per GPU stream; with -t memory,\n"
-	"the peak allocated and reserved memory per device and the op at the peak.\n"
+	"the peak allocated and reserved memory per device and the op at the peak; with\n"
+	"-t collectives, NCCL bytes and bandwidths per kind and the ranks that start late.\n"
 	"Several traces are treated as ranks: the tables are\n"
 	"combined and get one column per rank ('rank 3 CUDA total': its name, from\n"
 	"distributedInfo.rank, and what it shows) and the rank that spent the most. An\n"
@@ -64,8 +66,8 @@ static const cli_tool tool = {
 	0,
 };
 
-/* the tables: ops, kernels, memcpy, api, steps, launch, memory */
-enum { T_STEPS = 4, T_LAUNCH = 5, T_MEMORY = 6, N_TABLES = 7 };
+/* the tables: ops, kernels, memcpy, api, steps, launch, memory, collectives */
+enum { T_STEPS = 4, T_LAUNCH = 5, T_MEMORY = 6, T_COLL = 7, N_TABLES = 8 };
 
 typedef struct stats_opts {
 	char **in;
@@ -73,7 +75,8 @@ typedef struct stats_opts {
 	const char *out;
 	tk_stats_opts sopts;
 	tk_table_opts topts;
-	int tables; /* bits: 1 << T_*: 1 ops, 2 kernels, 4 memcpy, 8 api, 16 steps, 32 launch, 64 memory */
+	int tables; /* bits: 1 << T_*: 1 ops, 2 kernels, 4 memcpy, 8 api, 16 steps, 32 launch, 64 memory,
+	             * 128 collectives */
 	int tables_given;
 	long step_a, step_b; /* -1 = no step filter */
 	const char *window;  /* --window as given */
@@ -88,7 +91,8 @@ static int parse_one(stats_opts *o, int c, const char *arg)
 	static const char *const flops[] = {"none", "torch", "extended", NULL}; /* TK_FLOPS_* */
 	static const char *const fmts[] = {"text", "csv", "json", "md", NULL};  /* TK_TABLE_* */
 	static const char *const units[] = {"s", "ms", "us", "ns", NULL};
-	static const char *const tables[] = {"ops", "kernels", "memcpy", "api", "steps", "launch", "memory", NULL};
+	static const char *const tables[] = {"ops",    "kernels", "memcpy",      "api", "steps",
+	                                     "launch", "memory",  "collectives", NULL};
 	char *end;
 	switch (c) {
 	case O_SORT: /* checked here, before the inputs are read */
@@ -218,6 +222,7 @@ static int read_one(void *ctx, const char *name, tk_reader *r)
 	q.sopts.step_table = (o->tables & (1 << T_STEPS)) != 0;
 	q.sopts.launch_table = (o->tables & (1 << T_LAUNCH)) != 0;
 	q.sopts.memory_table = (o->tables & (1 << T_MEMORY)) != 0;
+	q.sopts.collective_table = (o->tables & (1 << T_COLL)) != 0;
 	cli_stats_out got;
 	if (cli_stats_read(tool.name, name, r, &q, &got))
 		return 1;
@@ -259,9 +264,10 @@ static const char *const titles[] = {
 	"CUDA API Summary (cuda_api_sum):",
 	"GPU Time per ProfilerStep (docs/steps.md):",
 	"GPU Launch Delays and Queue per Stream (docs/steps.md):",
-	"Memory per Device, from [memory] events (docs/steps.md):"};
-static const char *const json_keys[] = {"ops", "kernels", "memcpy", "api", "steps", "launch", "memory"};
-static const int which[] = {0, TK_STATS_KERNEL, TK_STATS_MEMCPY, TK_STATS_API, 0, 0, 0};
+	"Memory per Device, from [memory] events (docs/steps.md):",
+	"NCCL Collectives per Kind and Group (docs/steps.md):"};
+static const char *const json_keys[] = {"ops", "kernels", "memcpy", "api", "steps", "launch", "memory", "collectives"};
+static const int which[] = {0, TK_STATS_KERNEL, TK_STATS_MEMCPY, TK_STATS_API, 0, 0, 0, 0};
 
 static int has_rows(tk_stats *const *s, size_t n, int t)
 {
@@ -269,6 +275,7 @@ static int has_rows(tk_stats *const *s, size_t n, int t)
 		if (t == T_STEPS    ? tk_stats_step_count(s[i])
 		    : t == T_LAUNCH ? tk_stats_launch_count(s[i])
 		    : t == T_MEMORY ? tk_stats_memory_count(s[i])
+		    : t == T_COLL   ? tk_stats_collective_count(s[i])
 		    : t             ? tk_stats_sum_count(s[i], which[t])
 		                    : tk_stats_op_count(s[i]))
 			return 1;
@@ -289,6 +296,7 @@ static int render(void *ctx, int t, char **txt, size_t *len)
 	int rc = t == T_STEPS    ? tk_stats_format_steps(c->s, c->n, to, txt, len)
 	         : t == T_LAUNCH ? tk_stats_format_launch(c->s, c->n, to, txt, len)
 	         : t == T_MEMORY ? tk_stats_format_memory(c->s, c->n, to, txt, len)
+	         : t == T_COLL   ? tk_stats_format_collectives(c->s, c->n, to, txt, len)
 	         : t             ? tk_stats_format_sum(c->s, c->n, which[t], to, txt, len)
 	                         : tk_stats_format_ops(c->s, c->n, to, txt, len);
 	if (rc)

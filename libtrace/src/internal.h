@@ -255,6 +255,13 @@ struct tk_writer {
 };
 int tk__writer_flush(tk_writer *w);
 
+/* The key an NCCL collective kernel is known by (trace-merge's clock
+ * alignment, trace-stats -t collectives): its "Collective name" argument
+ * when it has one, else the kernel name up to its parameter list; 1 with
+ * the key in buf (NUL-terminated, *len bytes), 0 for any other event
+ * (stats_coll.c). */
+int tk__coll_key(const tk_event *ev, char *buf, size_t cap, size_t *len);
+
 /* 1 if both ids have the same kind and value. */
 int tk__id_eq(const tk_id *a, const tk_id *b);
 

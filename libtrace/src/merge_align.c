@@ -8,40 +8,12 @@
 
 /* ---- collectives ---- */
 
-static int starts(tk_sv s, const char *p)
-{
-	size_t n = strlen(p);
-	return s.ptr && s.len >= n && memcmp(s.ptr, p, n) == 0;
-}
-
-/* The key a collective is matched by: its "Collective name" argument when
- * the kernel has one, else the kernel name up to its parameter list. */
-static int coll_key(const tk_event *ev, char *buf, size_t cap, size_t *len)
-{
-	int nccl = starts(ev->name, "ncclKernel_") || starts(ev->name, "ncclDevKernel_");
-	int kernel = ev->cat.ptr && ev->cat.len == 6 && memcmp(ev->cat.ptr, "kernel", 6) == 0;
-	if (!nccl && !kernel)
-		return 0;
-	if (ev->args.ptr && tk_args_get_str(ev, "Collective name", buf, cap, len) == 0 && *len &&
-	    *len < cap)
-		return 1;
-	if (!nccl)
-		return 0;
-	const char *paren = memchr(ev->name.ptr, '(', ev->name.len);
-	*len = paren ? (size_t)(paren - ev->name.ptr) : ev->name.len;
-	if (*len >= cap)
-		*len = cap - 1;
-	memcpy(buf, ev->name.ptr, *len);
-	buf[*len] = 0;
-	return 1;
-}
-
 int tk__merge_note_coll(tk_merge *m, tk__input *in, const tk_event *ev)
 {
 	char key[256];
 	size_t len;
 	if ((ev->has & (TK_HAS_TS | TK_HAS_PH)) != (TK_HAS_TS | TK_HAS_PH) || ev->ph != 'X' ||
-	    in->n_colls >= MAX_COLLS || !coll_key(ev, key, sizeof key, &len))
+	    in->n_colls >= MAX_COLLS || !tk__coll_key(ev, key, sizeof key, &len))
 		return 0;
 	if (tk__grow(&in->colls, &in->colls_cap, in->n_colls + 1, sizeof *in->colls, 64))
 			return TK_ERR_NOMEM;

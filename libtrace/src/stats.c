@@ -139,6 +139,8 @@ void tk_stats_free(tk_stats *s)
 	free(s->mem_rows);
 	free(s->peak_thread);
 	free(s->peak_best);
+	free(s->coll);
+	free(s->coll_rows);
 	for (int i = 0; i < 6; i++)
 		free(s->sum_order[i]);
 	tk__buf_free(&s->scratch);
@@ -732,6 +734,8 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 	if (ev->ph != 'X' || !(ev->has & TK_HAS_TS) || !ev->name.ptr)
 		return 0;
+	if (s->opts.collective_table && tk__stats_coll_add(s, ev))
+		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 	int cls = classify(s, ev);
 	/* the steps table sees every step and launch, and the GPU ops of the
 	 * categories counted, in the window or not */
@@ -806,7 +810,7 @@ int tk_stats_finish(tk_stats *s)
 	int rc = flush_all(s);
 	if (rc)
 		return rc;
-	if (tk__stats_finish_steps(s) || tk__stats_finish_memory(s))
+	if (tk__stats_finish_steps(s) || tk__stats_finish_memory(s) || tk__stats_finish_coll(s))
 		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 	s->finished = 1;
 	/* rows in torch's order: by the first event's (start, -end); the

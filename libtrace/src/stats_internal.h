@@ -154,6 +154,11 @@ struct tk_stats {
 	size_t n_mem_rows, cap_mem_rows;
 	uint64_t *peak_thread; /* per device: the peak event's (pid, tid) hash */
 	int64_t *peak_best;    /* per device: the innermost op at the peak so far (its duration) */
+	/* the collectives table (stats_coll.c) */
+	struct tk__collev *coll;
+	size_t n_coll, cap_coll;
+	tk_stats_collective *coll_rows;
+	size_t n_coll_rows, cap_coll_rows;
 	/* results, built by tk_stats_finish */
 	int finished;
 	size_t *sum_order[6];
@@ -174,5 +179,8 @@ int tk__stats_finish_steps(tk_stats *s);
 /* A [memory] event, when opts.memory_table: 0 or TK_ERR_NOMEM. */
 int tk__stats_memory_add(tk_stats *s, const tk_event *ev);
 int tk__stats_finish_memory(tk_stats *s);
+/* An NCCL kernel, when opts.collective_table: 0 or TK_ERR_NOMEM. */
+int tk__stats_coll_add(tk_stats *s, const tk_event *ev);
+int tk__stats_finish_coll(tk_stats *s);
 
 #endif

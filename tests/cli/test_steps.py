@@ -243,6 +243,35 @@ def hand_memory(tools, data):
           and "second read" in p.stderr, (p.returncode, p.stderr))
 
 
+def coll_json(tools, *paths):
+    out = run(os.path.join(tools, "trace-stats"), *paths, "-t", "collectives", "-f", "json", "-n", "-1",
+              "-q").stdout
+    return json.loads(out)["collectives"]
+
+
+def hand_coll(tools, data):
+    # coll_rank0.json: two all-reduces of 1,000,000 floats (4,000,000 bytes)
+    # at 1000 us (400 us) and 3000 (400), a broadcast of 1000 floats at 5000
+    # (100); coll_rank1.json: at 1100 (300), 2900 (500), 5050 (50). Per rank:
+    # all-reduce 8e6 bytes in 800 us: 10 GB/s, bus factor 2(n-1)/n = 1 for 2
+    # ranks. Across ranks: rank 1 starts the first all-reduce 100 us late,
+    # rank 0 the second 100 us late, rank 1 the broadcast 50 us late.
+    a, b = (os.path.join(data, "steps", "coll_rank%d.json" % r) for r in (0, 1))
+    d = coll_json(tools, a, b)
+    got = [(r["rank"], r["collective"], r["group"], r["count"], r["bytes"], r["total_ns"], r["algbw_gb_per_s"],
+            r["busbw_gb_per_s"], r["group_size"]) for r in d["rows"]]
+    want = [("rank 0", "allreduce", "0", 2, 8000000, 800000, 10.0, 10.0, 2),
+            ("rank 0", "broadcast", "0", 1, 4000, 100000, 0.04, 0.04, 2),
+            ("rank 1", "allreduce", "0", 2, 8000000, 800000, 10.0, 10.0, 2),
+            ("rank 1", "broadcast", "0", 1, 4000, 50000, 0.08, 0.08, 2)]
+    check("-t collectives: bytes and bandwidths worked out by hand", got == want, got)
+    t = d["totals"]
+    check("-t collectives: the stragglers worked out by hand",
+          t == {"late:rank 0": {"last": 1, "instances": 3, "late_mean_ns": 33333, "late_max_ns": 100000},
+                "late:rank 1": {"last": 2, "instances": 3, "late_mean_ns": 50000, "late_max_ns": 100000},
+                "matched": 3, "max_skew_ns": 100000}, t)
+
+
 # ---- real traces ----
 
 API = {"cuda_runtime", "Runtime", "cuda_driver", "mtia_runtime", "privateuse1_runtime"}
@@ -529,6 +558,66 @@ def real(tools, root, tmp):
     check("the 8-rank DLRM merge: trace-stats gives each rank its columns and rows, as the 8 files do",
           a == b and len(a["steps"]["rows"]) == 8, [k for k in a if a[k] != b[k]])
 
+    # NCCL collectives of the 8 DLRM ranks, per kind and across ranks, computed here
+    per, lists = [], []
+    for path in ranks:
+        evs = [e for e in load_exact(path) if isinstance(e, dict)]
+        k = collections.OrderedDict()
+        for e in evs:
+            n = str(e.get("name", ""))
+            if e.get("ph") == "X" and "ts" in e and (n.startswith("ncclKernel_") or n.startswith("ncclDevKernel_")):
+                a = e.get("args") if isinstance(e.get("args"), dict) else {}
+                key = a.get("Collective name") or n.split("(")[0]
+                k.setdefault(key, []).append((exact_ns(e["ts"]), max(0, exact_ns(e.get("dur", 0)))))
+        per.append(k)
+    want_rows = [("rank %d" % i, key, len(v), sum(d for _, d in v)) for i, k in enumerate(per) for key, v in k.items()]
+    late = [[0, 0, 0, 0] for _ in per]  # instances, last, late total, late max
+    matched = 0
+    for key in {key for k in per for key in k}:
+        lists = [sorted(k.get(key, [])) for k in per]
+        for j in range(max(len(v) for v in lists)):
+            have = [(v[j][0], i) for i, v in enumerate(lists) if j < len(v)]
+            if len(have) < 2:
+                continue
+            matched += 1
+            lo = min(t for t, _ in have)
+            last = max(have, key=lambda x: (x[0], -x[1]))[1]
+            late[last][1] += 1
+            for t, i in have:
+                late[i][0] += 1
+                late[i][2] += t - lo
+                late[i][3] = max(late[i][3], t - lo)
+    d = coll_json(tools, *ranks)
+    got_rows = [(r["rank"], r["collective"], r["count"], r["total_ns"]) for r in d["rows"]]
+    got_late = [[d["totals"]["late:rank %d" % i][k] for k in ("instances", "last", "late_mean_ns", "late_max_ns")]
+                for i in range(len(per))]
+    want_late = [[x[0], x[1], round(x[2] / x[0]) if x[0] else 0, x[3]] for x in late]
+    check("the 8 DLRM ranks: -t collectives rows (%d) and stragglers (%d collectives matched) equal those "
+          "computed from the JSON" % (len(want_rows), matched),
+          got_rows == want_rows and got_late == want_late and d["totals"]["matched"] == matched,
+          (got_late, want_late))
+
+    # bytes and bandwidths where the kernels carry torch's collective args
+    path = os.path.join(root, "hta-nccl_parser_config/nccl_data.json.gz")
+    size = {"Float": 4, "Half": 2, "BFloat16": 2, "Double": 8, "Long": 8, "Int": 4, "Byte": 1, "Char": 1}
+    want = collections.OrderedDict()
+    for e in load_exact(path):
+        n = str(e.get("name", "")) if isinstance(e, dict) else ""
+        if e.get("ph") == "X" and (n.startswith("ncclKernel_") or n.startswith("ncclDevKernel_")):
+            a = e["args"]
+            key = (a.get("Collective name") or n.split("(")[0], a.get("Process Group Name", ""))
+            nel = a.get("Out msg nelems" if "allgather" in key[0].replace("_", "").lower() else "In msg nelems", 0)
+            w = want.setdefault(key, [0, 0, 0, 0])
+            w[0] += 1
+            w[1] += nel * size.get(a.get("dtype"), 0)
+            w[2] += max(0, exact_ns(e.get("dur", 0)))
+            w[3] = max(w[3], a.get("Group size", 0))
+    got = [(r["collective"], r["group"], r["count"], r["bytes"], r["total_ns"], r["group_size"], r["algbw_gb_per_s"])
+           for r in coll_json(tools, path)["rows"]]
+    want = [(k[0], k[1], w[0], w[1], w[2], w[3], round(w[1] / w[2], 3)) for k, w in want.items()]
+    check("hta-nccl_parser_config: -t collectives bytes, time and algbw equal those computed from the JSON (%s)"
+          % ", ".join("%s %d B" % (x[0], x[3]) for x in want), got == want, (got, want))
+
     for rel in REAL + ["hta-nccl_parser_config/nccl_data.json.gz",
                        "param-dlrm-8rank/dlrm_kineto/worker0_step_12.1694128201545.pt.trace.json"]:
         path = os.path.join(root, rel)
@@ -561,6 +650,7 @@ def main():
             hand_table(tools, data)
             hand_launch(tools, data)
             hand_memory(tools, data)
+            hand_coll(tools, data)
         else:
             real(tools, sys.argv[4], tmp)
     print("test_steps: %d failures" % fails)

@@ -52,6 +52,9 @@ typedef struct tk_stats_opts {
 	 * from profile_memory's [memory] events: 48 bytes per event until
 	 * tk_stats_finish. */
 	int memory_table;
+	/* Build the collectives table (tk_stats_collective_get,
+	 * tk_stats_format_collectives): 40 bytes per NCCL kernel. */
+	int collective_table;
 	/* Most CPU events held for sorting by time per stats object; 0 = 1<<19.
 	 * Results are exact while every thread's ops fit (see docs). */
 	size_t max_pending;
@@ -161,6 +164,33 @@ TK_API int tk_stats_memory_ops(tk_stats *s, tk_reader *r);
 /* The same, one event of that second read at a time. */
 TK_API int tk_stats_memory_op(tk_stats *s, const tk_event *ev);
 
+/* The collectives table: a trace's NCCL kernels per kind (the "Collective
+ * name" argument, else the kernel name up to its parameters) and process
+ * group ("Process Group Name", "" when absent), in order of first
+ * appearance (docs/steps.md). */
+typedef struct tk_stats_collective {
+	const char *kind, *group;
+	uint64_t count;
+	int64_t bytes;       /* nccl-tests' size: In msg nelems (Out for a gather) x the dtype's size; 0 unknown */
+	int64_t time;        /* kernel time, ns */
+	double avg;          /* ns per kernel */
+	double algbw, busbw; /* GB/s: bytes over time, and times nccl-tests' factor for the group size */
+	int64_t ranks;       /* the largest "Group size", 0 unknown */
+} tk_stats_collective;
+TK_API size_t tk_stats_collective_count(const tk_stats *s);
+TK_API const tk_stats_collective *tk_stats_collective_get(const tk_stats *s, size_t i);
+/* Across ranks (one stats object each): the k-th kernel of a kind and
+ * group on every rank that has one is one collective; its start skew is
+ * the latest start less the earliest. Per rank: how many it took part in,
+ * how often it started last, and by how much it started after the first. */
+typedef struct tk_stats_straggler {
+	uint64_t instances, last;
+	int64_t late_total, late_max; /* ns */
+} tk_stats_straggler;
+/* out: n records. *instances: collectives matched; *max_skew: ns. */
+TK_API int tk_stats_stragglers(tk_stats *const *s, size_t n, tk_stats_straggler *out, uint64_t *instances,
+                               int64_t *max_skew);
+
 /* Counters a caller may want to warn about. */
 typedef struct tk_stats_info {
 	uint64_t events, ops, apis, device;
@@ -226,6 +256,10 @@ TK_API int tk_stats_format_memory(tk_stats *const *s, size_t n, const tk_table_o
 #define TK_DIFF_STEPS 16
 TK_API int tk_stats_format_diff(const tk_stats *base, const tk_stats *cur, int which, const tk_table_opts *o,
                                 char **out, size_t *len);
+/* Render the collectives table: the rows of each stats object (a Rank
+ * column when n > 1), and with several the stragglers at the foot. */
+TK_API int tk_stats_format_collectives(tk_stats *const *s, size_t n, const tk_table_opts *o, char **out,
+                                       size_t *len);
 /* Render a summary table (TK_STATS_KERNEL, TK_STATS_MEMCPY, TK_STATS_API). */
 TK_API int tk_stats_format_sum(tk_stats *const *s, size_t n, int which, const tk_table_opts *o,
                                char **out, size_t *len);

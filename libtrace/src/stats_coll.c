@@ -1,0 +1,398 @@
+/* stats_coll.c: the collectives table: NCCL collectives per kind and process group with bytes and the nccl-tests bandwidths, and across ranks the start skew of each matched collective and which ranks arrive last (docs/steps.md). */
+#include <ctype.h>
+#include <stdlib.h>
+
+#include "stats_grid.h"
+
+static int starts(tk_sv s, const char *p)
+{
+	size_t n = strlen(p);
+	return s.ptr && s.len >= n && memcmp(s.ptr, p, n) == 0;
+}
+
+int tk__coll_key(const tk_event *ev, char *buf, size_t cap, size_t *len)
+{
+	int nccl = starts(ev->name, "ncclKernel_") || starts(ev->name, "ncclDevKernel_");
+	int kernel = ev->cat.ptr && ev->cat.len == 6 && memcmp(ev->cat.ptr, "kernel", 6) == 0;
+	if (!nccl && !kernel)
+		return 0;
+	if (ev->args.ptr && tk_args_get_str(ev, "Collective name", buf, cap, len) == 0 && *len && *len < cap)
+		return 1;
+	if (!nccl)
+		return 0;
+	const char *paren = memchr(ev->name.ptr, '(', ev->name.len);
+	*len = paren ? (size_t)(paren - ev->name.ptr) : ev->name.len;
+	if (*len >= cap)
+		*len = cap - 1;
+	memcpy(buf, ev->name.ptr, *len);
+	buf[*len] = 0;
+	return 1;
+}
+
+/* One collective kernel: 40 bytes. */
+typedef struct tk__collev {
+	int64_t ts, dur, bytes;
+	uint32_t row; /* index into coll_rows */
+	uint32_t ranks; /* group size, 0 unknown */
+	uint32_t seq;
+} tk__collev;
+
+/* Bytes per element of torch's dtype names as the profiler writes them. */
+static int64_t dtype_size(const char *d)
+{
+	static const struct { const char *name; int size; } t[] = {
+		{"Float", 4}, {"float", 4}, {"Double", 8}, {"double", 8}, {"Half", 2}, {"BFloat16", 2},
+		{"Int", 4}, {"int", 4}, {"Long", 8}, {"long", 8}, {"Short", 2}, {"Char", 1}, {"Byte", 1},
+		{"Bool", 1}, {"ComplexFloat", 8}, {"ComplexDouble", 16}, {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1}};
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+		if (strcmp(d, t[i].name) == 0)
+			return t[i].size;
+	return 0;
+}
+
+/* A key's kind for the bandwidth formulas (nccl-tests): the key lowercased,
+ * without '_', searched for the collective's name. */
+enum { K_OTHER, K_ALLREDUCE, K_ALLGATHER, K_REDUCESCATTER, K_ALLTOALL, K_BROADCAST, K_REDUCE, K_SENDRECV };
+static int kind_of(const char *key)
+{
+	char b[256];
+	size_t n = 0;
+	for (const char *p = key; *p && n + 1 < sizeof b; p++)
+		if (*p != '_' && *p != ' ')
+			b[n++] = (char)tolower((unsigned char)*p);
+	b[n] = 0;
+	if (strstr(b, "allreduce"))
+		return K_ALLREDUCE;
+	if (strstr(b, "allgather"))
+		return K_ALLGATHER;
+	if (strstr(b, "reducescatter"))
+		return K_REDUCESCATTER;
+	if (strstr(b, "alltoall"))
+		return K_ALLTOALL;
+	if (strstr(b, "broadcast"))
+		return K_BROADCAST;
+	if (strstr(b, "sendrecv") || strstr(b, "send") || strstr(b, "recv"))
+		return K_SENDRECV;
+	if (strstr(b, "reduce"))
+		return K_REDUCE;
+	return K_OTHER;
+}
+
+/* nccl-tests' bus bandwidth factor for n ranks. */
+static double bus_factor(int kind, uint32_t n)
+{
+	if (n < 1)
+		return 1;
+	switch (kind) {
+	case K_ALLREDUCE: return 2.0 * (n - 1) / n;
+	case K_ALLGATHER:
+	case K_REDUCESCATTER:
+	case K_ALLTOALL: return (double)(n - 1) / n;
+	default: return 1;
+	}
+}
+
+static int row_of(tk_stats *s, const char *key, size_t klen, const char *pg, uint32_t *idx)
+{
+	for (size_t i = 0; i < s->n_coll_rows; i++)
+		if (strlen(s->coll_rows[i].kind) == klen && memcmp(s->coll_rows[i].kind, key, klen) == 0 &&
+		    strcmp(s->coll_rows[i].group, pg) == 0) {
+			*idx = (uint32_t)i;
+			return 0;
+		}
+	if (s->n_coll_rows >= 65536 || TK__GROW(s->coll_rows, s->cap_coll_rows, s->n_coll_rows + 1))
+		return TK_ERR_NOMEM;
+	tk_sv k = tk__strtab_intern(&s->strs, key, klen), g = tk__strtab_intern(&s->strs, pg, strlen(pg));
+	if (!k.ptr || !g.ptr)
+		return TK_ERR_NOMEM;
+	tk_stats_collective *r = &s->coll_rows[s->n_coll_rows];
+	memset(r, 0, sizeof *r);
+	r->kind = k.ptr;
+	r->group = g.ptr;
+	*idx = (uint32_t)s->n_coll_rows++;
+	return 0;
+}
+
+int tk__stats_coll_add(tk_stats *s, const tk_event *ev)
+{
+	char key[256], pg[128] = "", dt[32] = "";
+	size_t len, l2;
+	if (ev->ph != 'X' || !(ev->has & TK_HAS_TS) || !tk__coll_key(ev, key, sizeof key, &len))
+		return 0;
+	int64_t in = 0, out = 0, gs = 0;
+	if (ev->args.ptr) {
+		if (tk_args_get_str(ev, "Process Group Name", pg, sizeof pg, &l2) != 0 || l2 >= sizeof pg)
+			pg[0] = 0;
+		if (tk_args_get_str(ev, "dtype", dt, sizeof dt, &l2) != 0 || l2 >= sizeof dt)
+			dt[0] = 0;
+		if (tk_args_get_int(ev, "In msg nelems", &in) || in < 0)
+			in = 0;
+		if (tk_args_get_int(ev, "Out msg nelems", &out) || out < 0)
+			out = 0;
+		if (tk_args_get_int(ev, "Group size", &gs) || gs < 0 || gs > UINT32_MAX)
+			gs = 0;
+	}
+	uint32_t row;
+	if (row_of(s, key, len, pg, &row) || TK__GROW(s->coll, s->cap_coll, s->n_coll + 1))
+		return TK_ERR_NOMEM;
+	int kind = kind_of(key);
+	/* nccl-tests' size: the output of a gather, the input of the others */
+	int64_t n = kind == K_ALLGATHER ? out : in, b;
+	if (__builtin_mul_overflow(n, dtype_size(dt), &b))
+		b = INT64_MAX;
+	s->coll[s->n_coll] = (tk__collev){ev->ts, (ev->has & TK_HAS_DUR) && ev->dur > 0 ? ev->dur : 0, b, row,
+	                                  (uint32_t)gs, (uint32_t)s->n_coll};
+	s->n_coll++;
+	return 0;
+}
+
+static int cmp_coll(const void *a, const void *b)
+{
+	const tk__collev *x = a, *y = b;
+	if (x->row != y->row)
+		return x->row < y->row ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+int tk__stats_finish_coll(tk_stats *s)
+{
+	if (s->n_coll)
+		qsort(s->coll, s->n_coll, sizeof *s->coll, cmp_coll);
+	for (size_t i = 0; i < s->n_coll; i++) {
+		const tk__collev *c = &s->coll[i];
+		tk_stats_collective *r = &s->coll_rows[c->row];
+		r->count++;
+		r->bytes = tk__sat_add(r->bytes, c->bytes);
+		r->time = tk__sat_add(r->time, c->dur);
+		if (c->ranks > r->ranks)
+			r->ranks = c->ranks;
+	}
+	for (size_t i = 0; i < s->n_coll_rows; i++) {
+		tk_stats_collective *r = &s->coll_rows[i];
+		r->avg = r->count ? (double)r->time / (double)r->count : 0;
+		r->algbw = r->time > 0 ? (double)r->bytes / (double)r->time : 0; /* bytes per ns = GB/s */
+		r->busbw = r->algbw * bus_factor(kind_of(r->kind), r->ranks);
+	}
+	return 0;
+}
+
+size_t tk_stats_collective_count(const tk_stats *s)
+{
+	return s && s->finished ? s->n_coll_rows : 0;
+}
+
+const tk_stats_collective *tk_stats_collective_get(const tk_stats *s, size_t i)
+{
+	return s && s->finished && i < s->n_coll_rows ? &s->coll_rows[i] : NULL;
+}
+
+/* ---- across ranks ---- */
+
+/* The starts of row r's kernels on one rank, in time order. */
+static const tk__collev *starts_of(const tk_stats *s, const char *kind, const char *group, size_t *n)
+{
+	*n = 0;
+	for (size_t i = 0; i < s->n_coll_rows; i++)
+		if (strcmp(s->coll_rows[i].kind, kind) == 0 && strcmp(s->coll_rows[i].group, group) == 0) {
+			size_t lo = 0;
+			while (lo < s->n_coll && s->coll[lo].row != i)
+				lo++;
+			size_t hi = lo;
+			while (hi < s->n_coll && s->coll[hi].row == i)
+				hi++;
+			*n = hi - lo;
+			return s->coll + lo;
+		}
+	return NULL;
+}
+
+int tk_stats_stragglers(tk_stats *const *s, size_t n, tk_stats_straggler *out, uint64_t *instances,
+                        int64_t *max_skew)
+{
+	if (!s || !out)
+		return TK_ERR_ARG;
+	memset(out, 0, n * sizeof *out);
+	*instances = 0;
+	*max_skew = 0;
+	const tk__collev **lists = calloc(n ? n : 1, sizeof *lists);
+	size_t *lens = calloc(n ? n : 1, sizeof *lens);
+	if (!lists || !lens) {
+		free(lists);
+		free(lens);
+		return TK_ERR_NOMEM;
+	}
+	/* every (kind, group) of any rank, once: the first rank that has it */
+	for (size_t a = 0; a < n; a++)
+		for (size_t k = 0; k < s[a]->n_coll_rows; k++) {
+			const tk_stats_collective *row = &s[a]->coll_rows[k];
+			int seen = 0;
+			for (size_t b = 0; b < a && !seen; b++) {
+				size_t m;
+				seen = starts_of(s[b], row->kind, row->group, &m) != NULL;
+			}
+			if (seen)
+				continue;
+			size_t most = 0, ranks = 0;
+			for (size_t b = 0; b < n; b++) {
+				lists[b] = starts_of(s[b], row->kind, row->group, &lens[b]);
+				most = lens[b] > most ? lens[b] : most;
+				ranks += lens[b] > 0;
+			}
+			if (ranks < 2)
+				continue;
+			/* the j-th of each rank that has one is one instance */
+			for (size_t j = 0; j < most; j++) {
+				int64_t lo = INT64_MAX, hi = INT64_MIN;
+				size_t last = 0, have = 0;
+				for (size_t b = 0; b < n; b++) {
+					if (j >= lens[b])
+						continue;
+					int64_t t = lists[b][j].ts;
+					have++;
+					lo = t < lo ? t : lo;
+					if (t > hi) {
+						hi = t;
+						last = b;
+					}
+				}
+				if (have < 2)
+					continue;
+				(*instances)++;
+				int64_t skew = tk__sat_sub(hi, lo);
+				*max_skew = skew > *max_skew ? skew : *max_skew;
+				out[last].last++;
+				for (size_t b = 0; b < n; b++) {
+					if (j >= lens[b])
+						continue;
+					int64_t late = tk__sat_sub(lists[b][j].ts, lo);
+					out[b].instances++;
+					out[b].late_total = tk__sat_add(out[b].late_total, late);
+					out[b].late_max = late > out[b].late_max ? late : out[b].late_max;
+				}
+			}
+		}
+	free(lists);
+	free(lens);
+	return 0;
+}
+
+/* ---- the tables ---- */
+
+static int set_i64(tk__grid *g, size_t col, int64_t v)
+{
+	char raw[32], d[48];
+	snprintf(raw, sizeof raw, "%lld", (long long)v);
+	tk__thousands(d, sizeof d, raw);
+	return tk__grid_set(g, col, d, raw);
+}
+
+static int set_f(tk__grid *g, size_t col, double v, int decimals)
+{
+	char raw[64], d[96];
+	snprintf(raw, sizeof raw, "%.*f", decimals, v);
+	tk__thousands(d, sizeof d, raw);
+	return tk__grid_set(g, col, d, raw);
+}
+
+static int render(tk__grid *g, tk__buf *b, const tk_table_opts *o, size_t rows)
+{
+	int rc = 0;
+	if (rows || o->format == TK_TABLE_JSON || o->format == TK_TABLE_CSV)
+		rc = tk__grid_render(g, o->format, b);
+	return rc || tk__buf_putc(b, 0) ? TK_ERR_NOMEM : 0;
+}
+
+int tk_stats_format_collectives(tk_stats *const *s, size_t n, const tk_table_opts *o, char **out, size_t *len)
+{
+	*out = NULL;
+	if (!s || !n || !o)
+		return TK_ERR_ARG;
+	tk__grid g = {0};
+	static const char *const heads[][2] = {
+		{"Count", "count"},           {"Bytes", "bytes"},         {"Total (ns)", "total_ns"},
+		{"Avg (ns)", "avg_ns"},       {"Algbw (GB/s)", "algbw_gb_per_s"}, {"Busbw (GB/s)", "busbw_gb_per_s"},
+		{"Ranks", "group_size"},
+	};
+	int rc = n > 1 ? tk__grid_col(&g, "Rank", "rank", 0, 1, 0) : 0;
+	rc = rc || tk__grid_col(&g, "Collective", "collective", 0, 1, 0) || tk__grid_col(&g, "Group", "group", 0, 1, 0);
+	for (size_t i = 0; !rc && i < sizeof heads / sizeof heads[0]; i++)
+		rc = tk__grid_col(&g, heads[i][0], heads[i][1], 0, 0, 1);
+	size_t rows = 0;
+	char l[40];
+	for (size_t i = 0; !rc && i < n; i++) {
+		if (o->labels)
+			snprintf(l, sizeof l, "%s", o->labels[i]);
+		else
+			snprintf(l, sizeof l, "rank %zu", i);
+		for (size_t k = 0; !rc && k < s[i]->n_coll_rows; k++, rows++) {
+			if (o->row_limit >= 0 && rows >= (size_t)o->row_limit)
+				continue;
+			const tk_stats_collective *r = &s[i]->coll_rows[k];
+			size_t c = 0;
+			rc = tk__grid_row(&g);
+			if (!rc && n > 1)
+				rc = tk__grid_set(&g, c++, l, l);
+			rc = rc || tk__grid_set(&g, c++, r->kind, r->kind) || tk__grid_set(&g, c++, r->group, r->group) ||
+			     set_i64(&g, c++, (int64_t)r->count) || set_i64(&g, c++, r->bytes) || set_i64(&g, c++, r->time) ||
+			     set_f(&g, c++, r->avg, 1) || set_f(&g, c++, r->algbw, 3) || set_f(&g, c++, r->busbw, 3) ||
+			     set_i64(&g, c++, r->ranks);
+		}
+	}
+	/* across ranks: the stragglers */
+	tk_stats_straggler *st = n > 1 && !rc ? calloc(n, sizeof *st) : NULL;
+	uint64_t inst = 0;
+	int64_t skew = 0;
+	if (st && !(rc = tk_stats_stragglers(s, n, st, &inst, &skew)) && inst) {
+		size_t worst = 0;
+		for (size_t i = 1; i < n; i++)
+			if (st[i].last > st[worst].last)
+				worst = i;
+		for (size_t i = 0; i < n && !rc; i++) {
+			char d[256], v[160];
+			if (o->labels)
+				snprintf(l, sizeof l, "%s", o->labels[i]);
+			else
+				snprintf(l, sizeof l, "rank %zu", i);
+			double mean = st[i].instances ? (double)st[i].late_total / (double)st[i].instances : 0;
+			snprintf(d, sizeof d, "%s: last in %llu of %llu collectives, late by %.0f ns on average, %lld at most", l,
+			         (unsigned long long)st[i].last, (unsigned long long)st[i].instances, mean,
+			         (long long)st[i].late_max);
+			snprintf(v, sizeof v, "{\"last\":%llu,\"instances\":%llu,\"late_mean_ns\":%.0f,\"late_max_ns\":%lld}",
+			         (unsigned long long)st[i].last, (unsigned long long)st[i].instances, mean,
+			         (long long)st[i].late_max);
+			tk__buf q = {0};
+			if (tk__buf_append(&q, "late:", 5) || tk__json_escape(&q, l, strlen(l)) < 0 || tk__buf_putc(&q, 0))
+				rc = TK_ERR_NOMEM;
+			else
+				rc = tk__grid_footer(&g, d, q.p, v);
+			tk__buf_free(&q);
+		}
+		char d[256], v[64];
+		if (o->labels)
+			snprintf(l, sizeof l, "%s", o->labels[worst]);
+		else
+			snprintf(l, sizeof l, "rank %zu", worst);
+		snprintf(d, sizeof d, "%llu collectives matched across ranks (the k-th of a kind and group on each); start "
+		         "skew at most %lld ns; most often last: %s", (unsigned long long)inst, (long long)skew, l);
+		snprintf(v, sizeof v, "%llu", (unsigned long long)inst);
+		rc = rc || tk__grid_footer(&g, d, "matched", v);
+		snprintf(v, sizeof v, "%lld", (long long)skew);
+		rc = rc || tk__grid_footer(&g, NULL, "max_skew_ns", v);
+	} else if (n > 1 && !st && !rc) {
+		rc = TK_ERR_NOMEM;
+	}
+	free(st);
+	tk__buf b = {0};
+	rc = rc ? rc : render(&g, &b, o, rows);
+	tk__grid_free(&g);
+	if (rc) {
+		tk__buf_free(&b);
+		return rc;
+	}
+	*out = b.p;
+	if (len)
+		*len = b.len - 1;
+	return 0;
+}
