@@ -197,7 +197,7 @@ int cli_stats_read(const char *tool, const char *name, tk_reader *r, const cli_s
 	int mem = 0;
 	for (size_t i = 0; !rc && i < out->n; i++)
 		mem |= tk_stats_memory_count(out->s[i]) != 0;
-	if (!rc && mem && (rc = memory_ops(tool, q, name, out, span)) != 0)
+	if (!rc && mem && q->peak_op && (rc = memory_ops(tool, q, name, out, span)) != 0)
 		err = ""; /* said */
 	if (rc && !err)
 		err = tk_strerror(rc);

@@ -10,6 +10,7 @@ typedef struct cli_stats_req {
 	const char *window;  /* --window as given, for the empty-window warning; NULL: none */
 	int quiet;           /* no warnings */
 	int per_rank;        /* a trace-merge output: a stats object per rank */
+	int peak_op;         /* the memory table is shown: find the op at each peak */
 } cli_stats_req;
 
 /* What cli_stats_read gives: one stats object, or one per rank of a

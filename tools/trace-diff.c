@@ -164,7 +164,7 @@ static int read_side(void *ctx, const char *name, tk_reader *r)
 		return 1;
 	}
 	/* a trace-merge output is compared whole */
-	cli_stats_req q = {o->sopts, o->steps[sd->i][0], o->steps[sd->i][1], o->window, o->quiet, 0};
+	cli_stats_req q = {o->sopts, o->steps[sd->i][0], o->steps[sd->i][1], o->window, o->quiet, 0, 0};
 	q.sopts.step_table = (o->tables & (1 << T_STEPS)) != 0;
 	cli_stats_out got;
 	if (cli_stats_read(tool.name, name, r, &q, &got))

@@ -10,7 +10,7 @@
 #include "tracekit/tracekit.h"
 
 enum { O_OUT = 'o', O_QUIET = 'q', O_SORT = 's', O_LIMIT = 'n', O_FORMAT = 'f', O_TABLES = 't',
-       O_SHAPES = 0x100, O_UNIT, O_CAT, O_NAME, O_WINDOW, O_STEPS, O_FLOPS, O_PENDING, O_LIST };
+       O_SHAPES = 0x100, O_UNIT, O_CAT, O_NAME, O_WINDOW, O_STEPS, O_FLOPS, O_PENDING, O_LIST, O_MEM_SERIES };
 
 static const cli_opt opts[] = {
 	{O_SORT, 's', "sort", "KEY", "sort rows by a torch key: self_cpu_time_total, cpu_time_total,\n"
@@ -26,6 +26,8 @@ static const cli_opt opts[] = {
 	{O_STEPS, 0, "steps", "A[-B]", "only events inside ProfilerStep#A..#B and the GPU work they\n"
 	 "                             launched (docs/steps.md; reads each input twice)"},
 	{O_FLOPS, 0, "flops", "MODE", "torch (default), extended or none (see docs/flops.md)"},
+	{O_MEM_SERIES, 0, "memory-series", "FILE", "also write the allocation time line of the [memory]\n"
+	 "                             events to FILE.csv or FILE.json (docs/steps.md)"},
 	{O_FORMAT, 'f', "format", "FMT", "text (default), csv, json or md"},
 	{O_TABLES, 't', "tables", "LIST", "ops,kernels,memcpy,api,steps,launch,memory,collectives (default:\n"
 	 "                             all that have rows but steps, GPU busy, idle and overlap per\n"
@@ -80,6 +82,8 @@ typedef struct stats_opts {
 	int tables_given;
 	long step_a, step_b; /* -1 = no step filter */
 	const char *window;  /* --window as given */
+	const char *series;  /* --memory-series FILE */
+	int series_json;
 	int quiet, list;
 } stats_opts;
 
@@ -127,6 +131,14 @@ static int parse_one(stats_opts *o, int c, const char *arg)
 	case O_PENDING:
 		o->sopts.max_pending = strtoul(arg, &end, 10);
 		return *end || end == arg || arg[0] == '-' ? cli_bad_value(&tool, c, arg, "a count of ops") : 0;
+	case O_MEM_SERIES: {
+		size_t n = strlen(arg);
+		o->series = arg;
+		o->series_json = n > 5 && strcmp(arg + n - 5, ".json") == 0;
+		if (!o->series_json && !(n > 4 && strcmp(arg + n - 4, ".csv") == 0))
+			return cli_bad_value(&tool, c, arg, "a file name ending in .csv or .json");
+		return 0;
+	}
 	case O_OUT: o->out = arg; return 0;
 	case O_QUIET: o->quiet = 1; return 0;
 	default: return 2;
@@ -155,7 +167,8 @@ static int parse_args(int argc, char **argv, stats_opts *o)
 	}
 	o->in = argv + ind;
 	o->n_in = argc - ind;
-	if (cli_refuse_output_input(&tool, o->out, o->in, (size_t)o->n_in))
+	if (cli_refuse_output_input(&tool, o->out, o->in, (size_t)o->n_in) ||
+	    cli_refuse_output_input(&tool, o->series, o->in, (size_t)o->n_in))
 		return 2;
 	int twice = o->step_a >= 0 || o->sopts.window.lo_rel || o->sopts.window.hi_rel;
 	for (int i = 0; i < o->n_in && twice; i++)
@@ -218,10 +231,11 @@ static int read_one(void *ctx, const char *name, tk_reader *r)
 	const stats_opts *o = run->o;
 	size_t index = run->seen++;
 	/* a trace-merge output: each rank as an input of its own */
-	cli_stats_req q = {o->sopts, o->step_a, o->step_b, o->window, o->quiet, 1};
+	cli_stats_req q = {o->sopts, o->step_a, o->step_b, o->window, o->quiet, 1, (o->tables & (1 << T_MEMORY)) != 0};
 	q.sopts.step_table = (o->tables & (1 << T_STEPS)) != 0;
 	q.sopts.launch_table = (o->tables & (1 << T_LAUNCH)) != 0;
-	q.sopts.memory_table = (o->tables & (1 << T_MEMORY)) != 0;
+	q.sopts.memory_table = (o->tables & (1 << T_MEMORY)) != 0 || o->series;
+	q.sopts.memory_series = o->series != NULL;
 	q.sopts.collective_table = (o->tables & (1 << T_COLL)) != 0;
 	cli_stats_out got;
 	if (cli_stats_read(tool.name, name, r, &q, &got))
@@ -317,6 +331,46 @@ static int write_out(const stats_opts *o, tk_stats *const *s, size_t n)
 	return cli_write_tables(&w);
 }
 
+/* --memory-series: every [memory] event's point of the time line, rank by
+ * rank, device by device, in time order. */
+static int write_series(const stats_opts *o, tk_stats *const *s, char (*labels)[32], size_t n)
+{
+	tk_outfile *out = NULL;
+	int rc = tk_outfile_open(&out, o->series);
+	if (rc) {
+		cli_err(tool.name, "%s", tk_outfile_error(out));
+		tk_outfile_free(out);
+		return 1;
+	}
+	FILE *f = tk_outfile_stream(out);
+	fputs(o->series_json ? "{\"memory_series\":[" : "rank,device,ts_ns,bytes,allocated,reserved\n", f);
+	int first = 1;
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < tk_stats_memory_points(s[i]); k++) {
+			tk_stats_mem_point p;
+			tk_stats_memory_point(s[i], k, &p);
+			char res[32] = "";
+			if (p.reserved >= 0)
+				snprintf(res, sizeof res, "%lld", (long long)p.reserved);
+			if (o->series_json)
+				fprintf(f, "%s\n{\"rank\":\"%s\",\"device\":\"%s\",\"ts_ns\":%lld,\"bytes\":%lld,\"allocated\":%lld,"
+				        "\"reserved\":%s}", first ? "" : ",", labels[i], p.device, (long long)p.ts, (long long)p.bytes,
+				        (long long)p.allocated, *res ? res : "null");
+			else
+				fprintf(f, "%s,%s,%lld,%lld,%lld,%s\n", labels[i], p.device, (long long)p.ts, (long long)p.bytes,
+				        (long long)p.allocated, res);
+			first = 0;
+		}
+	if (o->series_json)
+		fputs("\n]}\n", f);
+	if (tk_outfile_close(out)) {
+		cli_err(tool.name, "%s", tk_outfile_error(out));
+		rc = 1;
+	}
+	tk_outfile_free(out);
+	return rc;
+}
+
 static int run_stats(const stats_opts *o)
 {
 	if (o->list)
@@ -333,6 +387,8 @@ static int run_stats(const stats_opts *o)
 	else if (run.n) {
 		int rc = write_out(&oo, run.s, run.n);
 		status = rc ? rc : status;
+		if (!rc && o->series && (rc = write_series(o, run.s, run.labels, run.n)) != 0)
+			status = rc;
 	}
 	for (size_t i = 0; i < run.n; i++)
 		tk_stats_free(run.s[i]);

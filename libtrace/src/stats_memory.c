@@ -153,13 +153,32 @@ int tk__stats_finish_memory(tk_stats *s)
 				r->reserved_ts = m->ts;
 			}
 			r->final_alloc = a;
+			s->mev[k].alloc = a; /* the time line's value (memory_series) */
 		}
 		if (r->peak_reserved == INT64_MIN)
 			r->peak_reserved = -1;
 	}
-	free(s->mev);
-	s->mev = NULL;
-	s->n_mev = s->cap_mev = 0;
+	/* the time line stays for tk_stats_memory_point() when asked */
+	if (!s->opts.memory_series) {
+		free(s->mev);
+		s->mev = NULL;
+		s->n_mev = s->cap_mev = 0;
+	}
+	return 0;
+}
+
+size_t tk_stats_memory_points(const tk_stats *s)
+{
+	return s && s->finished && s->opts.memory_series ? s->n_mev : 0;
+}
+
+int tk_stats_memory_point(const tk_stats *s, size_t i, tk_stats_mem_point *p)
+{
+	if (!p || i >= tk_stats_memory_points(s))
+		return TK_ERR_ARG;
+	const tk__memev *m = &s->mev[i];
+	*p = (tk_stats_mem_point){s->mem_rows[m->dev].device, m->ts, m->bytes, m->alloc,
+	                          m->reserved == INT64_MIN ? -1 : m->reserved};
 	return 0;
 }
 

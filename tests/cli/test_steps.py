@@ -235,6 +235,26 @@ def hand_memory(tools, data):
             dict(zip(MCOLS, ("cpu", 3, 2, 1, 48, 16, 48, 1060000, None, None, 32, "sum of Bytes", "aten::mm")))]
     check("-t memory: memory.json's figures worked out by hand", [{k: r[k] for k in MCOLS} for r in rows] == want,
           rows)
+    # --memory-series: the time line, device by device in time order: torch's totals on cuda:0, the
+    # running sum of Bytes on the CPU
+    with tempfile.TemporaryDirectory() as tmp:
+        csvp, jsonp = os.path.join(tmp, "s.csv"), os.path.join(tmp, "s.json")
+        run(os.path.join(tools, "trace-stats"), t, "--memory-series", csvp, "-q")
+        run(os.path.join(tools, "trace-stats"), t, "--memory-series", jsonp, "-q")
+        got = [(r["device"], int(r["ts_ns"]), int(r["bytes"]), int(r["allocated"]), r["reserved"])
+               for r in csv.DictReader(open(csvp))]
+        want = [("cuda:0", 1015000, 1000, 5000, "8000"), ("cuda:0", 1050000, 3000, 8000, "10000"),
+                ("cuda:0", 1090000, -1000, 7000, "10000"), ("cuda:0", 1200000, -3000, 4000, "12000"),
+                ("cpu", 1012000, 16, 16, ""), ("cpu", 1060000, 32, 48, ""), ("cpu", 1070000, -16, 32, "")]
+        check("--memory-series FILE.csv: the allocation time line worked out by hand", got == want, got)
+        js = json.load(open(jsonp))["memory_series"]
+        check("--memory-series FILE.json: the same points, reserved null where the events do not say",
+              [(r["device"], r["ts_ns"], r["bytes"], r["allocated"], "" if r["reserved"] is None else str(r["reserved"]))
+               for r in js] == want, js[:2])
+        p = subprocess.run([os.path.join(tools, "trace-stats"), t, "--memory-series", os.path.join(tmp, "s.txt")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        check("--memory-series FILE.txt is a usage error naming the suffixes",
+              p.returncode == 2 and ".csv or .json" in p.stderr, p.stderr)
     p = subprocess.run([os.path.join(tools, "trace-stats"), "-", "-t", "memory", "-f", "json"], stdin=open(t),
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     rows = json.loads(p.stdout)["memory"]["rows"] if p.returncode == 0 else []

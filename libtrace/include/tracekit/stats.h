@@ -55,6 +55,9 @@ typedef struct tk_stats_opts {
 	/* Build the collectives table (tk_stats_collective_get,
 	 * tk_stats_format_collectives): 40 bytes per NCCL kernel. */
 	int collective_table;
+	/* With memory_table: keep the allocation time line for
+	 * tk_stats_memory_point() after tk_stats_finish (48 bytes per event). */
+	int memory_series;
 	/* Most CPU events held for sorting by time per stats object; 0 = 1<<19.
 	 * Results are exact while every thread's ops fit (see docs). */
 	size_t max_pending;
@@ -163,6 +166,16 @@ TK_API const tk_stats_memory *tk_stats_memory_get(const tk_stats *s, size_t i);
 TK_API int tk_stats_memory_ops(tk_stats *s, tk_reader *r);
 /* The same, one event of that second read at a time. */
 TK_API int tk_stats_memory_op(tk_stats *s, const tk_event *ev);
+/* The allocation time line (opts.memory_series): every [memory] event,
+ * device by device (in the table's order), in time order. allocated is
+ * the row's own measure (torch's Total Allocated, else the running sum of
+ * Bytes); reserved is -1 when the event does not say. */
+typedef struct tk_stats_mem_point {
+	const char *device;
+	int64_t ts, bytes, allocated, reserved;
+} tk_stats_mem_point;
+TK_API size_t tk_stats_memory_points(const tk_stats *s);
+TK_API int tk_stats_memory_point(const tk_stats *s, size_t i, tk_stats_mem_point *p);
 
 /* The collectives table: a trace's NCCL kernels per kind (the "Collective
  * name" argument, else the kernel name up to its parameters) and process
