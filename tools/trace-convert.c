@@ -1,11 +1,14 @@
 /* trace-convert.c: convert a trace between the formats tracekit reads and writes. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "tracekit/stats.h"
 #include "tracekit/tracekit.h"
 
-enum { O_OUT = 'o', O_QUIET = 'q', O_FORMAT = 0x100, O_LEVEL, O_STRICT, O_COMPRESS, O_LIST, O_MEMORY };
+enum { O_OUT = 'o', O_QUIET = 'q', O_FORMAT = 0x100, O_LEVEL, O_STRICT, O_COMPRESS, O_LIST, O_MEMORY,
+       O_MEM_COUNTERS };
 
 static const cli_opt opts[] = {
 	{O_OUT, 'o', "output", "FILE", "write to FILE ('-' for standard output); required"},
@@ -14,6 +17,8 @@ static const cli_opt opts[] = {
 	{O_LEVEL, 0, "gzip-level", "N", "compression level 1-9 (default: gzip 6, tkb chunks 1)"},
 	{O_MEMORY, 0, "memory", "SIZE", "pftrace, sqlite output: memory to order events in (default 256M, sqlite 64M)"},
 	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
+	{O_MEM_COUNTERS, 0, "memory-counters", NULL, "add a counter event after each [memory] event: the\n"
+	 "                             device's allocated and reserved bytes (docs/steps.md)"},
 	{O_LIST, 0, "list", NULL, "list the traces IN stands for (archive members) and exit"},
 	{O_QUIET, 'q', "quiet", NULL, "no progress output and no warnings"},
 	{0, 0, NULL, NULL, NULL},
@@ -52,7 +57,62 @@ typedef struct convert_opts {
 	int quiet;
 	int compress;
 	int list;
+	int mem_counters;
 } convert_opts;
+
+/* --memory-counters: the running sum of Bytes per device, where the events
+ * carry no Total Allocated (in input order: torch writes them in time
+ * order on their thread). */
+typedef struct mem_track {
+	char device[48];
+	int64_t sum;
+} mem_track;
+
+typedef struct mem_counters {
+	mem_track *dev;
+	size_t n;
+	char name[64], args[96];
+} mem_counters;
+
+/* The counter event that follows a [memory] event: "Memory DEVICE" on its
+ * process, {"allocated":A,"reserved":R}; 0 when ev is none. */
+static int mem_counter(mem_counters *mc, const tk_event *ev, tk_event *out)
+{
+	tk_memory_info mi;
+	if (!(ev->has & TK_HAS_TS) || !tk_memory_event(ev, &mi))
+		return 0;
+	mem_track *t = NULL;
+	for (size_t i = 0; i < mc->n && !t; i++)
+		if (strcmp(mc->dev[i].device, mi.device) == 0)
+			t = &mc->dev[i];
+	if (!t) {
+		mem_track *nd = realloc(mc->dev, (mc->n + 1) * sizeof *nd);
+		if (!nd)
+			return -1;
+		mc->dev = nd;
+		t = &mc->dev[mc->n++];
+		snprintf(t->device, sizeof t->device, "%s", mi.device);
+		t->sum = 0;
+	}
+	if (__builtin_add_overflow(t->sum, mi.bytes, &t->sum))
+		t->sum = mi.bytes < 0 ? INT64_MIN : INT64_MAX;
+	int64_t alloc = mi.allocated != INT64_MIN ? mi.allocated : t->sum;
+	snprintf(mc->name, sizeof mc->name, "Memory %s", mi.device);
+	if (mi.reserved != INT64_MIN)
+		snprintf(mc->args, sizeof mc->args, "{\"allocated\":%lld,\"reserved\":%lld}", (long long)alloc,
+		         (long long)mi.reserved);
+	else
+		snprintf(mc->args, sizeof mc->args, "{\"allocated\":%lld}", (long long)alloc);
+	memset(out, 0, sizeof *out);
+	out->ph = 'C';
+	out->has = TK_HAS_PH | TK_HAS_TS | TK_HAS_NAME | TK_HAS_CAT;
+	out->ts = ev->ts;
+	out->name = (tk_sv){mc->name, strlen(mc->name)};
+	out->cat = (tk_sv){"memory_counter", 14};
+	out->pid = ev->pid;
+	out->args = (tk_sv){mc->args, strlen(mc->args)};
+	return 1;
+}
 
 static void print_warnings(const convert_opts *o, tk_reader *r)
 {
@@ -72,17 +132,29 @@ static int copy_events(const convert_opts *o, tk_reader *r, tk_writer *w)
 	const tk_event *ev;
 	cli_progress prog;
 	cli_progress_init(&prog, o->quiet);
-	int rc;
+	int rc, werr = 0;
+	mem_counters mc = {0};
+	tk_event counter;
 	while ((rc = tk_reader_next(r, &ev)) == TK_OK) {
 		if (!copied && tk_copy_meta(w, r, &copied) && !copied)
 			break;
-		if (tk_writer_write(w, ev))
+		if ((werr = tk_writer_write(w, ev)) != 0)
 			break;
+		int c = o->mem_counters ? mem_counter(&mc, ev, &counter) : 0;
+		if (c < 0 || (c > 0 && (werr = tk_writer_write(w, &counter)) != 0)) {
+			werr = werr ? werr : TK_ERR_NOMEM;
+			break;
+		}
 		const tk_reader_stats *st = tk_reader_get_stats(r);
 		if ((st->events & 0xffff) == 0)
 			cli_progress_update(&prog, o->in, st->bytes_in, st->events);
 	}
 	cli_progress_done(&prog);
+	free(mc.dev);
+	if (werr == TK_ERR_NOMEM && rc == TK_OK) {
+		cli_err(tool.name, "out of memory");
+		return 1;
+	}
 	if (rc < 0) {
 		cli_err(tool.name, "%s", tk_reader_error(r));
 		return 1;
@@ -159,6 +231,7 @@ static int parse_args(int argc, char **argv, convert_opts *o)
 				return 2;
 			break;
 		case O_LIST: o->list = 1; break;
+		case O_MEM_COUNTERS: o->mem_counters = 1; break;
 		case O_MEMORY:
 			if (cli_parse_memory(&tool, arg, &o->wopts.memory_bytes))
 				return 2;

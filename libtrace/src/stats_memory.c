@@ -43,10 +43,8 @@ static int dev_label(char *b, size_t n, int64_t type, int64_t id)
 	return snprintf(b, n, "type %lld:%lld", (long long)type, (long long)id);
 }
 
-static int dev_index(tk_stats *s, int64_t type, int64_t id, uint32_t *idx)
+static int dev_index(tk_stats *s, const char *l, uint32_t *idx)
 {
-	char l[64];
-	dev_label(l, sizeof l, type, id);
 	for (size_t i = 0; i < s->n_mem_rows; i++)
 		if (strcmp(s->mem_rows[i].device, l) == 0) {
 			*idx = (uint32_t)i;
@@ -65,16 +63,17 @@ static int dev_index(tk_stats *s, int64_t type, int64_t id, uint32_t *idx)
 	return 0;
 }
 
-int tk__stats_memory_add(tk_stats *s, const tk_event *ev)
+int tk_memory_event(const tk_event *ev, tk_memory_info *m)
 {
 	static const char name[] = "[memory]";
-	if (ev->name.len != sizeof name - 1 || memcmp(ev->name.ptr, name, sizeof name - 1) != 0 ||
-	    !(ev->has & TK_HAS_TS) || !ev->args.ptr)
+	if (!ev || !m || ev->name.len != sizeof name - 1 || memcmp(ev->name.ptr, name, sizeof name - 1) != 0 ||
+	    !ev->args.ptr)
 		return 0;
 	tk__js_iter it;
 	tk_sv k, v;
-	int64_t x, bytes = 0, alloc = INT64_MIN, reserved = INT64_MIN, type = 0, id = -1;
+	int64_t x;
 	unsigned got = 0;
+	*m = (tk_memory_info){0, INT64_MIN, INT64_MIN, 0, -1, ""};
 	if (tk__js_obj(&it, ev->args))
 		return 0;
 	while (tk__js_member(&it, &k, &v) == 1) {
@@ -82,23 +81,33 @@ int tk__stats_memory_add(tk_stats *s, const tk_event *ev)
 			continue;
 #define KEY(lit) (k.len == sizeof(lit) - 1 && memcmp(k.ptr, lit, k.len) == 0)
 		if (KEY("Bytes") && !(got & M_BYTES))
-			bytes = x, got |= M_BYTES;
+			m->bytes = x, got |= M_BYTES;
 		else if (KEY("Total Allocated") && !(got & M_ALLOC))
-			alloc = x, got |= M_ALLOC;
+			m->allocated = x, got |= M_ALLOC;
 		else if (KEY("Total Reserved") && !(got & M_RESERVED))
-			reserved = x, got |= M_RESERVED;
+			m->reserved = x, got |= M_RESERVED;
 		else if (KEY("Device Type") && !(got & M_TYPE))
-			type = x, got |= M_TYPE;
+			m->type = x, got |= M_TYPE;
 		else if (KEY("Device Id") && !(got & M_ID))
-			id = x, got |= M_ID;
+			m->id = x, got |= M_ID;
 #undef KEY
 	}
 	if (!(got & M_BYTES))
 		return 0;
+	dev_label(m->device, sizeof m->device, m->type, m->id);
+	return 1;
+}
+
+int tk__stats_memory_add(tk_stats *s, const tk_event *ev)
+{
+	tk_memory_info mi;
+	if (!(ev->has & TK_HAS_TS) || !tk_memory_event(ev, &mi))
+		return 0;
 	uint32_t dev;
-	if (dev_index(s, type, id, &dev) || TK__GROW(s->mev, s->cap_mev, s->n_mev + 1))
+	if (dev_index(s, mi.device, &dev) || TK__GROW(s->mev, s->cap_mev, s->n_mev + 1))
 		return TK_ERR_NOMEM;
-	s->mev[s->n_mev] = (tk__memev){ev->ts, bytes, alloc, reserved, thread_key(ev), dev, (uint32_t)s->n_mev};
+	s->mev[s->n_mev] = (tk__memev){ev->ts, mi.bytes, mi.allocated, mi.reserved, thread_key(ev), dev,
+	                               (uint32_t)s->n_mev};
 	s->n_mev++;
 	return 0;
 }

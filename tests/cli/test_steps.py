@@ -251,6 +251,18 @@ def hand_memory(tools, data):
         check("--memory-series FILE.json: the same points, reserved null where the events do not say",
               [(r["device"], r["ts_ns"], r["bytes"], r["allocated"], "" if r["reserved"] is None else str(r["reserved"]))
                for r in js] == want, js[:2])
+        # trace-convert --memory-counters: every event, and a counter after each [memory] event
+        out = os.path.join(tmp, "c.json")
+        run(os.path.join(tools, "trace-convert"), t, "-o", out, "--memory-counters", "-q")
+        evs, src = json.load(open(out))["traceEvents"], json.load(open(t))["traceEvents"]
+        cs = [(e["name"], int(e["ts"] * 1000), e["args"]) for e in evs if e.get("ph") == "C"]
+        wc = [("Memory " + d, ts, dict(allocated=a, **({"reserved": int(r)} if r else {}))) for d, ts, _, a, r in want]
+        check("trace-convert --memory-counters: every event kept, a counter per [memory] event with its device's "
+              "allocated and reserved bytes",
+              [e for e in evs if e.get("ph") != "C"] == src and sorted(cs, key=str) == sorted(wc, key=str), cs)
+        run(os.path.join(tools, "trace-convert"), t, "-o", out, "-q")
+        check("trace-convert without it adds nothing",
+              json.load(open(out))["traceEvents"] == src)
         p = subprocess.run([os.path.join(tools, "trace-stats"), t, "--memory-series", os.path.join(tmp, "s.txt")],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         check("--memory-series FILE.txt is a usage error naming the suffixes",

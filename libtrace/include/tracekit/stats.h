@@ -204,6 +204,16 @@ typedef struct tk_stats_straggler {
 TK_API int tk_stats_stragglers(tk_stats *const *s, size_t n, tk_stats_straggler *out, uint64_t *instances,
                                int64_t *max_skew);
 
+/* One [memory] event of profile_memory: 1 with its fields in *m (an
+ * absent total: INT64_MIN; the device named as the memory table names it),
+ * 0 for any other event (or one without Bytes). */
+typedef struct tk_memory_info {
+	int64_t bytes, allocated, reserved;
+	int64_t type, id; /* torch's Device Type and Device Id */
+	char device[48];  /* "cuda:0", "cpu", ... */
+} tk_memory_info;
+TK_API int tk_memory_event(const tk_event *ev, tk_memory_info *m);
+
 /* Counters a caller may want to warn about. */
 typedef struct tk_stats_info {
 	uint64_t events, ops, apis, device;
