@@ -13,9 +13,11 @@ run through rss_run (best of --repeat runs, median beside it):
   cat TRACE.json                              baseline: reading the bytes
   trace-stats TRACE.json -t ops,kernels,memcpy,api     the streaming tables
   trace-stats TRACE.json -t steps,launch      the GPU time line (docs/steps.md)
-  trace-stats TRACE.json -t memory            [memory] events (the generator
-                                              writes none: the cost of looking)
-  trace-stats TRACE.json -t all eight         target >= 600 MB/s
+  trace-stats TRACE.json -t memory            [memory] events: one pass, and a second for
+                                              the op at each peak
+  trace-stats TRACE.json -t collectives       NCCL kernels
+  trace-stats TRACE.json -t all but memory    target >= 600 MB/s (one pass)
+  trace-stats TRACE.json -t all eight         (two passes)
 
 Files go to a temporary directory (under $TK_BENCH_DIR when set) removed at exit.
 EOF2
@@ -39,7 +41,8 @@ row() { # NAME WALL MED CPU KIB
 printf "%-44s %8s %8s %9s %11s %9s\n" case "best s" "median" "MB/s" "MB/cpu-s" "peak MiB"
 OUT=/dev/null
 measure cat "$IN"; row "cat (baseline)" "$WALL" "$MED" "$CPU" "$KIB"
-for t in ops,kernels,memcpy,api steps,launch memory collectives ops,kernels,memcpy,api,steps,launch,memory,collectives; do
+for t in ops,kernels,memcpy,api steps,launch memory collectives ops,kernels,memcpy,api,steps,launch,collectives \
+	ops,kernels,memcpy,api,steps,launch,memory,collectives; do
 	OUT=$WORK/t.txt
 	measure "$STATS" -q "$IN" -t "$t" -o "$OUT"
 	((RC == 0)) || { echo "$BENCH: trace-stats -t $t failed: $(cat "$LOG")" >&2; exit 1; }
