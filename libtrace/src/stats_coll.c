@@ -280,22 +280,6 @@ int tk_stats_stragglers(tk_stats *const *s, size_t n, tk_stats_straggler *out, u
 
 /* ---- the tables ---- */
 
-static int set_i64(tk__grid *g, size_t col, int64_t v)
-{
-	char raw[32], d[48];
-	snprintf(raw, sizeof raw, "%lld", (long long)v);
-	tk__thousands(d, sizeof d, raw);
-	return tk__grid_set(g, col, d, raw);
-}
-
-static int set_f(tk__grid *g, size_t col, double v, int decimals)
-{
-	char raw[64], d[96];
-	snprintf(raw, sizeof raw, "%.*f", decimals, v);
-	tk__thousands(d, sizeof d, raw);
-	return tk__grid_set(g, col, d, raw);
-}
-
 static int render(tk__grid *g, tk__buf *b, const tk_table_opts *o, size_t rows)
 {
 	int rc = 0;
@@ -322,10 +306,7 @@ int tk_stats_format_collectives(tk_stats *const *s, size_t n, const tk_table_opt
 	size_t rows = 0;
 	char l[40];
 	for (size_t i = 0; !rc && i < n; i++) {
-		if (o->labels)
-			snprintf(l, sizeof l, "%s", o->labels[i]);
-		else
-			snprintf(l, sizeof l, "rank %zu", i);
+		tk__grid_label(o, i, l, sizeof l);
 		for (size_t k = 0; !rc && k < s[i]->n_coll_rows; k++, rows++) {
 			if (o->row_limit >= 0 && rows >= (size_t)o->row_limit)
 				continue;
@@ -335,9 +316,9 @@ int tk_stats_format_collectives(tk_stats *const *s, size_t n, const tk_table_opt
 			if (!rc && n > 1)
 				rc = tk__grid_set(&g, c++, l, l);
 			rc = rc || tk__grid_set(&g, c++, r->kind, r->kind) || tk__grid_set(&g, c++, r->group, r->group) ||
-			     set_i64(&g, c++, (int64_t)r->count) || set_i64(&g, c++, r->bytes) || set_i64(&g, c++, r->time) ||
-			     set_f(&g, c++, r->avg, 1) || set_f(&g, c++, r->algbw, 3) || set_f(&g, c++, r->busbw, 3) ||
-			     set_i64(&g, c++, r->ranks);
+			     tk__grid_set_i64(&g, c++, (int64_t)r->count) || tk__grid_set_i64(&g, c++, r->bytes) || tk__grid_set_i64(&g, c++, r->time) ||
+			     tk__grid_set_num(&g, c++, r->avg, 1) || tk__grid_set_num(&g, c++, r->algbw, 3) || tk__grid_set_num(&g, c++, r->busbw, 3) ||
+			     tk__grid_set_i64(&g, c++, r->ranks);
 		}
 	}
 	/* across ranks: the stragglers */
@@ -351,10 +332,7 @@ int tk_stats_format_collectives(tk_stats *const *s, size_t n, const tk_table_opt
 				worst = i;
 		for (size_t i = 0; i < n && !rc; i++) {
 			char d[256], v[160];
-			if (o->labels)
-				snprintf(l, sizeof l, "%s", o->labels[i]);
-			else
-				snprintf(l, sizeof l, "rank %zu", i);
+			tk__grid_label(o, i, l, sizeof l);
 			double mean = st[i].instances ? (double)st[i].late_total / (double)st[i].instances : 0;
 			snprintf(d, sizeof d, "%s: last in %llu of %llu collectives, late by %.0f ns on average, %lld at most", l,
 			         (unsigned long long)st[i].last, (unsigned long long)st[i].instances, mean,
@@ -362,18 +340,12 @@ int tk_stats_format_collectives(tk_stats *const *s, size_t n, const tk_table_opt
 			snprintf(v, sizeof v, "{\"last\":%llu,\"instances\":%llu,\"late_mean_ns\":%.0f,\"late_max_ns\":%lld}",
 			         (unsigned long long)st[i].last, (unsigned long long)st[i].instances, mean,
 			         (long long)st[i].late_max);
-			tk__buf q = {0};
-			if (tk__buf_append(&q, "late:", 5) || tk__json_escape(&q, l, strlen(l)) < 0 || tk__buf_putc(&q, 0))
-				rc = TK_ERR_NOMEM;
-			else
-				rc = tk__grid_footer(&g, d, q.p, v);
-			tk__buf_free(&q);
+			char key[64]; /* the footer escapes it */
+			snprintf(key, sizeof key, "late:%s", l);
+			rc = tk__grid_footer(&g, d, key, v);
 		}
 		char d[256], v[64];
-		if (o->labels)
-			snprintf(l, sizeof l, "%s", o->labels[worst]);
-		else
-			snprintf(l, sizeof l, "rank %zu", worst);
+		tk__grid_label(o, worst, l, sizeof l);
 		snprintf(d, sizeof d, "%llu collectives matched across ranks (the k-th of a kind and group on each); start "
 		         "skew at most %lld ns; most often last: %s", (unsigned long long)inst, (long long)skew, l);
 		snprintf(v, sizeof v, "%llu", (unsigned long long)inst);

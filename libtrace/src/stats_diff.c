@@ -105,14 +105,6 @@ static int merge_sides(const tk_stats *a, const tk_stats *b, int which, const ch
 	return 0;
 }
 
-static int set_i64(tk__grid *g, size_t col, int64_t v)
-{
-	char raw[32], d[48];
-	snprintf(raw, sizeof raw, "%lld", (long long)v);
-	tk__thousands(d, sizeof d, raw);
-	return tk__grid_set(g, col, d, raw);
-}
-
 /* The change in percent of the base, "new" without a base. */
 static int set_pct(tk__grid *g, size_t col, int64_t base, int64_t cur)
 {
@@ -144,7 +136,7 @@ static int cols3(tk__grid *g, const char *what, const char *unit, const char *id
 
 static int set3(tk__grid *g, size_t *c, int64_t base, int64_t cur)
 {
-	int rc = set_i64(g, (*c)++, base) || set_i64(g, (*c)++, cur) || set_i64(g, (*c)++, tk__sat_sub(cur, base));
+	int rc = tk__grid_set_i64(g, (*c)++, base) || tk__grid_set_i64(g, (*c)++, cur) || tk__grid_set_i64(g, (*c)++, tk__sat_sub(cur, base));
 	return rc ? TK_ERR_NOMEM : 0;
 }
 
@@ -266,16 +258,8 @@ int tk_stats_format_diff(const tk_stats *base, const tk_stats *cur, int which, c
 		else if (!rc)
 			rc = foot_total(&g, m, n, 1, "Total time", "total_ns");
 	}
-	for (int i = 0; i < 2 && !rc && o->labels; i++) {
-		tk__buf q = {0};
-		const char *l = o->labels[i] ? o->labels[i] : "";
-		if (tk__buf_putc(&q, '"') || tk__json_escape(&q, l, strlen(l)) < 0 || tk__buf_putc(&q, '"') ||
-		    tk__buf_putc(&q, 0))
-			rc = TK_ERR_NOMEM;
-		else
-			rc = tk__grid_footer(&g, NULL, i ? "new" : "base", q.p);
-		tk__buf_free(&q);
-	}
+	for (int i = 0; i < 2 && !rc && o->labels; i++)
+		rc = tk__grid_footer_str(&g, i ? "new" : "base", o->labels[i] ? o->labels[i] : "");
 	tk__buf b = {0};
 	if (!rc && (n || o->format == TK_TABLE_JSON || o->format == TK_TABLE_CSV))
 		rc = tk__grid_render(&g, o->format, &b);

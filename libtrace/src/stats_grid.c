@@ -220,3 +220,38 @@ int tk__grid_render(const tk__grid *g, int format, tk__buf *out)
 	default: return TK_ERR_ARG;
 	}
 }
+
+int tk__grid_set_i64(tk__grid *g, size_t col, int64_t v)
+{
+	char raw[32], d[48];
+	snprintf(raw, sizeof raw, "%lld", (long long)v);
+	tk__thousands(d, sizeof d, raw);
+	return tk__grid_set(g, col, d, raw);
+}
+
+int tk__grid_set_num(tk__grid *g, size_t col, double v, int decimals)
+{
+	char raw[64], d[96];
+	snprintf(raw, sizeof raw, "%.*f", decimals, v);
+	tk__thousands(d, sizeof d, raw);
+	return tk__grid_set(g, col, d, raw);
+}
+
+int tk__grid_footer_str(tk__grid *g, const char *key, const char *value)
+{
+	tk__buf q = {0};
+	int rc = tk__buf_putc(&q, '"') || tk__json_escape(&q, value, strlen(value)) < 0 || tk__buf_putc(&q, '"') ||
+	         tk__buf_putc(&q, 0)
+	             ? TK_ERR_NOMEM
+	             : tk__grid_footer(g, NULL, key, q.p);
+	tk__buf_free(&q);
+	return rc;
+}
+
+void tk__grid_label(const tk_table_opts *o, size_t i, char *buf, size_t cap)
+{
+	if (o->labels && o->labels[i])
+		snprintf(buf, cap, "%s", o->labels[i]);
+	else
+		snprintf(buf, cap, "rank %zu", i);
+}

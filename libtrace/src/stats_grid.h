@@ -34,6 +34,14 @@ int tk__grid_set(tk__grid *g, size_t col, const char *disp, const char *raw);
 int tk__grid_footer(tk__grid *g, const char *line, const char *json_key, const char *json_val);
 /* digits ("-1234567.5") with thousands separators ("-1,234,567.5"), as nsys prints numbers. */
 void tk__thousands(char *b, size_t n, const char *digits);
+/* Number cells as nsys prints them: shown with thousands separators, raw
+ * without. */
+int tk__grid_set_i64(tk__grid *g, size_t col, int64_t v);
+int tk__grid_set_num(tk__grid *g, size_t col, double v, int decimals);
+/* A footer member whose value is a JSON string (no text line). */
+int tk__grid_footer_str(tk__grid *g, const char *json_key, const char *value);
+/* Stats object i's label: o->labels[i], else "rank i". */
+void tk__grid_label(const tk_table_opts *o, size_t i, char *buf, size_t cap);
 int tk__grid_render(const tk__grid *g, int format, tk__buf *out);
 void tk__grid_free(tk__grid *g);
 

@@ -250,14 +250,6 @@ int tk_stats_memory_ops(tk_stats *s, tk_reader *r)
 
 /* ---- the table ---- */
 
-static int set_i64(tk__grid *g, size_t col, int64_t v)
-{
-	char raw[32], d[48];
-	snprintf(raw, sizeof raw, "%lld", (long long)v);
-	tk__thousands(d, sizeof d, raw);
-	return tk__grid_set(g, col, d, raw);
-}
-
 static const char *const mem_heads[][2] = {
 	{"Events", "events"},
 	{"Allocs", "allocs"},
@@ -280,15 +272,15 @@ static int mem_line(tk__grid *g, const tk_stats_memory *r, const char *label)
 	int rc = tk__grid_row(g);
 	if (!rc && label)
 		rc = tk__grid_set(g, c++, label, label);
-	rc = rc || tk__grid_set(g, c++, r->device, r->device) || set_i64(g, c++, (int64_t)r->events) ||
-	     set_i64(g, c++, (int64_t)r->allocs) || set_i64(g, c++, (int64_t)r->frees) ||
-	     set_i64(g, c++, r->bytes_alloc) || set_i64(g, c++, r->bytes_freed) || set_i64(g, c++, r->peak_alloc) ||
-	     set_i64(g, c++, r->peak_ts);
+	rc = rc || tk__grid_set(g, c++, r->device, r->device) || tk__grid_set_i64(g, c++, (int64_t)r->events) ||
+	     tk__grid_set_i64(g, c++, (int64_t)r->allocs) || tk__grid_set_i64(g, c++, (int64_t)r->frees) ||
+	     tk__grid_set_i64(g, c++, r->bytes_alloc) || tk__grid_set_i64(g, c++, r->bytes_freed) || tk__grid_set_i64(g, c++, r->peak_alloc) ||
+	     tk__grid_set_i64(g, c++, r->peak_ts);
 	if (!rc && r->peak_reserved < 0)
 		rc = tk__grid_set(g, c++, "-", "null") || tk__grid_set(g, c++, "-", "null");
 	else if (!rc)
-		rc = set_i64(g, c++, r->peak_reserved) || set_i64(g, c++, r->reserved_ts);
-	rc = rc || set_i64(g, c++, r->final_alloc) || tk__grid_set(g, c++, from, from) ||
+		rc = tk__grid_set_i64(g, c++, r->peak_reserved) || tk__grid_set_i64(g, c++, r->reserved_ts);
+	rc = rc || tk__grid_set_i64(g, c++, r->final_alloc) || tk__grid_set(g, c++, from, from) ||
 	     tk__grid_set(g, c++, r->op_at_peak, r->op_at_peak);
 	return rc ? TK_ERR_NOMEM : 0;
 }
@@ -308,10 +300,7 @@ int tk_stats_format_memory(tk_stats *const *s, size_t n, const tk_table_opts *o,
 	size_t rows = 0;
 	char l[40];
 	for (size_t i = 0; !rc && i < n; i++) {
-		if (o->labels)
-			snprintf(l, sizeof l, "%s", o->labels[i]);
-		else
-			snprintf(l, sizeof l, "rank %zu", i);
+		tk__grid_label(o, i, l, sizeof l);
 		for (size_t k = 0; !rc && k < s[i]->n_mem_rows; k++, rows++)
 			if (o->row_limit < 0 || rows < (size_t)o->row_limit)
 				rc = mem_line(&g, &s[i]->mem_rows[k], n > 1 ? l : NULL);

@@ -411,14 +411,6 @@ const tk_stats_step *tk_stats_step_get(const tk_stats *s, size_t i)
 
 /* ---- the table ---- */
 
-static int set_int(tk__grid *g, size_t col, int64_t v)
-{
-	char raw[32], d[48];
-	snprintf(raw, sizeof raw, "%lld", (long long)v);
-	tk__thousands(d, sizeof d, raw);
-	return tk__grid_set(g, col, d, raw);
-}
-
 static int set_pct(tk__grid *g, size_t col, int64_t part, int64_t whole)
 {
 	char raw[32];
@@ -442,11 +434,11 @@ static int step_line(tk__grid *g, const tk_stats_step *r, const char *label)
 	int rc = tk__grid_row(g);
 	if (!rc && label)
 		rc = tk__grid_set(g, c++, label, label);
-	rc = rc || set_int(g, c++, r->num) || set_int(g, c++, r->wall) || set_int(g, c++, r->busy) ||
-	     set_pct(g, c++, r->busy, r->wall) || set_int(g, c++, r->compute) || set_int(g, c++, r->comm) ||
-	     set_int(g, c++, r->mem) || set_int(g, c++, r->overlap) || set_int(g, c++, r->idle) ||
-	     set_int(g, c++, r->host_wait) || set_int(g, c++, r->kernel_wait) || set_int(g, c++, r->other_idle) ||
-	     set_int(g, c++, (int64_t)r->launched);
+	rc = rc || tk__grid_set_i64(g, c++, r->num) || tk__grid_set_i64(g, c++, r->wall) || tk__grid_set_i64(g, c++, r->busy) ||
+	     set_pct(g, c++, r->busy, r->wall) || tk__grid_set_i64(g, c++, r->compute) || tk__grid_set_i64(g, c++, r->comm) ||
+	     tk__grid_set_i64(g, c++, r->mem) || tk__grid_set_i64(g, c++, r->overlap) || tk__grid_set_i64(g, c++, r->idle) ||
+	     tk__grid_set_i64(g, c++, r->host_wait) || tk__grid_set_i64(g, c++, r->kernel_wait) || tk__grid_set_i64(g, c++, r->other_idle) ||
+	     tk__grid_set_i64(g, c++, (int64_t)r->launched);
 	return rc ? TK_ERR_NOMEM : 0;
 }
 
@@ -484,30 +476,16 @@ static int step_footer(tk__grid *g, tk_stats *const *s, size_t n, const tk_table
 	rc = rc || tk__grid_footer(g, NULL, "avg_busy_ns", v);
 	snprintf(v, sizeof v, "%.0f", sum[5] * a);
 	rc = rc || tk__grid_footer(g, NULL, "avg_idle_ns", v);
-	char label[48];
-	if (o->labels && n > 1)
-		snprintf(label, sizeof label, " of %s", o->labels[best_i]);
-	else if (n > 1)
-		snprintf(label, sizeof label, " of rank %zu", best_i);
-	else
-		label[0] = 0;
-	snprintf(d, sizeof d, "Slowest: ProfilerStep#%lld%s, wall %lld ns", (long long)best->num, label,
-	         (long long)best->wall);
+	char label[40];
+	tk__grid_label(o, best_i, label, sizeof label);
+	snprintf(d, sizeof d, "Slowest: ProfilerStep#%lld%s%s, wall %lld ns", (long long)best->num, n > 1 ? " of " : "",
+	         n > 1 ? label : "", (long long)best->wall);
 	snprintf(v, sizeof v, "%lld", (long long)best->num);
 	rc = rc || tk__grid_footer(g, d, "slowest_step", v);
 	snprintf(v, sizeof v, "%lld", (long long)best->wall);
 	rc = rc || tk__grid_footer(g, NULL, "slowest_wall_ns", v);
-	if (!rc && n > 1) {
-		tk__buf q = {0};
-		const char *l = o->labels ? o->labels[best_i] : NULL;
-		snprintf(v, sizeof v, "rank %zu", best_i);
-		if (tk__buf_putc(&q, '"') || tk__json_escape(&q, l ? l : v, strlen(l ? l : v)) < 0 ||
-		    tk__buf_putc(&q, '"') || tk__buf_putc(&q, 0))
-			rc = TK_ERR_NOMEM;
-		else
-			rc = tk__grid_footer(g, NULL, "slowest_rank", q.p);
-		tk__buf_free(&q);
-	}
+	if (!rc && n > 1)
+		rc = tk__grid_footer_str(g, "slowest_rank", label);
 	return rc ? TK_ERR_NOMEM : 0;
 }
 
@@ -524,10 +502,7 @@ int tk_stats_format_steps(tk_stats *const *s, size_t n, const tk_table_opts *o, 
 	size_t rows = 0;
 	for (size_t i = 0; !rc && i < n; i++) {
 		char l[40];
-		if (o->labels)
-			snprintf(l, sizeof l, "%s", o->labels[i]);
-		else
-			snprintf(l, sizeof l, "rank %zu", i);
+		tk__grid_label(o, i, l, sizeof l);
 		for (size_t k = 0; !rc && k < s[i]->n_step_rows; k++, rows++)
 			if (o->row_limit < 0 || rows < (size_t)o->row_limit)
 				rc = step_line(&g, &s[i]->step_rows[k], n > 1 ? l : NULL);
@@ -551,14 +526,6 @@ int tk_stats_format_steps(tk_stats *const *s, size_t n, const tk_table_opts *o, 
 
 /* ---- the launch table's rendering ---- */
 
-static int set_dbl(tk__grid *g, size_t col, double v, int decimals)
-{
-	char raw[64], d[96];
-	snprintf(raw, sizeof raw, "%.*f", decimals, v);
-	tk__thousands(d, sizeof d, raw);
-	return tk__grid_set(g, col, d, raw);
-}
-
 static const char *const launch_heads[][2] = {
 	{"GPU ops", "gpu_ops"},           {"Launched", "launched"},
 	{"Delay min (ns)", "delay_min_ns"}, {"Delay p50 (ns)", "delay_p50_ns"},
@@ -574,11 +541,11 @@ static int launch_line(tk__grid *g, const tk_stats_launch *r, const char *label)
 	int rc = tk__grid_row(g);
 	if (!rc && label)
 		rc = tk__grid_set(g, c++, label, label);
-	rc = rc || tk__grid_set(g, c++, r->stream, r->stream) || set_int(g, c++, (int64_t)r->ops) ||
-	     set_int(g, c++, (int64_t)r->launched) || set_int(g, c++, r->delay_min) || set_int(g, c++, r->delay_p50) ||
-	     set_int(g, c++, r->delay_p90) || set_int(g, c++, r->delay_p99) || set_int(g, c++, r->delay_max) ||
-	     set_dbl(g, c++, r->delay_mean, 1) || set_int(g, c++, (int64_t)r->short_ops) ||
-	     set_int(g, c++, r->short_ns) || set_int(g, c++, r->max_queue) || set_dbl(g, c++, r->mean_queue, 2);
+	rc = rc || tk__grid_set(g, c++, r->stream, r->stream) || tk__grid_set_i64(g, c++, (int64_t)r->ops) ||
+	     tk__grid_set_i64(g, c++, (int64_t)r->launched) || tk__grid_set_i64(g, c++, r->delay_min) || tk__grid_set_i64(g, c++, r->delay_p50) ||
+	     tk__grid_set_i64(g, c++, r->delay_p90) || tk__grid_set_i64(g, c++, r->delay_p99) || tk__grid_set_i64(g, c++, r->delay_max) ||
+	     tk__grid_set_num(g, c++, r->delay_mean, 1) || tk__grid_set_i64(g, c++, (int64_t)r->short_ops) ||
+	     tk__grid_set_i64(g, c++, r->short_ns) || tk__grid_set_i64(g, c++, r->max_queue) || tk__grid_set_num(g, c++, r->mean_queue, 2);
 	return rc ? TK_ERR_NOMEM : 0;
 }
 
@@ -596,10 +563,7 @@ int tk_stats_format_launch(tk_stats *const *s, size_t n, const tk_table_opts *o,
 	const tk_stats_launch *best = NULL;
 	char l[40];
 	for (size_t i = 0; !rc && i < n; i++) {
-		if (o->labels)
-			snprintf(l, sizeof l, "%s", o->labels[i]);
-		else
-			snprintf(l, sizeof l, "rank %zu", i);
+		tk__grid_label(o, i, l, sizeof l);
 		for (size_t k = 0; !rc && k < s[i]->n_launch_rows; k++, rows++) {
 			const tk_stats_launch *r = &s[i]->launch_rows[k];
 			if (k == 0 && r->launched && (!best || r->delay_max > best->delay_max)) {
@@ -612,21 +576,11 @@ int tk_stats_format_launch(tk_stats *const *s, size_t n, const tk_table_opts *o,
 	}
 	if (!rc && best) {
 		char d[512], v[32];
-		if (n > 1 && o->labels)
-			snprintf(l, sizeof l, " (%s)", o->labels[best_i]);
-		else if (n > 1)
-			snprintf(l, sizeof l, " (rank %zu)", best_i);
-		else
-			l[0] = 0;
-		snprintf(d, sizeof d, "Longest delay%s: %lld ns, %.300s", l, (long long)best->delay_max, best->worst);
+		tk__grid_label(o, best_i, l, sizeof l);
+		snprintf(d, sizeof d, "Longest delay%s%s%s: %lld ns, %.300s", n > 1 ? " (" : "", n > 1 ? l : "",
+		         n > 1 ? ")" : "", (long long)best->delay_max, best->worst);
 		snprintf(v, sizeof v, "%lld", (long long)best->delay_max);
-		rc = tk__grid_footer(&g, d, "longest_delay_ns", v);
-		tk__buf q = {0};
-		if (!rc && (tk__buf_putc(&q, '"') || tk__json_escape(&q, best->worst, strlen(best->worst)) < 0 ||
-		            tk__buf_putc(&q, '"') || tk__buf_putc(&q, 0)))
-			rc = TK_ERR_NOMEM;
-		rc = rc ? rc : tk__grid_footer(&g, NULL, "longest_delay_op", q.p);
-		tk__buf_free(&q);
+		rc = tk__grid_footer(&g, d, "longest_delay_ns", v) || tk__grid_footer_str(&g, "longest_delay_op", best->worst);
 	}
 	tk__buf b = {0};
 	if (!rc && (rows || o->format == TK_TABLE_JSON || o->format == TK_TABLE_CSV))

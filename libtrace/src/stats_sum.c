@@ -199,14 +199,6 @@ void tk__thousands(char *b, size_t n, const char *digits)
 	b[k] = 0;
 }
 
-static int set_num(tk__grid *g, size_t col, double v, int decimals)
-{
-	char raw[64], d[96];
-	snprintf(raw, sizeof raw, "%.*f", decimals, v);
-	tk__thousands(d, sizeof d, raw);
-	return tk__grid_set(g, col, d, raw);
-}
-
 static const char *const count_heads[] = {"", "", "Num Calls", "Instances", "Count", "Count"};
 static const char *const name_heads[] = {"", "", "Name", "Name", "Operation", "Operation"};
 
@@ -244,20 +236,20 @@ static int sum_line(tk__grid *g, const srow *m, int64_t all, int which, size_t n
 	const tk_stats_sum *r = &m->sum;
 	size_t c = 0;
 	int rc = tk__grid_row(g) ||
-	         set_num(g, c++, all ? 100.0 * (double)r->total / (double)all : 0, 1) ||
-	         set_num(g, c++, (double)r->total, 0) || set_num(g, c++, (double)r->count, 0) ||
-	         set_num(g, c++, r->avg, 1) || set_num(g, c++, r->med, 1) ||
-	         set_num(g, c++, (double)r->min, 0) || set_num(g, c++, (double)r->max, 0) ||
-	         set_num(g, c++, r->stddev, 1);
+	         tk__grid_set_num(g, c++, all ? 100.0 * (double)r->total / (double)all : 0, 1) ||
+	         tk__grid_set_num(g, c++, (double)r->total, 0) || tk__grid_set_num(g, c++, (double)r->count, 0) ||
+	         tk__grid_set_num(g, c++, r->avg, 1) || tk__grid_set_num(g, c++, r->med, 1) ||
+	         tk__grid_set_num(g, c++, (double)r->min, 0) || tk__grid_set_num(g, c++, (double)r->max, 0) ||
+	         tk__grid_set_num(g, c++, r->stddev, 1);
 	if (!rc && which == TK_STATS_MEMCPY)
-		rc = set_num(g, c++, (double)r->bytes / 1e6, 3) ||
-		     set_num(g, c++, r->total ? (double)r->bytes / (double)r->total : 0, 3);
+		rc = tk__grid_set_num(g, c++, (double)r->bytes / 1e6, 3) ||
+		     tk__grid_set_num(g, c++, r->total ? (double)r->bytes / (double)r->total : 0, 3);
 	size_t arg = 0;
 	for (size_t i = 0; n > 1 && i < n && !rc; i++) {
 		int64_t v = m->per[i] ? m->per[i]->pub.total : 0;
 		if (m->per[i] && (!m->per[arg] || v > m->per[arg]->pub.total))
 			arg = i;
-		rc = set_num(g, c++, (double)v, 0);
+		rc = tk__grid_set_num(g, c++, (double)v, 0);
 	}
 	if (!rc && n > 1) {
 		char d[64];
