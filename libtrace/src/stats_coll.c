@@ -280,14 +280,6 @@ int tk_stats_stragglers(tk_stats *const *s, size_t n, tk_stats_straggler *out, u
 
 /* ---- the tables ---- */
 
-static int render(tk__grid *g, tk__buf *b, const tk_table_opts *o, size_t rows)
-{
-	int rc = 0;
-	if (rows || o->format == TK_TABLE_JSON || o->format == TK_TABLE_CSV)
-		rc = tk__grid_render(g, o->format, b);
-	return rc || tk__buf_putc(b, 0) ? TK_ERR_NOMEM : 0;
-}
-
 int tk_stats_format_collectives(tk_stats *const *s, size_t n, const tk_table_opts *o, char **out, size_t *len)
 {
 	*out = NULL;
@@ -356,15 +348,5 @@ int tk_stats_format_collectives(tk_stats *const *s, size_t n, const tk_table_opt
 		rc = TK_ERR_NOMEM;
 	}
 	free(st);
-	tk__buf b = {0};
-	rc = rc ? rc : render(&g, &b, o, rows);
-	tk__grid_free(&g);
-	if (rc) {
-		tk__buf_free(&b);
-		return rc;
-	}
-	*out = b.p;
-	if (len)
-		*len = b.len - 1;
-	return 0;
+	return tk__grid_output(&g, rc, rows, o->format, out, len);
 }

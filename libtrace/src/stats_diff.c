@@ -260,19 +260,6 @@ int tk_stats_format_diff(const tk_stats *base, const tk_stats *cur, int which, c
 	}
 	for (int i = 0; i < 2 && !rc && o->labels; i++)
 		rc = tk__grid_footer_str(&g, i ? "new" : "base", o->labels[i] ? o->labels[i] : "");
-	tk__buf b = {0};
-	if (!rc && (n || o->format == TK_TABLE_JSON || o->format == TK_TABLE_CSV))
-		rc = tk__grid_render(&g, o->format, &b);
-	if (!rc && tk__buf_putc(&b, 0))
-		rc = TK_ERR_NOMEM;
-	tk__grid_free(&g);
 	free(m);
-	if (rc) {
-		tk__buf_free(&b);
-		return rc;
-	}
-	*out = b.p;
-	if (len)
-		*len = b.len - 1;
-	return 0;
+	return tk__grid_output(&g, rc, n, o->format, out, len);
 }

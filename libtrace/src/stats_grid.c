@@ -255,3 +255,21 @@ void tk__grid_label(const tk_table_opts *o, size_t i, char *buf, size_t cap)
 	else
 		snprintf(buf, cap, "rank %zu", i);
 }
+
+int tk__grid_output(tk__grid *g, int rc, size_t rows, int format, char **out, size_t *len)
+{
+	tk__buf b = {0};
+	if (!rc && (rows || format == TK_TABLE_JSON || format == TK_TABLE_CSV))
+		rc = tk__grid_render(g, format, &b);
+	if (!rc && tk__buf_putc(&b, 0))
+		rc = TK_ERR_NOMEM;
+	tk__grid_free(g);
+	if (rc) {
+		tk__buf_free(&b);
+		return rc;
+	}
+	*out = b.p;
+	if (len)
+		*len = b.len - 1;
+	return 0;
+}

@@ -40,6 +40,11 @@ int tk__grid_set_i64(tk__grid *g, size_t col, int64_t v);
 int tk__grid_set_num(tk__grid *g, size_t col, double v, int decimals);
 /* A footer member whose value is a JSON string (no text line). */
 int tk__grid_footer_str(tk__grid *g, const char *json_key, const char *value);
+/* The end of every tk_stats_format_*: with rc 0, g rendered in format
+ * (only when it has rows, but always as JSON and CSV) into *out,
+ * NUL-terminated, its length in *len (may be NULL); g freed either way.
+ * Returns rc, or TK_ERR_NOMEM. */
+int tk__grid_output(tk__grid *g, int rc, size_t rows, int format, char **out, size_t *len);
 /* Stats object i's label: o->labels[i], else "rank i". */
 void tk__grid_label(const tk_table_opts *o, size_t i, char *buf, size_t cap);
 int tk__grid_render(const tk__grid *g, int format, tk__buf *out);

@@ -305,18 +305,5 @@ int tk_stats_format_memory(tk_stats *const *s, size_t n, const tk_table_opts *o,
 			if (o->row_limit < 0 || rows < (size_t)o->row_limit)
 				rc = mem_line(&g, &s[i]->mem_rows[k], n > 1 ? l : NULL);
 	}
-	tk__buf b = {0};
-	if (!rc && (rows || o->format == TK_TABLE_JSON || o->format == TK_TABLE_CSV))
-		rc = tk__grid_render(&g, o->format, &b);
-	if (!rc && tk__buf_putc(&b, 0))
-		rc = TK_ERR_NOMEM;
-	tk__grid_free(&g);
-	if (rc) {
-		tk__buf_free(&b);
-		return rc;
-	}
-	*out = b.p;
-	if (len)
-		*len = b.len - 1;
-	return 0;
+	return tk__grid_output(&g, rc, rows, o->format, out, len);
 }

@@ -508,20 +508,7 @@ int tk_stats_format_steps(tk_stats *const *s, size_t n, const tk_table_opts *o, 
 				rc = step_line(&g, &s[i]->step_rows[k], n > 1 ? l : NULL);
 	}
 	rc = rc ? rc : step_footer(&g, s, n, o);
-	tk__buf b = {0};
-	if (!rc && (rows || o->format == TK_TABLE_JSON || o->format == TK_TABLE_CSV))
-		rc = tk__grid_render(&g, o->format, &b);
-	if (!rc && tk__buf_putc(&b, 0))
-		rc = TK_ERR_NOMEM;
-	tk__grid_free(&g);
-	if (rc) {
-		tk__buf_free(&b);
-		return rc;
-	}
-	*out = b.p;
-	if (len)
-		*len = b.len - 1;
-	return 0;
+	return tk__grid_output(&g, rc, rows, o->format, out, len);
 }
 
 /* ---- the launch table's rendering ---- */
@@ -582,18 +569,5 @@ int tk_stats_format_launch(tk_stats *const *s, size_t n, const tk_table_opts *o,
 		snprintf(v, sizeof v, "%lld", (long long)best->delay_max);
 		rc = tk__grid_footer(&g, d, "longest_delay_ns", v) || tk__grid_footer_str(&g, "longest_delay_op", best->worst);
 	}
-	tk__buf b = {0};
-	if (!rc && (rows || o->format == TK_TABLE_JSON || o->format == TK_TABLE_CSV))
-		rc = tk__grid_render(&g, o->format, &b);
-	if (!rc && tk__buf_putc(&b, 0))
-		rc = TK_ERR_NOMEM;
-	tk__grid_free(&g);
-	if (rc) {
-		tk__buf_free(&b);
-		return rc;
-	}
-	*out = b.p;
-	if (len)
-		*len = b.len - 1;
-	return 0;
+	return tk__grid_output(&g, rc, rows, o->format, out, len);
 }

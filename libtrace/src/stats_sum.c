@@ -283,20 +283,7 @@ int tk_stats_format_sum(tk_stats *const *s, size_t n, int which, const tk_table_
 	size_t lim = o->row_limit < 0 ? n_rows : (size_t)o->row_limit;
 	for (size_t i = 0; i < n_rows && i < lim && !rc; i++)
 		rc = sum_line(&g, &rows[i], all, which, n, o);
-	tk__buf b = {0};
-	if (!rc && (n_rows || o->format == TK_TABLE_JSON || o->format == TK_TABLE_CSV))
-		rc = tk__grid_render(&g, o->format, &b);
-	if (!rc && tk__buf_putc(&b, 0))
-		rc = TK_ERR_NOMEM;
-	tk__grid_free(&g);
 	free(rows);
 	free(store);
-	if (rc) {
-		tk__buf_free(&b);
-		return rc;
-	}
-	*out = b.p;
-	if (len)
-		*len = b.len - 1;
-	return 0;
+	return tk__grid_output(&g, rc, n_rows, o->format, out, len);
 }
