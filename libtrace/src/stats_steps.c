@@ -74,7 +74,12 @@ int tk__stats_steps_add(tk_stats *s, const tk_event *ev, int cls)
 {
 	if (!s->st_steps && tk_steps_new(&s->st_steps))
 		return TK_ERR_NOMEM;
-	if (tk_steps_add(s->st_steps, ev))
+	/* the steps object classes events by the default categories, whatever --cat counts */
+	int64_t corr = 0;
+	int32_t group = 0;
+	int keyed = 0;
+	if (tk__steps_add_key(s->st_steps, ev, tk_stats_event_class(ev->cat, (ev->has & TK_HAS_CAT) != 0), &corr,
+	                      &group, &keyed))
 		return TK_ERR_NOMEM;
 	if (cls < TK_STATS_KERNEL || !(ev->has & TK_HAS_DUR) || ev->dur < 0)
 		return 0;
@@ -85,7 +90,9 @@ int tk__stats_steps_add(tk_stats *s, const tk_event *ev, int cls)
 	v->ts = ev->ts;
 	v->end = tk__ev_end(ev->ts, ev->dur);
 	v->kind = cls == TK_STATS_KERNEL ? (is_comm(ev->name) ? IV_COMM : IV_COMPUTE) : IV_MEM;
-	v->keyed = (uint8_t)tk__steps_key(s->st_steps, ev, &v->corr, &v->group);
+	v->keyed = (uint8_t)keyed;
+	v->corr = corr;
+	v->group = group;
 	if (!s->opts.launch_table)
 		return 0;
 	tk_sv nm = tk__strtab_intern(&s->strs, ev->name.ptr ? ev->name.ptr : "", ev->name.len);

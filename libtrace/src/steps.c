@@ -78,9 +78,10 @@ int tk__steps_wants_args(const tk_event *ev)
 }
 
 /* LAUNCH for a CPU launch, GPU for GPU work, 0 for anything else; the
- * correlation id and the rank group in *corr and *group. */
+ * correlation id and the rank group in *corr and *group. cls: the event's
+ * tk_stats_event_class() when the caller has it, else -1. */
 enum { LAUNCH = 1, GPU = 2 };
-static int kind_of(const tk_steps *s, const tk_event *ev, int64_t *corr, int32_t *group)
+static int kind_of(const tk_steps *s, const tk_event *ev, int cls, int64_t *corr, int32_t *group)
 {
 	int kind = 0;
 	*group = 0;
@@ -92,9 +93,12 @@ static int kind_of(const tk_steps *s, const tk_event *ev, int64_t *corr, int32_t
 		*corr = s->span ? ev->id.num ^ ((int64_t)*group << TK__ID_SHIFT) : ev->id.num;
 		return GPU;
 	}
-	if (!tk__steps_wants_args(ev) || !(ev->has & TK_HAS_TS) || !ev->args.ptr)
+	if (ev->ph != 'X' || !(ev->has & TK_HAS_CAT) || !(ev->has & TK_HAS_TS) || !ev->args.ptr)
 		return 0;
-	int cls = tk_stats_event_class(ev->cat, 1);
+	if (cls < 0)
+		cls = tk_stats_event_class(ev->cat, 1);
+	if (cls < TK_STATS_API)
+		return 0;
 	kind = cls == TK_STATS_API ? LAUNCH : GPU;
 	tk_sv v;
 	if (tk__js_find(ev->args, "correlation", 11, &v) || tk__js_int(v, corr))
@@ -132,17 +136,41 @@ static int add_step(tk_steps *s, int64_t num, const tk_event *ev)
 	return 0;
 }
 
+static int note_launch(tk_steps *s, const tk_event *ev, int kind, int64_t corr, int32_t group);
+
+/* tk_steps_add, with the event's class (-1: not known) and its key out
+ * (*kind: LAUNCH, GPU or 0). */
+static int add_event(tk_steps *s, const tk_event *ev, int cls, int *kind, int64_t *corr, int32_t *group)
+{
+	int64_t num;
+	*kind = 0;
+	if (tk__step_number(ev, &num))
+		return add_step(s, num, ev);
+	*kind = kind_of(s, ev, cls, corr, group);
+	if (!*kind || !(ev->has & TK_HAS_TS))
+		return 0;
+	return note_launch(s, ev, *kind, *corr, *group);
+}
+
 int tk_steps_add(tk_steps *s, const tk_event *ev)
 {
 	if (!s || !ev || s->finished)
 		return TK_ERR_ARG;
-	int64_t num, corr;
+	int kind;
+	int64_t corr;
 	int32_t group;
-	if (tk__step_number(ev, &num))
-		return add_step(s, num, ev);
-	int kind = kind_of(s, ev, &corr, &group);
-	if (!kind || !(ev->has & TK_HAS_TS))
-		return 0;
+	return add_event(s, ev, -1, &kind, &corr, &group);
+}
+
+int tk__steps_add_key(tk_steps *s, const tk_event *ev, int cls, int64_t *corr, int32_t *group, int *keyed)
+{
+	int kind, rc = add_event(s, ev, cls, &kind, corr, group);
+	*keyed = kind == GPU;
+	return rc;
+}
+
+static int note_launch(tk_steps *s, const tk_event *ev, int kind, int64_t corr, int32_t group)
+{
 	launch key = {0, corr, group, 0, 0, 0, 0};
 	int added;
 	launch *l = tk__map_put(&s->launches, launch_hash(corr, group), launch_eq, &key, &added);
@@ -214,7 +242,7 @@ int64_t tk_steps_time(const tk_steps *s, const tk_event *ev, int *by_launch)
 		*by_launch = 0;
 	int64_t corr;
 	int32_t group;
-	if (!s || kind_of(s, ev, &corr, &group) != GPU)
+	if (!s || kind_of(s, ev, -1, &corr, &group) != GPU)
 		return ev->ts;
 	launch key = {0, corr, group, 0, 0, 0, 0};
 	const launch *l = tk__map_find(&s->launches, launch_hash(corr, group), launch_eq, &key);
@@ -225,10 +253,6 @@ int64_t tk_steps_time(const tk_steps *s, const tk_event *ev, int *by_launch)
 	return l->ts;
 }
 
-int tk__steps_key(const tk_steps *s, const tk_event *ev, int64_t *corr, int32_t *group)
-{
-	return kind_of(s, ev, corr, group) == GPU;
-}
 
 int tk__steps_launch(const tk_steps *s, int64_t corr, int32_t group, int64_t *ts, int64_t *end)
 {

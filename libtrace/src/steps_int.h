@@ -15,8 +15,10 @@ int tk__steps_wants_args(const tk_event *ev);
  * starts[k+1])), last[k] = the latest start of GPU work launched in segment
  * k that starts in a later segment, or INT64_MIN when none does. */
 void tk__steps_late_work(const tk_steps *s, const int64_t *starts, size_t n, int64_t *last);
-/* 1 with its key when ev is GPU work that a launch may own. */
-int tk__steps_key(const tk_steps *s, const tk_event *ev, int64_t *corr, int32_t *group);
+/* tk_steps_add for a caller that knows the event's tk_stats_event_class()
+ * (cls; -1 if not): *keyed = 1 with its key when ev is GPU work that a
+ * launch may own. 0 or TK_ERR_NOMEM. */
+int tk__steps_add_key(tk_steps *s, const tk_event *ev, int cls, int64_t *corr, int32_t *group, int *keyed);
 /* 1 with the launch's start in *ts (and its end in *end, may be NULL)
  * when the key has a launch. */
 int tk__steps_launch(const tk_steps *s, int64_t corr, int32_t group, int64_t *ts, int64_t *end);
