@@ -9,6 +9,27 @@
 #include "tracekit/merge.h"
 #include "tracekit/steps.h"
 
+int cli_parse_steps(const cli_tool *t, int id, const char *arg, long *a, long *b)
+{
+	char *end;
+	*a = *b = strtol(arg, &end, 10);
+	if (*end == '-')
+		*b = strtol(end + 1, &end, 10);
+	if (*end || end == arg || *a < 0 || *b < *a)
+		return cli_bad_value(t, id, arg, "A or A-B, ProfilerStep numbers with A <= B");
+	return 0;
+}
+
+int cli_need_rereadable(const cli_tool *t, const char *name)
+{
+	if (tk_input_rereadable(name))
+		return 0;
+	int in = strcmp(name, "-") == 0;
+	cli_usage_error(t, "%s: --steps and a --window counted from the first event read each input twice, and "
+	                "this is %s: save it to a file first", in ? "(stdin)" : name, in ? "standard input" : "a pipe or FIFO");
+	return 2;
+}
+
 /* First pass for --steps and for a window counted from the first event:
  * the steps and the launch of every correlation id (GPU work counts in the
  * step that launched it: docs/steps.md), the first event's time. The

@@ -2,7 +2,15 @@
 #ifndef TK_CLI_STATS_H
 #define TK_CLI_STATS_H
 
+#include "cli.h"
 #include "tracekit/stats.h"
+
+/* --steps A[-B]: ProfilerStep numbers with A <= B into *a and *b; 0, or 2
+ * after a usage error naming the option. */
+int cli_parse_steps(const cli_tool *t, int id, const char *arg, long *a, long *b);
+/* An input that --steps or a --window counted from the first event reads
+ * twice: 0, or 2 after a usage error when it is standard input or a pipe. */
+int cli_need_rereadable(const cli_tool *t, const char *name);
 
 typedef struct cli_stats_req {
 	tk_stats_opts sopts; /* its window may count from the first event */

@@ -64,17 +64,6 @@ typedef struct diff_opts {
 
 /* ---- options ---- */
 
-static int parse_steps(int c, const char *arg, long *ab)
-{
-	char *end;
-	ab[0] = ab[1] = strtol(arg, &end, 10);
-	if (*end == '-')
-		ab[1] = strtol(end + 1, &end, 10);
-	if (*end || end == arg || ab[0] < 0 || ab[1] < ab[0])
-		return cli_bad_value(&tool, c, arg, "A or A-B, ProfilerStep numbers with A <= B");
-	return 0;
-}
-
 static int parse_one(diff_opts *o, int c, const char *arg)
 {
 	static const char *const fmts[] = {"text", "csv", "json", "md", NULL}; /* TK_TABLE_* */
@@ -91,9 +80,14 @@ static int parse_one(diff_opts *o, int c, const char *arg)
 		o->tables = (int)cli_parse_enum_list(&tool, c, arg, tables);
 		o->tables_given = 1;
 		return o->tables < 0 ? 2 : 0;
-	case O_STEPS: return parse_steps(c, arg, o->steps[0]) || parse_steps(c, arg, o->steps[1]) ? 2 : 0;
-	case O_BASE_STEPS: return parse_steps(c, arg, o->steps[0]) ? 2 : 0;
-	case O_NEW_STEPS: return parse_steps(c, arg, o->steps[1]) ? 2 : 0;
+	case O_STEPS:
+		if (cli_parse_steps(&tool, c, arg, &o->steps[0][0], &o->steps[0][1]))
+			return 2;
+		o->steps[1][0] = o->steps[0][0];
+		o->steps[1][1] = o->steps[0][1];
+		return 0;
+	case O_BASE_STEPS: return cli_parse_steps(&tool, c, arg, &o->steps[0][0], &o->steps[0][1]);
+	case O_NEW_STEPS: return cli_parse_steps(&tool, c, arg, &o->steps[1][0], &o->steps[1][1]);
 	case O_WINDOW: o->window = arg; return cli_parse_window(&tool, arg, &o->sopts.window);
 	case O_SHAPES: o->sopts.group_by_shapes = 1; return 0;
 	case O_CAT: o->sopts.cats = arg; return 0;
@@ -130,13 +124,8 @@ static int parse_args(int argc, char **argv, diff_opts *o)
 		return 2;
 	for (int i = 0; i < 2; i++) {
 		int twice = o->steps[i][0] >= 0 || o->sopts.window.lo_rel || o->sopts.window.hi_rel;
-		if (twice && !tk_input_rereadable(o->in[i])) {
-			cli_usage_error(&tool, "%s: --steps and a --window counted from the first event read each input "
-			                "twice, and this is %s: save it to a file first",
-			                strcmp(o->in[i], "-") == 0 ? "(stdin)" : o->in[i],
-			                strcmp(o->in[i], "-") == 0 ? "standard input" : "a pipe or FIFO");
+		if (twice && cli_need_rereadable(&tool, o->in[i]))
 			return 2;
-		}
 	}
 	if (!strcmp(o->in[0], "-") && !strcmp(o->in[1], "-")) {
 		cli_usage_error(&tool, "BASE and NEW cannot both be standard input");

@@ -111,13 +111,7 @@ static int parse_one(stats_opts *o, int c, const char *arg)
 	case O_NAME: o->topts.name_glob = arg; return 0;
 	case O_WINDOW: o->window = arg; return cli_parse_window(&tool, arg, &o->sopts.window);
 	case O_LIST: o->list = 1; return 0;
-	case O_STEPS:
-		o->step_a = o->step_b = strtol(arg, &end, 10);
-		if (*end == '-')
-			o->step_b = strtol(end + 1, &end, 10);
-		return *end || end == arg || o->step_a < 0 || o->step_b < o->step_a
-		           ? cli_bad_value(&tool, c, arg, "A or A-B, ProfilerStep numbers with A <= B")
-		           : 0;
+	case O_STEPS: return cli_parse_steps(&tool, c, arg, &o->step_a, &o->step_b);
 	case O_FLOPS:
 		o->sopts.flops = cli_parse_enum(&tool, c, arg, flops);
 		return o->sopts.flops < 0 ? 2 : 0;
@@ -172,13 +166,8 @@ static int parse_args(int argc, char **argv, stats_opts *o)
 		return 2;
 	int twice = o->step_a >= 0 || o->sopts.window.lo_rel || o->sopts.window.hi_rel;
 	for (int i = 0; i < o->n_in && twice; i++)
-		if (!tk_input_rereadable(o->in[i])) {
-			cli_usage_error(&tool, "%s: --steps and a --window counted from the first event read each "
-			                "input twice, and this is %s: save it to a file first",
-			                strcmp(o->in[i], "-") == 0 ? "(stdin)" : o->in[i],
-			                strcmp(o->in[i], "-") == 0 ? "standard input" : "a pipe or FIFO");
+		if (cli_need_rereadable(&tool, o->in[i]))
 			return 2;
-		}
 	return 0;
 }
 
