@@ -74,12 +74,13 @@ int tk__stats_steps_add(tk_stats *s, const tk_event *ev, int cls)
 {
 	if (!s->st_steps && tk_steps_new(&s->st_steps))
 		return TK_ERR_NOMEM;
-	/* the steps object classes events by the default categories, whatever --cat counts */
+	/* the steps object classes events by the default categories, whatever
+	 * --cat counts; without --cat, cls is that class already */
 	int64_t corr = 0;
 	int32_t group = 0;
 	int keyed = 0;
-	if (tk__steps_add_key(s->st_steps, ev, tk_stats_event_class(ev->cat, (ev->has & TK_HAS_CAT) != 0), &corr,
-	                      &group, &keyed))
+	int dcls = s->cats ? tk_stats_event_class(ev->cat, (ev->has & TK_HAS_CAT) != 0) : cls;
+	if (tk__steps_add_key(s->st_steps, ev, dcls, &corr, &group, &keyed))
 		return TK_ERR_NOMEM;
 	if (cls < TK_STATS_KERNEL || !(ev->has & TK_HAS_DUR) || ev->dur < 0)
 		return 0;
