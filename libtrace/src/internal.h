@@ -44,6 +44,7 @@ typedef struct tk__stage {
 typedef struct tk__src {
 	/* the base: an fd, memory, or another (base.read) */
 	int fd, own_fd;
+	int64_t fd_start; /* the fd's offset at the start: a regular file's, else -1 */
 	const unsigned char *mem;
 	size_t mem_len, mem_pos;
 	tk__base base;
@@ -59,6 +60,12 @@ void tk__src_init_fd(tk__src *s, int fd, int own);
  * TK_ERR_IO with the message in err (TK__ERRLEN) naming path. */
 int tk__src_open_file(tk__src *s, const char *path, char *err);
 void tk__src_init_mem(tk__src *s, const void *p, size_t n);
+/* 1 when the base's bytes can be read again from any offset of its stream
+ * (memory, a regular file), with tk__src_pread(). */
+int tk__src_can_pread(const tk__src *s);
+/* Up to cap bytes of the base's stream from offset off (0 = its first
+ * byte): count, 0 at its end, <0 with s->err set. */
+long tk__src_pread(tk__src *s, uint64_t off, unsigned char *dst, size_t cap);
 /* Another base (the source closes it). */
 void tk__src_init_base(tk__src *s, const tk__base *b);
 /* Reads up to cap decoded bytes of the top stage: >0 bytes, 0 at end, <0

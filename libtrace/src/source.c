@@ -14,6 +14,39 @@ void tk__src_init_fd(tk__src *s, int fd, int own)
 	s->fd = fd;
 	s->own_fd = own;
 	s->n = 1;
+	struct stat st;
+	s->fd_start = -1;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		off_t at = lseek(fd, 0, SEEK_CUR);
+		if (at >= 0)
+			s->fd_start = (int64_t)at;
+	}
+}
+
+int tk__src_can_pread(const tk__src *s)
+{
+	return !s->base.read && (s->mem || s->fd_start >= 0);
+}
+
+long tk__src_pread(tk__src *s, uint64_t off, unsigned char *dst, size_t cap)
+{
+	if (s->mem) {
+		if (off >= s->mem_len)
+			return 0;
+		size_t n = s->mem_len - (size_t)off < cap ? s->mem_len - (size_t)off : cap;
+		memcpy(dst, s->mem + off, n);
+		return (long)n;
+	}
+	for (;;) {
+		ssize_t n = pread(s->fd, dst, cap, (off_t)((uint64_t)s->fd_start + off));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			snprintf(s->err, sizeof s->err, "read failed: %s", strerror(errno));
+			return -1;
+		}
+		return (long)n;
+	}
 }
 
 int tk__src_open_file(tk__src *s, const char *path, char *err)
@@ -44,6 +77,7 @@ void tk__src_init_mem(tk__src *s, const void *p, size_t n)
 {
 	memset(s, 0, sizeof *s);
 	s->fd = -1;
+	s->fd_start = -1;
 	s->mem = p ? p : (const void *)"";
 	s->mem_len = n;
 	s->n = 1;
@@ -53,6 +87,7 @@ void tk__src_init_base(tk__src *s, const tk__base *b)
 {
 	memset(s, 0, sizeof *s);
 	s->fd = -1;
+	s->fd_start = -1;
 	s->base = *b;
 	s->n = 1;
 }

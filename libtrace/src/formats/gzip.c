@@ -1,17 +1,60 @@
-/* gzip.c: the gzip filter: inflating input (one member after another, as `cat a.gz b.gz`), and output deflated in independent blocks that threads compress in parallel. */
+/* gzip.c: the gzip filter: inflating input (one member after another, as `cat a.gz b.gz`), and output deflated in independent blocks that threads compress in parallel. Built with ISA-L (TK_HAVE_ISAL), inflating and the fast levels 1-3 go through it, the rest through zlib; TK_GZIP=zlib in the environment picks zlib for everything. */
 #include <stdlib.h>
 
 #include "formats/formats.h"
+
+#ifdef TK_HAVE_ISAL
+#include <isa-l/crc.h>
+#include <isa-l/igzip_lib.h>
+#endif
+
+/* 1 when ISA-L does the work it can: built with it, and TK_GZIP is not
+ * "zlib" (read at each open: tests and users compare the two). */
+static int use_isal(void)
+{
+#ifdef TK_HAVE_ISAL
+	const char *e = getenv("TK_GZIP");
+	return !(e && strcmp(e, "zlib") == 0);
+#else
+	return 0;
+#endif
+}
+
+/* The CRC-32 of gzip, as zlib's crc32() computes it. */
+static uint32_t gz_crc(const unsigned char *p, size_t n)
+{
+#ifdef TK_HAVE_ISAL
+	return crc32_gzip_refl(0, p, (uint64_t)n);
+#else
+	uint32_t c = 0;
+	while (n) {
+		uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
+		c = (uint32_t)crc32(c, p, k);
+		p += k;
+		n -= k;
+	}
+	return c;
+#endif
+}
 
 /* ---- input ---- */
 
 #define TK__ZIN (256 * 1024)
 
 typedef struct gz_in {
-	z_stream z;
+	z_stream z; /* zlib's inflater, or only next_in/avail_in with ISA-L's */
+#ifdef TK_HAVE_ISAL
+	struct inflate_state *is; /* ISA-L's inflater; NULL: zlib's */
+#endif
 	unsigned char *zin;
 	int eof_raw; /* the stream below has ended */
 	int done;    /* inflate saw the end and no further member follows */
+	uint64_t raw_got;      /* bytes read from the stage below */
+	uint64_t member_start; /* the current member's offset in them */
+	uint64_t member_out;   /* bytes of it given out */
+	/* after switch_to_zlib(): bytes [replay_off, replay_end) of the stage
+	 * below are read again, and the first `skip` bytes inflated dropped */
+	uint64_t replay_off, replay_end, skip;
 } gz_in;
 
 static int gz_bid(const unsigned char *p, size_t n)
@@ -24,7 +67,12 @@ static void gz_close(void *st)
 	gz_in *g = st;
 	if (!g)
 		return;
-	inflateEnd(&g->z);
+#ifdef TK_HAVE_ISAL
+	if (g->is)
+		free(g->is);
+	else
+#endif
+		inflateEnd(&g->z);
 	free(g->zin);
 	free(g);
 }
@@ -37,6 +85,21 @@ static int gz_open(tk__src *s, int level)
 		snprintf(s->err, sizeof s->err, "out of memory");
 		return TK_ERR_NOMEM;
 	}
+#ifdef TK_HAVE_ISAL
+	/* ISA-L where a member can be read again (switch_to_zlib) */
+	if (use_isal() && level == 1 && tk__src_can_pread(s)) {
+		if (!(g->is = malloc(sizeof *g->is))) {
+			free(g->zin);
+			free(g);
+			snprintf(s->err, sizeof s->err, "out of memory");
+			return TK_ERR_NOMEM;
+		}
+		isal_inflate_init(g->is);
+		g->is->crc_flag = ISAL_GZIP;
+		s->st[level].st = g;
+		return 0;
+	}
+#endif
 	if (inflateInit2(&g->z, 16 + MAX_WBITS) != Z_OK) {
 		free(g->zin);
 		free(g);
@@ -47,12 +110,27 @@ static int gz_open(tk__src *s, int level)
 	return 0;
 }
 
-/* Raw bytes into zin from the stage below; count, 0 at its end, <0 error. */
+/* Raw bytes into zin from the stage below (or again, while replaying);
+ * count, 0 at its end, <0 error. */
 static long refill(tk__src *s, int level, gz_in *g, size_t keep)
 {
-	long n = tk__src_read_at(s, level - 1, g->zin + keep, TK__ZIN - keep);
-	if (n == 0)
-		g->eof_raw = 1;
+	long n;
+	if (g->replay_off < g->replay_end) {
+		uint64_t left = g->replay_end - g->replay_off;
+		n = tk__src_pread(s, g->replay_off, g->zin + keep, left < TK__ZIN - keep ? (size_t)left : TK__ZIN - keep);
+		if (n == 0) {
+			snprintf(s->err, sizeof s->err, "the file became shorter while it was read");
+			return -1;
+		}
+		if (n > 0)
+			g->replay_off += (uint64_t)n;
+	} else {
+		n = tk__src_read_at(s, level - 1, g->zin + keep, TK__ZIN - keep);
+		if (n == 0)
+			g->eof_raw = 1;
+		if (n > 0)
+			g->raw_got += (uint64_t)n;
+	}
 	if (n >= 0) {
 		g->z.next_in = g->zin;
 		g->z.avail_in = (uInt)(keep + (size_t)n);
@@ -75,6 +153,16 @@ static int next_member(tk__src *s, int level, gz_in *g)
 			return -1;
 	}
 	if (g->z.avail_in >= 2 && g->z.next_in[0] == 0x1f && g->z.next_in[1] == 0x8b) {
+		g->member_start = (g->replay_off < g->replay_end ? g->replay_off : g->raw_got) - g->z.avail_in;
+		g->member_out = 0;
+		g->skip = 0;
+#ifdef TK_HAVE_ISAL
+		if (g->is) {
+			isal_inflate_reset(g->is);
+			g->is->crc_flag = ISAL_GZIP;
+			return 0;
+		}
+#endif
 		inflateReset(&g->z);
 		return 0;
 	}
@@ -82,34 +170,118 @@ static int next_member(tk__src *s, int level, gz_in *g)
 	return -1;
 }
 
+enum { STEP_MORE, STEP_END, STEP_FAIL };
+
+/* One call of the inflater on what g->z holds, into *next_out (*avail_out bytes free). */
+static int inflate_step(tk__src *s, gz_in *g, unsigned char **next_out, uInt *avail_out)
+{
+#ifdef TK_HAVE_ISAL
+	if (g->is) {
+		struct inflate_state *is = g->is;
+		is->next_in = g->z.next_in;
+		is->avail_in = g->z.avail_in;
+		is->next_out = *next_out;
+		is->avail_out = *avail_out;
+		int rc = isal_inflate(is);
+		g->z.next_in = is->next_in;
+		g->z.avail_in = is->avail_in;
+		*next_out = is->next_out;
+		*avail_out = is->avail_out;
+		if (rc < 0 || rc == ISAL_NEED_DICT)
+			return STEP_FAIL; /* gz_read hands the member to zlib, which names the damage */
+		return is->block_state == ISAL_BLOCK_FINISH ? STEP_END : STEP_MORE;
+	}
+#endif
+	g->z.next_out = *next_out;
+	g->z.avail_out = *avail_out;
+	int rc = inflate(&g->z, Z_NO_FLUSH);
+	*next_out = g->z.next_out;
+	*avail_out = g->z.avail_out;
+	if (rc == Z_STREAM_END)
+		return STEP_END;
+	if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT) {
+		snprintf(s->err, sizeof s->err, "corrupt gzip data: %s",
+		         g->z.msg ? g->z.msg : "invalid stream");
+		return STEP_FAIL;
+	}
+	if (rc == Z_MEM_ERROR) {
+		snprintf(s->err, sizeof s->err, "out of memory in zlib");
+		return STEP_FAIL;
+	}
+	return STEP_MORE;
+}
+
+#ifdef TK_HAVE_ISAL
+/* Where ISA-L stops short of zlib (a stream that ends inside a member:
+ * ISA-L decodes with lookahead and holds back the last symbol or so that
+ * zlib still gives) or fails (damage, which zlib names more closely), zlib
+ * takes over: it inflates the member again from its start, read again
+ * from the stage below, drops the bytes already given out and goes on.
+ * The bytes, the warnings and the errors are then zlib's. */
+static int switch_to_zlib(tk__src *s, gz_in *g)
+{
+	free(g->is);
+	g->is = NULL;
+	memset(&g->z, 0, sizeof g->z);
+	if (inflateInit2(&g->z, 16 + MAX_WBITS) != Z_OK) {
+		snprintf(s->err, sizeof s->err, "zlib init failed");
+		return -1;
+	}
+	g->replay_off = g->member_start;
+	g->replay_end = g->raw_got;
+	g->skip = g->member_out;
+	g->eof_raw = 0;
+	return 0;
+}
+#endif
+
 static long gz_read(tk__src *s, int level, unsigned char *dst, size_t cap)
 {
 	gz_in *g = s->st[level].st;
-	g->z.next_out = dst;
-	g->z.avail_out = (uInt)(cap > (1u << 30) ? (1u << 30) : cap);
-	uInt want = g->z.avail_out;
-	while (g->z.avail_out == want && !g->done) {
+	unsigned char *next_out = dst;
+	uInt want = (uInt)(cap > (1u << 30) ? (1u << 30) : cap), avail_out = want;
+	while (avail_out == want && !g->done) {
 		if (!g->z.avail_in && !g->eof_raw && refill(s, level, g, 0) < 0)
 			return -1;
 		if (!g->z.avail_in && g->eof_raw) {
+#ifdef TK_HAVE_ISAL
+			if (g->is) {
+				if (switch_to_zlib(s, g))
+					return -1;
+				continue;
+			}
+#endif
 			s->cut = "gzip"; /* the stream stopped inside a member */
 			g->done = 1;
 			break;
 		}
-		int rc = inflate(&g->z, Z_NO_FLUSH);
-		if (rc == Z_STREAM_END) {
-			if (next_member(s, level, g))
+		uInt before = avail_out;
+		int rc = inflate_step(s, g, &next_out, &avail_out);
+#ifdef TK_HAVE_ISAL
+		if (rc == STEP_FAIL && g->is) {
+			next_out -= before - avail_out; /* zlib says how far the data is good */
+			avail_out = before;
+			if (switch_to_zlib(s, g))
 				return -1;
-		} else if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT) {
-			snprintf(s->err, sizeof s->err, "corrupt gzip data: %s",
-			         g->z.msg ? g->z.msg : "invalid stream");
-			return -1;
-		} else if (rc == Z_MEM_ERROR) {
-			snprintf(s->err, sizeof s->err, "out of memory in zlib");
-			return -1;
+			continue;
 		}
+#endif
+		size_t got = before - avail_out;
+		if (g->skip && got) {
+			size_t k = g->skip < got ? (size_t)g->skip : got;
+			memmove(next_out - got, next_out - got + k, got - k);
+			next_out -= k;
+			avail_out += (uInt)k;
+			g->skip -= k;
+			got -= k;
+		}
+		g->member_out += got;
+		if (rc == STEP_FAIL)
+			return -1;
+		if (rc == STEP_END && next_member(s, level, g))
+			return -1;
 	}
-	return (long)(want - g->z.avail_out);
+	return (long)(want - avail_out);
 }
 
 const tk__ifilter tk__ifilter_gzip = {"gzip", 0, ".gz", gz_bid, gz_open, gz_read, gz_close};
@@ -125,6 +297,7 @@ const tk__ifilter tk__ifilter_gzip = {"gzip", 0, ".gz", gz_bid, gz_open, gz_read
 
 typedef struct gz_out {
 	int level;
+	int isal; /* blocks go through ISA-L (levels 1-3 where it is built in) */
 	unsigned char dict[TK__DICT]; /* the next block's dictionary: the last 32 KiB handed over */
 	size_t dict_len;
 	uint32_t crc; /* of the blocks written */
@@ -136,6 +309,17 @@ typedef struct gz_ctx {
 	uint32_t crc; /* of the block's raw bytes */
 } gz_ctx;
 
+/* One thread's encoder. */
+typedef struct gz_enc {
+	z_stream z; /* zlib's, initialized when isal is NULL */
+#ifdef TK_HAVE_ISAL
+	struct isal_zstream *isal;
+	unsigned char *lvl_buf;
+	size_t lvl_len;
+	int isal_level;
+#endif
+} gz_enc;
+
 static void *gzo_open(int level, tk__buf *hdr, char *err)
 {
 	gz_out *g = calloc(1, sizeof *g);
@@ -144,6 +328,7 @@ static void *gzo_open(int level, tk__buf *hdr, char *err)
 		return NULL;
 	}
 	g->level = level > 0 && level <= 9 ? level : 6;
+	g->isal = g->level <= 3 && use_isal();
 	/* the header as zlib writes it: no name, no time, Unix */
 	unsigned char h[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, g->level == 9 ? 2 : g->level == 1 ? 4 : 0, 3};
 	if (tk__buf_append(hdr, h, sizeof h)) {
@@ -159,23 +344,51 @@ static void gzo_close(void *st)
 	free(st);
 }
 
+static void gzo_enc_free(void *enc)
+{
+	gz_enc *e = enc;
+	if (!e)
+		return;
+#ifdef TK_HAVE_ISAL
+	if (e->isal) {
+		free(e->isal);
+		free(e->lvl_buf);
+		free(e);
+		return;
+	}
+#endif
+	deflateEnd(&e->z);
+	free(e);
+}
+
 static void *gzo_enc_new(void *st, char *err)
 {
 	gz_out *g = st;
-	z_stream *z = calloc(1, sizeof *z);
-	if (!z || deflateInit2(z, g->level, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-		free(z);
+	gz_enc *e = calloc(1, sizeof *e);
+	if (!e) {
+		snprintf(err, TK__ERRLEN, "out of memory");
+		return NULL;
+	}
+#ifdef TK_HAVE_ISAL
+	if (g->isal) {
+		static const size_t lvl[] = {ISAL_DEF_LVL1_DEFAULT, ISAL_DEF_LVL2_DEFAULT, ISAL_DEF_LVL3_DEFAULT};
+		e->lvl_len = lvl[g->level - 1];
+		e->isal_level = g->level;
+		if (!(e->isal = malloc(sizeof *e->isal)) || !(e->lvl_buf = malloc(e->lvl_len))) {
+			free(e->isal);
+			free(e);
+			snprintf(err, TK__ERRLEN, "out of memory");
+			return NULL;
+		}
+		return e;
+	}
+#endif
+	if (deflateInit2(&e->z, g->level, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(e);
 		snprintf(err, TK__ERRLEN, "zlib deflate init failed");
 		return NULL;
 	}
-	return z;
-}
-
-static void gzo_enc_free(void *enc)
-{
-	if (enc)
-		deflateEnd(enc);
-	free(enc);
+	return e;
 }
 
 /* The block takes the dictionary; the next one's is the last 32 KiB so far. */
@@ -196,10 +409,84 @@ static void gzo_prepare(void *st, void *ctx, const tk__buf *raw)
 	g->dict_len = keep + raw->len;
 }
 
+#ifdef TK_HAVE_ISAL
+/* raw as stored blocks (not final): what a block that would not compress
+ * becomes, so that it never grows past gzo_bound(). */
+static int put_stored(const tk__buf *raw, tk__buf *out, char *err)
+{
+	out->len = 0;
+	size_t n = raw->len;
+	if (tk__buf_reserve(out, n + 5 * (n / 65535 + 1))) {
+		snprintf(err, TK__ERRLEN, "out of memory");
+		return TK_ERR_NOMEM;
+	}
+	const char *p = raw->p;
+	do {
+		size_t k = n > 65535 ? 65535 : n;
+		unsigned char h[5] = {0, (unsigned char)k, (unsigned char)(k >> 8), (unsigned char)~k,
+		                      (unsigned char)(~k >> 8)};
+		memcpy(out->p + out->len, h, 5);
+		memcpy(out->p + out->len + 5, p, k);
+		out->len += 5 + k;
+		p += k;
+		n -= k;
+	} while (n);
+	return 0;
+}
+
+/* ISA-L: the block deflated after the dictionary, ended by a sync flush. */
+static int isal_encode(gz_enc *e, int level, gz_ctx *c, const tk__buf *raw, tk__buf *out, char *err)
+{
+	struct isal_zstream *z = e->isal;
+	isal_deflate_init(z);
+	z->level = (uint32_t)level;
+	z->level_buf = e->lvl_buf;
+	z->level_buf_size = (uint32_t)e->lvl_len;
+	z->gzip_flag = IGZIP_DEFLATE;
+	z->flush = SYNC_FLUSH;
+	z->end_of_stream = 0;
+	if (c->dict_len && isal_deflate_set_dict(z, c->dict, (uint32_t)c->dict_len) != COMP_OK) {
+		snprintf(err, TK__ERRLEN, "ISA-L deflate failed to take its dictionary");
+		return TK_ERR_IO;
+	}
+	out->len = 0;
+	size_t stored = raw->len + 5 * (raw->len / 65535 + 1);
+	if (tk__buf_reserve(out, stored + 1024)) {
+		snprintf(err, TK__ERRLEN, "out of memory");
+		return TK_ERR_NOMEM;
+	}
+	z->next_in = (uint8_t *)raw->p;
+	z->avail_in = (uint32_t)raw->len;
+	for (;;) {
+		z->next_out = (uint8_t *)out->p + out->len;
+		z->avail_out = (uint32_t)(out->cap - out->len - 1);
+		int rc = isal_deflate(z);
+		out->len = (size_t)(z->next_out - (uint8_t *)out->p);
+		if (rc != COMP_OK) {
+			snprintf(err, TK__ERRLEN, "ISA-L deflate failed (%d)", rc);
+			return TK_ERR_IO;
+		}
+		if (!z->avail_in && z->avail_out)
+			break; /* all in, and the flush is complete (ISA-L's rule) */
+		if (tk__buf_reserve(out, out->cap)) {
+			snprintf(err, TK__ERRLEN, "out of memory");
+			return TK_ERR_NOMEM;
+		}
+	}
+	return out->len > stored ? put_stored(raw, out, err) : 0;
+}
+#endif
+
 static int gzo_encode(void *enc, void *ctx, const tk__buf *raw, tk__buf *out, char *err)
 {
-	z_stream *z = enc;
+	gz_enc *e = enc;
 	gz_ctx *c = ctx;
+	c->crc = gz_crc((const unsigned char *)raw->p, raw->len);
+#ifdef TK_HAVE_ISAL
+	if (e->isal)
+		return isal_encode(e, e->isal_level, c, raw, out, err);
+#endif
+	z_stream *z = &e->z;
 	out->len = 0;
 	if (deflateReset(z) != Z_OK ||
 	    (c->dict_len && deflateSetDictionary(z, c->dict, (uInt)c->dict_len) != Z_OK)) {
@@ -228,7 +515,6 @@ static int gzo_encode(void *enc, void *ctx, const tk__buf *raw, tk__buf *out, ch
 			return TK_ERR_NOMEM;
 		}
 	}
-	c->crc = (uint32_t)crc32(0, (const unsigned char *)raw->p, (uInt)raw->len);
 	return 0;
 }
 
