@@ -315,6 +315,31 @@ static void test_cut_gzip_large(void **state)
 	free(b);
 }
 
+/* A stream cut where zlib's last call ran out of room in the middle of a
+ * match (the reader's first read takes 512 bytes): the rest of the match
+ * still comes out, as far as a one-shot inflate gives it (537 bytes). */
+static void test_cut_gzip_pending(void **state)
+{
+	(void)state;
+	static const unsigned char g[] = {
+	    0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x03, 0xed, 0xcf, 0xb1, 0x6a, 0xdb, 0x50,
+	    0x14, 0x06, 0xe0, 0xdd, 0x4f, 0x11, 0xce, 0x7c, 0x07, 0xa9, 0x10, 0x0a, 0x9a, 0x9b, 0xa1, 0x4b,
+	    0xe7, 0x40, 0x30, 0xe5, 0x5a, 0x16, 0x8e, 0xa8, 0x2d, 0x0b, 0x45, 0x4e, 0x0a, 0x42, 0xef, 0xde,
+	    0xeb, 0xb4, 0xcd, 0xd0, 0x29, 0xa5, 0x4b, 0x87, 0x8f, 0x6f, 0xb8, 0xf7, 0x97, 0x8e, 0xfe, 0x83,
+	    0x96, 0x98, 0xa7, 0xdc, 0x76, 0x77, 0xcf, 0xdd, 0x30, 0x3f, 0x45, 0xf3, 0xb0, 0x59, 0x62, 0x7c,
+	    0x96, 0x98};
+	size_t gn = sizeof g, dn;
+	free(tu_gunzip(g, gn, &dn));
+	assert_int_equal(dn, 537);
+	tk_reader *r = tu_open_mem(g, gn, "pending.json.gz", NULL);
+	tu_events ev = {0};
+	assert_int_equal(tu_read_all(r, &ev), TK_EOF);
+	assert_true(tu_contains(tk_reader_warning(r, 0), "gzip stream is cut off"));
+	assert_true(mentions_byte(tk_reader_warning(r, 0), dn));
+	tu_events_free(&ev);
+	tk_reader_free(r);
+}
+
 /* ---- garbage, with its place named ---- */
 
 /* `in` is what the reader gets; `text` is it decoded, for the expected place. */
@@ -732,6 +757,7 @@ int main(void)
 		cmocka_unit_test(test_cut_gzip_stream_every_byte),
 		cmocka_unit_test(test_cut_gzip_trailer),
 		cmocka_unit_test(test_cut_gzip_large),
+		cmocka_unit_test(test_cut_gzip_pending),
 		cmocka_unit_test(test_garbage_middle),
 		cmocka_unit_test(test_garbage_far),
 		cmocka_unit_test(test_unescaped_quote),

@@ -243,20 +243,23 @@ static long gz_read(tk__src *s, int level, unsigned char *dst, size_t cap)
 	while (avail_out == want && !g->done) {
 		if (!g->z.avail_in && !g->eof_raw && refill(s, level, g, 0) < 0)
 			return -1;
-		if (!g->z.avail_in && g->eof_raw) {
+		int at_end = !g->z.avail_in && g->eof_raw;
 #ifdef TK_HAVE_ISAL
-			if (g->is) {
-				if (switch_to_zlib(s, g))
-					return -1;
-				continue;
-			}
+		if (at_end && g->is) {
+			if (switch_to_zlib(s, g))
+				return -1;
+			continue;
+		}
 #endif
+		uInt before = avail_out;
+		/* at the end of the input too: zlib may still hold output (the
+		 * rest of a match that did not fit the last call's room) */
+		int rc = inflate_step(s, g, &next_out, &avail_out);
+		if (at_end && rc == STEP_MORE && avail_out == before) {
 			s->cut = "gzip"; /* the stream stopped inside a member */
 			g->done = 1;
 			break;
 		}
-		uInt before = avail_out;
-		int rc = inflate_step(s, g, &next_out, &avail_out);
 #ifdef TK_HAVE_ISAL
 		if (rc == STEP_FAIL && g->is) {
 			next_out -= before - avail_out; /* zlib says how far the data is good */
