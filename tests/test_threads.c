@@ -157,6 +157,63 @@ static void test_gzip_same_bytes_without_threads(void **state)
 	tu_events_free(&in);
 }
 
+/* gzip input decoded ahead on the source's thread gives the events, the
+ * byte counts and, for a cut file, the warning of the caller's own
+ * decoding; a reader freed halfway stops the thread. */
+static void test_gzip_read_ahead(void **state)
+{
+	(void)state;
+	tu_events in = trace_events(60000);
+	const char *path = tu_path("ahead.json.gz");
+	tk_writer *w = NULL;
+	assert_int_equal(tk_writer_open_path(&w, path, NULL), 0);
+	for (size_t i = 0; i < in.n; i++)
+		assert_int_equal(tk_writer_write(w, in.ev[i]), 0);
+	assert_int_equal(tk_writer_close(w), 0);
+	tk_writer_free(w);
+	size_t gn;
+	char *g = tu_read_file(path, &gn);
+	size_t cuts[] = {gn, gn - 5, gn / 2 + 3, gn / 7};
+	for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+		tu_write_file(path, g, cuts[c]);
+		tu_events ev[2] = {{0}, {0}};
+		tk_reader_stats st[2];
+		char warn[2][512];
+		for (int off = 0; off < 2; off++) {
+			tk__no_threads = off;
+			tk_reader *r = NULL;
+			assert_int_equal(tk_reader_open_path(&r, path, NULL), 0);
+			tk__no_threads = 0;
+			assert_int_equal(tu_read_all(r, &ev[off]), TK_EOF);
+			st[off] = *tk_reader_get_stats(r);
+			snprintf(warn[off], sizeof warn[off], "%s", tk_reader_warning(r, 0) ? tk_reader_warning(r, 0) : "");
+			tk_reader_free(r);
+		}
+		assert_int_equal(ev[0].n, ev[1].n);
+		for (size_t i = 0; i < ev[0].n; i++)
+			assert_true(tk_event_equal(ev[0].ev[i], ev[1].ev[i]));
+		/* the whole text is in the first two (the second lacks part of the trailer) */
+		assert_true(c < 2 ? ev[0].n == in.n : ev[0].n < in.n);
+		assert_int_equal(st[0].bytes_in, cuts[c]);
+		assert_int_equal(st[0].bytes_in, st[1].bytes_in);
+		assert_int_equal(st[0].bytes_decoded, st[1].bytes_decoded);
+		assert_string_equal(warn[0], warn[1]);
+		assert_true(c == 0 ? !warn[0][0] : tu_contains(warn[0], "gzip stream is cut off"));
+		tu_events_free(&ev[0]);
+		tu_events_free(&ev[1]);
+	}
+	/* freed after a few events, with the thread still decoding */
+	tu_write_file(path, g, gn);
+	tk_reader *r = NULL;
+	assert_int_equal(tk_reader_open_path(&r, path, NULL), 0);
+	const tk_event *e;
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(tk_reader_next(r, &e), TK_OK);
+	tk_reader_free(r);
+	free(g);
+	tu_events_free(&in);
+}
+
 /* A write that fails on the thread (a full device) is returned by a later
  * call, with the device named, and close fails. */
 static void test_thread_write_error(void **state)
@@ -520,6 +577,7 @@ int main(void)
 		cmocka_unit_test(test_large_output_through_thread),
 		cmocka_unit_test(test_gzip_budget_through_thread),
 		cmocka_unit_test(test_gzip_same_bytes_without_threads),
+		cmocka_unit_test(test_gzip_read_ahead),
 		cmocka_unit_test(test_thread_write_error),
 		cmocka_unit_test(test_free_without_close),
 		cmocka_unit_test(test_pump_equals_reader),

@@ -54,6 +54,7 @@ typedef struct tk__src {
 	const char *cut; /* a filter whose stream stopped inside a unit: its name */
 	int err_named;   /* err names its input already (another base's failure) */
 	char err[TK__ERRLEN];
+	struct tk__ahead *ahead; /* the thread that decodes ahead (tk__src_read_ahead) */
 } tk__src;
 void tk__src_init_fd(tk__src *s, int fd, int own);
 /* A file opened for reading ("-": standard input, not closed): 0, or
@@ -73,6 +74,16 @@ void tk__src_init_base(tk__src *s, const tk__base *b);
 long tk__src_read(tk__src *s, unsigned char *dst, size_t cap);
 /* The same from stage `level` (filters read the stage below them). */
 long tk__src_read_at(tk__src *s, int level, unsigned char *dst, size_t cap);
+/* Decode on a thread of the source's own, ahead of tk__src_read(), when
+ * a filter decodes (gzip) over a file, memory or a pipe: the caller then
+ * parses while the next bytes inflate. The bytes, the end and the error
+ * are the same as without it, and so are s->cut and s->err once
+ * tk__src_read() has returned 0 or < 0. Without a thread (none starts)
+ * the caller decodes, as before. Call once the source is in its final
+ * place (a thread holds its address). */
+void tk__src_read_ahead(tk__src *s);
+/* Bytes read from the base for the bytes tk__src_read() has given out. */
+uint64_t tk__src_bytes_in(const tk__src *s);
 /* Stacks input filters while one bids on the top's first bytes. An
  * archive's bid stops the stacking: *archive says so (1), and the stack
  * is left as it is for tk__arc_open. 0 or <0 (s->err). */

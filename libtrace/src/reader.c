@@ -184,7 +184,10 @@ int tk__reader_open_src(tk_reader **out, tk__src *src, const char *name, const c
 	if (member && !r->src.base.read)
 		return tk__err_set(&r->err, TK_ERR_ARG, "%s: not an archive, so it has no member '%s'", r->name,
 		                   member);
-	return pick_format(r);
+	if ((rc = pick_format(r)))
+		return rc;
+	tk__src_read_ahead(&r->src);
+	return 0;
 }
 
 int tk_reader_open_fd(tk_reader **out, int fd, const char *name, const tk_reader_opts *opts)
@@ -324,7 +327,7 @@ int tk__reader_more(tk_reader *r)
 		r->end += (size_t)n;
 		added += (size_t)n;
 	}
-	r->stats.bytes_in = r->src.bytes_in;
+	r->stats.bytes_in = tk__src_bytes_in(&r->src);
 	r->stats.bytes_decoded += added;
 	memset(r->buf + r->end, 0, TK__PAD);
 	return added ? 1 : 0;
@@ -400,7 +403,7 @@ int tk_reader_next(tk_reader *r, const tk_event **ev)
 		r->stats.events++;
 	else if (rc < 0 && !r->err.code)
 		r->err.code = rc;
-	r->stats.bytes_in = r->src.bytes_in;
+	r->stats.bytes_in = tk__src_bytes_in(&r->src);
 	return rc;
 }
 

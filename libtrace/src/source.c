@@ -146,8 +146,132 @@ long tk__src_read_at(tk__src *s, int level, unsigned char *dst, size_t cap)
 	return produce(s, level, dst, cap);
 }
 
+/* ---- decoding ahead on a thread ---- */
+
+#define TK__AHEAD_N 4            /* buffers in the ring */
+#define TK__AHEAD_BUF (1u << 20) /* bytes each */
+
+typedef struct tk__ahead {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct {
+		unsigned char *p;
+		size_t len;
+		uint64_t bytes_in; /* s->bytes_in once the buffer was filled */
+	} buf[TK__AHEAD_N];
+	size_t head, count; /* the filled buffers: head .. head + count - 1 */
+	size_t pos;         /* the caller's place in buf[head] */
+	int end;            /* the thread is done: 1 at the end of the stream, -1 on an error */
+	int stop;           /* the caller closes the source */
+	uint64_t seen;      /* bytes_in for what the caller was given */
+} tk__ahead;
+
+static void *ahead_main(void *arg)
+{
+	tk__src *s = arg;
+	tk__ahead *a = s->ahead;
+	for (;;) {
+		pthread_mutex_lock(&a->mu);
+		while (a->count == TK__AHEAD_N && !a->stop)
+			pthread_cond_wait(&a->cv, &a->mu);
+		int stop = a->stop;
+		size_t slot = (a->head + a->count) % TK__AHEAD_N;
+		pthread_mutex_unlock(&a->mu);
+		if (stop)
+			return NULL;
+		/* the slot is the thread's alone until count covers it */
+		size_t len = 0;
+		long n = 1;
+		while (len < TK__AHEAD_BUF && (n = tk__src_read_at(s, s->n - 1, a->buf[slot].p + len, TK__AHEAD_BUF - len)) > 0)
+			len += (size_t)n;
+		pthread_mutex_lock(&a->mu);
+		a->buf[slot].len = len;
+		a->buf[slot].bytes_in = s->bytes_in;
+		if (len)
+			a->count++;
+		if (n <= 0)
+			a->end = n < 0 ? -1 : 1;
+		pthread_cond_broadcast(&a->cv);
+		pthread_mutex_unlock(&a->mu);
+		if (n <= 0)
+			return NULL;
+	}
+}
+
+static void ahead_free(tk__ahead *a)
+{
+	for (int i = 0; i < TK__AHEAD_N; i++)
+		free(a->buf[i].p);
+	pthread_mutex_destroy(&a->mu);
+	pthread_cond_destroy(&a->cv);
+	free(a);
+}
+
+void tk__src_read_ahead(tk__src *s)
+{
+	/* not without a filter (nothing to decode), nor over an archive's member
+	 * (the archive moves on on the caller's thread) or a pipe (a read that
+	 * never returns would hold up the close) */
+	if (s->ahead || s->n < 2 || !tk__src_can_pread(s))
+		return;
+	tk__ahead *a = calloc(1, sizeof *a);
+	if (!a)
+		return;
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->cv, NULL);
+	for (int i = 0; i < TK__AHEAD_N; i++)
+		if (!(a->buf[i].p = malloc(TK__AHEAD_BUF))) {
+			ahead_free(a);
+			return;
+		}
+	a->seen = s->bytes_in;
+	s->ahead = a;
+	if (tk__thread_start(&a->th, ahead_main, s)) {
+		s->ahead = NULL;
+		ahead_free(a);
+	}
+}
+
+static long ahead_read(tk__src *s, unsigned char *dst, size_t cap)
+{
+	tk__ahead *a = s->ahead;
+	pthread_mutex_lock(&a->mu);
+	while (!a->count && !a->end)
+		pthread_cond_wait(&a->cv, &a->mu);
+	if (!a->count) {
+		long rc = a->end < 0 ? -1 : 0;
+		pthread_mutex_unlock(&a->mu);
+		return rc;
+	}
+	size_t slot = a->head;
+	pthread_mutex_unlock(&a->mu);
+	size_t n = a->buf[slot].len - a->pos;
+	if (n > cap)
+		n = cap;
+	memcpy(dst, a->buf[slot].p + a->pos, n);
+	a->pos += n;
+	a->seen = a->buf[slot].bytes_in;
+	if (a->pos == a->buf[slot].len) {
+		pthread_mutex_lock(&a->mu);
+		a->head = (a->head + 1) % TK__AHEAD_N;
+		a->count--;
+		a->pos = 0;
+		pthread_cond_broadcast(&a->cv);
+		pthread_mutex_unlock(&a->mu);
+	}
+	return (long)n;
+}
+
+uint64_t tk__src_bytes_in(const tk__src *s)
+{
+	return s->ahead ? s->ahead->seen : s->bytes_in;
+}
+
 long tk__src_read(tk__src *s, unsigned char *dst, size_t cap)
 {
+	if (s->ahead)
+		return ahead_read(s, dst, cap);
 	return tk__src_read_at(s, s->n - 1, dst, cap);
 }
 
@@ -224,6 +348,16 @@ void tk__src_suffixes(const tk__src *s, char *buf, size_t cap)
 
 void tk__src_close(tk__src *s)
 {
+	if (s->ahead) {
+		tk__ahead *a = s->ahead;
+		pthread_mutex_lock(&a->mu);
+		a->stop = 1;
+		pthread_cond_broadcast(&a->cv);
+		pthread_mutex_unlock(&a->mu);
+		pthread_join(a->th, NULL);
+		ahead_free(a);
+		s->ahead = NULL;
+	}
 	for (int i = s->n - 1; i >= 0; i--) {
 		if (s->st[i].f && s->st[i].f->close)
 			s->st[i].f->close(s->st[i].st);

@@ -512,12 +512,12 @@ static int finish(tk_reader *r)
 		/* the JSON is complete but the compressed stream lost its end (and checksum) */
 		if (r->opts.strict)
 			return tk__err_set(&r->err, TK_ERR_TRUNCATED, "%s: the %s stream is cut off at byte %llu of its input",
-			                   r->name, r->src.cut, (unsigned long long)r->src.bytes_in);
+			                   r->name, r->src.cut, (unsigned long long)tk__src_bytes_in(&r->src));
 		r->stats.truncated = 1;
 		tk__err_warn(&r->err,
 		             "%s: the %s stream is cut off at byte %llu of its input (its end and "
 		             "checksum are missing); kept %llu complete events",
-		             r->name, r->src.cut, (unsigned long long)r->src.bytes_in,
+		             r->name, r->src.cut, (unsigned long long)tk__src_bytes_in(&r->src),
 		             (unsigned long long)r->stats.events);
 	}
 	if (s->rounded)
