@@ -173,8 +173,9 @@ static void *ahead_main(void *arg)
 	tk__ahead *a = s->ahead;
 	for (;;) {
 		pthread_mutex_lock(&a->mu);
-		while (a->count == TK__AHEAD_N && !a->stop)
-			pthread_cond_wait(&a->cv, &a->mu);
+		if (a->count == TK__AHEAD_N) /* full: wait until half is taken, not for every buffer */
+			while (a->count > TK__AHEAD_N / 2 && !a->stop)
+				pthread_cond_wait(&a->cv, &a->mu);
 		int stop = a->stop;
 		size_t slot = (a->head + a->count) % TK__AHEAD_N;
 		pthread_mutex_unlock(&a->mu);
