@@ -202,8 +202,33 @@ static void test_gzip_read_ahead(void **state)
 		tu_events_free(&ev[0]);
 		tu_events_free(&ev[1]);
 	}
-	/* freed after a few events, with the thread still decoding */
+	/* many readers at once (a merge of many ranks): threads for a few, the
+	 * rest decode themselves, and every one reads everything */
 	tu_write_file(path, g, gn);
+	enum { MANY = 12 };
+	tk_reader *many[MANY];
+	size_t got[MANY] = {0};
+	for (int i = 0; i < MANY; i++)
+		assert_int_equal(tk_reader_open_path(&many[i], path, NULL), 0);
+	for (int live = MANY; live;) {
+		live = 0;
+		for (int i = 0; i < MANY; i++) {
+			const tk_event *e;
+			for (int k = 0; k < 1000 && many[i]; k++) {
+				int rc = tk_reader_next(many[i], &e);
+				if (rc != TK_OK) {
+					assert_int_equal(rc, TK_EOF);
+					assert_int_equal(got[i], in.n);
+					tk_reader_free(many[i]);
+					many[i] = NULL;
+					break;
+				}
+				assert_true(tk_event_equal(e, in.ev[got[i]++]));
+			}
+			live += many[i] != NULL;
+		}
+	}
+	/* freed after a few events, with the thread still decoding */
 	tk_reader *r = NULL;
 	assert_int_equal(tk_reader_open_path(&r, path, NULL), 0);
 	const tk_event *e;

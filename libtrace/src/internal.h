@@ -179,6 +179,8 @@ size_t tk__sorter_share(size_t total);
  * so that the paths without one (the caller does the work) are exercised. */
 extern int tk__no_threads;
 int tk__thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
+/* Processors this process may run on (its affinity mask), at least 1. */
+int tk__cpus(void);
 
 /* a + b and a - b held at INT64_MIN / INT64_MAX instead of overflowing:
  * times near the ends of int64 (an event's end, a rank's clock shift). */

@@ -161,16 +161,6 @@ static void aio_stop(tk__sink *s)
 	s->aio = NULL;
 }
 
-/* Processors this process may run on. */
-static int cpus(void)
-{
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-		return CPU_COUNT(&set);
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 0 ? (int)n : 1;
-}
-
 /* The threads start with the first full block: small outputs never need
  * them. A filter gets an encoding thread per processor (at most 8), plain
  * output one writing thread. */
@@ -180,7 +170,7 @@ static void aio_start(tk__sink *s)
 	if (s->aio || s->fd < 0)
 		return;
 	tk__aio *a = calloc(1, sizeof *a);
-	int want = s->f ? cpus() : 1;
+	int want = s->f ? tk__cpus() : 1;
 	if (want > TK__MAX_WORKERS)
 		want = TK__MAX_WORKERS;
 	size_t n_ring = (size_t)(2 * want + 2);

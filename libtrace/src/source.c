@@ -200,14 +200,8 @@ static void *ahead_main(void *arg)
 	}
 }
 
-static void ahead_free(tk__ahead *a)
-{
-	for (int i = 0; i < TK__AHEAD_N; i++)
-		free(a->buf[i].p);
-	pthread_mutex_destroy(&a->mu);
-	pthread_cond_destroy(&a->cv);
-	free(a);
-}
+static int ahead_running; /* sources with a thread, in the process */
+static void ahead_free(tk__ahead *a);
 
 void tk__src_read_ahead(tk__src *s)
 {
@@ -216,9 +210,18 @@ void tk__src_read_ahead(tk__src *s)
 	 * never returns would hold up the close) */
 	if (s->ahead || s->n < 2 || !tk__src_can_pread(s))
 		return;
-	tk__ahead *a = calloc(1, sizeof *a);
-	if (!a)
+	int limit = tk__cpus() - 1;
+	if (limit > 8)
+		limit = 8;
+	if (__atomic_add_fetch(&ahead_running, 1, __ATOMIC_RELAXED) > limit) {
+		__atomic_sub_fetch(&ahead_running, 1, __ATOMIC_RELAXED);
 		return;
+	}
+	tk__ahead *a = calloc(1, sizeof *a);
+	if (!a) {
+		__atomic_sub_fetch(&ahead_running, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->cv, NULL);
 	for (int i = 0; i < TK__AHEAD_N; i++)
@@ -232,6 +235,16 @@ void tk__src_read_ahead(tk__src *s)
 		s->ahead = NULL;
 		ahead_free(a);
 	}
+}
+
+static void ahead_free(tk__ahead *a)
+{
+	for (int i = 0; i < TK__AHEAD_N; i++)
+		free(a->buf[i].p);
+	pthread_mutex_destroy(&a->mu);
+	pthread_cond_destroy(&a->cv);
+	free(a);
+	__atomic_sub_fetch(&ahead_running, 1, __ATOMIC_RELAXED);
 }
 
 static long ahead_read(tk__src *s, unsigned char *dst, size_t cap)

@@ -1,4 +1,8 @@
 /* util.c: version strings, error texts, starting the library's threads. */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <unistd.h>
+
 #include "internal.h"
 
 const char *tk_version(void)
@@ -28,4 +32,13 @@ int tk__no_threads;
 int tk__thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
 {
 	return tk__no_threads ? -1 : pthread_create(th, NULL, fn, arg);
+}
+
+int tk__cpus(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
 }

@@ -49,6 +49,7 @@ typedef struct gz_in {
 	unsigned char *zin;
 	int eof_raw; /* the stream below has ended */
 	int done;    /* inflate saw the end and no further member follows */
+	int failed;  /* an error (in s->err) waits behind the bytes given out before it */
 	uint64_t raw_got;      /* bytes read from the stage below */
 	uint64_t member_start; /* the current member's offset in them */
 	uint64_t member_out;   /* bytes of it given out */
@@ -238,6 +239,8 @@ static int switch_to_zlib(tk__src *s, gz_in *g)
 static long gz_read(tk__src *s, int level, unsigned char *dst, size_t cap)
 {
 	gz_in *g = s->st[level].st;
+	if (g->failed)
+		return -1;
 	unsigned char *next_out = dst;
 	uInt want = (uInt)(cap > (1u << 30) ? (1u << 30) : cap), avail_out = want;
 	while (avail_out == want && !g->done) {
@@ -279,10 +282,11 @@ static long gz_read(tk__src *s, int level, unsigned char *dst, size_t cap)
 			got -= k;
 		}
 		g->member_out += got;
-		if (rc == STEP_FAIL)
-			return -1;
-		if (rc == STEP_END && next_member(s, level, g))
-			return -1;
+		if (rc == STEP_FAIL || (rc == STEP_END && next_member(s, level, g))) {
+			/* the bytes before the error first: the same however large the reads */
+			g->failed = 1;
+			return avail_out < want ? (long)(want - avail_out) : -1;
+		}
 	}
 	return (long)(want - avail_out);
 }
