@@ -54,9 +54,14 @@ static void lazy_lockstep(const uint8_t *data, size_t size, const tk_reader_opts
 	tk_reader_free(b);
 }
 
-/* gzip input: the build's back-end (ISA-L where built in) and zlib alone
- * (TK_GZIP=zlib) must give the same events, the same end and the same
- * messages, whatever the damage or the cut. */
+/* gzip input through the build's back-end (ISA-L where built in) and
+ * through zlib alone (TK_GZIP=zlib): every event zlib gives, ISA-L gives
+ * the same, in the same order; where zlib reads the stream to its end,
+ * ISA-L gives nothing more and ends the same way, with the same warnings;
+ * where zlib stops with an error, so does ISA-L. (ISA-L accepts some
+ * Huffman tables that zlib refuses and decodes on until the member's CRC
+ * or a cut hands the member to zlib: after damage it may give more, and
+ * stop with another message, docs/gzip.md.) */
 static void gzip_lockstep(const uint8_t *data, size_t size, const tk_reader_opts *ro)
 {
 	if (size < 2 || data[0] != 0x1f || data[1] != 0x8b)
@@ -66,24 +71,24 @@ static void gzip_lockstep(const uint8_t *data, size_t size, const tk_reader_opts
 	setenv("TK_GZIP", "zlib", 1);
 	int ob = tk_reader_open_memory(&b, data, size, "fuzz", ro);
 	unsetenv("TK_GZIP");
-	if (oa != ob || (oa && strcmp(tk_reader_error(a), tk_reader_error(b)) != 0))
-		abort(); /* opened by one back-end only, or refused with other words */
-	while (!oa) {
-		const tk_event *ea, *eb;
-		int ra = tk_reader_next(a, &ea), rb = tk_reader_next(b, &eb);
-		if (ra != rb)
-			abort(); /* one back-end gave an event the other did not */
-		if (ra != TK_OK) {
-			if (strcmp(tk_reader_error(a), tk_reader_error(b)) != 0)
-				abort();
-			for (size_t i = 0; tk_reader_warning(a, i) || tk_reader_warning(b, i); i++)
-				if (!tk_reader_warning(a, i) || !tk_reader_warning(b, i) ||
-				    strcmp(tk_reader_warning(a, i), tk_reader_warning(b, i)) != 0)
-					abort(); /* the same warnings (a cut stream's) */
-			break;
-		}
-		if (!tk_event_equal(ea, eb))
-			abort();
+	int ra = oa, rb = ob;
+	const tk_event *ea, *eb;
+	while (!rb && (rb = tk_reader_next(b, &eb)) == TK_OK) {
+		if (ra || (ra = tk_reader_next(a, &ea)) != TK_OK || !tk_event_equal(ea, eb))
+			abort(); /* an event of zlib's that ISA-L did not give as it is */
+	}
+	if (rb == TK_EOF) {
+		if (ra || (ra = tk_reader_next(a, &ea)) != TK_EOF)
+			abort(); /* zlib read it all; ISA-L gave more or failed */
+		for (size_t i = 0; tk_reader_warning(a, i) || tk_reader_warning(b, i); i++)
+			if (!tk_reader_warning(a, i) || !tk_reader_warning(b, i) ||
+			    strcmp(tk_reader_warning(a, i), tk_reader_warning(b, i)) != 0)
+				abort(); /* the same warnings (a cut stream's) */
+	} else {
+		while (ra == TK_OK)
+			ra = tk_reader_next(a, &ea);
+		if (ra == TK_EOF)
+			abort(); /* zlib stopped with an error where ISA-L went through */
 	}
 	tk_reader_free(a);
 	tk_reader_free(b);

@@ -218,7 +218,9 @@ static int inflate_step(tk__src *s, gz_in *g, unsigned char **next_out, uInt *av
  * zlib still gives) or fails (damage, which zlib names more closely), zlib
  * takes over: it inflates the member again from its start, read again
  * from the stage below, drops the bytes already given out and goes on.
- * The bytes, the warnings and the errors are then zlib's. */
+ * From there the bytes, the warnings and the errors are zlib's. (ISA-L
+ * accepts some Huffman tables that zlib refuses: on such damage it gives
+ * bytes zlib does not until the CRC or the end hands the member over.) */
 static int switch_to_zlib(tk__src *s, gz_in *g)
 {
 	free(g->is);
