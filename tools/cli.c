@@ -1,6 +1,8 @@
 /* cli.c: option parsing from one declarative table, generated --help, progress output. */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include "cli.h"
 
+#include <sched.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -308,6 +310,28 @@ int cli_parse_memory(const cli_tool *t, const char *arg, size_t *bytes)
 		return 0;
 	}
 	return cli_bad_value(t, id_of(t, "memory"), arg, "a size of at least 256K, e.g. 256M");
+}
+
+unsigned cli_threads_default(void)
+{
+	cpu_set_t set;
+	long n = 0;
+	if (sched_getaffinity(0, sizeof set, &set) == 0)
+		n = CPU_COUNT(&set);
+	if (n <= 0)
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n > CLI_THREADS_MAX ? CLI_THREADS_MAX : (unsigned)n;
+}
+
+int cli_parse_threads(const cli_tool *t, const char *arg, unsigned *n)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+	if (end != arg && !*end && v >= 1 && v <= CLI_THREADS_MAX) {
+		*n = (unsigned)v;
+		return 0;
+	}
+	return cli_bad_value(t, id_of(t, "threads"), arg, "a count of threads from 1 to %d", CLI_THREADS_MAX);
 }
 
 static const char no_trace[] = "the archive holds no trace (no member named *.json, *.json.gz or *.tkb)";

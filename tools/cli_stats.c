@@ -40,7 +40,7 @@ static int first_pass(const char *tool, const cli_stats_req *q, const char *name
 	tk_reader *r = NULL;
 	const tk_event *ev;
 	int64_t first = INT64_MAX, span;
-	int rc = tk_reader_open_path(&r, name, NULL);
+	int rc = tk_reader_open_path(&r, name, &q->ropts);
 	if (!rc && q->step_a >= 0)
 		rc = tk_steps_new(steps);
 	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK) {
@@ -177,7 +177,7 @@ static int memory_ops(const char *tool, const cli_stats_req *q, const char *name
 	}
 	tk_reader *r2 = NULL;
 	const tk_event *ev;
-	int rc = tk_reader_open_path(&r2, name, NULL);
+	int rc = tk_reader_open_path(&r2, name, &q->ropts);
 	while (!rc && (rc = tk_reader_next(r2, &ev)) == TK_OK) {
 		int64_t rank = span ? rank_of(ev, span) : -1;
 		for (size_t i = 0; i < out->n && !rc; i++)

@@ -19,6 +19,7 @@ typedef struct cli_stats_req {
 	int quiet;           /* no warnings */
 	int per_rank;        /* a trace-merge output: a stats object per rank */
 	int peak_op;         /* the memory table is shown: find the op at each peak */
+	tk_reader_opts ropts; /* for the first and the last pass (--threads) */
 } cli_stats_req;
 
 /* What cli_stats_read gives: one stats object, or one per rank of a

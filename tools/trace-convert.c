@@ -8,7 +8,7 @@
 #include "tracekit/tracekit.h"
 
 enum { O_OUT = 'o', O_QUIET = 'q', O_FORMAT = 0x100, O_LEVEL, O_STRICT, O_COMPRESS, O_LIST, O_MEMORY,
-       O_MEM_COUNTERS };
+       O_MEM_COUNTERS, O_THREADS };
 
 static const cli_opt opts[] = {
 	{O_OUT, 'o', "output", "FILE", "write to FILE ('-' for standard output); required"},
@@ -17,6 +17,7 @@ static const cli_opt opts[] = {
 	{O_LEVEL, 0, "gzip-level", "N", "compression level 1-9 (default: gzip 6, tkb chunks 1)"},
 	{O_MEMORY, 0, "memory", "SIZE", "pftrace, sqlite output: memory to order events in (default 256M, sqlite 64M)"},
 	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
+	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP},
 	{O_MEM_COUNTERS, 0, "memory-counters", NULL, "add a counter event after each [memory] event: the\n"
 	 "                             device's allocated and reserved bytes (docs/steps.md)"},
 	{O_LIST, 0, "list", NULL, "list the traces IN stands for (archive members) and exit"},
@@ -215,11 +216,16 @@ static int parse_args(int argc, char **argv, convert_opts *o)
 	int c, ind;
 	memset(o, 0, sizeof *o);
 	o->wopts.gzip = -1;
+	o->ropts.threads = cli_threads_default();
 	while ((c = cli_next(&tool, argc, argv, &arg, &ind)) != -1) {
 		switch (c) {
 		case O_OUT: o->out = arg; break;
 		case O_QUIET: o->quiet = 1; break;
 		case O_STRICT: o->ropts.strict = 1; break;
+		case O_THREADS:
+			if (cli_parse_threads(&tool, arg, &o->ropts.threads))
+				return 2;
+			break;
 		case O_COMPRESS: o->compress = 1; break;
 		case O_LEVEL:
 			o->wopts.gzip_level = atoi(arg);

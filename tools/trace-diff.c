@@ -8,7 +8,8 @@
 #include "tracekit/tracekit.h"
 
 enum { O_OUT = 'o', O_QUIET = 'q', O_LIMIT = 'n', O_FORMAT = 'f', O_TABLES = 't',
-       O_SHAPES = 0x100, O_CAT, O_NAME, O_WINDOW, O_STEPS, O_BASE_STEPS, O_NEW_STEPS, O_PENDING };
+       O_SHAPES = 0x100, O_CAT, O_NAME, O_WINDOW, O_STEPS, O_BASE_STEPS, O_NEW_STEPS, O_PENDING,
+       O_THREADS };
 
 static const cli_opt opts[] = {
 	{O_TABLES, 't', "tables", "LIST", "ops,kernels,memcpy,api,steps (default: ops,kernels,memcpy,api,\n"
@@ -26,6 +27,7 @@ static const cli_opt opts[] = {
 	{O_NAME, 0, "name", "GLOB", "show only rows whose name matches GLOB"},
 	{O_PENDING, 0, "max-pending", "N", "CPU events held per thread for sorting (as trace-stats)"},
 	{O_OUT, 'o', "output", "FILE", "write the tables to FILE (default: standard output)"},
+	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP},
 	{O_QUIET, 'q', "quiet", NULL, "no warnings"},
 	{0, 0, NULL, NULL, NULL},
 };
@@ -60,6 +62,7 @@ typedef struct diff_opts {
 	long steps[2][2]; /* [side][A, B]; -1: all */
 	const char *window;
 	int quiet;
+	tk_reader_opts ropts; /* --threads */
 } diff_opts;
 
 /* ---- options ---- */
@@ -97,6 +100,7 @@ static int parse_one(diff_opts *o, int c, const char *arg)
 		return *end || end == arg || arg[0] == '-' ? cli_bad_value(&tool, c, arg, "a count of ops") : 0;
 	case O_OUT: o->out = arg; return 0;
 	case O_QUIET: o->quiet = 1; return 0;
+	case O_THREADS: return cli_parse_threads(&tool, arg, &o->ropts.threads);
 	default: return 2;
 	}
 }
@@ -107,6 +111,7 @@ static int parse_args(int argc, char **argv, diff_opts *o)
 	int c, ind;
 	memset(o, 0, sizeof *o);
 	o->topts.row_limit = 50;
+	o->ropts.threads = cli_threads_default();
 	o->sopts.flops = TK_FLOPS_NONE;
 	o->tables = (1 << T_OPS) | (1 << T_KERNELS) | (1 << T_MEMCPY) | (1 << T_API);
 	o->steps[0][0] = o->steps[0][1] = o->steps[1][0] = o->steps[1][1] = -1;
@@ -153,7 +158,7 @@ static int read_side(void *ctx, const char *name, tk_reader *r)
 		return 1;
 	}
 	/* a trace-merge output is compared whole */
-	cli_stats_req q = {o->sopts, o->steps[sd->i][0], o->steps[sd->i][1], o->window, o->quiet, 0, 0};
+	cli_stats_req q = {o->sopts, o->steps[sd->i][0], o->steps[sd->i][1], o->window, o->quiet, 0, 0, o->ropts};
 	q.sopts.step_table = (o->tables & (1 << T_STEPS)) != 0;
 	cli_stats_out got;
 	if (cli_stats_read(tool.name, name, r, &q, &got))
@@ -220,7 +225,7 @@ int main(int argc, char **argv)
 	side sd[2] = {{&o, 0, 0, NULL}, {&o, 1, 0, NULL}};
 	int status = 0;
 	for (int i = 0; i < 2; i++) {
-		if (cli_each_trace(tool.name, &o.in[i], 1, NULL, read_side, &sd[i]) || !sd[i].st) {
+		if (cli_each_trace(tool.name, &o.in[i], 1, &o.ropts, read_side, &sd[i]) || !sd[i].st) {
 			if (!sd[i].traces)
 				cli_err(tool.name, "%s: no trace to compare", o.in[i]);
 			status = 1;

@@ -25,7 +25,8 @@ enum {
 	O_LEVEL,
 	O_STRICT,
 	O_LIST,
-	O_FORMAT
+	O_FORMAT,
+	O_THREADS
 };
 
 static const cli_opt opts[] = {
@@ -41,6 +42,7 @@ static const cli_opt opts[] = {
 	{O_FORMAT, 0, "to", "FORMAT", "output format (listed below; default: from OUT's name)"},
 	{O_LEVEL, 0, "gzip-level", "N", "gzip compression level 1-9 (default 6)"},
 	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
+	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP},
 	{O_LIST, 0, "list", NULL, "list the traces the inputs stand for (archive members) and exit"},
 	{O_QUIET, 'q', "quiet", NULL, "no progress, no offset report, no warnings"},
 	{0, 0, NULL, NULL, NULL},
@@ -385,6 +387,7 @@ static int set_opt(merge_cli *o, int c, const char *arg)
 	case O_OUT: o->out = arg; return 0;
 	case O_QUIET: o->quiet = 1; return 0;
 	case O_STRICT: o->mo.ropts.strict = 1; return 0;
+	case O_THREADS: return cli_parse_threads(&tool, arg, &o->mo.ropts.threads);
 	case O_TMPDIR: o->mo.tmpdir = arg; return 0;
 	case O_RANK_FROM:
 		if (o->have_re) /* given again: the last one counts */
@@ -424,6 +427,7 @@ static int parse_args(int argc, char **argv, merge_cli *o)
 	int c, ind, rc;
 	memset(o, 0, sizeof *o);
 	o->mo.wopts.gzip = -1;
+	o->mo.ropts.threads = cli_threads_default();
 	while ((c = cli_next(&tool, argc, argv, &arg, &ind)) != -1)
 		if ((rc = set_opt(o, c, arg)) != 0)
 			return 2;

@@ -25,7 +25,8 @@ enum {
 	O_STRICT,
 	O_COMPRESS,
 	O_EVERY,
-	O_LIST
+	O_LIST,
+	O_THREADS
 };
 
 static const cli_opt opts[] = {
@@ -52,6 +53,7 @@ static const cli_opt opts[] = {
 	 "                             (default 128M)"},
 	{O_TMPDIR, 0, "tmpdir", "DIR", "where ordering spills runs (default $TMPDIR or /tmp)"},
 	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
+	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP},
 	{O_LIST, 0, "list", NULL, "list the traces IN stands for (archive members) and exit"},
 	{O_QUIET, 'q', "quiet", NULL, "no progress, warnings or summary"},
 	{0, 0, NULL, NULL, NULL},
@@ -146,6 +148,7 @@ static int take_opt(split_args *a, int c, const char *arg)
 	case O_NAME: o->name = arg; return 0;
 	case O_QUIET: a->quiet = 1; return 0;
 	case O_STRICT: o->ropts.strict = 1; return 0;
+	case O_THREADS: return cli_parse_threads(&tool, arg, &o->ropts.threads);
 	case O_CLIP: o->clip = 1; return 0;
 	case O_COMPRESS: a->compress = 1; return 0;
 	case O_BY_STEP: o->by_step = 1; return 0;
@@ -224,6 +227,7 @@ static int parse_args(int argc, char **argv, split_args *a)
 	int c, ind;
 	memset(a, 0, sizeof *a);
 	a->so.wopts.gzip = -1;
+	a->so.ropts.threads = cli_threads_default();
 	while ((c = cli_next(&tool, argc, argv, &arg, &ind)) != -1) {
 		int rc = c == -2 ? 2 : take_opt(a, c, arg);
 		if (rc == 3)

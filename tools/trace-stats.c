@@ -10,7 +10,7 @@
 #include "tracekit/tracekit.h"
 
 enum { O_OUT = 'o', O_QUIET = 'q', O_SORT = 's', O_LIMIT = 'n', O_FORMAT = 'f', O_TABLES = 't',
-       O_SHAPES = 0x100, O_UNIT, O_CAT, O_NAME, O_WINDOW, O_STEPS, O_FLOPS, O_PENDING, O_LIST, O_MEM_SERIES };
+       O_SHAPES = 0x100, O_UNIT, O_CAT, O_NAME, O_WINDOW, O_STEPS, O_FLOPS, O_PENDING, O_LIST, O_MEM_SERIES, O_THREADS };
 
 static const cli_opt opts[] = {
 	{O_SORT, 's', "sort", "KEY", "sort rows by a torch key: self_cpu_time_total, cpu_time_total,\n"
@@ -37,6 +37,7 @@ static const cli_opt opts[] = {
 	{O_PENDING, 0, "max-pending", "N", "CPU ops held for time sorting (default 524288)"},
 	{O_OUT, 'o', "output", "FILE", "write to FILE instead of standard output"},
 	{O_LIST, 0, "list", NULL, "list the traces the inputs stand for (archive members) and exit"},
+	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP},
 	{O_QUIET, 'q', "quiet", NULL, "no warnings"},
 	{0, 0, NULL, NULL, NULL},
 };
@@ -85,6 +86,7 @@ typedef struct stats_opts {
 	const char *series;  /* --memory-series FILE */
 	int series_json;
 	int quiet, list;
+	tk_reader_opts ropts; /* --threads */
 } stats_opts;
 
 /* ---- options ---- */
@@ -135,6 +137,7 @@ static int parse_one(stats_opts *o, int c, const char *arg)
 	}
 	case O_OUT: o->out = arg; return 0;
 	case O_QUIET: o->quiet = 1; return 0;
+	case O_THREADS: return cli_parse_threads(&tool, arg, &o->ropts.threads);
 	default: return 2;
 	}
 }
@@ -145,6 +148,7 @@ static int parse_args(int argc, char **argv, stats_opts *o)
 	int c, ind;
 	memset(o, 0, sizeof *o);
 	o->topts.row_limit = 100;
+	o->ropts.threads = cli_threads_default();
 	o->sopts.flops = TK_FLOPS_TORCH;
 	o->topts.flops = 1;
 	/* steps and launch only when asked: they keep every GPU op until the end;
@@ -220,7 +224,8 @@ static int read_one(void *ctx, const char *name, tk_reader *r)
 	const stats_opts *o = run->o;
 	size_t index = run->seen++;
 	/* a trace-merge output: each rank as an input of its own */
-	cli_stats_req q = {o->sopts, o->step_a, o->step_b, o->window, o->quiet, 1, (o->tables & (1 << T_MEMORY)) != 0};
+	cli_stats_req q = {o->sopts, o->step_a, o->step_b, o->window, o->quiet, 1, (o->tables & (1 << T_MEMORY)) != 0,
+	                   o->ropts};
 	q.sopts.step_table = (o->tables & (1 << T_STEPS)) != 0;
 	q.sopts.launch_table = (o->tables & (1 << T_LAUNCH)) != 0;
 	q.sopts.memory_table = (o->tables & (1 << T_MEMORY)) != 0 || o->series;
@@ -365,7 +370,7 @@ static int run_stats(const stats_opts *o)
 	if (o->list)
 		return cli_list_traces(tool.name, o->in, (size_t)o->n_in);
 	stats_run run = {o, NULL, NULL, 0, 0, 0};
-	int status = cli_each_trace(tool.name, o->in, (size_t)o->n_in, NULL, read_one, &run) ? 1 : 0;
+	int status = cli_each_trace(tool.name, o->in, (size_t)o->n_in, &o->ropts, read_one, &run) ? 1 : 0;
 	const char **lp = calloc(run.n ? run.n : 1, sizeof *lp);
 	for (size_t i = 0; lp && i < run.n; i++)
 		lp[i] = run.labels[i];

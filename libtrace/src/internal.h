@@ -136,6 +136,11 @@ struct tk_reader {
 	size_t n_meta, meta_cap;
 	int bare_array;
 
+	/* the threads that parse ahead (par.c; opts.threads > 1), NULL when
+	 * the caller parses alone */
+	struct tk__par *par;
+	int par_tried; /* started once, or found unable to start */
+
 	tk_reader_stats stats;
 };
 
@@ -169,6 +174,15 @@ int tk__reader_fail_at(tk_reader *r, int code, uint64_t at, const char *fmt, ...
 void tk__reader_linecol(const tk_reader *r, uint64_t at, uint64_t *line, uint64_t *col);
 int tk__reader_add_meta(tk_reader *r, const char *key, size_t klen, const char *json, size_t jlen,
                         int after);
+/* Line accounting at buf[n] (n <= end): its 1-based line and the decoded
+ * offset where that line starts. */
+void tk__reader_lines_at(const tk_reader *r, size_t n, uint64_t *line, uint64_t *line_at);
+/* The newlines in p[0..n). */
+uint64_t tk__count_nl(const unsigned char *p, size_t n);
+/* A reader of main's format, options and name with no source and no
+ * window, for a thread that parses blocks of main's input (par.c); NULL
+ * when out of memory. Free with tk_reader_free(). */
+tk_reader *tk__reader_worker(const tk_reader *main);
 
 /* The sorter's part of an operation's memory budget (--memory: everything
  * the operation holds): all but an eighth, at most 32 MiB, that readers,

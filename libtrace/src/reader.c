@@ -4,6 +4,7 @@
 
 #include "formats/archive.h"
 #include "formats/formats.h"
+#include "par.h"
 
 #define TK__BUF0 (1024 * 1024)
 
@@ -29,6 +30,23 @@ static int reader_new(tk_reader **out, const char *name, const tk_reader_opts *o
 		return tk__err_set(&r->err, TK_ERR_NOMEM, "out of memory");
 	memset(r->buf, 0, TK__PAD);
 	return 0;
+}
+
+tk_reader *tk__reader_worker(const tk_reader *main)
+{
+	tk_reader *w = calloc(1, sizeof *w);
+	if (!w)
+		return NULL;
+	w->src.fd = -1;
+	w->opts = main->opts;
+	w->fmt = main->fmt;
+	w->line = 1;
+	w->name = tk__strdup(main->name);
+	if (!w->name || w->fmt->rd->open(w) < 0) {
+		tk_reader_free(w);
+		return NULL;
+	}
+	return w;
 }
 
 /* The source failed: its message, named (another base's names itself: an archive, a member). */
@@ -237,7 +255,7 @@ static uint64_t sum_bytes(__m128i acc)
 	return (uint64_t)_mm_cvtsi128_si32(sum) + (uint64_t)_mm_cvtsi128_si32(_mm_srli_si128(sum, 8));
 }
 
-static uint64_t count_nl(const unsigned char *p, size_t n)
+uint64_t tk__count_nl(const unsigned char *p, size_t n)
 {
 	/* per-byte counters (at most 4 per block, 63 blocks < 256), summed with
 	 * SAD: SSE2 only, no popcnt needed */
@@ -264,13 +282,18 @@ static uint64_t count_nl(const unsigned char *p, size_t n)
 /* Advance line accounting over buf[0..n): line of buf[n], start of that line. */
 static void lines_upto(const tk_reader *r, size_t n, uint64_t *line, uint64_t *line_at)
 {
-	uint64_t k = count_nl(r->buf, n);
+	uint64_t k = tk__count_nl(r->buf, n);
 	*line = r->line + k;
 	*line_at = r->line_at;
 	if (k) {
 		const unsigned char *nl = memrchr(r->buf, '\n', n);
 		*line_at = r->base + (uint64_t)(nl - r->buf) + 1;
 	}
+}
+
+void tk__reader_lines_at(const tk_reader *r, size_t n, uint64_t *line, uint64_t *line_at)
+{
+	lines_upto(r, n, line, line_at);
 }
 
 /* Drop consumed bytes, keeping line accounting for messages. */
@@ -315,9 +338,10 @@ int tk__reader_more(tk_reader *r)
 	/* Fill the whole free space (pipes deliver small blocks): a unit that is
 	 * parsed again from its start after each call then costs linear time
 	 * overall, as the window doubles whenever it is full. */
-	size_t added = 0;
+	size_t added = 0, unread = r->end - r->pos;
 	while (r->end < r->cap) {
-		long n = tk__src_read(&r->src, r->buf + r->end, r->cap - r->end);
+		long n = r->par ? tk__par_read(r, r->buf + r->end, r->cap - r->end)
+		                : tk__src_read(&r->src, r->buf + r->end, r->cap - r->end);
 		if (n < 0)
 			return src_fail(r);
 		if (n == 0) {
@@ -326,8 +350,13 @@ int tk__reader_more(tk_reader *r)
 		}
 		r->end += (size_t)n;
 		added += (size_t)n;
+		/* from the threads' blocks (par.c): a block at a time, not ahead of
+		 * the parse, so that the blocks after it are still there to take
+		 * over from; at least as much as is unread, for linear time */
+		if (r->par && added >= unread)
+			break;
 	}
-	r->stats.bytes_in = tk__src_bytes_in(&r->src);
+	r->stats.bytes_in = r->par ? tk__par_bytes_in(r->par) : tk__src_bytes_in(&r->src);
 	r->stats.bytes_decoded += added;
 	memset(r->buf + r->end, 0, TK__PAD);
 	return added ? 1 : 0;
@@ -403,7 +432,9 @@ int tk_reader_next(tk_reader *r, const tk_event **ev)
 		r->stats.events++;
 	else if (rc < 0 && !r->err.code)
 		r->err.code = rc;
-	r->stats.bytes_in = tk__src_bytes_in(&r->src);
+	if (rc != TK_OK && r->par)
+		tk__par_finish(r->par); /* the threads end; the strings stay */
+	r->stats.bytes_in = r->par ? tk__par_bytes_in(r->par) : tk__src_bytes_in(&r->src);
 	return rc;
 }
 
@@ -470,6 +501,7 @@ void tk_reader_free(tk_reader *r)
 {
 	if (!r)
 		return;
+	tk__par_free(r->par); /* its threads read the source */
 	if (r->fmt && r->fmt->rd->free)
 		r->fmt->rd->free(r);
 	tk__src_close(&r->src);

@@ -93,6 +93,14 @@ typedef struct tk_reader_opts {
 	int strict;               /* truncated input is an error, not a warning */
 	size_t max_value_bytes;   /* largest single event or metadata value; 0 = 256 MiB */
 	unsigned max_depth;       /* deepest JSON nesting accepted; 0 = 1000 */
+	/* Threads that parse the events of one JSON trace (plain or gzip):
+	 * 0 or 1 = the calling thread alone. With more, the decoded input is
+	 * cut into blocks of a few MiB at event boundaries, parsed on that many
+	 * threads of the reader's own and handed out in file order: the same
+	 * events, metadata, warnings and errors as with one (docs/threads.md).
+	 * Inputs of one window (1 MiB) and the lazy first pass of trace-split
+	 * are parsed by the caller alone. */
+	unsigned threads;
 } tk_reader_opts;
 
 typedef struct tk_reader_stats {

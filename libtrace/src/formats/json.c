@@ -1,8 +1,9 @@
 /* json.c: the Chrome Trace Event JSON format: a streaming reader (object or bare array, any dialect) and a writer (object form, compact, always strict JSON). */
-#define _GNU_SOURCE /* memmem */
+#define _GNU_SOURCE /* memmem, memrchr */
 #include <stdlib.h>
 
 #include "formats/formats.h"
+#include "par.h"
 
 /* ---- reading ---- */
 
@@ -14,7 +15,8 @@ typedef struct jstate {
 	int st;
 	int seen_events; /* the traceEvents array was entered */
 	int events_done;
-	uint64_t rounded; /* timestamps rounded to a nanosecond */
+	uint64_t rounded;    /* timestamps rounded to a nanosecond, in whole events */
+	uint64_t ev_rounded; /* the same in the event being parsed */
 	uint64_t dup_events; /* events with a member given twice */
 	int dup;             /* the event being parsed has one */
 	tk__jerr je;
@@ -195,7 +197,7 @@ static int parse_time(tk_reader *r, const unsigned char *p, const unsigned char 
 	int rc = tk__parse_us_to_ns(p, q, out);
 	if (rc < 0)
 		return jbad(s, p, "time value out of range (must fit in int64 nanoseconds)");
-	s->rounded += (uint64_t)rc;
+	s->ev_rounded += (uint64_t)rc;
 	*endp = q;
 	return TK__J_OK;
 }
@@ -310,6 +312,8 @@ static int parse_event(tk_reader *r, const unsigned char *p, const unsigned char
 	r->extra.len = 0;
 	r->lazy_pending = 0;
 	s->dup = 0;
+	s->ev_rounded = 0; /* counted once the event is whole: a unit cut by the
+	                    * window's end is parsed again */
 	p = tk__skip_ws(p + 1, e);
 	if (p >= e)
 		return TK__J_MORE;
@@ -350,6 +354,7 @@ static int parse_event(tk_reader *r, const unsigned char *p, const unsigned char
 	}
 done:
 	s->dup_events += (uint64_t)s->dup;
+	s->rounded += s->ev_rounded;
 	ev->has |= TK_HAS_VALID_JSON; /* args and extra were canonicalized above */
 	if (text_view(&r->args, &ev->args) || text_view(&r->extra, &ev->extra))
 		return jbad(s, p, "out of memory");
@@ -615,14 +620,111 @@ static int next_unit(tk_reader *r, const tk_event **ev)
 	}
 }
 
+/* ---- parsing on several threads (par.c, docs/threads.md) ---- */
+
+/* The offset just after the '}' of "}" ws "," ws "{" in p[0..n),
+ * searched back from the end to n / 2: first where a newline lies between
+ * the two events (Kineto's and our layout), then anywhere; 0 if none. The
+ * place is only probable (the text may lie inside a string or an args
+ * object): the parse of the block before it says whether it is right. */
+static size_t json_cut(const unsigned char *p, size_t n)
+{
+	size_t lo = n / 2;
+	for (int pass = 0; pass < 2; pass++) {
+		size_t hi = n;
+		for (;;) {
+			const unsigned char *m = hi > lo ? memrchr(p + lo, pass ? '{' : '\n', hi - lo) : NULL;
+			if (!m)
+				break;
+			hi = (size_t)(m - p);
+			/* forward: whitespace to the next event's '{' */
+			size_t f = hi;
+			while (f < n && TK__IS_WS(p[f]))
+				f++;
+			if (f >= n || p[f] != '{')
+				continue;
+			/* back: whitespace, ',', whitespace, '}' */
+			size_t b = hi;
+			while (b > 0 && TK__IS_WS(p[b - 1]))
+				b--;
+			if (b == 0 || p[b - 1] != ',')
+				continue;
+			b--;
+			while (b > 0 && TK__IS_WS(p[b - 1]))
+				b--;
+			if (b > 0 && p[b - 1] == '}')
+				return b;
+		}
+	}
+	return 0;
+}
+
+/* The events of p[0..n) on a worker reader, from `state` (after an event):
+ * each unit as next_unit() parses it, up to the first that is not a whole
+ * event within the limits. */
+static size_t json_par_parse(tk_reader *w, const unsigned char *p, size_t n, int state,
+                             int (*emit)(void *ctx, const tk_event *ev), void *ctx, uint64_t *counts)
+{
+	jstate *s = w->fs;
+	s->st = state;
+	s->rounded = s->dup_events = 0;
+	w->buf = (unsigned char *)(uintptr_t)p; /* only read */
+	w->pos = 0;
+	w->end = n;
+	w->eof = 0;
+	uint64_t repaired = 0;
+	while (w->pos < n) {
+		const unsigned char *endp = NULL;
+		uint64_t rounded = s->rounded, dups = s->dup_events;
+		s->je.repaired = 0;
+		int rc = step(w, &endp);
+		if (rc != STEP_EVENT || (size_t)(endp - (p + w->pos)) > w->opts.max_value_bytes ||
+		    emit(ctx, &w->ev)) {
+			s->rounded = rounded;
+			s->dup_events = dups;
+			break;
+		}
+		repaired += (uint64_t)s->je.repaired;
+		w->pos = (size_t)(endp - p);
+	}
+	counts[0] = s->rounded;
+	counts[1] = s->dup_events;
+	counts[TK__PAR_COUNTS - 1] = repaired;
+	size_t stop = w->pos;
+	w->buf = NULL;
+	w->pos = w->end = 0;
+	return stop;
+}
+
+static void json_absorb(tk_reader *r, const uint64_t *counts)
+{
+	jstate *s = r->fs;
+	s->rounded += counts[0];
+	s->dup_events += counts[1];
+}
+
+static const tk__par_fmt json_par = {json_cut, json_par_parse, json_absorb, ST_EV_NEXT};
+
 static int json_next(tk_reader *r, const tk_event **ev)
 {
 	jstate *s = r->fs;
 	if (s->st == ST_END)
 		return TK_EOF;
+	if (tk__par_active(r->par)) {
+		int rc = tk__par_next(r, ev);
+		if (rc != TK__PAR_SEQ)
+			return rc;
+	}
 	int lazy = r->lazy_args;
 	int rc = next_unit(r, ev);
 	r->lazy_args = lazy;
+	/* just past an event: the threads take over, or take over again */
+	if (rc == TK_OK && s->st == ST_EV_NEXT && r->opts.threads > 1 && !lazy) {
+		if (r->par)
+			tk__par_resume(r);
+		else if (!r->par_tried && !r->src.base.read)
+			tk__par_start(r, &json_par);
+	}
 	return rc;
 }
 

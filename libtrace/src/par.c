@@ -1,0 +1,585 @@
+/* par.c: the events of one trace parsed on several threads: the decoded input is cut into blocks where an event probably ends, each block is parsed by a worker into a batch, and the batches are handed out in file order; where a block does not start where the previous block's parse ended, the caller's reader parses on alone until an event of its own ends where a block starts. */
+#define _GNU_SOURCE /* memrchr */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "par.h"
+
+#define BLOCK0 ((size_t)1 << 20)
+#define MAX_THREADS 64
+#define GROW_LIMIT 16 /* a block grows to this many times its size looking for a cut */
+#define SPARES 16     /* blocks kept for reuse (at most max_blk) */
+
+size_t tk__par_block_bytes;
+
+enum { B_READ, B_PARSING, B_DONE };
+
+typedef struct blk {
+	struct blk *next;
+	unsigned char *p; /* len bytes, TK__PAD zero bytes after them */
+	size_t len, cap;
+	uint64_t off;      /* decoded offset of p[0] */
+	uint64_t bytes_in; /* the source's input bytes once it was read */
+	int last;          /* nothing follows: the source ended, or failed (src_rc) */
+	int src_rc;
+	int status;
+	int orphan; /* let go of while a worker parsed it: the worker recycles it */
+	/* the worker's parse */
+	tk_event *ev;
+	size_t n, ev_cap;
+	tk__buf text; /* the events' args and extra */
+	size_t stop;  /* where the parse stopped: len when it ended clean */
+	uint64_t counts[TK__PAR_COUNTS];
+	uint64_t nl;    /* newlines in p[0..len) */
+	size_t last_nl; /* 1 + the offset of the last one, 0 if none */
+} blk;
+
+typedef struct worker {
+	struct tk__par *P;
+	tk_reader *w;
+	pthread_t th;
+} worker;
+
+struct tk__par {
+	tk_reader *r;
+	const tk__par_fmt *f;
+	pthread_mutex_t mu;
+	pthread_cond_t cv_w; /* workers: a block to parse or to read */
+	pthread_cond_t cv_m; /* the caller: a block parsed or read */
+	worker *wk;
+	int n_wk;
+	tk_reader *mainw; /* the caller's worker reader: it parses too while it waits */
+	/* blocks in file order, head the oldest kept */
+	blk *head, *tail, *spare;
+	size_t n_blk, max_blk, n_spare;
+	size_t block, max_block;
+	int reading; /* a thread reads the next block */
+	int src_end; /* the last block is read (or none could be: nomem) */
+	int src_eof; /* the source ended before the threads started */
+	int nomem;
+	int quit, finished;
+	/* the bytes after the last cut: the next block's first */
+	tk__buf carry;
+	size_t carry_pos;
+	uint64_t next_off;
+	/* the caller's side */
+	int seq;     /* the reader parses alone, fed by tk__par_read() */
+	blk *cur;    /* the block whose events are handed out */
+	size_t idx;  /* cur's next event */
+	blk *feed;   /* the reader's next bytes: feed->p[feed_pos..] */
+	size_t feed_pos;
+	uint64_t line, line_at; /* at the start of the head block (handing out) */
+	uint64_t bytes_in;
+	uint64_t handed; /* events handed out from blocks */
+	uint64_t resumed; /* times the threads took over again */
+};
+
+static void blk_free(blk *b)
+{
+	if (!b)
+		return;
+	free(b->p);
+	free(b->ev);
+	tk__buf_free(&b->text);
+	free(b);
+}
+
+/* A block for the next bytes (mu held): a spare one, or a new one. */
+static blk *blk_take(tk__par *P)
+{
+	blk *b = P->spare;
+	if (b) {
+		P->spare = b->next;
+		P->n_spare--;
+	} else if (!(b = calloc(1, sizeof *b))) {
+		return NULL;
+	}
+	b->next = NULL;
+	b->len = b->n = b->stop = 0;
+	b->text.len = 0;
+	b->last = b->src_rc = b->orphan = 0;
+	b->status = B_READ;
+	if (b->cap < P->block) {
+		unsigned char *np = realloc(b->p, P->block + TK__PAD);
+		if (!np) {
+			blk_free(b);
+			return NULL;
+		}
+		b->p = np;
+		b->cap = P->block;
+	}
+	return b;
+}
+
+/* Keep b for reuse, or free it (mu held). */
+static void blk_recycle(tk__par *P, blk *b)
+{
+	if (P->n_spare >= SPARES || P->n_spare >= P->max_blk || b->cap > 2 * P->block || P->finished) {
+		blk_free(b);
+		return;
+	}
+	b->next = P->spare;
+	P->spare = b;
+	P->n_spare++;
+}
+
+/* The oldest block is done with (mu held). */
+static void release_head(tk__par *P)
+{
+	blk *b = P->head;
+	P->head = b->next;
+	if (!P->head)
+		P->tail = NULL;
+	P->n_blk--;
+	if (P->cur == b)
+		P->cur = NULL;
+	if (P->feed == b)
+		P->feed = NULL;
+	if (b->status == B_PARSING)
+		b->orphan = 1;
+	else
+		blk_recycle(P, b);
+	pthread_cond_broadcast(&P->cv_w);
+}
+
+/* Reads the next block into b, the carry first, then the source, and
+ * cuts it where the format finds the end of an event (the thread holds
+ * `reading`, not mu). 0, or TK_ERR_NOMEM. */
+static int read_block(tk__par *P, blk *b)
+{
+	tk__src *src = &P->r->src;
+	b->off = P->next_off;
+	for (;;) {
+		size_t k = P->carry.len - P->carry_pos;
+		if (k > b->cap - b->len)
+			k = b->cap - b->len;
+		memcpy(b->p + b->len, P->carry.p + P->carry_pos, k);
+		b->len += k;
+		P->carry_pos += k;
+		if (P->carry_pos == P->carry.len)
+			P->carry.len = P->carry_pos = 0;
+		while (b->len < b->cap && !b->last) {
+			long n = P->src_eof ? 0 : tk__src_read(src, b->p + b->len, b->cap - b->len);
+			if (n <= 0) {
+				b->last = 1;
+				b->src_rc = (int)n;
+			} else {
+				b->len += (size_t)n;
+			}
+		}
+		if (b->last)
+			break;
+		size_t cut = P->f->cut(b->p, b->len);
+		if (!cut && b->cap >= P->max_block)
+			cut = b->len; /* no end of an event in sight: the worker stops short, the reader goes on alone */
+		if (cut) {
+			/* the rest goes before what is left of the carry */
+			size_t tail = b->len - cut, left = P->carry.len - P->carry_pos;
+			if (tail) {
+				tk__buf nc = {0};
+				if (tk__buf_reserve(&nc, tail + left + 1))
+					return TK_ERR_NOMEM;
+				memcpy(nc.p, b->p + cut, tail);
+				if (left)
+					memcpy(nc.p + tail, P->carry.p + P->carry_pos, left);
+				nc.len = tail + left;
+				tk__buf_free(&P->carry);
+				P->carry = nc;
+				P->carry_pos = 0;
+			}
+			b->len = cut;
+			break;
+		}
+		unsigned char *np = realloc(b->p, 2 * b->cap + TK__PAD);
+		if (!np)
+			return TK_ERR_NOMEM;
+		b->p = np;
+		b->cap *= 2;
+	}
+	b->bytes_in = tk__src_bytes_in(src);
+	memset(b->p + b->len, 0, TK__PAD);
+	P->next_off = b->off + b->len;
+	return 0;
+}
+
+static int can_read(const tk__par *P)
+{
+	return !P->reading && !P->src_end && P->n_blk < P->max_blk && !P->quit;
+}
+
+/* Reads the next block and queues it (mu held, let go of meanwhile). */
+static void read_next(tk__par *P)
+{
+	blk *b = blk_take(P);
+	if (!b) {
+		P->nomem = P->src_end = 1;
+		pthread_cond_broadcast(&P->cv_m);
+		return;
+	}
+	P->reading = 1;
+	pthread_mutex_unlock(&P->mu);
+	int rc = read_block(P, b);
+	pthread_mutex_lock(&P->mu);
+	P->reading = 0;
+	if (rc) {
+		blk_free(b);
+		P->nomem = P->src_end = 1;
+	} else {
+		if (b->last)
+			P->src_end = 1;
+		if (P->tail)
+			P->tail->next = b;
+		else
+			P->head = b;
+		P->tail = b;
+		P->n_blk++;
+	}
+	pthread_cond_broadcast(&P->cv_w);
+	pthread_cond_broadcast(&P->cv_m);
+}
+
+/* An event of the block's batch: args and extra copied; their pointers
+ * are offsets into the text until the parse ends (the text may move). */
+static int emit(void *ctx, const tk_event *ev)
+{
+	blk *b = ctx;
+	if (tk__grow(&b->ev, &b->ev_cap, b->n + 1, sizeof *b->ev, 1024))
+		return TK_ERR_NOMEM;
+	tk_event *d = &b->ev[b->n];
+	*d = *ev;
+	tk_sv *sv[2] = {&d->args, &d->extra};
+	for (int i = 0; i < 2; i++) {
+		if (!sv[i]->ptr)
+			continue;
+		size_t at = b->text.len;
+		if (tk__buf_append(&b->text, sv[i]->ptr, sv[i]->len) || tk__buf_putc(&b->text, 0))
+			return TK_ERR_NOMEM;
+		sv[i]->ptr = (const char *)(uintptr_t)(at + 1); /* 0 stays "absent" */
+	}
+	b->n++;
+	return 0;
+}
+
+static void parse_block(tk__par *P, tk_reader *w, blk *b)
+{
+	memset(b->counts, 0, sizeof b->counts);
+	b->n = 0;
+	b->text.len = 0;
+	b->stop = P->f->parse(w, b->p, b->len, P->f->state, emit, b, b->counts);
+	for (size_t i = 0; i < b->n; i++) {
+		tk_event *e = &b->ev[i];
+		if (e->args.ptr)
+			e->args.ptr = b->text.p + ((uintptr_t)e->args.ptr - 1);
+		if (e->extra.ptr)
+			e->extra.ptr = b->text.p + ((uintptr_t)e->extra.ptr - 1);
+	}
+	b->nl = tk__count_nl(b->p, b->len);
+	const unsigned char *nl = b->nl ? memrchr(b->p, '\n', b->len) : NULL;
+	b->last_nl = nl ? (size_t)(nl - b->p) + 1 : 0;
+}
+
+/* Parses b on this thread (mu held, let go of meanwhile). */
+static void parse_here(tk__par *P, tk_reader *w, blk *b)
+{
+	b->status = B_PARSING;
+	pthread_mutex_unlock(&P->mu);
+	parse_block(P, w, b);
+	pthread_mutex_lock(&P->mu);
+	if (b->orphan)
+		blk_recycle(P, b);
+	else
+		b->status = B_DONE;
+	pthread_cond_broadcast(&P->cv_m);
+}
+
+static blk *first_unparsed(const tk__par *P)
+{
+	blk *b = P->head;
+	while (b && b->status != B_READ)
+		b = b->next;
+	return b;
+}
+
+static void *worker_main(void *arg)
+{
+	worker *me = arg;
+	tk__par *P = me->P;
+	pthread_mutex_lock(&P->mu);
+	while (!P->quit) {
+		blk *b = first_unparsed(P);
+		if (b)
+			parse_here(P, me->w, b);
+		else if (can_read(P))
+			read_next(P);
+		else
+			pthread_cond_wait(&P->cv_w, &P->mu);
+	}
+	pthread_mutex_unlock(&P->mu);
+	return NULL;
+}
+
+int tk__par_active(const tk__par *p)
+{
+	return p && !p->seq && !p->finished;
+}
+
+uint64_t tk__par_bytes_in(const tk__par *p)
+{
+	return p->bytes_in;
+}
+
+void tk__par_counts(const tk__par *p, uint64_t *handed, uint64_t *resumed)
+{
+	*handed = p ? p->handed : 0;
+	*resumed = p ? p->resumed : 0;
+}
+
+/* The reader parses alone from the block's stop on (mu held). */
+static void enter_seq(tk__par *P, blk *b)
+{
+	tk_reader *r = P->r;
+	uint64_t k = tk__count_nl(b->p, b->stop);
+	r->line = P->line + k;
+	r->line_at = P->line_at;
+	if (k) {
+		const unsigned char *nl = memrchr(b->p, '\n', b->stop);
+		r->line_at = b->off + (uint64_t)(nl - b->p) + 1;
+	}
+	r->base = b->off + b->stop;
+	r->pos = r->end = 0;
+	r->eof = 0;
+	memset(r->buf, 0, TK__PAD);
+	r->stats.bytes_decoded = r->base;
+	P->seq = 1;
+	P->cur = NULL;
+	P->feed = b;
+	P->feed_pos = b->stop;
+}
+
+static int nomem(tk_reader *r)
+{
+	return tk__err_set(&r->err, TK_ERR_NOMEM, "%s: out of memory", r->name);
+}
+
+int tk__par_next(tk_reader *r, const tk_event **ev)
+{
+	tk__par *P = r->par;
+	for (;;) {
+		blk *b = P->cur;
+		if (b && P->idx < b->n) {
+			*ev = &b->ev[P->idx++];
+			P->handed++;
+			return TK_OK;
+		}
+		pthread_mutex_lock(&P->mu);
+		if (b) {
+			/* its events are out */
+			P->f->absorb(r, b->counts);
+			r->stats.repaired_strings += b->counts[TK__PAR_COUNTS - 1];
+			if (b->stop < b->len || b->last) {
+				enter_seq(P, b);
+				pthread_mutex_unlock(&P->mu);
+				return TK__PAR_SEQ;
+			}
+			P->line += b->nl;
+			if (b->last_nl)
+				P->line_at = b->off + b->last_nl;
+			r->stats.bytes_decoded = b->off + b->len;
+			P->bytes_in = b->bytes_in;
+			release_head(P);
+		}
+		/* the next block, parsed: here when no worker has taken it */
+		for (;;) {
+			b = P->head;
+			if (b && b->status == B_DONE)
+				break;
+			blk *u = first_unparsed(P);
+			if (u)
+				parse_here(P, P->mainw, u); /* the head's, or one ahead while a worker has the head */
+			else if (!b && P->nomem) {
+				pthread_mutex_unlock(&P->mu);
+				return nomem(r);
+			} else if (can_read(P))
+				read_next(P);
+			else
+				pthread_cond_wait(&P->cv_m, &P->mu);
+		}
+		P->cur = b;
+		P->idx = 0;
+		pthread_mutex_unlock(&P->mu);
+	}
+}
+
+long tk__par_read(tk_reader *r, unsigned char *dst, size_t cap)
+{
+	tk__par *P = r->par;
+	if (P->finished || !P->seq)
+		return tk__src_read(&r->src, dst, cap); /* not reached: the reader has ended */
+	pthread_mutex_lock(&P->mu);
+	for (;;) {
+		blk *b = P->feed;
+		if (b && P->feed_pos < b->len) {
+			/* to the end of the block at most: the reader asks again */
+			size_t n = b->len - P->feed_pos;
+			if (n > cap)
+				n = cap;
+			memcpy(dst, b->p + P->feed_pos, n);
+			P->feed_pos += n;
+			P->bytes_in = b->bytes_in;
+			pthread_mutex_unlock(&P->mu);
+			return (long)n;
+		}
+		if (b && b->last) {
+			pthread_mutex_unlock(&P->mu);
+			if (b->src_rc < 0)
+				return b->src_rc; /* the source's message is in r->src.err */
+			return 0;
+		}
+		if (b && b->next) {
+			P->feed = b->next;
+			P->feed_pos = 0;
+			continue;
+		}
+		if (P->nomem) {
+			pthread_mutex_unlock(&P->mu);
+			snprintf(r->src.err, sizeof r->src.err, "out of memory");
+			return TK_ERR_NOMEM;
+		}
+		/* the blocks before the feed are in the reader's window: room for the next */
+		while (P->n_blk >= P->max_blk && P->head != b)
+			release_head(P);
+		if (can_read(P))
+			read_next(P);
+		else
+			pthread_cond_wait(&P->cv_m, &P->mu);
+	}
+}
+
+void tk__par_resume(tk_reader *r)
+{
+	tk__par *P = r->par;
+	if (!P->seq || P->finished)
+		return;
+	uint64_t at = r->base + r->pos;
+	pthread_mutex_lock(&P->mu);
+	for (;;) {
+		/* the blocks wholly behind the reader are done with */
+		while (P->head && P->head != P->feed && P->head->off + P->head->len <= at && !P->head->last)
+			release_head(P);
+		blk *c = P->head;
+		while (c && c->off + c->len <= at && !c->last)
+			c = c->next;
+		if (c && c->off == at) {
+			/* the reader's event ended where c starts: c's parse is the
+			 * reader's own from here */
+			while (P->head != c)
+				release_head(P);
+			P->seq = 0;
+			P->feed = NULL;
+			P->cur = NULL;
+			P->resumed++;
+			tk__reader_lines_at(r, r->pos, &P->line, &P->line_at);
+			r->pos = r->end;
+			break;
+		}
+		/* it ended where the next block to read starts: read it (the
+		 * threads lag behind the reader) and take over there */
+		if (c || at != P->next_off || P->src_end || P->quit)
+			break;
+		if (can_read(P))
+			read_next(P);
+		else if (P->reading)
+			pthread_cond_wait(&P->cv_m, &P->mu);
+		else
+			break; /* no room: the blocks ahead of the reader are kept */
+	}
+	pthread_mutex_unlock(&P->mu);
+}
+
+int tk__par_start(tk_reader *r, const tk__par_fmt *f)
+{
+	if (r->par_tried)
+		return -1;
+	r->par_tried = 1;
+	unsigned nth = r->opts.threads > MAX_THREADS ? MAX_THREADS : r->opts.threads;
+	size_t block = tk__par_block_bytes ? tk__par_block_bytes : BLOCK0;
+	if (nth < 2 || (r->eof && r->end - r->pos <= 2 * block))
+		return -1; /* one thread, or the rest is in the window and small */
+	tk__par *P = calloc(1, sizeof *P);
+	if (!P)
+		return -1;
+	P->r = r;
+	P->f = f;
+	P->block = block;
+	P->max_block = block * GROW_LIMIT;
+	P->max_blk = (size_t)nth + 2;
+	P->src_eof = r->eof;
+	P->next_off = r->base + r->pos;
+	P->bytes_in = tk__src_bytes_in(&r->src);
+	tk__reader_lines_at(r, r->pos, &P->line, &P->line_at);
+	pthread_mutex_init(&P->mu, NULL);
+	pthread_cond_init(&P->cv_w, NULL);
+	pthread_cond_init(&P->cv_m, NULL);
+	P->wk = calloc(nth - 1, sizeof *P->wk);
+	P->mainw = tk__reader_worker(r);
+	if (!P->wk || !P->mainw || tk__buf_append(&P->carry, r->buf + r->pos, r->end - r->pos)) {
+		tk__par_free(P);
+		return -1;
+	}
+	/* the caller's thread is the last: it parses while it waits */
+	for (unsigned i = 0; i + 1 < nth; i++) {
+		worker *w = &P->wk[P->n_wk];
+		w->P = P;
+		if (!(w->w = tk__reader_worker(r)))
+			break;
+		if (tk__thread_start(&w->th, worker_main, w)) {
+			tk_reader_free(w->w);
+			w->w = NULL;
+			break;
+		}
+		P->n_wk++;
+	}
+	/* without a worker the caller reads and parses the blocks itself, in
+	 * the same order: slower, never different */
+	r->pos = r->end;
+	r->par = P;
+	return 0;
+}
+
+void tk__par_finish(tk__par *P)
+{
+	if (!P || P->finished)
+		return;
+	pthread_mutex_lock(&P->mu);
+	P->quit = 1;
+	pthread_cond_broadcast(&P->cv_w);
+	pthread_mutex_unlock(&P->mu);
+	for (int i = 0; i < P->n_wk; i++)
+		pthread_join(P->wk[i].th, NULL);
+	P->finished = 1;
+	while (P->head)
+		release_head(P);
+	while (P->spare) {
+		blk *b = P->spare;
+		P->spare = b->next;
+		blk_free(b);
+	}
+	P->n_spare = 0;
+	tk__buf_free(&P->carry);
+	P->carry_pos = 0;
+}
+
+void tk__par_free(tk__par *P)
+{
+	if (!P)
+		return;
+	tk__par_finish(P);
+	for (int i = 0; i < P->n_wk; i++)
+		tk_reader_free(P->wk[i].w);
+	free(P->wk);
+	tk_reader_free(P->mainw);
+	pthread_mutex_destroy(&P->mu);
+	pthread_cond_destroy(&P->cv_w);
+	pthread_cond_destroy(&P->cv_m);
+	free(P);
+}

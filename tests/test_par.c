@@ -1,0 +1,358 @@
+/* test_par.c: one JSON trace parsed on several threads (par.c): the same events, metadata, warnings, errors and counts as on one thread, wherever the blocks are cut. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "../libtrace/src/internal.h"
+#include "../libtrace/src/par.h"
+
+/* ---- traces ---- */
+
+enum { L_KINETO, L_COMPACT, L_MINIFIED, L_BARE };
+
+/* A trace of n events in one of the layouts, with args that hold what a
+ * cut may be fooled by: "},\n{" and "},{" in strings (raw newlines, which
+ * the reader takes), escaped quotes, nested objects in lists across lines. */
+static char *make_trace(size_t n, int layout, size_t *len)
+{
+	tk__buf b = {0};
+	const char *sep = layout == L_KINETO ? ",\n  " : layout == L_MINIFIED ? "," : ",\n";
+	if (layout == L_BARE)
+		assert_int_equal(tk__buf_puts(&b, "[\n"), 0);
+	else
+		assert_int_equal(tk__buf_puts(&b, layout == L_MINIFIED ? "{\"schemaVersion\":1,\"traceEvents\":["
+		                                                       : "{\n  \"schemaVersion\": 1,\n  \"traceEvents\": [\n  "),
+		                 0);
+	for (size_t i = 0; i < n; i++) {
+		char ev[512];
+		const char *args;
+		switch (i % 6) {
+		case 0: args = "{\"External id\": 7, \"s\": \"a},\n{b\"}"; break;
+		case 1: args = "{\"q\": \"x\\\"},{\\\"y\", \"Input Dims\": [[1, 2], []]}"; break;
+		case 2: args = "{\"list\": [{\"a\": 1},\n  {\"b\": {\"c\": [1, {\"d\": 2}]}}\n]}"; break;
+		case 3: args = "{\"raw\": \"},{\\\"ph\\\":\\\"X\\\"}\"}"; break;
+		case 4: args = "{}"; break;
+		default: args = "{\"n\": null, \"t\": true, \"f\": -1.5e3}"; break;
+		}
+		int k = snprintf(ev, sizeof ev,
+		                 layout == L_KINETO ? "%s{\n    \"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op%zu\",\n"
+		                                      "    \"pid\": %zu, \"tid\": %zu, \"ts\": %zu.%03zu, \"dur\": 3,\n"
+		                                      "    \"args\": %s\n  }"
+		                                    : "%s{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op%zu\",\"pid\":%zu,"
+		                                      "\"tid\":%zu,\"ts\":%zu.%03zu,\"dur\":3,\"args\":%s}",
+		                 i ? sep : "", i % 11, i % 3, i % 5, i * 7, i % 1000, args);
+		assert_true(k > 0 && (size_t)k < sizeof ev);
+		assert_int_equal(tk__buf_append(&b, ev, (size_t)k), 0);
+	}
+	assert_int_equal(tk__buf_puts(&b, layout == L_BARE ? "\n]\n"
+	                                  : layout == L_MINIFIED ? "],\"traceName\":\"t\"}"
+	                                                         : "\n  ],\n  \"traceName\": \"t\"\n}\n"),
+	                 0);
+	*len = b.len;
+	return b.p;
+}
+
+/* ---- one thread against several ---- */
+
+/* The same counts, metadata, error and warnings. How far the input was
+ * read by the time of an error is not compared: the threads read ahead. */
+static void same_stats(const tk_reader *a, const tk_reader *b, int rc)
+{
+	const tk_reader_stats *x = tk_reader_get_stats(a), *y = tk_reader_get_stats(b);
+	assert_int_equal(x->events, y->events);
+	if (rc == TK_EOF) {
+		assert_int_equal(x->bytes_in, y->bytes_in);
+		assert_int_equal(x->bytes_decoded, y->bytes_decoded);
+	}
+	assert_int_equal(x->repaired_strings, y->repaired_strings);
+	assert_int_equal(x->truncated, y->truncated);
+	assert_int_equal(x->dropped_bytes, y->dropped_bytes);
+	assert_int_equal(tk_reader_is_bare_array(a), tk_reader_is_bare_array(b));
+	assert_int_equal(tk_reader_meta_count(a), tk_reader_meta_count(b));
+	for (size_t i = 0; i < tk_reader_meta_count(a); i++) {
+		tk_sv ka, ja, kb, jb;
+		int fa, fb;
+		assert_int_equal(tk_reader_meta_get(a, i, &ka, &ja, &fa), 0);
+		assert_int_equal(tk_reader_meta_get(b, i, &kb, &jb, &fb), 0);
+		assert_int_equal(ka.len, kb.len);
+		assert_memory_equal(ka.ptr, kb.ptr, ka.len);
+		assert_int_equal(ja.len, jb.len);
+		assert_memory_equal(ja.ptr, jb.ptr, ja.len);
+		assert_int_equal(fa, fb);
+	}
+	assert_string_equal(tk_reader_error(a), tk_reader_error(b));
+	for (size_t i = 0; tk_reader_warning(a, i) || tk_reader_warning(b, i); i++) {
+		assert_non_null(tk_reader_warning(a, i));
+		assert_non_null(tk_reader_warning(b, i));
+		assert_string_equal(tk_reader_warning(a, i), tk_reader_warning(b, i));
+	}
+}
+
+typedef struct outcome {
+	uint64_t events;      /* read by both */
+	int rc;               /* the last tk_reader_next() */
+	int par;              /* the threads started */
+	uint64_t handed;      /* events the threads handed out */
+	uint64_t resumed;     /* times they took over again */
+} outcome;
+
+/* Reads p[0..n) on one thread and on `threads` with blocks of `block`
+ * bytes, in lockstep: every event, the end, the error, the warnings, the
+ * counts and the metadata the same. */
+static outcome both(const void *p, size_t n, unsigned threads, size_t block, const tk_reader_opts *base)
+{
+	tk_reader_opts o1 = base ? *base : (tk_reader_opts){0}, o2 = o1;
+	o1.threads = 1;
+	o2.threads = threads;
+	tk__par_block_bytes = block;
+	tk_reader *a = NULL, *b = NULL;
+	int ra = tk_reader_open_memory(&a, p, n, "t.json", &o1);
+	int rb = tk_reader_open_memory(&b, p, n, "t.json", &o2);
+	assert_int_equal(ra, rb);
+	outcome out = {0};
+	while (!ra) {
+		const tk_event *ea, *eb;
+		ra = tk_reader_next(a, &ea);
+		rb = tk_reader_next(b, &eb);
+		if (ra != rb)
+			fail_msg("event %llu: %d on one thread, %d on %u (%s | %s)", (unsigned long long)out.events, ra, rb,
+			         threads, tk_reader_error(a), tk_reader_error(b));
+		if (ra != TK_OK)
+			break;
+		if (!tk_event_equal(ea, eb))
+			fail_msg("event %llu differs on %u threads, blocks of %zu", (unsigned long long)out.events, threads,
+			         block);
+		out.events++;
+	}
+	out.rc = ra;
+	same_stats(a, b, ra);
+	out.par = b->par != NULL;
+	tk__par_counts(b->par, &out.handed, &out.resumed);
+	tk_reader_free(a);
+	tk_reader_free(b);
+	tk__par_block_bytes = 0;
+	return out;
+}
+
+/* ---- tests ---- */
+
+/* Every layout, blocks of many sizes (cuts everywhere: inside strings that
+ * hold "},{", inside nested args, at event ends), 2, 3 and 8 threads. */
+static void test_layouts_and_cuts(void **state)
+{
+	(void)state;
+	for (int layout = L_KINETO; layout <= L_BARE; layout++) {
+		size_t n;
+		char *t = make_trace(60, layout, &n);
+		for (size_t block = 24; block < 700; block += 13) {
+			unsigned threads = block % 3 == 0 ? 2 : block % 3 == 1 ? 3 : 8;
+			outcome o = both(t, n, threads, block, NULL);
+			assert_int_equal(o.rc, TK_EOF);
+			assert_int_equal(o.events, 60);
+			assert_true(o.par); /* the input is many blocks long: the threads ran */
+		}
+		free(t);
+	}
+}
+
+/* Most events come from the threads even where some cuts are wrong: after
+ * each wrong one the reader parses alone only until an event of its own
+ * ends where a block starts. Every tenth event holds a fake "},\n{" early
+ * in its args and a long string after it, so that a block's end often
+ * falls behind a fake; blocks hold about twenty events of varied sizes. */
+static void test_threads_take_over_again(void **state)
+{
+	(void)state;
+	tk__buf b = {0};
+	char pad[161];
+	memset(pad, 'x', 160);
+	pad[160] = 0;
+	assert_int_equal(tk__buf_puts(&b, "{\n  \"traceEvents\": [\n  "), 0);
+	for (int i = 0; i < 3000; i++) {
+		char ev[512];
+		int k = snprintf(ev, sizeof ev,
+		                 "%s{\n    \"ph\": \"X\", \"name\": \"op%d\", \"pid\": 1, \"tid\": 2,\n"
+		                 "    \"ts\": %d, \"dur\": 3,\n    \"args\": {\"s\": \"%s\", \"pad\": \"%s\"}\n  }",
+		                 i ? ",\n  " : "", i, i, i % 3 ? "plain" : "a},\n{b", pad + (i * 37) % 150);
+		assert_int_equal(tk__buf_append(&b, ev, (size_t)k), 0);
+	}
+	assert_int_equal(tk__buf_puts(&b, "\n  ]\n}\n"), 0);
+	outcome o = both(b.p, b.len, 3, 4096, NULL);
+	assert_int_equal(o.events, 3000);
+	assert_true(o.resumed >= 3);
+	assert_true(o.handed > 3000 * 8 / 10);
+	tk__buf_free(&b);
+}
+
+/* A malformed byte and a cut input, at many places: the same events before
+ * it, the same error or warning, at the same line and column. */
+static void test_damage_everywhere(void **state)
+{
+	(void)state;
+	size_t n;
+	char *t = make_trace(40, L_KINETO, &n);
+	char *d = malloc(n);
+	for (size_t at = n / 8; at < n; at += n / 97) {
+		memcpy(d, t, n);
+		d[at] = '#';
+		outcome o = both(d, n, 3, 96, NULL);
+		assert_true(o.rc != TK_OK);
+		o = both(t, at, 2, 64, NULL); /* cut: a warning and the events before */
+		assert_int_equal(o.rc, TK_EOF);
+		tk_reader_opts strict = {0};
+		strict.strict = 1;
+		o = both(t, at, 2, 64, &strict); /* an error when strict */
+		assert_int_equal(o.rc, TK_ERR_TRUNCATED);
+	}
+	free(d);
+	free(t);
+}
+
+/* gzip input, whole and cut: the inflated stream is cut into blocks alike. */
+static void test_gzip(void **state)
+{
+	(void)state;
+	size_t n, zn;
+	char *t = make_trace(400, L_KINETO, &n);
+	unsigned char *z = tu_gzip(t, n, &zn);
+	outcome o = both(z, zn, 3, 512, NULL);
+	assert_int_equal(o.events, 400);
+	assert_true(o.par);
+	o = both(z, zn * 2 / 3, 2, 512, NULL);
+	assert_int_equal(o.rc, TK_EOF);
+	assert_true(o.events < 400);
+	free(z);
+	free(t);
+}
+
+/* The counts behind warnings: time values rounded to a nanosecond, members
+ * given twice, strings with invalid UTF-8; added once each, on any cut. */
+static void test_counted_warnings(void **state)
+{
+	(void)state;
+	tk__buf b = {0};
+	assert_int_equal(tk__buf_puts(&b, "{\"traceEvents\":[\n"), 0);
+	for (int i = 0; i < 200; i++) {
+		char ev[200];
+		int k = snprintf(ev, sizeof ev, "%s{\"ph\":\"X\",\"name\":\"n\xff%d\",\"ts\":%d.12345,\"dur\":1%s}",
+		                 i ? ",\n" : "", i, i, i % 3 ? "" : ",\"ts\":5");
+		assert_int_equal(tk__buf_append(&b, ev, (size_t)k), 0);
+	}
+	assert_int_equal(tk__buf_puts(&b, "\n]}\n"), 0);
+	for (size_t block = 40; block < 400; block += 37) {
+		outcome o = both(b.p, b.len, 3, block, NULL);
+		assert_int_equal(o.events, 200);
+	}
+	/* the one-thread reader counts each rounded time once, however its
+	 * window is cut (trickled a byte at a time) */
+	tu_events ev = {0};
+	tk_reader *r = NULL;
+	assert_int_equal(tu_read_trickled(b.p, b.len, "t.json", NULL, &ev, &r), TK_EOF);
+	int found = 0;
+	for (size_t i = 0; tk_reader_warning(r, i); i++)
+		found += strstr(tk_reader_warning(r, i), ": 200 time values had digits below a nanosecond") != NULL;
+	assert_int_equal(found, 1);
+	tk_reader_free(r);
+	tu_events_free(&ev);
+	tk__buf_free(&b);
+}
+
+/* An event longer than a block (the block grows, and past its limit is cut
+ * anywhere) and one longer than max_value_bytes (the reader's error). */
+static void test_big_events(void **state)
+{
+	(void)state;
+	tk__buf b = {0};
+	assert_int_equal(tk__buf_puts(&b, "{\"traceEvents\":[\n"), 0);
+	for (int i = 0; i < 30; i++) {
+		size_t big = i == 10 ? 9000 : i == 20 ? 3000 : 10;
+		char head[100];
+		int k = snprintf(head, sizeof head, "%s{\"ph\":\"i\",\"ts\":%d,\"args\":{\"s\":\"", i ? ",\n" : "", i);
+		assert_int_equal(tk__buf_append(&b, head, (size_t)k), 0);
+		for (size_t j = 0; j < big; j++)
+			assert_int_equal(tk__buf_putc(&b, (char)('a' + j % 26)), 0);
+		assert_int_equal(tk__buf_puts(&b, "\"}}"), 0);
+	}
+	assert_int_equal(tk__buf_puts(&b, "\n]}\n"), 0);
+	for (size_t block = 64; block <= 1024; block *= 2) {
+		outcome o = both(b.p, b.len, 2, block, NULL);
+		assert_int_equal(o.events, 30);
+		tk_reader_opts lim = {0};
+		lim.max_value_bytes = 5000;
+		o = both(b.p, b.len, 3, block, &lim);
+		assert_int_equal(o.rc, TK_ERR_LIMIT);
+		assert_int_equal(o.events, 10);
+	}
+	tk__buf_free(&b);
+}
+
+/* Without threads (none can start) the caller reads and parses the blocks
+ * itself: the same again. */
+static void test_no_threads(void **state)
+{
+	(void)state;
+	size_t n;
+	char *t = make_trace(200, L_COMPACT, &n);
+	tk__no_threads = 1;
+	outcome o = both(t, n, 4, 300, NULL);
+	tk__no_threads = 0;
+	assert_int_equal(o.events, 200);
+	assert_true(o.par);
+	assert_int_equal(o.handed, 199);
+	free(t);
+}
+
+/* A source that delivers a byte per read (a pipe): blocks fill all the same. */
+static void test_trickled_source(void **state)
+{
+	(void)state;
+	size_t n;
+	char *t = make_trace(80, L_KINETO, &n);
+	tk_reader_opts o = {0};
+	o.threads = 3;
+	tk__par_block_bytes = 256;
+	tu_events ev1 = {0}, ev2 = {0};
+	tk_reader *r1 = NULL, *r2 = NULL;
+	assert_int_equal(tu_read_trickled(t, n, "t.json", NULL, &ev1, &r1), TK_EOF);
+	assert_int_equal(tu_read_trickled(t, n, "t.json", &o, &ev2, &r2), TK_EOF);
+	tk__par_block_bytes = 0;
+	assert_int_equal(ev1.n, ev2.n);
+	for (size_t i = 0; i < ev1.n; i++)
+		assert_true(tk_event_equal(ev1.ev[i], ev2.ev[i]));
+	same_stats(r1, r2, TK_EOF);
+	assert_non_null(r2->par);
+	tk_reader_free(r1);
+	tk_reader_free(r2);
+	tu_events_free(&ev1);
+	tu_events_free(&ev2);
+	free(t);
+}
+
+/* A small input stays on the caller's thread: no threads for one window. */
+static void test_small_input_alone(void **state)
+{
+	(void)state;
+	size_t n;
+	char *t = make_trace(50, L_COMPACT, &n);
+	outcome o = both(t, n, 8, 0, NULL);
+	assert_int_equal(o.events, 50);
+	assert_false(o.par);
+	free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_layouts_and_cuts),
+		cmocka_unit_test(test_threads_take_over_again),
+		cmocka_unit_test(test_damage_everywhere),
+		cmocka_unit_test(test_gzip),
+		cmocka_unit_test(test_counted_warnings),
+		cmocka_unit_test(test_big_events),
+		cmocka_unit_test(test_no_threads),
+		cmocka_unit_test(test_trickled_source),
+		cmocka_unit_test(test_small_input_alone),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
