@@ -8,6 +8,7 @@
 
 #include "tracekit/tracekit.h"
 #include "../libtrace/src/internal.h"
+#include "../libtrace/src/par.h"
 
 static void touch_args(const tk_event *ev)
 {
@@ -94,6 +95,58 @@ static void gzip_lockstep(const uint8_t *data, size_t size, const tk_reader_opts
 	tk_reader_free(b);
 }
 
+/* The threads that parse one trace (par.c) in small blocks (so that a
+ * small input is cut into many, anywhere), against the caller's thread
+ * alone: the same events in the same order, the same end, error,
+ * warnings, counts and metadata; the input bytes counted alike when read
+ * to the end. Sometimes with no thread started (the caller parses the
+ * blocks itself, in the same order). */
+static void par_lockstep(const uint8_t *data, size_t size, const tk_reader_opts *ro)
+{
+	tk_reader_opts o1 = *ro, o2 = *ro;
+	o1.threads = 1;
+	o2.threads = 2 + (unsigned)(size % 3);
+	tk__par_block_bytes = 16 + size % 113;
+	tk__no_threads = size % 5 == 0;
+	tk_reader *a = NULL, *b = NULL;
+	int ra = tk_reader_open_memory(&a, data, size, "fuzz", &o1);
+	int rb = tk_reader_open_memory(&b, data, size, "fuzz", &o2);
+	if (ra != rb)
+		abort();
+	while (!ra) {
+		const tk_event *ea, *eb;
+		ra = tk_reader_next(a, &ea);
+		rb = tk_reader_next(b, &eb);
+		if (ra != rb || (ra == TK_OK && !tk_event_equal(ea, eb)))
+			abort(); /* an event, or the end, differs from the one thread's */
+		if (ra != TK_OK)
+			break;
+	}
+	const tk_reader_stats *x = tk_reader_get_stats(a), *y = tk_reader_get_stats(b);
+	if (strcmp(tk_reader_error(a), tk_reader_error(b)) != 0 || x->events != y->events ||
+	    x->repaired_strings != y->repaired_strings || x->truncated != y->truncated ||
+	    x->dropped_bytes != y->dropped_bytes || tk_reader_meta_count(a) != tk_reader_meta_count(b) ||
+	    (ra == TK_EOF && (x->bytes_in != y->bytes_in || x->bytes_decoded != y->bytes_decoded)))
+		abort();
+	for (size_t i = 0; tk_reader_warning(a, i) || tk_reader_warning(b, i); i++)
+		if (!tk_reader_warning(a, i) || !tk_reader_warning(b, i) ||
+		    strcmp(tk_reader_warning(a, i), tk_reader_warning(b, i)) != 0)
+			abort();
+	for (size_t i = 0; i < tk_reader_meta_count(a); i++) {
+		tk_sv ka, ja, kb, jb;
+		int fa, fb;
+		tk_reader_meta_get(a, i, &ka, &ja, &fa);
+		tk_reader_meta_get(b, i, &kb, &jb, &fb);
+		if (ka.len != kb.len || ja.len != jb.len || fa != fb || memcmp(ka.ptr, kb.ptr, ka.len) ||
+		    memcmp(ja.ptr, jb.ptr, ja.len))
+			abort();
+	}
+	tk_reader_free(a);
+	tk_reader_free(b);
+	tk__par_block_bytes = 0;
+	tk__no_threads = 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static int devnull = -1;
@@ -124,6 +177,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	tk_reader_free(r);
 	lazy_lockstep(data, size, &ro);
 	gzip_lockstep(data, size, &ro);
+	par_lockstep(data, size, &ro);
 	return 0;
 }
 

@@ -119,6 +119,7 @@ struct tk_reader {
 	unsigned char *buf;
 	size_t cap, pos, end;
 	int eof;          /* source exhausted */
+	int src_failed;   /* the source failed after the window's last bytes: said at the next read */
 	uint64_t base;    /* decoded offset of buf[0] */
 	uint64_t line;    /* 1-based line number at buf[0] */
 	uint64_t line_at; /* decoded offset just after the last newline before buf[0] */

@@ -144,7 +144,8 @@ static void release_head(tk__par *P)
 
 /* Reads the next block into b, the carry first, then the source, and
  * cuts it where the format finds the end of an event (the thread holds
- * `reading`, not mu). 0, or TK_ERR_NOMEM. */
+ * `reading`, not mu: the carry, the source and next_off are the reading
+ * thread's; next_off changes under mu). 0, or TK_ERR_NOMEM. */
 static int read_block(tk__par *P, blk *b)
 {
 	tk__src *src = &P->r->src;
@@ -198,7 +199,6 @@ static int read_block(tk__par *P, blk *b)
 	}
 	b->bytes_in = tk__src_bytes_in(src);
 	memset(b->p + b->len, 0, TK__PAD);
-	P->next_off = b->off + b->len;
 	return 0;
 }
 
@@ -225,6 +225,7 @@ static void read_next(tk__par *P)
 		blk_free(b);
 		P->nomem = P->src_end = 1;
 	} else {
+		P->next_off = b->off + b->len;
 		if (b->last)
 			P->src_end = 1;
 		if (P->tail)
@@ -347,7 +348,7 @@ static void enter_seq(tk__par *P, blk *b)
 	}
 	r->base = b->off + b->stop;
 	r->pos = r->end = 0;
-	r->eof = 0;
+	r->eof = r->src_failed = 0; /* the blocks say it again */
 	memset(r->buf, 0, TK__PAD);
 	r->stats.bytes_decoded = r->base;
 	P->seq = 1;
@@ -503,7 +504,7 @@ int tk__par_start(tk_reader *r, const tk__par_fmt *f)
 	r->par_tried = 1;
 	unsigned nth = r->opts.threads > MAX_THREADS ? MAX_THREADS : r->opts.threads;
 	size_t block = tk__par_block_bytes ? tk__par_block_bytes : BLOCK0;
-	if (nth < 2 || (r->eof && r->end - r->pos <= 2 * block))
+	if (nth < 2 || r->src_failed || (r->eof && r->end - r->pos <= 2 * block))
 		return -1; /* one thread, or the rest is in the window and small */
 	tk__par *P = calloc(1, sizeof *P);
 	if (!P)

@@ -314,6 +314,8 @@ int tk__reader_more(tk_reader *r)
 		return r->err.code;
 	if (r->eof)
 		return 0;
+	if (r->src_failed)
+		return src_fail(r);
 	/* more is asked for while one unit (an event, a metadata value) is
 	 * incomplete: everything unread belongs to it */
 	if (r->end - r->pos > r->opts.max_value_bytes)
@@ -342,8 +344,14 @@ int tk__reader_more(tk_reader *r)
 	while (r->end < r->cap) {
 		long n = r->par ? tk__par_read(r, r->buf + r->end, r->cap - r->end)
 		                : tk__src_read(&r->src, r->buf + r->end, r->cap - r->end);
-		if (n < 0)
-			return src_fail(r);
+		if (n < 0) {
+			if (!added)
+				return src_fail(r);
+			/* the bytes before the failure are parsed first, as they are
+			 * however the reads fall (the threads' blocks among them) */
+			r->src_failed = 1;
+			break;
+		}
 		if (n == 0) {
 			r->eof = 1;
 			break;
