@@ -1,6 +1,7 @@
 /* parse_only.c: read a trace with libtracekit and report events, decoded bytes and speed. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -34,15 +35,22 @@ static void report(const tk_reader *r, double secs)
 
 int main(int argc, char **argv)
 {
-	if (argc != 2 || strcmp(argv[1], "--help") == 0) {
-		fprintf(stderr, "usage: parse_only FILE|-\n"
+	tk_reader_opts o = {0};
+	int a = 1;
+	if (argc == 4 && strcmp(argv[1], "--threads") == 0) {
+		o.threads = (unsigned)atoi(argv[2]);
+		a = 3;
+	}
+	if (argc != a + 1 || strcmp(argv[a], "--help") == 0) {
+		fprintf(stderr, "usage: parse_only [--threads N] FILE|-\n"
 		                "Parses every event of a trace (JSON or gzip-compressed JSON) and prints\n"
-		                "the event count, bytes read, bytes decoded and elapsed seconds.\n");
-		return argc == 2 ? 0 : 2;
+		                "the event count, bytes read, bytes decoded and elapsed seconds; with\n"
+		                "--threads N on N threads (tk_reader_opts.threads; default 1).\n");
+		return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
 	}
 	double t0 = now_s();
 	tk_reader *r = NULL;
-	int rc = tk_reader_open_path(&r, argv[1], NULL);
+	int rc = tk_reader_open_path(&r, argv[a], &o);
 	if (rc != TK_OK) {
 		fprintf(stderr, "parse_only: %s\n", r ? tk_reader_error(r) : tk_strerror(rc));
 		if (r)
