@@ -1,4 +1,6 @@
 /* test_par.c: one JSON trace parsed on several threads (par.c): the same events, metadata, warnings, errors and counts as on one thread, wherever the blocks are cut. */
+#include <archive.h>
+#include <archive_entry.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,6 +343,67 @@ static void test_small_input_alone(void **state)
 	free(t);
 }
 
+/* A tar of two traces: the first member's reader, parsing ahead on its
+ * threads, is left behind when the caller moves on to the second; the
+ * second reads whole and alike, the first ends with an error (the archive
+ * has moved on), nothing races (the archive's calls are serialized). */
+static void test_archive_moved_on(void **state)
+{
+	(void)state;
+	size_t n;
+	char *t = make_trace(15000, L_KINETO, &n); /* more than the reader's first window (1 MiB) */
+	size_t cap = 2 * n + 65536, used = 0;
+	char *tar = malloc(cap);
+	struct archive *w = archive_write_new();
+	archive_write_set_format_pax_restricted(w);
+	assert_int_equal(archive_write_open_memory(w, tar, cap, &used), ARCHIVE_OK);
+	for (int i = 0; i < 2; i++) {
+		struct archive_entry *e = archive_entry_new();
+		archive_entry_set_pathname(e, i ? "b.json" : "a.json");
+		archive_entry_set_size(e, (la_int64_t)n);
+		archive_entry_set_filetype(e, AE_IFREG);
+		archive_entry_set_perm(e, 0644);
+		assert_int_equal(archive_write_header(w, e), ARCHIVE_OK);
+		assert_int_equal(archive_write_data(w, t, n), (la_ssize_t)n);
+		archive_entry_free(e);
+	}
+	archive_write_close(w);
+	archive_write_free(w);
+	tu_write_file(tu_path("two.tar"), tar, used);
+	free(tar);
+
+	tk_reader_opts o = {0};
+	o.threads = 3;
+	tk__par_block_bytes = 4096;
+	tk_inputs *in = NULL;
+	tk_reader *ra = NULL, *rb = NULL;
+	const char *name;
+	const tk_event *ev;
+	assert_int_equal(tk_inputs_open(&in, tu_path("two.tar"), &o), 0);
+	assert_int_equal(tk_inputs_next(in, &ra, &name), TK_OK);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(tk_reader_next(ra, &ev), TK_OK);
+	assert_int_equal(tk_inputs_next(in, &rb, &name), TK_OK);
+	assert_string_equal(name, tu_path("two.tar//b.json"));
+	int rc;
+	uint64_t got = 0;
+	while ((rc = tk_reader_next(rb, &ev)) == TK_OK)
+		got++;
+	assert_int_equal(rc, TK_EOF);
+	assert_int_equal(got, 15000);
+	assert_non_null(rb->par); /* a member is parsed on the threads too */
+	while ((rc = tk_reader_next(ra, &ev)) == TK_OK)
+		;
+	assert_int_equal(rc, TK_ERR_IO);
+	assert_true(strstr(tk_reader_error(ra), "moved on") != NULL);
+	tk_reader_free(ra);
+	tk_reader_free(rb);
+	tk_inputs_free(in);
+	tk__par_block_bytes = 0;
+	free(t);
+	tu_cleanup();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -353,6 +416,7 @@ int main(void)
 		cmocka_unit_test(test_no_threads),
 		cmocka_unit_test(test_trickled_source),
 		cmocka_unit_test(test_small_input_alone),
+		cmocka_unit_test(test_archive_moved_on),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -434,14 +434,14 @@ int tk_reader_next(tk_reader *r, const tk_event **ev)
 	if (!r->fmt)
 		return TK_ERR_ARG;
 	int rc = r->fmt->rd->next(r, ev);
+	if (rc != TK_OK && r->par)
+		tk__par_finish(r->par); /* the threads end; the strings stay */
 	if (rc == TK_EOF && r->arc_only)
 		rc = only_trace(r);
 	if (rc == TK_OK)
 		r->stats.events++;
 	else if (rc < 0 && !r->err.code)
 		r->err.code = rc;
-	if (rc != TK_OK && r->par)
-		tk__par_finish(r->par); /* the threads end; the strings stay */
 	r->stats.bytes_in = r->par ? tk__par_bytes_in(r->par) : tk__src_bytes_in(&r->src);
 	return rc;
 }

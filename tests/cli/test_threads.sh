@@ -80,6 +80,14 @@ for in in min.json kineto.json fakes.json kineto.json.gz bad.json cut.json cut.j
 	same "merge $in" "$BIN/trace-merge" "r1_$in" r0_min.json --rank-from 'r([0-9])_' -o OUT.json
 	same "diff $in" "$BIN/trace-diff" min.json "$in" -f json
 done
+# traces inside an archive: a member's reader parses on the threads as well
+cp kineto.json.gz r1_kineto.json.gz && cp fakes.json r2_fakes.json
+tar -cf both.tar kineto.json fakes.json bad.json && tar -czf both.tar.gz r1_kineto.json.gz r2_fakes.json
+same "stats on every member of a .tar" "$BIN/trace-stats" both.tar -t ops,kernels -f json
+same "stats on every member of a .tar.gz" "$BIN/trace-stats" both.tar.gz -t ops,kernels -f json
+same "convert a member of a .tar" "$BIN/trace-convert" both.tar//fakes.json -o OUT.json
+same "merge the members of a .tar.gz" "$BIN/trace-merge" both.tar.gz --rank-from 'r([0-9])_' -o OUT.json
+
 # the outputs are those of the whole input where it is whole
 for f in kineto.json fakes.json kineto.json.gz; do
 	"$BIN/trace-convert" "$f" -o "$f.tkb" --threads 8 >/dev/null 2>&1

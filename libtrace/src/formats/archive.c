@@ -1,6 +1,7 @@
 /* archive.c: the archive filter: tar, zip, 7z and whatever else libarchive reads, with the members read as they stream by (nothing extracted to disk). */
 #define _GNU_SOURCE
 #include <archive.h>
+#include <pthread.h>
 #include <archive_entry.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -14,6 +15,10 @@
 
 struct tk__arc {
 	int refs;
+	/* held by every call into libarchive that a member's reader may make
+	 * from another thread (its parse threads read ahead: docs/threads.md)
+	 * while the caller moves on to the next member */
+	pthread_mutex_t mu;
 	tk__src src; /* the stack below the archive */
 	struct archive *a;
 	char *name;
@@ -285,6 +290,7 @@ int tk__arc_open(tk__arc **out, tk__src *below, const char *name)
 		return TK_ERR_NOMEM;
 	}
 	a->refs = 1;
+	pthread_mutex_init(&a->mu, NULL);
 	a->src = *below;
 	memset(below, 0, sizeof *below);
 	a->name = tk__strdup(name ? name : "(input)");
@@ -332,10 +338,21 @@ void tk__arc_unref(tk__arc *a)
 	free(a->last);
 	free(a->name);
 	free(a->buf);
+	pthread_mutex_destroy(&a->mu);
 	free(a);
 }
 
+static int arc_next(tk__arc *a, const char **member, int64_t *size);
+
 int tk__arc_next(tk__arc *a, const char **member, int64_t *size)
+{
+	pthread_mutex_lock(&a->mu);
+	int rc = arc_next(a, member, size);
+	pthread_mutex_unlock(&a->mu);
+	return rc;
+}
+
+static int arc_next(tk__arc *a, const char **member, int64_t *size)
 {
 	if (a->done)
 		return a->failed ? TK_ERR_FORMAT : 0;
@@ -395,9 +412,19 @@ typedef struct arc_member {
 	uint64_t gen; /* the member's: a->gen while it is open */
 } arc_member;
 
+static long member_read_locked(arc_member *m, unsigned char *dst, size_t cap, uint64_t *bytes_in, char *err);
+
 static long member_read(void *ctx, unsigned char *dst, size_t cap, uint64_t *bytes_in, char *err)
 {
 	arc_member *m = ctx;
+	pthread_mutex_lock(&m->a->mu);
+	long n = member_read_locked(m, dst, cap, bytes_in, err);
+	pthread_mutex_unlock(&m->a->mu);
+	return n;
+}
+
+static long member_read_locked(arc_member *m, unsigned char *dst, size_t cap, uint64_t *bytes_in, char *err)
+{
 	tk__arc *a = m->a;
 	uint64_t gen = m->gen;
 	if (gen != a->gen || (a->done && !a->failed)) {

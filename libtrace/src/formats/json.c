@@ -722,7 +722,7 @@ static int json_next(tk_reader *r, const tk_event **ev)
 	if (rc == TK_OK && s->st == ST_EV_NEXT && r->opts.threads > 1 && !lazy) {
 		if (r->par)
 			tk__par_resume(r);
-		else if (!r->par_tried && !r->src.base.read)
+		else if (!r->par_tried)
 			tk__par_start(r, &json_par);
 	}
 	return rc;
