@@ -156,6 +156,8 @@ int tk__pump_open(tk__pump **out, const char *path, const tk_reader_opts *o, uin
 	p->want = want;
 	p->want_arg = want_arg;
 	tk__reader_set_lazy_args(p->r, want != NULL);
+	if (want) /* the lazy pass stays on one thread (par.c): inflate ahead of it */
+		tk__src_read_ahead(&p->r->src);
 	for (int i = 0; i < BATCHES; i++)
 		if (!(p->b[i].ev = malloc(BATCH_EVENTS * sizeof *p->b[i].ev)))
 			return TK_ERR_NOMEM;

@@ -204,7 +204,11 @@ int tk__reader_open_src(tk_reader **out, tk__src *src, const char *name, const c
 		                   member);
 	if ((rc = pick_format(r)))
 		return rc;
-	tk__src_read_ahead(&r->src);
+	/* on several threads one of them inflates the next block while the
+	 * others parse (par.c): a thread of the source's own would only add a
+	 * copy and take a processor from them */
+	if (r->opts.threads <= 1 || r->fmt != &tk__format_json)
+		tk__src_read_ahead(&r->src);
 	return 0;
 }
 
