@@ -34,6 +34,9 @@ struct tk__pump {
 	batch *cur;
 	size_t cur_i;
 	int final_rc; /* once the last batch is used up */
+	/* the reader parses on threads of its own (par.c): its events are
+	 * handed on as they come, with no thread and no copy here */
+	int direct;
 };
 
 /* The args and extra text of ev, appended to the batch; the pointers are
@@ -158,6 +161,10 @@ int tk__pump_open(tk__pump **out, const char *path, const tk_reader_opts *o, uin
 	tk__reader_set_lazy_args(p->r, want != NULL);
 	if (want) /* the lazy pass stays on one thread (par.c): inflate ahead of it */
 		tk__src_read_ahead(&p->r->src);
+	if (!want && o && o->threads > 1) {
+		p->direct = 1;
+		return 0;
+	}
 	for (int i = 0; i < BATCHES; i++)
 		if (!(p->b[i].ev = malloc(BATCH_EVENTS * sizeof *p->b[i].ev)))
 			return TK_ERR_NOMEM;
@@ -176,6 +183,18 @@ static void join(tk__pump *p)
 
 int tk__pump_next(tk__pump *p, const tk_event **ev)
 {
+	if (p->direct) {
+		if (p->final_rc)
+			return p->final_rc;
+		int rc = p->limit ? tk_reader_next(p->r, ev) : TK_EOF;
+		if (rc == TK_OK) {
+			p->limit--;
+			p->taken++;
+		} else {
+			p->final_rc = rc;
+		}
+		return rc;
+	}
 	for (;;) {
 		if (p->cur && p->cur_i < p->cur->n) {
 			*ev = &p->cur->ev[p->cur_i++];
@@ -217,6 +236,8 @@ tk_reader *tk__pump_reader(tk__pump *p)
 
 uint64_t tk__pump_bytes_in(const tk__pump *p)
 {
+	if (p->direct)
+		return tk_reader_get_stats(p->r)->bytes_in;
 	return p->cur ? p->cur->bytes_in : 0;
 }
 
