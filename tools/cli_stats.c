@@ -245,6 +245,86 @@ int cli_stats_read(const char *tool, const char *name, tk_reader *r, const cli_s
 	return 0;
 }
 
+/* ---- the traces of a run ---- */
+
+/* "rank N" from distributedInfo when the trace has it. */
+static void rank_label(tk_reader *r, size_t index, char *buf, size_t cap)
+{
+	tk_sv di = tk_reader_meta_find(r, "distributedInfo"), v;
+	if (di.ptr && tk_json_obj_find(di, "rank", &v) == 0 && v.len < 20)
+		snprintf(buf, cap, "rank %.*s", (int)v.len, v.ptr);
+	else
+		snprintf(buf, cap, "trace %zu", index);
+}
+
+static int label_taken(const cli_stats_run *run, const char *l)
+{
+	for (size_t i = 0; i < run->n; i++)
+		if (strcmp(run->labels[i], l) == 0)
+			return 1;
+	return 0;
+}
+
+/* The next trace's label, made distinct from the others' (" #2", " #3"):
+ * two traces that say they are the same rank get columns of their own. */
+static void unique_label(cli_stats_run *run, const char *name)
+{
+	char *l = run->labels[run->n], base[32];
+	if (!label_taken(run, l))
+		return;
+	snprintf(base, sizeof base, "%s", l);
+	for (int k = 2; label_taken(run, l); k++)
+		snprintf(l, sizeof run->labels[0], "%.18s #%d", base, k);
+	if (!run->req.quiet)
+		cli_warn(run->tool, "%s: %s again (as an earlier trace says it is); its columns are '%s'", name, base, l);
+}
+
+int cli_stats_run_add(void *ctx, const char *name, tk_reader *r)
+{
+	cli_stats_run *run = ctx;
+	size_t index = run->seen++;
+	cli_stats_out got;
+	if (cli_stats_read(run->tool, name, r, &run->req, &got))
+		return 1;
+	for (size_t i = 0; i < got.n; i++) {
+		if (run->n == run->cap) {
+			size_t nc = run->cap ? run->cap * 2 : 16;
+			tk_stats **ns = realloc(run->s, nc * sizeof *ns);
+			if (ns)
+				run->s = ns;
+			char(*nl)[32] = ns ? realloc(run->labels, nc * sizeof *nl) : NULL;
+			if (!nl) {
+				cli_err(run->tool, "out of memory");
+				for (size_t k = i; k < got.n; k++)
+					tk_stats_free(got.s[k]);
+				got.n = 0;
+				cli_stats_out_free(&got);
+				return 1;
+			}
+			run->labels = nl;
+			run->cap = nc;
+		}
+		if (got.rank[i] >= 0)
+			snprintf(run->labels[run->n], sizeof run->labels[run->n], "rank %lld", (long long)got.rank[i]);
+		else
+			rank_label(r, index, run->labels[run->n], sizeof run->labels[run->n]);
+		unique_label(run, name);
+		run->s[run->n++] = got.s[i];
+	}
+	got.n = 0; /* the stats are the run's now */
+	cli_stats_out_free(&got);
+	return 0;
+}
+
+void cli_stats_run_free(cli_stats_run *run)
+{
+	for (size_t i = 0; i < run->n; i++)
+		tk_stats_free(run->s[i]);
+	free(run->s);
+	free(run->labels);
+	*run = (cli_stats_run){0};
+}
+
 /* ---- writing the tables ---- */
 
 static int write_one(const cli_tables *w, const char *path, const int *ts, size_t n)

@@ -39,6 +39,21 @@ typedef struct cli_stats_out {
 int cli_stats_read(const char *tool, const char *name, tk_reader *r, const cli_stats_req *q, cli_stats_out *out);
 void cli_stats_out_free(cli_stats_out *out);
 
+/* The stats of every trace a run reads (cli_each_trace's function
+ * cli_stats_run_add), each read with req, with their labels: "rank R" for
+ * a rank of a trace-merge output and from distributedInfo.rank, else
+ * "trace N"; two traces that say they are the same rank get " #2", with a
+ * warning. Set tool and req, zero the rest. */
+typedef struct cli_stats_run {
+	const char *tool;
+	cli_stats_req req;
+	tk_stats **s;
+	char (*labels)[32];
+	size_t n, cap, seen;
+} cli_stats_run;
+int cli_stats_run_add(void *run, const char *name, tk_reader *r);
+void cli_stats_run_free(cli_stats_run *run);
+
 /* The tables of a run, written as every stats tool writes them: to -o
  * FILE (published whole, a device or FIFO written in place) or standard
  * output; JSON as one object with a member per table (keys), text and

@@ -177,52 +177,9 @@ static int parse_args(int argc, char **argv, stats_opts *o)
 
 /* ---- reading ---- */
 
-/* "rank N" from distributedInfo when the trace has it. */
-static void rank_label(tk_reader *r, size_t index, char *buf, size_t cap)
+/* The request of every trace of the run (cli_stats_run). */
+static cli_stats_req request(const stats_opts *o)
 {
-	tk_sv di = tk_reader_meta_find(r, "distributedInfo"), v;
-	if (di.ptr && tk_json_obj_find(di, "rank", &v) == 0 && v.len < 20)
-		snprintf(buf, cap, "rank %.*s", (int)v.len, v.ptr);
-	else
-		snprintf(buf, cap, "trace %zu", index);
-}
-
-/* The stats of every trace read, with their labels. */
-typedef struct stats_run {
-	const stats_opts *o;
-	tk_stats **s;
-	char (*labels)[32];
-	size_t n, cap, seen;
-} stats_run;
-
-static int label_taken(const stats_run *run, const char *l)
-{
-	for (size_t i = 0; i < run->n; i++)
-		if (strcmp(run->labels[i], l) == 0)
-			return 1;
-	return 0;
-}
-
-/* The next trace's label, made distinct from the others' (" #2", " #3"):
- * two traces that say they are the same rank get columns of their own. */
-static void unique_label(stats_run *run, const char *name)
-{
-	char *l = run->labels[run->n], base[32];
-	if (!label_taken(run, l))
-		return;
-	snprintf(base, sizeof base, "%s", l);
-	for (int k = 2; label_taken(run, l); k++)
-		snprintf(l, sizeof run->labels[0], "%.18s #%d", base, k);
-	if (!run->o->quiet)
-		cli_warn(tool.name, "%s: %s again (as an earlier trace says it is); its columns are '%s'",
-		         name, base, l);
-}
-
-static int read_one(void *ctx, const char *name, tk_reader *r)
-{
-	stats_run *run = ctx;
-	const stats_opts *o = run->o;
-	size_t index = run->seen++;
 	/* a trace-merge output: each rank as an input of its own */
 	cli_stats_req q = {o->sopts, o->step_a, o->step_b, o->window, o->quiet, 1, (o->tables & (1 << T_MEMORY)) != 0,
 	                   o->ropts};
@@ -231,37 +188,7 @@ static int read_one(void *ctx, const char *name, tk_reader *r)
 	q.sopts.memory_table = (o->tables & (1 << T_MEMORY)) != 0 || o->series;
 	q.sopts.memory_series = o->series != NULL;
 	q.sopts.collective_table = (o->tables & (1 << T_COLL)) != 0;
-	cli_stats_out got;
-	if (cli_stats_read(tool.name, name, r, &q, &got))
-		return 1;
-	for (size_t i = 0; i < got.n; i++) {
-		if (run->n == run->cap) {
-			size_t nc = run->cap ? run->cap * 2 : 16;
-			tk_stats **ns = realloc(run->s, nc * sizeof *ns);
-			if (ns)
-				run->s = ns;
-			char(*nl)[32] = ns ? realloc(run->labels, nc * sizeof *nl) : NULL;
-			if (!nl) {
-				cli_err(tool.name, "out of memory");
-				for (size_t k = i; k < got.n; k++)
-					tk_stats_free(got.s[k]);
-				got.n = 0;
-				cli_stats_out_free(&got);
-				return 1;
-			}
-			run->labels = nl;
-			run->cap = nc;
-		}
-		if (got.rank[i] >= 0)
-			snprintf(run->labels[run->n], sizeof run->labels[run->n], "rank %lld", (long long)got.rank[i]);
-		else
-			rank_label(r, index, run->labels[run->n], sizeof run->labels[run->n]);
-		unique_label(run, name);
-		run->s[run->n++] = got.s[i];
-	}
-	got.n = 0; /* the stats are the run's now */
-	cli_stats_out_free(&got);
-	return 0;
+	return q;
 }
 
 /* ---- output ---- */
@@ -369,8 +296,10 @@ static int run_stats(const stats_opts *o)
 {
 	if (o->list)
 		return cli_list_traces(tool.name, o->in, (size_t)o->n_in);
-	stats_run run = {o, NULL, NULL, 0, 0, 0};
-	int status = cli_each_trace(tool.name, o->in, (size_t)o->n_in, &o->ropts, read_one, &run) ? 1 : 0;
+	cli_stats_run run = {0};
+	run.tool = tool.name;
+	run.req = request(o);
+	int status = cli_each_trace(tool.name, o->in, (size_t)o->n_in, &o->ropts, cli_stats_run_add, &run) ? 1 : 0;
 	const char **lp = calloc(run.n ? run.n : 1, sizeof *lp);
 	for (size_t i = 0; lp && i < run.n; i++)
 		lp[i] = run.labels[i];
@@ -384,10 +313,7 @@ static int run_stats(const stats_opts *o)
 		if (!rc && o->series && (rc = write_series(o, run.s, run.labels, run.n)) != 0)
 			status = rc;
 	}
-	for (size_t i = 0; i < run.n; i++)
-		tk_stats_free(run.s[i]);
-	free(run.s);
-	free(run.labels);
+	cli_stats_run_free(&run);
 	free(lp);
 	return status;
 }

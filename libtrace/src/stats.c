@@ -120,6 +120,7 @@ void tk_stats_free(tk_stats *s)
 	tk__map_free(&s->chain_index);
 	tk__idmap_free(&s->ext_map);
 	tk__idmap_free(&s->corr_map);
+	tk__stats_free_flame(s);
 	for (size_t i = 0; i < s->n_threads; i++) {
 		free(s->threads[i].pend);
 		free(s->threads[i].stack);
@@ -289,6 +290,13 @@ static int keep_id(tk_stats *s, tk_id *dst, const tk_id *src)
 static tk__thread *thread_lookup(tk_stats *s, const tk_event *ev);
 
 /* Consecutive events mostly share a thread: compare before building a key. */
+static tk__thread *thread_of(tk_stats *s, const tk_event *ev);
+
+tk__thread *tk__stats_thread(tk_stats *s, const tk_event *ev)
+{
+	return thread_of(s, ev);
+}
+
 static tk__thread *thread_of(tk_stats *s, const tk_event *ev)
 {
 	if (s->last_thread && same_id(&s->last_pid, &ev->pid) && same_id(&s->last_tid, &ev->tid))
@@ -373,7 +381,7 @@ static void pend_sort_ix(const tk__pend *v, uint32_t *ix, size_t n, uint32_t *tm
  * already (what the last flush left): the events since are sorted and
  * merged in. Sorting 4-byte indexes, then moving each event once, keeps the
  * extra memory well under the events' own. */
-static int pend_sort(tk__pend *v, size_t n, size_t n_sorted)
+int tk__pend_sort(tk__pend *v, size_t n, size_t n_sorted)
 {
 	size_t n_new = n - n_sorted, n_tmp = n_sorted > n_new / 2 ? n_sorted : n_new / 2;
 	if (n < 2 || !n_new)
@@ -405,7 +413,7 @@ static int pend_sort(tk__pend *v, size_t n, size_t n_sorted)
 }
 
 /* Innermost open op that encloses [ts, end); pops ops that cannot (torch's rule). */
-static tk__frame *parent_frame(tk__thread *t, const tk__pend *p, int late)
+tk__frame *tk__parent_frame(tk__thread *t, const tk__pend *p, int late)
 {
 	int64_t end = tk__sat_add(p->ts, p->dur);
 	if (late) {
@@ -475,7 +483,7 @@ static tk__frame *late_api_parent(tk_stats *s, const tk__pend *p, tk__frame *tmp
 static int process_op(tk_stats *s, tk__thread *t, const tk__pend *p)
 {
 	int late = t->started && p->ts < t->frontier;
-	tk__frame tmp, *par = parent_frame(t, p, late);
+	tk__frame tmp, *par = tk__parent_frame(t, p, late);
 	if (late && p->api && !par)
 		par = late_api_parent(s, p, &tmp);
 	tk__oprow *row = &s->ops[p->key - 1];
@@ -511,7 +519,7 @@ static int process_op(tk_stats *s, tk__thread *t, const tk__pend *p)
 /* Sort a thread's pending events and process the first `n` of them. */
 static int flush_thread(tk_stats *s, tk__thread *t, size_t n)
 {
-	int rc = pend_sort(t->pend, t->n_pend, t->n_sorted);
+	int rc = tk__pend_sort(t->pend, t->n_pend, t->n_sorted);
 	if (rc)
 		return tk__err_msg(&s->err, rc, rc == TK_ERR_NOMEM ? "out of memory"
 		                                                : "too many pending events on one thread");
@@ -741,13 +749,17 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 	 * categories counted, in the window or not */
 	if ((s->opts.step_table || s->opts.launch_table) && tk__stats_steps_add(s, ev, cls))
 		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
-	if (cls == TK_STATS_SKIP || filtered_name(ev->name))
+	/* the call paths take the Python frames of with_stack traces too */
+	int py = cls == TK_STATS_SKIP && s->opts.flame && (ev->has & TK_HAS_CAT) && sv_is(ev->cat, "python_function");
+	if ((cls == TK_STATS_SKIP && !py) || filtered_name(ev->name))
 		return 0;
 	if (s->opts.window.set) {
 		int64_t t = s->opts.steps && cls >= TK_STATS_KERNEL ? tk_steps_time(s->opts.steps, ev, NULL) : ev->ts;
 		if (t < s->opts.window.lo || t >= s->opts.window.hi)
 			return 0;
 	}
+	if (py) /* not an op: the call paths' alone */
+		return tk__stats_flame_add(s, ev, ev->name) ? tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory") : 0;
 	s->info.events++;
 	if (ev->ts < s->info.ts_min)
 		s->info.ts_min = ev->ts;
@@ -756,6 +768,8 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 	tk_sv name = ev->name;
 	if (cls == TK_STATS_OP && name.len > 13 && memcmp(name.ptr, "ProfilerStep#", 13) == 0)
 		name = (tk_sv){"ProfilerStep*", 13};
+	if (s->opts.flame && cls <= TK_STATS_API && tk__stats_flame_add(s, ev, name))
+		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 	const tk__namec *c = name_of(s, name, cls);
 	if (!c)
 		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
@@ -810,7 +824,8 @@ int tk_stats_finish(tk_stats *s)
 	int rc = flush_all(s);
 	if (rc)
 		return rc;
-	if (tk__stats_finish_steps(s) || tk__stats_finish_memory(s) || tk__stats_finish_coll(s))
+	if (tk__stats_finish_steps(s) || tk__stats_finish_memory(s) || tk__stats_finish_coll(s) ||
+	    tk__stats_finish_flame(s))
 		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 	s->finished = 1;
 	/* rows in torch's order: by the first event's (start, -end); the

@@ -210,9 +210,58 @@ static int render_md(const tk__grid *g, tk__buf *o)
 	return rc ? TK_ERR_NOMEM : 0;
 }
 
+/* Text in HTML: &, <, >, " as entities. */
+int tk__html_escape(tk__buf *o, const char *s, size_t n)
+{
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		switch (s[i]) {
+		case '&': rc = tk__buf_append(o, "&amp;", 5); break;
+		case '<': rc = tk__buf_append(o, "&lt;", 4); break;
+		case '>': rc = tk__buf_append(o, "&gt;", 4); break;
+		case '"': rc = tk__buf_append(o, "&quot;", 6); break;
+		default: rc = tk__buf_putc(o, s[i]);
+		}
+	}
+	return rc ? TK_ERR_NOMEM : 0;
+}
+
+static int html_text(tk__buf *o, const char *s)
+{
+	return tk__html_escape(o, s, strlen(s));
+}
+
+/* A <table> with the cells as the text table shows them, numbers on the
+ * right (class "n"), then the footer lines as paragraphs (class "foot"). */
+static int render_html(const tk__grid *g, tk__buf *o)
+{
+	int rc = tk__buf_puts(o, "<table class=\"tk\">\n<thead><tr>");
+	for (size_t c = 0; c < g->n_cols && !rc; c++)
+		rc = tk__buf_puts(o, g->cols[c].left || !g->isnum[c] ? "<th>" : "<th class=\"n\">") ||
+		     html_text(o, g->cols[c].head) || tk__buf_puts(o, "</th>");
+	rc = rc || tk__buf_puts(o, "</tr></thead>\n<tbody>\n");
+	for (size_t r = 0; r < g->n_rows && !rc; r++) {
+		rc = tk__buf_puts(o, "<tr>");
+		for (size_t c = 0; c < g->n_cols && !rc; c++)
+			rc = tk__buf_puts(o, g->cols[c].left || !g->isnum[c] ? "<td>" : "<td class=\"n\">") ||
+			     html_text(o, cell(g, r, c, 0)) || tk__buf_puts(o, "</td>");
+		rc = rc || tk__buf_puts(o, "</tr>\n");
+	}
+	rc = rc || tk__buf_puts(o, "</tbody>\n</table>\n");
+	for (size_t at = 0; !rc && at < g->foot.len;) {
+		const char *nl = memchr(g->foot.p + at, '\n', g->foot.len - at);
+		size_t end = nl ? (size_t)(nl - g->foot.p) : g->foot.len;
+		rc = tk__buf_puts(o, "<p class=\"foot\">") || tk__html_escape(o, g->foot.p + at, end - at) ||
+		     tk__buf_puts(o, "</p>\n");
+		at = end + 1;
+	}
+	return rc ? TK_ERR_NOMEM : 0;
+}
+
 int tk__grid_render(const tk__grid *g, int format, tk__buf *out)
 {
 	switch (format) {
+	case TK_TABLE_HTML: return render_html(g, out);
 	case TK_TABLE_TEXT: return render_text(g, out);
 	case TK_TABLE_CSV: return render_csv(g, out);
 	case TK_TABLE_JSON: return render_json(g, out);

@@ -1,4 +1,4 @@
-/* stats_grid.h: a table of display and raw cells rendered as text, CSV, JSON or Markdown. */
+/* stats_grid.h: a table of display and raw cells rendered as text, CSV, JSON, Markdown or HTML. */
 #ifndef TK_STATS_GRID_H
 #define TK_STATS_GRID_H
 
@@ -48,6 +48,8 @@ int tk__grid_output(tk__grid *g, int rc, size_t rows, int format, char **out, si
 /* Stats object i's label: o->labels[i], else "rank i". */
 void tk__grid_label(const tk_table_opts *o, size_t i, char *buf, size_t cap);
 int tk__grid_render(const tk__grid *g, int format, tk__buf *out);
+/* n bytes of text in HTML: &, <, >, " as entities; 0 or TK_ERR_NOMEM. */
+int tk__html_escape(tk__buf *o, const char *s, size_t n);
 void tk__grid_free(tk__grid *g);
 
 #endif

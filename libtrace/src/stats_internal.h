@@ -101,6 +101,7 @@ typedef struct tk__thread {
 	size_t depth, cap_stack;
 	int64_t frontier; /* start of the last op processed */
 	int started;
+	struct tk__thread *fl; /* the call paths' own (stats_flame.c), NULL until used */
 } tk__thread;
 
 /* A name's rows, cached by the event's name pointer (stats.c name_of). */
@@ -159,6 +160,15 @@ struct tk_stats {
 	size_t n_coll, cap_coll;
 	tk_stats_collective *coll_rows;
 	size_t n_coll_rows, cap_coll_rows;
+	/* the call paths of CPU time (stats_flame.c): path i = (fl_name[i],
+	 * fl_parent[i]), 0 none; its self time */
+	tk__strtab fl_names;
+	uint32_t *fl_name, *fl_parent;
+	int64_t *fl_self;
+	size_t n_fl, cap_fl;
+	tk__map fl_index;
+	size_t n_fpending;
+	tk_stats_frame *frames; /* results */
 	/* results, built by tk_stats_finish */
 	int finished;
 	size_t *sum_order[6];
@@ -168,6 +178,19 @@ struct tk_stats {
 	tk__namec names[1u << TK__NAMEC_BITS];
 	tk__err err;
 };
+
+/* A thread's CPU events in time order (stats.c): sort pend[0, n), of which
+ * [0, n_sorted) are sorted already. 0, TK_ERR_NOMEM or TK_ERR_LIMIT. */
+int tk__pend_sort(tk__pend *v, size_t n, size_t n_sorted);
+/* The innermost open frame of t that encloses p; torch's rule pops the
+ * frames that cannot (not for a late event). */
+tk__frame *tk__parent_frame(tk__thread *t, const tk__pend *p, int late);
+/* The thread of ev's (pid, tid); NULL when out of memory. */
+tk__thread *tk__stats_thread(tk_stats *s, const tk_event *ev);
+/* A CPU event for the call paths (opts.flame), under name: 0 or an error. */
+int tk__stats_flame_add(tk_stats *s, const tk_event *ev, tk_sv name);
+int tk__stats_finish_flame(tk_stats *s);
+void tk__stats_free_flame(tk_stats *s);
 
 /* Python's repr of the Input Dims list: "[[8, 1024], [], [1024, 1024]]". */
 int tk__shapes_repr(tk_sv dims_json, tk__buf *out);

@@ -61,6 +61,13 @@ typedef struct tk_stats_opts {
 	/* Most CPU events held for sorting by time per stats object; 0 = 1<<19.
 	 * Results are exact while every thread's ops fit (see docs). */
 	size_t max_pending;
+	/* Build the call paths of CPU time (tk_stats_frame_get,
+	 * tk_stats_format_folded): ops, runtime calls and the Python frames of
+	 * with_stack traces (category python_function), nested by time on
+	 * their thread, each path with its self time. Held for sorting apart
+	 * from the ops (max_pending more events), so the other tables are the
+	 * same with it or without; memory grows with the distinct paths. */
+	int flame;
 } tk_stats_opts;
 
 typedef struct tk_stats tk_stats;
@@ -223,6 +230,25 @@ typedef struct tk_stats_info {
 } tk_stats_info;
 TK_API const tk_stats_info *tk_stats_get_info(const tk_stats *s);
 
+/* ---- call paths of CPU time (opts.flame) ---- */
+
+/* A call path: its innermost frame's name, the path it was called from, and
+ * the time spent in it but not in a frame it called. Paths come after their
+ * callers. */
+typedef struct tk_stats_frame {
+	const char *name;
+	size_t parent;   /* index of the calling path; SIZE_MAX for an outermost frame */
+	int64_t self_ns; /* >= 0 */
+	int64_t total_ns; /* self_ns and the total of every path it calls */
+} tk_stats_frame;
+TK_API size_t tk_stats_frame_count(const tk_stats *s);
+TK_API const tk_stats_frame *tk_stats_frame_get(const tk_stats *s, size_t i);
+/* The paths of s[0..n) as folded stacks, the input of flamegraph.pl and
+ * speedscope: a line "outer;...;inner SELF_NS" per path with self time,
+ * the same path of several stats objects summed, lines in byte order. A
+ * ';' or a control character in a name is written as '_'. */
+TK_API int tk_stats_format_folded(tk_stats *const *s, size_t n, char **out, size_t *len);
+
 /* ---- FLOPs ---- */
 
 /* FLOPs of one op from its Input Dims and (conv) Concrete Inputs; 0 when
@@ -233,7 +259,9 @@ TK_API uint64_t tk_flops_event(const tk_event *ev, int mode);
 
 /* ---- Tables ---- */
 
-enum { TK_TABLE_TEXT = 0, TK_TABLE_CSV = 1, TK_TABLE_JSON = 2, TK_TABLE_MARKDOWN = 3 };
+/* HTML: a <table class="tk"> (number cells class "n") and the footer lines
+ * as <p class="foot">, the cells as text shows them: for a page of one's own. */
+enum { TK_TABLE_TEXT = 0, TK_TABLE_CSV = 1, TK_TABLE_JSON = 2, TK_TABLE_MARKDOWN = 3, TK_TABLE_HTML = 4 };
 
 /* Strings and arrays are borrowed for the call that renders a table. */
 typedef struct tk_table_opts {
