@@ -255,6 +255,80 @@ static void test_format_json(void **st)
 	tk_stats_free(s);
 }
 
+/* Call paths (opts.flame) of tiny_gpu.json, by hand (µs): ProfilerStep#1
+ * [0,100) > model.py forward [5,95) (a Python frame) > linear [10,60) >
+ * addmm [15,55) > cudaLaunchKernel [20,30); forward > mul [70,90) >
+ * cudaLaunchKernel [75,80); is_leaf dropped. Self: step 100-90 = 10,
+ * forward 90-50-20 = 20, linear 50-40 = 10, addmm 40-10 = 30, its launch
+ * 10, mul 20-5 = 15, its launch 5; 100 in all. The ops table is the same
+ * with the paths or without. */
+static void test_flame(void **st)
+{
+	(void)st;
+	tk_stats_opts fo = {0};
+	fo.flame = 1;
+	tk_stats *f = load("tiny_gpu.json", &fo), *s = load("tiny_gpu.json", NULL);
+	char *out = NULL;
+	size_t len = 0;
+	assert_int_equal(tk_stats_format_folded(&f, 1, &out, &len), 0);
+	assert_string_equal(out, "ProfilerStep* 10000\n"
+	                         "ProfilerStep*;model.py(1): forward 20000\n"
+	                         "ProfilerStep*;model.py(1): forward;aten::linear 10000\n"
+	                         "ProfilerStep*;model.py(1): forward;aten::linear;aten::addmm 30000\n"
+	                         "ProfilerStep*;model.py(1): forward;aten::linear;aten::addmm;cudaLaunchKernel 10000\n"
+	                         "ProfilerStep*;model.py(1): forward;aten::mul 15000\n"
+	                         "ProfilerStep*;model.py(1): forward;aten::mul;cudaLaunchKernel 5000\n");
+	assert_int_equal(len, strlen(out));
+	free(out);
+	/* two stats objects: the same paths summed */
+	tk_stats *two[2] = {f, f};
+	assert_int_equal(tk_stats_format_folded(two, 2, &out, &len), 0);
+	assert_non_null(strstr(out, "ProfilerStep*;model.py(1): forward;aten::mul 30000\n"));
+	free(out);
+	/* frames: callers first, totals of what they call */
+	assert_int_equal(tk_stats_frame_count(f), 7);
+	const tk_stats_frame *root = tk_stats_frame_get(f, 0);
+	assert_string_equal(root->name, "ProfilerStep*");
+	assert_int_equal(root->parent, SIZE_MAX);
+	assert_int_equal(root->total_ns, 100000);
+	for (size_t i = 1; i < tk_stats_frame_count(f); i++)
+		assert_true(tk_stats_frame_get(f, i)->parent < i);
+	assert_int_equal(tk_stats_frame_count(s), 0);
+	tk_table_opts o = {0};
+	o.format = TK_TABLE_JSON;
+	o.row_limit = -1;
+	char *a = NULL, *b = NULL;
+	assert_int_equal(tk_stats_format_ops(&f, 1, &o, &a, NULL), 0);
+	assert_int_equal(tk_stats_format_ops(&s, 1, &o, &b, NULL), 0);
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+	tk_stats_free(f);
+	tk_stats_free(s);
+}
+
+/* Tables as HTML: the cells as text shows them, escaped, numbers on the
+ * right, the footer as paragraphs. */
+static void test_format_html(void **st)
+{
+	(void)st;
+	tk_stats *s = load("tiny_gpu.json", NULL);
+	tk_table_opts o = {0};
+	o.format = TK_TABLE_HTML;
+	o.row_limit = -1;
+	char *out = NULL;
+	assert_int_equal(tk_stats_format_sum(&s, 1, TK_STATS_KERNEL, &o, &out, NULL), 0);
+	assert_non_null(strstr(out, "<table class=\"tk\">"));
+	assert_non_null(strstr(out, "<td>gemm</td>"));
+	assert_non_null(strstr(out, "<td class=\"n\">8,000</td>"));
+	free(out);
+	assert_int_equal(tk_stats_format_sum(&s, 1, TK_STATS_MEMCPY, &o, &out, NULL), 0);
+	assert_non_null(strstr(out, "Memcpy HtoD (Pageable -&gt; Device)"));
+	assert_null(strstr(out, "Pageable -> Device"));
+	free(out);
+	tk_stats_free(s);
+}
+
 /* Args are read in one pass over the reader's compact JSON: the result must
  * be what tk_args_find gives (first of duplicate keys, top level only, the
  * alternative spelling when the first is not usable), with or without
@@ -333,6 +407,8 @@ int main(void)
 		cmocka_unit_test(test_median),
 		cmocka_unit_test(test_format_json),
 		cmocka_unit_test(test_args_one_pass),
+		cmocka_unit_test(test_flame),
+		cmocka_unit_test(test_format_html),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
