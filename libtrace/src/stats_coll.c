@@ -211,7 +211,13 @@ static const tk__collev *starts_of(const tk_stats *s, const char *kind, const ch
 int tk_stats_stragglers(tk_stats *const *s, size_t n, tk_stats_straggler *out, uint64_t *instances,
                         int64_t *max_skew)
 {
-	if (!s || !out)
+	return tk_stats_stragglers_of(s, n, NULL, NULL, out, instances, max_skew);
+}
+
+int tk_stats_stragglers_of(tk_stats *const *s, size_t n, const char *kind, const char *group,
+                           tk_stats_straggler *out, uint64_t *instances, int64_t *max_skew)
+{
+	if (!s || !out || !instances || !max_skew)
 		return TK_ERR_ARG;
 	memset(out, 0, n * sizeof *out);
 	*instances = 0;
@@ -227,6 +233,8 @@ int tk_stats_stragglers(tk_stats *const *s, size_t n, tk_stats_straggler *out, u
 	for (size_t a = 0; a < n; a++)
 		for (size_t k = 0; k < s[a]->n_coll_rows; k++) {
 			const tk_stats_collective *row = &s[a]->coll_rows[k];
+			if ((kind && strcmp(row->kind, kind) != 0) || (group && strcmp(row->group, group) != 0))
+				continue;
 			int seen = 0;
 			for (size_t b = 0; b < a && !seen; b++) {
 				size_t m;

@@ -210,6 +210,9 @@ typedef struct tk_stats_straggler {
 /* out: n records. *instances: collectives matched; *max_skew: ns. */
 TK_API int tk_stats_stragglers(tk_stats *const *s, size_t n, tk_stats_straggler *out, uint64_t *instances,
                                int64_t *max_skew);
+/* The same over the collectives of one kind (and group, NULL: any). */
+TK_API int tk_stats_stragglers_of(tk_stats *const *s, size_t n, const char *kind, const char *group,
+                                  tk_stats_straggler *out, uint64_t *instances, int64_t *max_skew);
 
 /* One [memory] event of profile_memory: 1 with its fields in *m (an
  * absent total: INT64_MIN; the device named as the memory table names it),
