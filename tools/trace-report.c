@@ -1409,8 +1409,9 @@ static int run_report(const report_opts *o)
 		R.t_first = R.main_rank;
 		R.t_n = 1;
 	}
-	/* the inputs, quoted as a shell takes them where they need it */
-	size_t cap = 1;
+	/* the inputs, quoted as a shell takes them where they need it (more
+	 * than 8 stand as TRACE...: the page lists them at its top) */
+	size_t cap = 16;
 	for (int i = 0; i < o->n_in; i++)
 		cap += 4 * strlen(o->in[i]) + 3;
 	char *owned = malloc(cap), *cmd = owned;
@@ -1436,6 +1437,8 @@ static int run_report(const report_opts *o)
 	}
 	if (cmd)
 		*cmd = 0;
+	if (owned && o->n_in > 8)
+		strcpy(owned, "TRACE...");
 	R.cmd_in = owned ? owned : "";
 	tk_outfile *out = NULL;
 	if (tk_outfile_open(&out, o->out)) {

@@ -458,6 +458,26 @@ def main():
         json.dump(t, open(p, "w"))
         nine.append(p)
     report("nine-ranks", nine, compare=False)
+    # 1,024 ranks: aggregated, not a line or a bar each, and the page stays small
+    many = []
+    launch = json.load(open(os.path.join(steps, "launch.json")))["traceEvents"]
+    for i in range(1024):
+        p = os.path.join(work, "k%04d.json" % i)
+        t = json.load(open(os.path.join(steps, "coll_rank%d.json" % (i % 2))))
+        t["distributedInfo"] = {"backend": "nccl", "rank": i, "world_size": 1024}
+        for e in launch:
+            if e.get("ph") != "M":
+                e = dict(e)
+                e["ts"] = e["ts"] + (i % 7) * 3
+                t["traceEvents"].append(e)
+        json.dump(t, open(p, "w"))
+        many.append(p)
+    report("ranks-1024", many, compare=False)
+    page = os.path.join(work, "ranks-1024.html")
+    if os.path.exists(page):
+        text = open(page, encoding="utf-8").read()
+        check(text.count("<polyline") <= 4, "ranks-1024: no line per rank (%d polylines)" % text.count("<polyline"))
+        check(text.count("<title>rank") < 200, "ranks-1024: no mark per rank (%d)" % text.count("<title>rank"))
 
     if REAL and os.path.isfile(os.path.join(REAL, "index.tsv")):
         def real(rel):

@@ -83,13 +83,21 @@ if [ -x "$BIN/trace-collect" ]; then
 	usage trace-collect "trace-collect: --schedule: bad value 'bogus=1'" --schedule bogus=1 -- true
 	usage trace-collect "trace-collect: unknown option '--bogus'" --bogus -- true
 fi
-for tool in trace-convert trace-stats trace-merge trace-split trace-diff; do
+usage trace-report "trace-report: --top: bad value '0'" "$IN" -o r.html --top 0
+usage trace-report "trace-report: missing -o REPORT.html" "$IN"
+usage trace-report "trace-report: --folded r.html: the same file as -o" "$IN" -o r.html --folded r.html
+usage trace-report "trace-report: --window: bad value '1ms'" "$IN" -o r.html --window 1ms
+check "trace-report: a usage error writes no page" [ ! -e r.html ]
+for tool in trace-convert trace-stats trace-merge trace-split trace-diff trace-report; do
 	usage $tool "$tool: unknown option '--bogus'" "$IN" --bogus
 	usage $tool "$tool: option '-o' needs an argument" "$IN" -o
+	# --threads: the same spelling and the same message in every tool that reads traces
+	usage $tool "$tool: --threads: bad value '0' (a count of threads from 1 to 64)" "$IN" -o o.json --threads 0
+	usage $tool "$tool: --threads: bad value 'x' (a count of threads from 1 to 64)" "$IN" -o o.json --threads x
 done
 
 # every tool's --help and man page say that a usage error exits 2
-for tool in trace-convert trace-stats trace-merge trace-split trace-diff trace-collect; do
+for tool in trace-convert trace-stats trace-merge trace-split trace-diff trace-report trace-collect; do
 	[ -x "$BIN/$tool" ] || continue
 	check "$tool --help says 2 is a usage error" bash -c "'$BIN/$tool' --help | grep -q '2 usage error'"
 	check "$tool.1 says 2 is a usage error" grep -qi "2.*usage error" "$DOCS/$tool.1"
