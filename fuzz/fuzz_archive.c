@@ -653,7 +653,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ftruncate(fd, 0) || (size && pwrite(fd, data, size, 0) != (ssize_t)size))
 		abort();
 	unsigned mix = (unsigned)size + (size ? data[size / 2] : 0u);
-	tk_reader_opts ro = {(int)(mix & 1), 1 << 20, 64, 0};
+	tk_reader_opts ro = {.strict = (int)(mix & 1), .max_value_bytes = 1 << 20, .max_depth = 64};
 	int keep_reader = (mix >> 1) & 1;
 
 	int arc = is_archive(data, size);

@@ -326,7 +326,7 @@ static CUpti_Activity *next_record(rd *r, void *buf)
 static void read_back(const char *what, int fd, const fz_events *evs, int exact)
 {
 	tk_reader *r = NULL;
-	tk_reader_opts ro = {1, 1 << 20, 0, 0};
+	tk_reader_opts ro = {.strict = 1, .max_value_bytes = 1 << 20};
 	const tk_event *ev;
 	lseek(fd, 0, SEEK_SET);
 	int rc = tk_reader_open_fd(&r, fd, what, &ro);

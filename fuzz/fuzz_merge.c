@@ -178,7 +178,7 @@ static void merge(const uint8_t *data, size_t size)
 	size_t memory = (size_t)4096 << ((b >> 5) & 3);
 	int keep_ts = align == TK_ALIGN_NONE && !meta;
 
-	tk_reader_opts ro = {0, 1 << 20, 64, 0};
+	tk_reader_opts ro = {.max_value_bytes = 1 << 20, .max_depth = 64};
 	tk_reader *r = NULL;
 	int fds[3] = {-1, -1, -1}, ok = tk_reader_open_memory(&r, data, size, "(fuzz)", &ro) == TK_OK;
 	tk_writer *w[3] = {NULL, NULL, NULL};

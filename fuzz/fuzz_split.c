@@ -215,7 +215,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	fz_opts fo = fz_opts_of(data, size);
 	unsigned b = fz_byte(&fo), b2 = fz_byte(&fo);
-	tk_reader_opts ro = {0, 1 << 20, 64, 0};
+	tk_reader_opts ro = {.max_value_bytes = 1 << 20, .max_depth = 64};
 	fz_events in = {0}, meta = {0}, out = {0};
 	int merged = 0, readable = read_all(data, size, &ro, &in, &meta, &merged), dups = 0;
 	n_cas = 0;

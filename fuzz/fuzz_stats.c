@@ -406,7 +406,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	so.launch_table = 1;
 	so.memory_table = 1;
 	so.collective_table = 1;
-	tk_reader_opts ro = {0, 1 << 20, 64, 0};
+	tk_reader_opts ro = {.max_value_bytes = 1 << 20, .max_depth = 64};
 	tk_reader *r = NULL;
 	tk_stats *s1 = NULL, *s2 = NULL, *s3 = NULL;
 	tk_writer *w = NULL;

@@ -19,7 +19,7 @@ static void reencode(tk_reader *r, int compress)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	tk_reader_opts o = {size && (data[size - 1] & 1), 1 << 20, 64, 0};
+	tk_reader_opts o = {.strict = size && (data[size - 1] & 1), .max_value_bytes = 1 << 20, .max_depth = 64};
 	tk_reader *r = NULL;
 	if (tk_reader_open_memory(&r, data, size, "(fuzz)", &o) == TK_OK) {
 		tk_tkb_info info;

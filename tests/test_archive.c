@@ -995,7 +995,7 @@ static void test_bad_members(void **state)
 		if (!path)
 			continue;
 		check_like_plain(path, ms, 7, NULL);
-		tk_reader_opts strict = {1, 0, 0, 0};
+		tk_reader_opts strict = {.strict = 1};
 		check_like_plain(path, ms, 7, &strict);
 		/* where the JSON goes wrong: line 3, at "dur" */
 		unsigned long line, col;

@@ -343,6 +343,46 @@ static void test_small_input_alone(void **state)
 	free(t);
 }
 
+/* skip_args: the events of a full read without their args, on one thread
+ * and on several; a whole trace ends alike. */
+static void test_skip_args(void **state)
+{
+	(void)state;
+	for (int layout = L_KINETO; layout <= L_BARE; layout++) {
+		size_t n;
+		char *t = make_trace(400, layout, &n);
+		for (unsigned threads = 1; threads <= 3; threads += 2) {
+			tk__par_block_bytes = 512;
+			tk_reader_opts full = {0}, skip = {0};
+			skip.skip_args = 1;
+			skip.threads = threads;
+			tk_reader *a = tu_open_mem(t, n, "t.json", &full), *b = tu_open_mem(t, n, "t.json", &skip);
+			const tk_event *ea, *eb;
+			int ra, rb;
+			size_t k = 0;
+			while ((ra = tk_reader_next(a, &ea)) == TK_OK) {
+				assert_int_equal(rb = tk_reader_next(b, &eb), TK_OK);
+				assert_null(eb->args.ptr);
+				tk_event e = *ea;
+				e.args = (tk_sv){NULL, 0};
+				tk_event f = *eb;
+				f.args = (tk_sv){NULL, 0};
+				assert_true(tk_event_equal(&e, &f));
+				k++;
+			}
+			assert_int_equal(ra, TK_EOF);
+			assert_int_equal(tk_reader_next(b, &eb), TK_EOF);
+			assert_int_equal(k, 400);
+			if (threads > 1)
+				assert_non_null(b->par);
+			tk_reader_free(a);
+			tk_reader_free(b);
+			tk__par_block_bytes = 0;
+		}
+		free(t);
+	}
+}
+
 /* A tar of two traces: the first member's reader, parsing ahead on its
  * threads, is left behind when the caller moves on to the second; the
  * second reads whole and alike, the first ends with an error (the archive
@@ -417,6 +457,7 @@ int main(void)
 		cmocka_unit_test(test_trickled_source),
 		cmocka_unit_test(test_small_input_alone),
 		cmocka_unit_test(test_archive_moved_on),
+		cmocka_unit_test(test_skip_args),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -354,7 +354,7 @@ static void test_cut_everywhere(void **state)
 		}
 		ev_free(&got);
 		tk_reader_free(r);
-		tk_reader_opts strict = {1, 0, 0, 0};
+		tk_reader_opts strict = {.strict = 1};
 		rc = tk_reader_open_memory(&r, f.p, cut, "cut.tkb", &strict);
 		if (rc == TK_OK)
 			rc = read_all(r, &got);
@@ -415,7 +415,7 @@ static void flip_check(const tfile *f, size_t at, size_t lost_chunk, int header)
 		assert_int_equal(in.lost_events, hi - lo);
 	ev_free(&got);
 	tk_reader_free(r);
-	tk_reader_opts strict = {1, 0, 0, 0};
+	tk_reader_opts strict = {.strict = 1};
 	assert_int_equal(tk_reader_open_memory(&r, p, f->n, "flip.tkb", &strict), TK_OK);
 	assert_int_equal(read_all(r, &got), TK_ERR_FORMAT);
 	ev_free(&got);

@@ -177,7 +177,9 @@ static int memory_ops(const char *tool, const cli_stats_req *q, const char *name
 	}
 	tk_reader *r2 = NULL;
 	const tk_event *ev;
-	int rc = tk_reader_open_path(&r2, name, &q->ropts);
+	tk_reader_opts ro = q->ropts;
+	ro.skip_args = 1; /* names, times and threads are all it needs */
+	int rc = tk_reader_open_path(&r2, name, &ro);
 	while (!rc && (rc = tk_reader_next(r2, &ev)) == TK_OK) {
 		int64_t rank = span ? rank_of(ev, span) : -1;
 		for (size_t i = 0; i < out->n && !rc; i++)

@@ -161,7 +161,7 @@ int tk__pump_open(tk__pump **out, const char *path, const tk_reader_opts *o, uin
 	tk__reader_set_lazy_args(p->r, want != NULL);
 	if (want) /* the lazy pass stays on one thread (par.c): inflate ahead of it */
 		tk__src_read_ahead(&p->r->src);
-	if (!want && o && o->threads > 1) {
+	if (!want && o && o->threads > 1 && !o->skip_args) {
 		p->direct = 1;
 		return 0;
 	}

@@ -204,6 +204,8 @@ int tk__reader_open_src(tk_reader **out, tk__src *src, const char *name, const c
 		                   member);
 	if ((rc = pick_format(r)))
 		return rc;
+	if (r->opts.skip_args)
+		tk__reader_set_lazy_args(r, 1); /* skipped and never taken */
 	/* on several threads one of them inflates the next block while the
 	 * others parse (par.c): a thread of the source's own would only add a
 	 * copy and take a processor from them */

@@ -101,6 +101,12 @@ typedef struct tk_reader_opts {
 	 * Inputs of one window (1 MiB) and the lazy first pass of trace-split
 	 * are parsed by the caller alone. */
 	unsigned threads;
+	/* JSON: events come without their args (args.ptr NULL): the objects
+	 * are skipped over, matched brackets and strings, not parsed, which
+	 * reads faster; for a pass that needs names, times and ids only. A
+	 * damaged args object may go unnoticed. Other formats give args as
+	 * usual. */
+	int skip_args;
 } tk_reader_opts;
 
 typedef struct tk_reader_stats {

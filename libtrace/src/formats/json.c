@@ -668,6 +668,7 @@ static size_t json_par_parse(tk_reader *w, const unsigned char *p, size_t n, int
 	jstate *s = w->fs;
 	s->st = state;
 	s->rounded = s->dup_events = 0;
+	w->lazy_args = w->opts.skip_args; /* skipped args are never taken */
 	w->buf = (unsigned char *)(uintptr_t)p; /* only read */
 	w->pos = 0;
 	w->end = n;
@@ -678,6 +679,8 @@ static size_t json_par_parse(tk_reader *w, const unsigned char *p, size_t n, int
 		uint64_t rounded = s->rounded, dups = s->dup_events;
 		s->je.repaired = 0;
 		int rc = step(w, &endp);
+		if (rc == STEP_EVENT && w->opts.skip_args)
+			w->ev.args = (tk_sv){NULL, 0}; /* also where the skip fell back to parsing them */
 		if (rc != STEP_EVENT || (size_t)(endp - (p + w->pos)) > w->opts.max_value_bytes ||
 		    emit(ctx, &w->ev)) {
 			s->rounded = rounded;
@@ -718,8 +721,11 @@ static int json_next(tk_reader *r, const tk_event **ev)
 	int lazy = r->lazy_args;
 	int rc = next_unit(r, ev);
 	r->lazy_args = lazy;
-	/* just past an event: the threads take over, or take over again */
-	if (rc == TK_OK && s->st == ST_EV_NEXT && r->opts.threads > 1 && !lazy) {
+	if (rc == TK_OK && r->opts.skip_args)
+		r->ev.args = (tk_sv){NULL, 0}; /* also where the skip fell back to parsing them */
+	/* just past an event: the threads take over, or take over again (not
+	 * for trace-split's lazy pass, whose args are taken one by one) */
+	if (rc == TK_OK && s->st == ST_EV_NEXT && r->opts.threads > 1 && (!lazy || r->opts.skip_args)) {
 		if (r->par)
 			tk__par_resume(r);
 		else if (!r->par_tried)
