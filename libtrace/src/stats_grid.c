@@ -5,11 +5,12 @@
 
 int tk__grid_col(tk__grid *g, const char *head, const char *id, int width, int left, int isnum)
 {
-	if (g->n_cols == TK__GRID_COLS || g->n_rows)
-		return TK_ERR_LIMIT;
+	if (g->n_rows)
+		return TK_ERR_ARG; /* columns come before the rows */
+	if (tk__grow(&g->cols, &g->cap_cols, g->n_cols + 1, sizeof *g->cols, 16))
+		return TK_ERR_NOMEM;
 	size_t c = g->n_cols++;
-	snprintf(g->heads[c], sizeof g->heads[c], "%s", head);
-	g->cols[c].head = g->heads[c];
+	snprintf(g->cols[c].head, sizeof g->cols[c].head, "%s", head);
 	snprintf(g->cols[c].id, sizeof g->cols[c].id, "%s", id);
 	g->cols[c].width = width;
 	g->cols[c].left = left;
@@ -66,6 +67,7 @@ void tk__grid_free(tk__grid *g)
 		free(g->cells[i]);
 	free(g->cells);
 	free(g->isnum);
+	free(g->cols);
 	tk__buf_free(&g->foot);
 	tk__buf_free(&g->foot_json);
 }
@@ -123,7 +125,9 @@ static int text_sep(const tk__grid *g, tk__buf *o, const size_t *w)
 /* torch's _build_table look (fixed widths) or nsys's (fit the widest cell). */
 static int render_text(const tk__grid *g, tk__buf *o)
 {
-	size_t w[TK__GRID_COLS];
+	size_t *w = malloc((g->n_cols ? g->n_cols : 1) * sizeof *w);
+	if (!w)
+		return TK_ERR_NOMEM;
 	for (size_t c = 0; c < g->n_cols; c++) {
 		w[c] = g->cols[c].width > 0 ? (size_t)g->cols[c].width : strlen(g->cols[c].head);
 		for (size_t r = 0; !g->cols[c].width && r < g->n_rows; r++)
@@ -137,6 +141,7 @@ static int render_text(const tk__grid *g, tk__buf *o)
 		rc = text_line(g, o, w, (long)r);
 	if (!rc && g->torch)
 		rc = text_sep(g, o, w);
+	free(w);
 	return rc ? rc : tk__buf_append(o, g->foot.p ? g->foot.p : "", g->foot.len);
 }
 

@@ -4,10 +4,8 @@
 
 #include "stats_internal.h"
 
-#define TK__GRID_COLS 48
-
 typedef struct tk__gcol {
-	const char *head; /* display header */
+	char head[48];    /* display header */
 	char id[48];      /* CSV/JSON key */
 	int width;        /* text width; 0 = fit the widest cell (nsys look) */
 	int left;         /* left-aligned */
@@ -15,14 +13,13 @@ typedef struct tk__gcol {
 
 typedef struct tk__grid {
 	int torch;            /* torch's look: fixed widths, trailing spaces */
-	tk__gcol cols[TK__GRID_COLS];
-	size_t n_cols;
+	tk__gcol *cols; /* as many as the table has: a column per rank of a run */
+	size_t n_cols, cap_cols;
 	char **cells;         /* per row: n_cols display strings then n_cols raw strings */
 	unsigned char *isnum; /* per column: raw value is a JSON number */
 	size_t n_rows, cap_rows;
 	tk__buf foot;         /* display footer lines */
 	tk__buf foot_json;    /* "key":value,... */
-	char heads[TK__GRID_COLS][48];
 } tk__grid;
 
 int tk__grid_col(tk__grid *g, const char *head, const char *id, int width, int left, int isnum);

@@ -274,6 +274,21 @@ def check_folded(path, traces, label):
             print("  %s: tool %s, here %s" % (k[-120:], got.get(k), want.get(k)))
     check(got == want, "%s: the folded counts are the paths' self times computed from the JSON (%d paths, %d ns)" %
           (label, len(want), sum(want.values())))
+    # without Python frames, a name's self time over its paths is its Self CPU in trace-stats
+    if not any(e.get("cat") == "python_function" for t in traces for e in load(t)):
+        r = subprocess.run([STATS] + traces + ["-t", "ops", "-f", "json", "--row-limit", "-1"], capture_output=True,
+                           text=True)
+        by_name = {}
+        for k, v in got.items():
+            by_name[k.split(";")[-1]] = by_name.get(k.split(";")[-1], 0) + v
+        rows = json.loads(r.stdout)["ops"]["rows"] if r.returncode == 0 else []
+        # one rank: self_cpu_ns; several: the ranks' columns summed
+        def self_cpu(row):
+            return row["self_cpu_ns"] if "self_cpu_ns" in row else sum(
+                v for k, v in row.items() if k.endswith("self_cpu_ns") and isinstance(v, int))
+        bad = [row["name"] for row in rows if self_cpu(row) != by_name.get(row["name"], 0)]
+        check(rows and not bad, "%s: a name's self time over its paths is trace-stats's Self CPU (%d rows) %s" %
+              (label, len(rows), bad[:3]))
 
 
 # ---- headless Chromium over the DevTools protocol on a pipe ----
