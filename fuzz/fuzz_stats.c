@@ -53,6 +53,7 @@
 #include "tracekit/stats.h"
 #include "core/buf.h"
 #include "core/json_text.h"
+#include "internal.h"
 
 #define WHO "fuzz_stats"
 #define MAX_EVENTS 2048
@@ -188,6 +189,54 @@ static void coll_check(const char *what, tk_stats *a, const tk_stats *b)
 		                  st[1].late_total == 0,
 		         "a trace against itself: %llu of %llu collectives matched, skew %lld", (unsigned long long)inst,
 		         (unsigned long long)kernels, (long long)skew);
+}
+
+/* The call paths (opts.flame): callers first, self times not below 0, each
+ * total its self and its callees' totals; the folded lines' counts add up to
+ * the self times; the same paths after a .tkb round trip. */
+static void flame_check(const char *what, tk_stats *a, const tk_stats *b)
+{
+	size_t n = tk_stats_frame_count(a);
+	int64_t *sum = calloc(n ? n : 1, sizeof *sum), self = 0;
+	FZ_CHECK(WHO, sum != NULL, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		const tk_stats_frame *f = tk_stats_frame_get(a, i);
+		FZ_CHECK(WHO, f->parent == SIZE_MAX || f->parent < i, "path %zu comes before its caller", i);
+		FZ_CHECK(WHO, f->self_ns >= 0, "path %zu's self time is below 0", i);
+		self = tk__sat_add(self, f->self_ns);
+	}
+	for (size_t i = n; i-- > 0;) {
+		const tk_stats_frame *f = tk_stats_frame_get(a, i);
+		FZ_CHECK(WHO, f->total_ns == tk__sat_add(f->self_ns, sum[i]), "path %zu's total is not its self and its callees'", i);
+		if (f->parent != SIZE_MAX)
+			sum[f->parent] = tk__sat_add(sum[f->parent], f->total_ns);
+	}
+	free(sum);
+	char *txt = NULL;
+	size_t len = 0;
+	FZ_CHECK(WHO, tk_stats_format_folded(&a, 1, &txt, &len) == 0, "no folded stacks");
+	int64_t folded = 0;
+	for (char *line = txt; line < txt + len;) {
+		char *nl = memchr(line, '\n', (size_t)(txt + len - line)), *sp = NULL;
+		FZ_CHECK(WHO, nl != NULL, "a folded line without its end");
+		for (char *p = line; p < nl; p++)
+			if (*p == ' ')
+				sp = p;
+		FZ_CHECK(WHO, sp && sp > line && sp + 1 < nl, "a folded line without a path and a count");
+		long long c = strtoll(sp + 1, NULL, 10);
+		FZ_CHECK(WHO, c > 0, "a folded count of 0 or less");
+		folded = tk__sat_add(folded, c);
+		line = nl + 1;
+	}
+	FZ_CHECK(WHO, folded == self, "the folded counts (%lld) are not the self times (%lld)", (long long)folded,
+	         (long long)self);
+	free(txt);
+	FZ_CHECK(WHO, tk_stats_frame_count(b) == n, "%s: %zu paths, not %zu", what, tk_stats_frame_count(b), n);
+	for (size_t i = 0; i < n; i++) {
+		const tk_stats_frame *x = tk_stats_frame_get(a, i), *y = tk_stats_frame_get(b, i);
+		FZ_CHECK(WHO, strcmp(x->name, y->name) == 0 && x->parent == y->parent && x->self_ns == y->self_ns,
+		         "%s: path %zu differs", what, i);
+	}
 }
 
 static int str_eq(const char *a, const char *b)
@@ -406,6 +455,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	so.launch_table = 1;
 	so.memory_table = 1;
 	so.collective_table = 1;
+	so.flame = (b >> 4) & 1;
 	tk_reader_opts ro = {.max_value_bytes = 1 << 20, .max_depth = 64};
 	tk_reader *r = NULL;
 	tk_stats *s1 = NULL, *s2 = NULL, *s3 = NULL;
@@ -452,6 +502,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		accounting(s3);
 		tables(s1, s2, s3, b2 >> 2 | fz_byte(&fo) << 8);
 		diff_same(s1, s2);
+		if (so.flame) {
+			flame_check("after a .tkb round trip", s1, s2);
+			/* the other tables are the same without the paths */
+			tk_stats_opts so4 = so;
+			so4.flame = 0;
+			tk_stats *s4 = new_stats(&so4);
+			int ok4 = s4 != NULL;
+			for (size_t i = 0; ok4 && i < evs.n; i++)
+				ok4 = tk_stats_add(s4, evs.v[i]) == TK_OK;
+			if (ok4 && tk_stats_finish(s4) == TK_OK) {
+				compare("without the call paths", s1, s4, 1, 1);
+				steps_check("without the call paths", s1, s4);
+			}
+			tk_stats_free(s4);
+		}
 	}
 	tk_stats_free(s1);
 	tk_stats_free(s2);

@@ -527,7 +527,8 @@ static int flush_thread(tk_stats *s, tk__thread *t, size_t n)
 		if ((rc = process_op(s, t, &t->pend[i])) != 0)
 			return tk__err_msg(&s->err, rc, "out of memory");
 	}
-	memmove(t->pend, t->pend + n, (t->n_pend - n) * sizeof *t->pend);
+	if (t->n_pend > n) /* (a thread with none has no array) */
+		memmove(t->pend, t->pend + n, (t->n_pend - n) * sizeof *t->pend);
 	t->n_pend -= n;
 	t->n_sorted = t->n_pend;
 	s->n_pending -= n;

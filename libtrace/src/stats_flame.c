@@ -71,7 +71,8 @@ static int flush(tk_stats *s, tk__thread *t, size_t n)
 		rc = process(s, t, &t->pend[i]);
 	if (rc)
 		return rc;
-	memmove(t->pend, t->pend + n, (t->n_pend - n) * sizeof *t->pend);
+	if (t->n_pend > n)
+		memmove(t->pend, t->pend + n, (t->n_pend - n) * sizeof *t->pend);
 	t->n_pend -= n;
 	t->n_sorted = t->n_pend;
 	s->n_fpending -= n;
