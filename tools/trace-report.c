@@ -216,7 +216,7 @@ static void table_of(report *R, int which, const char *name)
 {
 	tk_table_opts to = {0};
 	to.format = TK_TABLE_HTML;
-	to.row_limit = which == 4 ? -1 : R->o->top;
+	to.row_limit = which == 4 ? 200 : R->o->top; /* the steps: all but the longest runs */
 	to.flops = 1;
 	to.labels = R->labels + R->t_first;
 	char *txt = NULL;
@@ -1143,7 +1143,7 @@ static size_t ftree_node(ftree *t, size_t parent, const char *name)
 }
 
 static const int FL_W = 1100, FL_ROW = 17, FL_DEPTH = 48;
-#define FL_MAX_NODES 4000
+#define FL_MAX_NODES 2500
 
 static void flame_color(const char *name, char *b, size_t cap)
 {
@@ -1153,11 +1153,12 @@ static void flame_color(const char *name, char *b, size_t cap)
 	snprintf(b, cap, "hsl(%d,%d%%,%d%%)", hue, 60 + (int)(h >> 8) % 25, 62 + (int)(h >> 16) % 14);
 }
 
-static void flame_node(FILE *f, const ftree *t, size_t i, double x, int depth, double scale, size_t *drawn)
+static void flame_node(FILE *f, const ftree *t, size_t i, double x, int depth, double scale, double thr,
+                       size_t *drawn)
 {
 	const fnode *nd = &t->v[i];
 	double w = nd->total * scale;
-	if (w < 1 || depth >= FL_DEPTH || *drawn >= FL_MAX_NODES)
+	if (w < 1 || nd->total < thr || depth >= FL_DEPTH || *drawn >= FL_MAX_NODES)
 		return;
 	(*drawn)++;
 	char c[48], tt[48];
@@ -1165,7 +1166,7 @@ static void flame_node(FILE *f, const ftree *t, size_t i, double x, int depth, d
 	fmt_ns(tt, sizeof tt, nd->total);
 	double y = 20 + depth * FL_ROW;
 	fputs("<g><title>", f);
-	esc(f, nd->name);
+	esc_short(f, nd->name, 200);
 	fprintf(f, ": %s (%.2f%%)</title><rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>", tt,
 	        100.0 * nd->total * scale / FL_W, x, y, w - 0.3, FL_ROW - 1, c);
 	if (w > 40) {
@@ -1175,9 +1176,15 @@ static void flame_node(FILE *f, const ftree *t, size_t i, double x, int depth, d
 	}
 	fputs("</g>\n", f);
 	for (size_t ch = nd->first_child; ch != SIZE_MAX; ch = t->v[ch].next) {
-		flame_node(f, t, ch, x, depth + 1, scale, drawn);
+		flame_node(f, t, ch, x, depth + 1, scale, thr, drawn);
 		x += t->v[ch].total * scale;
 	}
+}
+
+static int cmp_dbl_desc(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x < y) - (x > y);
 }
 
 static int cmp_fchild(const void *a, const void *b, void *ctx)
@@ -1264,16 +1271,25 @@ static void sec_flame(report *R)
 					depth = d + 1 > depth ? d + 1 : depth;
 				}
 				svg_open(f, FL_W, 24 + depth * FL_ROW, "flame graph of CPU time");
-				double x = 0, scale = FL_W / all;
+				double x = 0, scale = FL_W / all, thr = 0;
+				/* the widest FL_MAX_NODES: a caller is never narrower than what it calls */
+				double *tot = t.n > FL_MAX_NODES ? malloc(t.n * sizeof *tot) : NULL;
+				if (tot) {
+					for (size_t i = 0; i < t.n; i++)
+						tot[i] = t.v[i].total;
+					qsort(tot, t.n, sizeof *tot, cmp_dbl_desc);
+					thr = tot[FL_MAX_NODES - 1];
+					free(tot);
+				}
 				size_t drawn = 0;
 				for (size_t k = at[t.n]; k < at[t.n + 1]; k++) {
-					flame_node(f, &t, kids[k], x, 0, scale, &drawn);
+					flame_node(f, &t, kids[k], x, 0, scale, thr, &drawn);
 					x += t.v[kids[k]].total * scale;
 				}
 				fputs("</svg>\n", f);
-				if (drawn >= FL_MAX_NODES)
-					fprintf(f, "<p class=\"note\">The %d widest paths; the folded stacks hold all %zu.</p>\n",
-					        FL_MAX_NODES, t.n);
+				if (drawn < t.n)
+					fprintf(f, "<p class=\"note\">%zu of %zu paths drawn, the widest (at least a pixel); the "
+					        "folded stacks hold them all.</p>\n", drawn, t.n);
 				fputs("</section>\n", f);
 				free(at);
 			}

@@ -154,7 +154,8 @@ static int read_block(tk__par *P, blk *b)
 		size_t k = P->carry.len - P->carry_pos;
 		if (k > b->cap - b->len)
 			k = b->cap - b->len;
-		memcpy(b->p + b->len, P->carry.p + P->carry_pos, k);
+		if (k)
+			memcpy(b->p + b->len, P->carry.p + P->carry_pos, k);
 		b->len += k;
 		P->carry_pos += k;
 		if (P->carry_pos == P->carry.len)
