@@ -170,8 +170,8 @@ static int memory_ops(const char *tool, const cli_stats_req *q, const char *name
 {
 	if (!tk_input_rereadable(name)) {
 		if (!q->quiet)
-			cli_warn(tool, "%s: -t memory names the op at the peak from a second read of the input, "
-			         "and this is %s: the column stays empty", strcmp(name, "-") == 0 ? "(stdin)" : name,
+			cli_warn(tool, "%s: the memory table names the op at each peak from a second read of the input, "
+			         "and this is %s: that column stays empty", strcmp(name, "-") == 0 ? "(stdin)" : name,
 			         strcmp(name, "-") == 0 ? "standard input" : "a pipe or FIFO");
 		return 0;
 	}
