@@ -334,6 +334,28 @@ int cli_parse_threads(const cli_tool *t, const char *arg, unsigned *n)
 	return cli_bad_value(t, id_of(t, "threads"), arg, "a count of threads from 1 to %d", CLI_THREADS_MAX);
 }
 
+FILE *cli_out_open(const char *tool, const char *path, tk_outfile **out)
+{
+	*out = NULL;
+	if (tk_outfile_open(out, path) == 0)
+		return tk_outfile_stream(*out);
+	cli_err(tool, "%s", *out ? tk_outfile_error(*out) : "out of memory");
+	tk_outfile_free(*out);
+	*out = NULL;
+	return NULL;
+}
+
+int cli_out_close(const char *tool, tk_outfile *out, int ok)
+{
+	int status = 0;
+	if (ok && tk_outfile_close(out)) {
+		cli_err(tool, "%s", tk_outfile_error(out));
+		status = 1;
+	}
+	tk_outfile_free(out); /* unpublished unless closed */
+	return status;
+}
+
 static const char no_trace[] = "the archive holds no trace (no member named *.json, *.json.gz or *.tkb)";
 
 size_t cli_each_trace(const char *tool, char *const *paths, size_t n, const tk_reader_opts *ro,

@@ -88,6 +88,13 @@ size_t cli_each_trace(const char *tool, char *const *paths, size_t n, const tk_r
  * output. The exit status. */
 int cli_list_traces(const char *tool, char *const *paths, size_t n);
 
+/* An output file as every tool writes one (tk_outfile: published whole on
+ * close): its stream, or NULL after an error that names it. */
+FILE *cli_out_open(const char *tool, const char *path, tk_outfile **out);
+/* Publishes the file when ok (else nothing is published) and frees it: 0,
+ * or 1 after an error that names it. */
+int cli_out_close(const char *tool, tk_outfile *out, int ok);
+
 /* A usage error and 2 when the output file out is one of the inputs (the
  * same file, by tk_output_is_input), else 0. */
 int cli_refuse_output_input(const cli_tool *t, const char *out, char *const *in, size_t n);

@@ -331,15 +331,11 @@ void cli_stats_run_free(cli_stats_run *run)
 
 static int write_one(const cli_tables *w, const char *path, const int *ts, size_t n)
 {
-	tk_outfile *out = NULL;
-	int rc = tk_outfile_open(&out, path);
-	if (rc) {
-		cli_err(w->tool, "%s", tk_outfile_error(out));
-		tk_outfile_free(out);
+	tk_outfile *out;
+	FILE *f = cli_out_open(w->tool, path, &out);
+	if (!f)
 		return 1;
-	}
-	FILE *f = tk_outfile_stream(out);
-	int json = w->format == TK_TABLE_JSON, csv = w->format == TK_TABLE_CSV, status = 0;
+	int rc, json = w->format == TK_TABLE_JSON, csv = w->format == TK_TABLE_CSV, status = 0;
 	if (json)
 		fputc('{', f);
 	else if (!csv && w->preface)
@@ -364,12 +360,8 @@ static int write_one(const cli_tables *w, const char *path, const int *ts, size_
 	}
 	if (json && !status)
 		fputs("}\n", f);
-	if (!status && tk_outfile_close(out)) {
-		cli_err(w->tool, "%s", tk_outfile_error(out));
-		status = 1;
-	}
-	tk_outfile_free(out); /* unpublished unless closed */
-	return status;
+	int closed = cli_out_close(w->tool, out, !status);
+	return status ? status : closed;
 }
 
 int cli_write_tables(const cli_tables *w)

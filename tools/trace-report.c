@@ -297,6 +297,22 @@ static void hbars(FILE *f, const char *label, hbar *b, size_t n, int bw)
 	fputs("</svg>\n", f);
 }
 
+/* A chart's value axis: four grid lines over the plot at (L, T), PW x PH,
+ * up to max, labelled as times or bytes. */
+static void y_axis(FILE *f, int L, int T, int PW, int PH, double max, int bytes)
+{
+	for (int g = 0; g <= 4; g++) {
+		char t[48];
+		if (bytes)
+			fmt_bytes(t, sizeof t, max * g / 4);
+		else
+			fmt_ns(t, sizeof t, max * g / 4);
+		int y = T + PH - PH * g / 4;
+		fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" class=\"grid\"/><text x=\"%d\" y=\"%d\" "
+		        "class=\"ax\" text-anchor=\"end\">%s</text>\n", L, y, L + PW, y, L - 4, y + 4, t);
+	}
+}
+
 /* ---- the run ---- */
 
 static int cmp_i64(const void *a, const void *b)
@@ -450,14 +466,7 @@ static void sec_steps(report *R)
 	fprintf(f, "<p>Wall time of each ProfilerStep%s; the slowest step is marked.</p>\n",
 	        R->n > 16 ? ", per step the fastest and slowest rank (band) and the median rank (line)" : " per rank");
 	svg_open(f, W, H, "step time per step and rank");
-	for (int g = 0; g <= 4; g++) {
-		double v = (double)max * g / 4;
-		char t[48];
-		fmt_ns(t, sizeof t, v);
-		int y = T + PH - (int)(PH * g / 4);
-		fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" class=\"grid\"/><text x=\"%d\" y=\"%d\" "
-		        "class=\"ax\" text-anchor=\"end\">%s</text>\n", L, y, L + PW, y, L - 4, y + 4, t);
-	}
+	y_axis(f, L, T, PW, PH, (double)max, 0);
 	double dx = ns > 1 ? (double)PW / (double)(ns - 1) : 0;
 #define SX(k) (L + (ns > 1 ? dx * (double)(k) : PW / 2.0))
 #define SY(v) (T + PH - (max > 0 ? (double)PH * (double)(v) / (double)max : 0))
@@ -571,13 +580,7 @@ static void stacked(FILE *f, const char *label, double (*v)[N_G], char (*lab)[40
 		        "class=\"ax\">%s</text>\n", x, g_colors[g], x + 14, g_names[g]);
 		x += 14 + (int)strlen(g_names[g]) * 6 + 18; /* about 6 px a character at 11 px */
 	}
-	for (int g = 0; g <= 4; g++) {
-		char t[48];
-		fmt_ns(t, sizeof t, max * g / 4);
-		int y = T + PH - PH * g / 4;
-		fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" class=\"grid\"/><text x=\"%d\" y=\"%d\" "
-		        "class=\"ax\" text-anchor=\"end\">%s</text>\n", L, y, L + PW, y, L - 4, y + 4, t);
-	}
+	y_axis(f, L, T, PW, PH, max, 0);
 	double bw = n ? (double)PW / (double)n : 0, gap = bw > 6 ? bw * 0.15 : 0;
 	size_t every = n / 16 + 1;
 	for (size_t i = 0; i < n; i++) {
@@ -993,13 +996,7 @@ static void sec_memory(report *R)
 	      "events of profile_memory=True, with each peak and the operator running at it (docs/steps.md).</p>\n", f);
 	if (t1 > t0 && top > 0) {
 		svg_open(f, W, H, "memory over time per device");
-		for (int g = 0; g <= 4; g++) {
-			char t[48];
-			fmt_bytes(t, sizeof t, (double)top * g / 4);
-			int y = T + PH - PH * g / 4;
-			fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" class=\"grid\"/><text x=\"%d\" y=\"%d\" "
-			        "class=\"ax\" text-anchor=\"end\">%s</text>\n", L, y, L + PW, y, L - 4, y + 4, t);
-		}
+		y_axis(f, L, T, PW, PH, (double)top, 1);
 		for (int g = 0; g <= 4; g++) {
 			char t[48];
 			fmt_ns(t, sizeof t, (double)(t1 - t0) * g / 4);
@@ -1317,7 +1314,7 @@ static const char css[] =
     "table.tk .n{text-align:right;font-variant-numeric:tabular-nums}table.tk thead th{border-bottom:2px solid #ccc}"
     "p.foot{font-size:12px;margin:2px 0;color:#444}code{font-size:12px;background:#f5f5f5;padding:1px 4px}";
 
-static int write_page(report *R)
+static void write_page(report *R)
 {
 	FILE *f = R->f;
 	const char *title = R->o->title, *slash = strrchr(R->o->in[0], '/');
@@ -1355,7 +1352,6 @@ static int write_page(report *R)
 	sec_memory(R);
 	sec_flame(R);
 	fprintf(f, "<p class=\"sub\">Written by trace-report (tracekit %s).</p>\n</body>\n</html>\n", tk_version());
-	return ferror(f) ? 1 : 0;
 }
 
 static int write_folded(const report *R)
@@ -1367,22 +1363,12 @@ static int write_folded(const report *R)
 		cli_err(tool.name, "%s", tk_strerror(rc));
 		return 1;
 	}
-	tk_outfile *out = NULL;
-	if (tk_outfile_open(&out, R->o->folded)) {
-		cli_err(tool.name, "%s", tk_outfile_error(out));
-		tk_outfile_free(out);
-		free(txt);
-		return 1;
-	}
-	fwrite(txt, 1, len, tk_outfile_stream(out));
+	tk_outfile *out;
+	FILE *f = cli_out_open(tool.name, R->o->folded, &out);
+	if (f)
+		fwrite(txt, 1, len, f);
 	free(txt);
-	int status = 0;
-	if (tk_outfile_close(out)) {
-		cli_err(tool.name, "%s", tk_outfile_error(out));
-		status = 1;
-	}
-	tk_outfile_free(out);
-	return status;
+	return f ? cli_out_close(tool.name, out, 1) : 1;
 }
 
 static int run_report(const report_opts *o)
@@ -1456,21 +1442,11 @@ static int run_report(const report_opts *o)
 	if (owned && o->n_in > 8)
 		strcpy(owned, "TRACE...");
 	R.cmd_in = owned ? owned : "";
-	tk_outfile *out = NULL;
-	if (tk_outfile_open(&out, o->out)) {
-		cli_err(tool.name, "%s", tk_outfile_error(out));
-		tk_outfile_free(out);
+	tk_outfile *out;
+	if (!(R.f = cli_out_open(tool.name, o->out, &out)))
 		status = 1;
-	} else {
-		R.f = tk_outfile_stream(out);
-		if (write_page(&R))
-			status = 1;
-		if (tk_outfile_close(out)) {
-			cli_err(tool.name, "%s", tk_outfile_error(out));
-			status = 1;
-		}
-		tk_outfile_free(out);
-	}
+	else if ((write_page(&R), cli_out_close(tool.name, out, 1))) /* a write that failed fails the close */
+		status = 1;
 	if (o->folded && write_folded(&R))
 		status = 1;
 	free(owned);

@@ -256,14 +256,10 @@ static int write_out(const stats_opts *o, tk_stats *const *s, size_t n)
  * rank, device by device, in time order. */
 static int write_series(const stats_opts *o, tk_stats *const *s, char (*labels)[32], size_t n)
 {
-	tk_outfile *out = NULL;
-	int rc = tk_outfile_open(&out, o->series);
-	if (rc) {
-		cli_err(tool.name, "%s", tk_outfile_error(out));
-		tk_outfile_free(out);
+	tk_outfile *out;
+	FILE *f = cli_out_open(tool.name, o->series, &out);
+	if (!f)
 		return 1;
-	}
-	FILE *f = tk_outfile_stream(out);
 	fputs(o->series_json ? "{\"memory_series\":[" : "rank,device,ts_ns,bytes,allocated,reserved\n", f);
 	int first = 1;
 	for (size_t i = 0; i < n; i++)
@@ -284,12 +280,7 @@ static int write_series(const stats_opts *o, tk_stats *const *s, char (*labels)[
 		}
 	if (o->series_json)
 		fputs("\n]}\n", f);
-	if (tk_outfile_close(out)) {
-		cli_err(tool.name, "%s", tk_outfile_error(out));
-		rc = 1;
-	}
-	tk_outfile_free(out);
-	return rc;
+	return cli_out_close(tool.name, out, 1);
 }
 
 static int run_stats(const stats_opts *o)

@@ -124,3 +124,28 @@ int tk_args_get_dims(const tk_event *ev, const char *key, tk_dims *out)
 	int rc = tk_args_find(ev, key, &v);
 	return rc ? rc : tk__js_dims(v, out);
 }
+
+int tk__batch_copy(tk_event *dst, const tk_event *ev, tk__buf *text)
+{
+	*dst = *ev;
+	tk_sv *sv[2] = {&dst->args, &dst->extra};
+	for (int i = 0; i < 2; i++) {
+		if (!sv[i]->ptr)
+			continue;
+		size_t at = text->len;
+		if (tk__buf_append(text, sv[i]->ptr, sv[i]->len) || tk__buf_putc(text, 0))
+			return TK_ERR_NOMEM;
+		sv[i]->ptr = (const char *)(uintptr_t)(at + 1); /* 0 stays "absent" */
+	}
+	return 0;
+}
+
+void tk__batch_fix(tk_event *ev, size_t n, const tk__buf *text)
+{
+	for (size_t i = 0; i < n; i++) {
+		tk_sv *sv[2] = {&ev[i].args, &ev[i].extra};
+		for (int k = 0; k < 2; k++)
+			if (sv[k]->ptr)
+				sv[k]->ptr = text->p + ((uintptr_t)sv[k]->ptr - 1);
+	}
+}

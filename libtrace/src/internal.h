@@ -297,6 +297,13 @@ int tk__writer_flush(tk_writer *w);
  * (stats_coll.c). */
 int tk__coll_key(const tk_event *ev, char *buf, size_t cap, size_t *len);
 
+/* Events copied into a batch for another thread (pump.c, par.c): *dst is
+ * ev with its args and extra appended to text, their pointers offsets into
+ * it (the text may move as it grows) until tk__batch_fix() makes them
+ * pointers again. 0 or TK_ERR_NOMEM. */
+int tk__batch_copy(tk_event *dst, const tk_event *ev, tk__buf *text);
+void tk__batch_fix(tk_event *ev, size_t n, const tk__buf *text);
+
 /* 1 if both ids have the same kind and value. */
 int tk__id_eq(const tk_id *a, const tk_id *b);
 

@@ -240,24 +240,12 @@ static void read_next(tk__par *P)
 	pthread_cond_broadcast(&P->cv_m);
 }
 
-/* An event of the block's batch: args and extra copied; their pointers
- * are offsets into the text until the parse ends (the text may move). */
+/* An event of the block's batch (tk__batch_copy). */
 static int emit(void *ctx, const tk_event *ev)
 {
 	blk *b = ctx;
-	if (tk__grow(&b->ev, &b->ev_cap, b->n + 1, sizeof *b->ev, 1024))
+	if (tk__grow(&b->ev, &b->ev_cap, b->n + 1, sizeof *b->ev, 1024) || tk__batch_copy(&b->ev[b->n], ev, &b->text))
 		return TK_ERR_NOMEM;
-	tk_event *d = &b->ev[b->n];
-	*d = *ev;
-	tk_sv *sv[2] = {&d->args, &d->extra};
-	for (int i = 0; i < 2; i++) {
-		if (!sv[i]->ptr)
-			continue;
-		size_t at = b->text.len;
-		if (tk__buf_append(&b->text, sv[i]->ptr, sv[i]->len) || tk__buf_putc(&b->text, 0))
-			return TK_ERR_NOMEM;
-		sv[i]->ptr = (const char *)(uintptr_t)(at + 1); /* 0 stays "absent" */
-	}
 	b->n++;
 	return 0;
 }
@@ -268,13 +256,7 @@ static void parse_block(tk__par *P, tk_reader *w, blk *b)
 	b->n = 0;
 	b->text.len = 0;
 	b->stop = P->f->parse(w, b->p, b->len, P->f->state, emit, b, b->counts);
-	for (size_t i = 0; i < b->n; i++) {
-		tk_event *e = &b->ev[i];
-		if (e->args.ptr)
-			e->args.ptr = b->text.p + ((uintptr_t)e->args.ptr - 1);
-		if (e->extra.ptr)
-			e->extra.ptr = b->text.p + ((uintptr_t)e->extra.ptr - 1);
-	}
+	tk__batch_fix(b->ev, b->n, &b->text);
 	b->nl = tk__count_nl(b->p, b->len);
 	const unsigned char *nl = b->nl ? memrchr(b->p, '\n', b->len) : NULL;
 	b->last_nl = nl ? (size_t)(nl - b->p) + 1 : 0;

@@ -39,23 +39,12 @@ struct tk__pump {
 	int direct;
 };
 
-/* The args and extra text of ev, appended to the batch; the pointers are
- * offsets until the batch is complete (the text may move as it grows). */
+/* The event, its args and extra copied into the batch's text. */
 static int copy_event(batch *b, const tk_event *ev)
 {
-	tk_event *d = &b->ev[b->n];
-	*d = *ev;
-	tk_sv *sv[2] = {&d->args, &d->extra};
-	for (int i = 0; i < 2; i++) {
-		if (!sv[i]->ptr)
-			continue;
-		size_t at = b->text.len;
-		if (tk__buf_append(&b->text, sv[i]->ptr, sv[i]->len) || tk__buf_putc(&b->text, 0))
-			return TK_ERR_NOMEM;
-		sv[i]->ptr = (const char *)(uintptr_t)(at + 1); /* 0 stays "absent" */
-	}
-	b->n++;
-	return 0;
+	int rc = tk__batch_copy(&b->ev[b->n], ev, &b->text);
+	b->n += !rc;
+	return rc;
 }
 
 /* The event as the caller wants it: args canonicalized now, or left out. */
@@ -76,16 +65,6 @@ static int wanted(tk__pump *p, batch *b, const tk_event *ev)
 	e.args = (tk_sv){NULL, lazy ? clen : ev->args.len};
 	e.has |= TK__HAS_NO_ARGS;
 	return copy_event(b, &e);
-}
-
-static void fix_pointers(batch *b)
-{
-	for (size_t i = 0; i < b->n; i++) {
-		tk_sv *sv[2] = {&b->ev[i].args, &b->ev[i].extra};
-		for (int k = 0; k < 2; k++)
-			if (sv[k]->ptr)
-				sv[k]->ptr = b->text.p + ((uintptr_t)sv[k]->ptr - 1);
-	}
 }
 
 static int fill(tk__pump *p, batch *b)
@@ -111,7 +90,7 @@ static int fill(tk__pump *p, batch *b)
 			break;
 		}
 	}
-	fix_pointers(b);
+	tk__batch_fix(b->ev, b->n, &b->text);
 	b->bytes_in = tk_reader_get_stats(p->r)->bytes_in;
 	return b->rc;
 }
