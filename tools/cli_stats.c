@@ -120,31 +120,45 @@ static int rank_stats(cli_stats_out *out, int64_t rank, const tk_stats_opts *so,
 /* Every event of r into out: one object, or one per rank of a merged
  * trace; r's error or the stats' in *err. */
 static int add_all(tk_reader *r, const cli_stats_req *q, const tk_stats_opts *so, cli_stats_out *out, int64_t *span,
-                   const char **err)
+                   const char **err, cli_progress *prog)
 {
 	const tk_event *ev;
 	tk_stats *st = NULL;
-	int rc = 0;
+	int rc = 0, whole = 0;
 	*span = 0;
 	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK) {
+		const tk_reader_stats *rs = tk_reader_get_stats(r);
+		if ((rs->events & 0xffff) == 0)
+			cli_progress_update(prog, tk_reader_name(r), rs->bytes_in, rs->events);
+		if (whole) {
+			if ((rc = tk_stats_add(st, ev)) != 0)
+				*err = tk_stats_error(st);
+			continue;
+		}
 		int64_t sp = 0;
 		if (!out->n && tk_merge_pid_span(r, &sp) == 0 && q->per_rank)
 			*span = sp;
 		if (!out->n && !*span) {
-			/* the whole trace as one: the rest as tk_stats_add_reader reads it */
+			/* the whole trace as one (a merged one keeps correlation ids per rank) */
 			if ((rc = rank_stats(out, -1, so, &st)) == 0) {
 				tk_stats_set_pid_span(st, sp);
-				if ((rc = tk_stats_add(st, ev)) == 0)
-					rc = tk_stats_add_reader(st, r);
+				whole = 1;
+				if ((rc = tk_stats_add(st, ev)) != 0)
+					*err = tk_stats_error(st);
+			} else {
+				*err = "out of memory";
 			}
-			if (rc)
-				*err = st ? tk_stats_error(st) : "out of memory";
-			return rc;
+			continue;
 		}
 		if (ev->ph == 'M')
 			continue; /* metadata: no table counts it */
 		if ((rc = rank_stats(out, rank_of(ev, *span), so, &st)) == 0 && (rc = tk_stats_add(st, ev)) != 0)
 			*err = tk_stats_error(st);
+	}
+	if (whole) {
+		if (rc < 0 && !*err)
+			*err = tk_reader_error(r);
+		return rc == TK_EOF ? 0 : rc;
 	}
 	if (rc == TK_EOF && !out->n && (rc = rank_stats(out, -1, so, &st)) != 0)
 		*err = "out of memory"; /* no event: an empty table */
@@ -212,7 +226,10 @@ int cli_stats_read(const char *tool, const char *name, tk_reader *r, const cli_s
 	}
 	const char *err = NULL;
 	int64_t span = 0;
-	int rc = add_all(r, q, &so, out, &span, &err);
+	cli_progress prog;
+	cli_progress_init(&prog, q->quiet);
+	int rc = add_all(r, q, &so, out, &span, &err, &prog);
+	cli_progress_done(&prog);
 	for (size_t i = 0; !rc && i < out->n; i++)
 		if ((rc = tk_stats_finish(out->s[i])) != 0)
 			err = tk_stats_error(out->s[i]);

@@ -28,7 +28,7 @@ static const cli_opt opts[] = {
 	{O_PENDING, 0, "max-pending", "N", "CPU events held per thread for sorting (as trace-stats)"},
 	{O_OUT, 'o', "output", "FILE", "write the tables to FILE (default: standard output)"},
 	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP},
-	{O_QUIET, 'q', "quiet", NULL, "no warnings"},
+	{O_QUIET, 'q', "quiet", NULL, "no progress output and no warnings"},
 	{0, 0, NULL, NULL, NULL},
 };
 

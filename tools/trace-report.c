@@ -25,7 +25,7 @@ static const cli_opt opts[] = {
 	 "                             a plain number is us; +A:+B from the first event)"},
 	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP},
 	{O_LIST, 0, "list", NULL, "list the traces the inputs stand for (archive members) and exit"},
-	{O_QUIET, 'q', "quiet", NULL, "no warnings"},
+	{O_QUIET, 'q', "quiet", NULL, "no progress output and no warnings"},
 	{0, 0, NULL, NULL, NULL},
 };
 

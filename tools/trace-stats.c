@@ -38,7 +38,7 @@ static const cli_opt opts[] = {
 	{O_OUT, 'o', "output", "FILE", "write to FILE instead of standard output"},
 	{O_LIST, 0, "list", NULL, "list the traces the inputs stand for (archive members) and exit"},
 	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP},
-	{O_QUIET, 'q', "quiet", NULL, "no warnings"},
+	{O_QUIET, 'q', "quiet", NULL, "no progress output and no warnings"},
 	{0, 0, NULL, NULL, NULL},
 };
 
