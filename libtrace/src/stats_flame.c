@@ -174,9 +174,12 @@ static int cmp_line(const void *a, const void *b)
 	return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-/* A frame's name as folded stacks take it: ';' and control characters as '_'. */
+/* A frame's name as folded stacks take it: ';' and control characters as
+ * '_', and an empty name as '_' (a frame is never empty there). */
 static int put_name(tk__buf *b, const char *name)
 {
+	if (!*name)
+		return tk__buf_putc(b, '_');
 	for (const char *p = name; *p; p++)
 		if (tk__buf_putc(b, *p == ';' || (unsigned char)*p < 0x20 ? '_' : *p))
 			return TK_ERR_NOMEM;

@@ -254,7 +254,7 @@ def folded_of(paths):
                     self_t[parent] -= dur
                 stack.append((ts, end, path))
             for path, v in self_t.items():
-                key = ";".join(re.sub(r"[;\x00-\x1f]", "_", f) for f in path)
+                key = ";".join(re.sub(r"[;\x00-\x1f]", "_", f) or "_" for f in path)
                 out[key] = out.get(key, 0) + max(v, 0)
     return {k: v for k, v in out.items() if v > 0}
 

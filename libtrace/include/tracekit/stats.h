@@ -249,7 +249,8 @@ TK_API const tk_stats_frame *tk_stats_frame_get(const tk_stats *s, size_t i);
 /* The paths of s[0..n) as folded stacks, the input of flamegraph.pl and
  * speedscope: a line "outer;...;inner SELF_NS" per path with self time,
  * the same path of several stats objects summed, lines in byte order. A
- * ';' or a control character in a name is written as '_'. */
+ * ';' or a control character in a name is written as '_', and so is an
+ * empty name. */
 TK_API int tk_stats_format_folded(tk_stats *const *s, size_t n, char **out, size_t *len);
 
 /* ---- FLOPs ---- */
