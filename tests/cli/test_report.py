@@ -465,6 +465,12 @@ def main():
     report("collectives", [os.path.join(steps, "coll_rank0.json"), os.path.join(steps, "coll_rank1.json")])
     report("collectives-steps", [os.path.join(steps, "coll_rank0.json"), os.path.join(steps, "coll_rank1.json")],
            extra=["--window", "+0:+100ms"])
+    # a trace-merge output: its ranks, as trace-stats reads them
+    merged = os.path.join(work, "merged.json")
+    subprocess.run([os.path.join(TOOLS, "trace-merge"), os.path.join(steps, "coll_rank0.json"),
+                    os.path.join(steps, "coll_rank1.json"), os.path.join(steps, "launch.json"), "-o", merged, "-q"],
+                   check=True)
+    report("merged", [merged], folded=False)
     gen = os.path.join(work, "gen.json")
     subprocess.run([sys.executable, os.path.join(TESTS, "split_gen.py"), gen, "--steps", "60"], check=True)
     report("generated", [gen])
