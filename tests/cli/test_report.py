@@ -461,6 +461,7 @@ def main():
     report("two-ranks", [os.path.join(stats, "tiny_gpu.json"), os.path.join(stats, "tiny_gpu_rank1.json")])
     report("steps-launch", [os.path.join(steps, "launch.json")])
     report("steps-overlap", [os.path.join(steps, "overlap.json")])
+    report("steps-range", [os.path.join(steps, "launch.json")], extra=["--steps", "2-2"], folded=False)
     report("memory", [os.path.join(steps, "memory.json")])
     report("collectives", [os.path.join(steps, "coll_rank0.json"), os.path.join(steps, "coll_rank1.json")])
     report("collectives-steps", [os.path.join(steps, "coll_rank0.json"), os.path.join(steps, "coll_rank1.json")],
