@@ -57,6 +57,7 @@
 #include "tracekit/tracekit.h"
 #include "../libtrace/src/formats/archive.h"
 #include "../libtrace/src/internal.h"
+#include "../libtrace/src/par.h"
 
 #define MAX_MEMBERS 32              /* trace members compared */
 #define MAX_HEADERS 1024            /* headers libarchive may return */
@@ -655,6 +656,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unsigned mix = (unsigned)size + (size ? data[size / 2] : 0u);
 	tk_reader_opts ro = {.strict = (int)(mix & 1), .max_value_bytes = 1 << 20, .max_depth = 64};
 	int keep_reader = (mix >> 1) & 1;
+	/* a third of the inputs on parse threads in small blocks: the members'
+	 * readers read ahead while the archive moves on (docs/threads.md) */
+	ro.threads = mix % 3 == 0 ? 3 : 0;
+	tk__par_block_bytes = ro.threads ? 32 + size % 97 : 0;
 
 	int arc = is_archive(data, size);
 	if (arc < 0) { /* the decoding below the archive fails: so must tk_inputs */
