@@ -109,23 +109,46 @@ static int cmp_iv(const void *a, const void *b)
 	return (x->ts > y->ts) - (x->ts < y->ts);
 }
 
-/* The op's launch, when the trace has it. */
-static int launch_of(const tk_stats *s, const tk__gpuiv *v, int64_t *t)
+/* Each op's launch, looked up once for the passes over the ops (at
+ * tk_stats_finish, in the ops' order): has[i], its start and end. */
+typedef struct launches {
+	int64_t *ts, *end;
+	unsigned char *has;
+} launches;
+
+static int launches_of(const tk_stats *s, launches *L)
 {
-	return v->keyed && tk__steps_launch(s->st_steps, v->corr, v->group, t, NULL);
+	size_t n = s->n_iv ? s->n_iv : 1;
+	L->ts = malloc(n * sizeof *L->ts);
+	L->end = malloc(n * sizeof *L->end);
+	L->has = malloc(n);
+	if (!L->ts || !L->end || !L->has)
+		return TK_ERR_NOMEM;
+	for (size_t i = 0; i < s->n_iv; i++) {
+		const tk__gpuiv *v = &s->iv[i];
+		L->has[i] = v->keyed && tk__steps_launch(s->st_steps, v->corr, v->group, &L->ts[i], &L->end[i]);
+	}
+	return 0;
+}
+
+static void launches_free(launches *L)
+{
+	free(L->ts);
+	free(L->end);
+	free(L->has);
 }
 
 /* The union of the ops of the kinds in mask, as sorted disjoint runs; each
  * run of the whole union (mask 7) with the earliest launch of the ops that
  * start it. */
-static int union_of(const tk_stats *s, unsigned mask, runs *u)
+static int union_of(const tk_stats *s, const launches *L, unsigned mask, runs *u)
 {
 	for (size_t i = 0; i < s->n_iv; i++) {
 		const tk__gpuiv *v = &s->iv[i];
 		if (!(mask & (1u << v->kind)))
 			continue;
-		int64_t l;
-		int has = launch_of(s, v, &l);
+		int64_t l = L->ts[i];
+		int has = L->has[i];
 		run *last = u->n ? &u->v[u->n - 1] : NULL;
 		if (last && v->ts <= last->b) {
 			if (v->end > last->b)
@@ -257,7 +280,8 @@ static int cmp_q(const void *a, const void *b)
 
 /* Row r over the ops of stream st (UINT32_MAX: all): delays[] and q[] are
  * scratch for every op. */
-static void launch_row(const tk_stats *s, uint32_t st, tk_stats_launch *r, int64_t *delays, qpoint *q)
+static void launch_row(const tk_stats *s, const launches *L, uint32_t st, tk_stats_launch *r, int64_t *delays,
+                       qpoint *q)
 {
 	size_t nd = 0, nq = 0;
 	double sum = 0;
@@ -268,9 +292,9 @@ static void launch_row(const tk_stats *s, uint32_t st, tk_stats_launch *r, int64
 		if (st != UINT32_MAX && v->stream != st)
 			continue;
 		r->ops++;
-		int64_t lts, lend;
-		if (!v->keyed || !tk__steps_launch(s->st_steps, v->corr, v->group, &lts, &lend))
+		if (!L->has[i])
 			continue;
+		int64_t lts = L->ts[i], lend = L->end[i];
 		r->launched++;
 		int64_t d = tk__sat_sub(v->ts, lend);
 		delays[nd++] = d;
@@ -314,7 +338,7 @@ static void launch_row(const tk_stats *s, uint32_t st, tk_stats_launch *r, int64
 	}
 }
 
-static int finish_launch(tk_stats *s)
+static int finish_launch(tk_stats *s, const launches *L)
 {
 	s->launch_rows = calloc(s->n_streams + 1, sizeof *s->launch_rows);
 	int64_t *delays = malloc((s->n_iv ? s->n_iv : 1) * sizeof *delays);
@@ -325,10 +349,10 @@ static int finish_launch(tk_stats *s)
 		return TK_ERR_NOMEM;
 	}
 	s->launch_rows[0].stream = "all";
-	launch_row(s, UINT32_MAX, &s->launch_rows[0], delays, q);
+	launch_row(s, L, UINT32_MAX, &s->launch_rows[0], delays, q);
 	for (uint32_t k = 0; k < s->n_streams; k++) {
 		s->launch_rows[k + 1].stream = s->stream_names[k];
-		launch_row(s, k, &s->launch_rows[k + 1], delays, q);
+		launch_row(s, L, k, &s->launch_rows[k + 1], delays, q);
 	}
 	s->n_launch_rows = s->n_iv || s->n_streams ? s->n_streams + 1 : 0;
 	free(delays);
@@ -372,9 +396,12 @@ int tk__stats_finish_steps(tk_stats *s)
 	if (s->n_iv)
 		qsort(s->iv, s->n_iv, sizeof *s->iv, cmp_iv);
 	runs all = {0}, comp = {0}, comm = {0}, mem = {0}, ov = {0};
-	int rc = s->opts.step_table &&
-	         (union_of(s, 7, &all) || union_of(s, 1u << IV_COMPUTE, &comp) || union_of(s, 1u << IV_COMM, &comm) ||
-	          union_of(s, 1u << IV_MEM, &mem) || intersect(&comp, &comm, &ov));
+	launches L = {0};
+	int rc = launches_of(s, &L);
+	rc = rc || (s->opts.step_table &&
+	            (union_of(s, &L, 7, &all) || union_of(s, &L, 1u << IV_COMPUTE, &comp) ||
+	             union_of(s, &L, 1u << IV_COMM, &comm) || union_of(s, &L, 1u << IV_MEM, &mem) ||
+	             intersect(&comp, &comm, &ov)));
 	for (size_t i = 0; !rc && i < s->n_step_rows; i++) {
 		tk_stats_step *r = &s->step_rows[i];
 		int64_t lo = r->ts, hi = tk__sat_add(r->ts, r->wall);
@@ -388,8 +415,7 @@ int tk__stats_finish_steps(tk_stats *s)
 	}
 	/* the GPU ops each step launched (docs/steps.md): by launch, else by start */
 	for (size_t i = 0; !rc && s->n_step_rows && i < s->n_iv; i++) {
-		int64_t t = s->iv[i].ts;
-		launch_of(s, &s->iv[i], &t);
+		int64_t t = L.has[i] ? L.ts[i] : s->iv[i].ts;
 		size_t k = step_of(s, t);
 		if (k != SIZE_MAX && t <= tk__sat_add(s->step_rows[k].ts, s->step_rows[k].wall))
 			s->step_rows[k].launched++;
@@ -400,7 +426,8 @@ int tk__stats_finish_steps(tk_stats *s)
 	free(mem.v);
 	free(ov.v);
 	if (!rc && s->opts.launch_table)
-		rc = finish_launch(s);
+		rc = finish_launch(s, &L);
+	launches_free(&L);
 	free(s->iv);
 	s->iv = NULL;
 	s->n_iv = s->cap_iv = 0;
