@@ -640,7 +640,7 @@ void tk__sargs_read(const tk_event *ev, unsigned need, tk__sargs *a)
  * pointer finds the rows with one memcmp instead of hashing the text. The
  * text is compared, so a pointer that a later reader reuses for another
  * name is only a miss. */
-static const tk__namec *name_of(tk_stats *s, tk_sv name, int cls)
+static tk__namec *name_of(tk_stats *s, tk_sv name, int cls)
 {
 	uint64_t h = ((uint64_t)(uintptr_t)name.ptr ^ (uint64_t)cls) * 0x9e3779b97f4a7c15ull;
 	tk__namec *c = &s->names[h >> (64 - TK__NAMEC_BITS)];
@@ -655,7 +655,7 @@ static const tk__namec *name_of(tk_stats *s, tk_sv name, int cls)
 	if (!nm.ptr || (!by_shapes && !row) || (cls != TK_STATS_OP && !sum))
 		return NULL;
 	*c = (tk__namec){name.ptr, nm.ptr, name.len, cls, 0, row,
-	                 sum ? (uint32_t)(sum - s->sums) + 1 : 0};
+	                 sum ? (uint32_t)(sum - s->sums) + 1 : 0, 0};
 	if (cls == TK_STATS_OP && s->opts.flops)
 		c->flops = tk__flops_needs(name, s->opts.flops);
 	return c;
@@ -760,7 +760,7 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 			return 0;
 	}
 	if (py) /* not an op: the call paths' alone */
-		return tk__stats_flame_add(s, ev, ev->name) ? tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory") : 0;
+		return tk__stats_flame_add(s, ev, ev->name, NULL) ? tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory") : 0;
 	s->info.events++;
 	if (ev->ts < s->info.ts_min)
 		s->info.ts_min = ev->ts;
@@ -769,10 +769,8 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 	tk_sv name = ev->name;
 	if (cls == TK_STATS_OP && name.len > 13 && memcmp(name.ptr, "ProfilerStep#", 13) == 0)
 		name = (tk_sv){"ProfilerStep*", 13};
-	if (s->opts.flame && cls <= TK_STATS_API && tk__stats_flame_add(s, ev, name))
-		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
-	const tk__namec *c = name_of(s, name, cls);
-	if (!c)
+	tk__namec *c = name_of(s, name, cls);
+	if (!c || (s->opts.flame && cls <= TK_STATS_API && tk__stats_flame_add(s, ev, name, &c->fl)))
 		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 	switch (cls) {
 	case TK_STATS_OP: return add_cpu(s, ev, c, 0);

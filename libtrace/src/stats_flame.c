@@ -79,15 +79,37 @@ static int flush(tk_stats *s, tk__thread *t, size_t n)
 	return 0;
 }
 
-int tk__stats_flame_add(tk_stats *s, const tk_event *ev, tk_sv name)
+/* The index of name among the call paths' names, through *fl (or the
+ * cache by the name's pointer): UINT32_MAX when out of memory. */
+static uint32_t name_id(tk_stats *s, tk_sv name, uint32_t *fl)
+{
+	if (!fl) {
+		size_t h = (size_t)(((uint64_t)(uintptr_t)name.ptr * 0x9e3779b97f4a7c15ull) >> 56);
+		if (s->fl_cache[h].src == name.ptr && s->fl_cache[h].len == name.len && s->fl_cache[h].fl &&
+		    memcmp(s->fl_names.ents[s->fl_cache[h].fl - 1].ptr, name.ptr, name.len) == 0)
+			return s->fl_cache[h].fl - 1;
+		s->fl_cache[h].src = name.ptr;
+		s->fl_cache[h].len = name.len;
+		s->fl_cache[h].fl = 0;
+		fl = &s->fl_cache[h].fl;
+	}
+	uint32_t id;
+	if (*fl)
+		return *fl - 1;
+	if (!tk__strtab_intern_id(&s->fl_names, name.ptr, name.len, &id).ptr || id == UINT32_MAX - 1)
+		return UINT32_MAX;
+	*fl = id + 1;
+	return id;
+}
+
+int tk__stats_flame_add(tk_stats *s, const tk_event *ev, tk_sv name, uint32_t *fl)
 {
 	tk__thread *o = tk__stats_thread(s, ev);
 	if (!o || (!o->fl && !(o->fl = calloc(1, sizeof *o->fl))))
 		return TK_ERR_NOMEM;
 	tk__thread *t = o->fl;
-	uint32_t id;
-	if (!tk__strtab_intern_id(&s->fl_names, name.ptr, name.len, &id).ptr ||
-	    tk__grow(&t->pend, &t->cap_pend, t->n_pend + 1, sizeof *t->pend, 16))
+	uint32_t id = name_id(s, name, fl);
+	if (id == UINT32_MAX || tk__grow(&t->pend, &t->cap_pend, t->n_pend + 1, sizeof *t->pend, 16))
 		return TK_ERR_NOMEM;
 	tk__pend *p = &t->pend[t->n_pend++];
 	memset(p, 0, sizeof *p);

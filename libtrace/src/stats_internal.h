@@ -111,6 +111,7 @@ typedef struct tk__namec {
 	int cls;
 	unsigned flops;   /* TK__NEED_* of its FLOP formula */
 	uint32_t row, sum; /* op row + 1 (0 when keyed by shapes), summary row + 1 */
+	uint32_t fl;       /* its call-path name + 1 (stats_flame.c), 0 until known */
 } tk__namec;
 #define TK__NAMEC_BITS 10
 
@@ -168,6 +169,7 @@ struct tk_stats {
 	size_t n_fl, cap_fl;
 	tk__map fl_index;
 	size_t n_fpending;
+	struct { const char *src; size_t len; uint32_t fl; } fl_cache[256]; /* Python frames' names, by pointer */
 	tk_stats_frame *frames; /* results */
 	/* results, built by tk_stats_finish */
 	int finished;
@@ -187,8 +189,10 @@ int tk__pend_sort(tk__pend *v, size_t n, size_t n_sorted);
 tk__frame *tk__parent_frame(tk__thread *t, const tk__pend *p, int late);
 /* The thread of ev's (pid, tid); NULL when out of memory. */
 tk__thread *tk__stats_thread(tk_stats *s, const tk_event *ev);
-/* A CPU event for the call paths (opts.flame), under name: 0 or an error. */
-int tk__stats_flame_add(tk_stats *s, const tk_event *ev, tk_sv name);
+/* A CPU event for the call paths (opts.flame), under name; *fl caches
+ * the name's index + 1 (0: not known yet; NULL: the event's name pointer
+ * is the key of a cache of the call paths' own). 0 or an error. */
+int tk__stats_flame_add(tk_stats *s, const tk_event *ev, tk_sv name, uint32_t *fl);
 int tk__stats_finish_flame(tk_stats *s);
 void tk__stats_free_flame(tk_stats *s);
 
