@@ -1354,21 +1354,50 @@ static void write_page(report *R)
 	fprintf(f, "<p class=\"sub\">Written by trace-report (tracekit %s).</p>\n</body>\n</html>\n", tk_version());
 }
 
-static int write_folded(const report *R)
+/* The page and the folded stacks: both are written in full before either is
+ * published, so that a --folded FILE that cannot be written leaves no page
+ * (and a page that cannot be written no folded file) behind. 0, or 1 after
+ * an error that names the file. */
+static int publish(report *R)
 {
 	char *txt = NULL;
 	size_t len = 0;
-	int rc = tk_stats_format_folded(R->s, R->n, &txt, &len);
-	if (rc) {
+	int rc;
+	if (R->o->folded && (rc = tk_stats_format_folded(R->s, R->n, &txt, &len)) != 0) {
 		cli_err(tool.name, "%s", tk_strerror(rc));
 		return 1;
 	}
-	tk_outfile *out;
-	FILE *f = cli_out_open(tool.name, R->o->folded, &out);
-	if (f)
-		fwrite(txt, 1, len, f);
+	tk_outfile *page = NULL, *fold = NULL;
+	FILE *ff = NULL;
+	if (!(R->f = cli_out_open(tool.name, R->o->out, &page)) ||
+	    (R->o->folded && !(ff = cli_out_open(tool.name, R->o->folded, &fold)))) {
+		if (page)
+			cli_err(tool.name, "%s: not written either", R->o->out);
+		cli_out_close(tool.name, page, 0);
+		free(txt);
+		return 1;
+	}
+	write_page(R);
+	if (ff)
+		fwrite(txt, 1, len, ff);
 	free(txt);
-	return f ? cli_out_close(tool.name, out, 1) : 1;
+	/* a stream that failed fails its close, which names the file; the other
+	 * is dropped unpublished (cli_out_close with ok 0) */
+	int page_ok = fflush(R->f) == 0 && !ferror(R->f);
+	int fold_ok = !ff || (fflush(ff) == 0 && !ferror(ff));
+	if (!page_ok || !fold_ok) {
+		cli_out_close(tool.name, page, !page_ok);
+		cli_out_close(tool.name, fold, fold && !fold_ok);
+		if (page_ok || (ff && fold_ok))
+			cli_err(tool.name, "%s: not written either", page_ok ? R->o->out : R->o->folded);
+		return 1;
+	}
+	if (fold && cli_out_close(tool.name, fold, 1)) {
+		cli_out_close(tool.name, page, 0);
+		cli_err(tool.name, "%s: not written either", R->o->out);
+		return 1;
+	}
+	return cli_out_close(tool.name, page, 1);
 }
 
 static int run_report(const report_opts *o)
@@ -1442,12 +1471,7 @@ static int run_report(const report_opts *o)
 	if (owned && o->n_in > 8)
 		strcpy(owned, "TRACE...");
 	R.cmd_in = owned ? owned : "";
-	tk_outfile *out;
-	if (!(R.f = cli_out_open(tool.name, o->out, &out)))
-		status = 1;
-	else if ((write_page(&R), cli_out_close(tool.name, out, 1))) /* a write that failed fails the close */
-		status = 1;
-	if (o->folded && write_folded(&R))
+	if (publish(&R))
 		status = 1;
 	free(owned);
 	free(labels);

@@ -88,6 +88,20 @@ usage trace-report "trace-report: missing -o REPORT.html" "$IN"
 usage trace-report "trace-report: --folded r.html: the same file as -o" "$IN" -o r.html --folded r.html
 usage trace-report "trace-report: --window: bad value '1ms'" "$IN" -o r.html --window 1ms
 check "trace-report: a usage error writes no page" [ ! -e r.html ]
+# the page and --folded FILE go together: neither is published when one cannot be written
+run trace-report "$IN" -o r.html --folded absent/r.folded
+check "trace-report: an unwritable --folded FILE fails (got $rc)" [ "$rc" = 1 ]
+check "trace-report: an unwritable --folded FILE is named" has stderr "absent/r.folded: cannot create"
+check "trace-report: an unwritable --folded FILE leaves no page" [ ! -e r.html ]
+check "trace-report: and says the page was not written" has stderr "r.html: not written either"
+if [ -w /dev/full ]; then
+	run trace-report "$IN" -o /dev/full --folded r.folded
+	check "trace-report: a page that fails to write fails (got $rc)" [ "$rc" = 1 ]
+	check "trace-report: a page that fails to write leaves no folded file" [ ! -e r.folded ]
+fi
+run trace-report "$IN" -o r.html --folded r.folded
+check "trace-report: with both writable, both are written (got $rc)" [ "$rc" = 0 -a -s r.html -a -s r.folded ]
+rm -f r.html r.folded
 for tool in trace-convert trace-stats trace-merge trace-split trace-diff trace-report; do
 	usage $tool "$tool: unknown option '--bogus'" "$IN" --bogus
 	usage $tool "$tool: option '-o' needs an argument" "$IN" -o
