@@ -356,6 +356,12 @@ int cli_out_close(const char *tool, tk_outfile *out, int ok)
 	return status;
 }
 
+int cli_out_in_place(const char *path)
+{
+	struct stat st;
+	return strcmp(path, "-") == 0 || (stat(path, &st) == 0 && !S_ISREG(st.st_mode));
+}
+
 static const char no_trace[] = "the archive holds no trace (no member named *.json, *.json.gz or *.tkb)";
 
 size_t cli_each_trace(const char *tool, char *const *paths, size_t n, const tk_reader_opts *ro,

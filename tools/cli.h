@@ -94,6 +94,9 @@ FILE *cli_out_open(const char *tool, const char *path, tk_outfile **out);
 /* Publishes the file when ok (else nothing is published) and frees it: 0,
  * or 1 after an error that names it. */
 int cli_out_close(const char *tool, tk_outfile *out, int ok);
+/* 1 when an output at path is written in place as it goes (standard output
+ * "-", a device, a FIFO) rather than published whole on close. */
+int cli_out_in_place(const char *path);
 
 /* A usage error and 2 when the output file out is one of the inputs (the
  * same file, by tk_output_is_input), else 0. */

@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli.h"
 #include "cli_stats.h"
@@ -386,8 +385,7 @@ int cli_write_tables(const cli_tables *w)
 	const char *out = w->out ? w->out : "-";
 	if (w->format != TK_TABLE_CSV || w->n_shown < 2)
 		return write_one(w, out, w->shown, w->n_shown);
-	struct stat st;
-	if (strcmp(out, "-") == 0 || (stat(out, &st) == 0 && !S_ISREG(st.st_mode))) {
+	if (cli_out_in_place(out)) {
 		if (!w->quiet)
 			cli_warn(w->tool, "CSV to %s holds %zu tables one after another, which a CSV reader does not "
 			         "load as one: pick one with -t, or give -o FILE.csv for a file per table",

@@ -1356,8 +1356,9 @@ static void write_page(report *R)
 
 /* The page and the folded stacks: both are written in full before either is
  * published, so that a --folded FILE that cannot be written leaves no page
- * (and a page that cannot be written no folded file) behind. 0, or 1 after
- * an error that names the file. */
+ * (and a page that cannot be written no folded file) behind; one written in
+ * place (standard output, a FIFO) is out as soon as it is written. 0, or 1
+ * after an error that names the file. */
 static int publish(report *R)
 {
 	char *txt = NULL;
@@ -1372,7 +1373,8 @@ static int publish(report *R)
 	if (!(R->f = cli_out_open(tool.name, R->o->out, &page)) ||
 	    (R->o->folded && !(ff = cli_out_open(tool.name, R->o->folded, &fold)))) {
 		if (page)
-			cli_err(tool.name, "%s: not written either", R->o->out);
+			cli_err(tool.name, "%s: not written either",
+			        strcmp(R->o->out, "-") == 0 ? "standard output" : R->o->out);
 		cli_out_close(tool.name, page, 0);
 		free(txt);
 		return 1;
@@ -1388,13 +1390,15 @@ static int publish(report *R)
 	if (!page_ok || !fold_ok) {
 		cli_out_close(tool.name, page, !page_ok);
 		cli_out_close(tool.name, fold, fold && !fold_ok);
-		if (page_ok || (ff && fold_ok))
-			cli_err(tool.name, "%s: not written either", page_ok ? R->o->out : R->o->folded);
+		const char *other = page_ok ? R->o->out : ff && fold_ok ? R->o->folded : NULL;
+		if (other && !cli_out_in_place(other)) /* else it is out already */
+			cli_err(tool.name, "%s: not written either", other);
 		return 1;
 	}
 	if (fold && cli_out_close(tool.name, fold, 1)) {
 		cli_out_close(tool.name, page, 0);
-		cli_err(tool.name, "%s: not written either", R->o->out);
+		if (!cli_out_in_place(R->o->out))
+			cli_err(tool.name, "%s: not written either", R->o->out);
 		return 1;
 	}
 	return cli_out_close(tool.name, page, 1);
