@@ -198,6 +198,8 @@ typedef struct report {
 	size_t main_rank;  /* the tables' rank when there are many */
 	size_t t_first, t_n; /* the stats objects the tables show */
 	const char *cmd_in; /* the inputs as a shell gives them to trace-stats, for the commands shown */
+	int64_t *nums;      /* the step numbers of every rank, sorted and distinct */
+	size_t ns;
 } report;
 
 static void svg_open(FILE *f, int w, int h, const char *label)
@@ -322,16 +324,18 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 /* The distinct step numbers of the run, sorted. */
-static size_t step_numbers(const report *R, int64_t **out)
+/* R->nums and R->ns: the step numbers of every rank, sorted and distinct
+ * (none when out of memory). */
+static void step_numbers(report *R)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < R->n; i++)
 		n += tk_stats_step_count(R->s[i]);
 	int64_t *v = malloc((n ? n : 1) * sizeof *v);
-	if (!v) {
-		*out = NULL;
-		return 0;
-	}
+	R->nums = v;
+	R->ns = 0;
+	if (!v)
+		return;
 	size_t k = 0;
 	for (size_t i = 0; i < R->n; i++)
 		for (size_t j = 0; j < tk_stats_step_count(R->s[i]); j++)
@@ -341,8 +345,7 @@ static size_t step_numbers(const report *R, int64_t **out)
 	for (size_t i = 0; i < k; i++)
 		if (!u || v[u - 1] != v[i])
 			v[u++] = v[i];
-	*out = v;
-	return u;
+	R->ns = u;
 }
 
 /* The GPUs that ran work: the distinct processes of the GPU streams. */
@@ -388,9 +391,7 @@ static void sec_run(report *R)
 			wall += tk_stats_step_get(R->s[i], k)->wall;
 		}
 	}
-	int64_t *nums;
-	size_t steps = step_numbers(R, &nums);
-	free(nums);
+	size_t steps = R->ns;
 	char span[48] = "-", avg[48] = "-";
 	if (hi > lo)
 		fmt_ns(span, sizeof span, (double)(hi - lo));
@@ -432,18 +433,14 @@ static void sec_run(report *R)
 static void sec_steps(report *R)
 {
 	FILE *f = R->f;
-	int64_t *nums;
-	size_t ns = step_numbers(R, &nums);
-	if (!ns) {
-		free(nums);
+	const int64_t *nums = R->nums;
+	size_t ns = R->ns;
+	if (!ns)
 		return;
-	}
 	/* wall[i * ns + k]: rank i's step nums[k], -1 when it has none */
 	int64_t *wall = malloc(R->n * ns * sizeof *wall);
-	if (!wall) {
-		free(nums);
+	if (!wall)
 		return;
-	}
 	int64_t max = 0, worst = -1;
 	size_t worst_i = 0, worst_k = 0;
 	for (size_t i = 0; i < R->n * ns; i++)
@@ -451,7 +448,7 @@ static void sec_steps(report *R)
 	for (size_t i = 0; i < R->n; i++)
 		for (size_t j = 0; j < tk_stats_step_count(R->s[i]); j++) {
 			const tk_stats_step *st = tk_stats_step_get(R->s[i], j);
-			int64_t *p = bsearch(&st->num, nums, ns, sizeof *nums, cmp_i64);
+			const int64_t *p = bsearch(&st->num, nums, ns, sizeof *nums, cmp_i64);
 			size_t k = (size_t)(p - nums);
 			wall[i * ns + k] = st->wall;
 			max = st->wall > max ? st->wall : max;
@@ -541,7 +538,6 @@ static void sec_steps(report *R)
 	table_of(R, 4, "steps");
 	fputs("</section>\n", f);
 	free(wall);
-	free(nums);
 }
 
 /* ---- GPU time per step ---- */
@@ -614,12 +610,10 @@ static void stacked(FILE *f, const char *label, double (*v)[N_G], char (*lab)[40
 static void sec_gpu(report *R)
 {
 	FILE *f = R->f;
-	int64_t *nums;
-	size_t ns = step_numbers(R, &nums);
-	if (!ns) {
-		free(nums);
+	const int64_t *nums = R->nums;
+	size_t ns = R->ns;
+	if (!ns)
 		return;
-	}
 	/* per step, the mean over the ranks that have it */
 	size_t nb = ns > 200 ? 200 : ns;
 	double(*v)[N_G] = calloc(nb, sizeof *v);
@@ -634,7 +628,7 @@ static void sec_gpu(report *R)
 		for (size_t i = 0; i < R->n; i++)
 			for (size_t j = 0; j < tk_stats_step_count(R->s[i]); j++) {
 				const tk_stats_step *st = tk_stats_step_get(R->s[i], j);
-				int64_t *p = bsearch(&st->num, nums, ns, sizeof *nums, cmp_i64);
+				const int64_t *p = bsearch(&st->num, nums, ns, sizeof *nums, cmp_i64);
 				size_t k = (size_t)(p - nums);
 				double x[N_G];
 				split_step(st, x);
@@ -683,7 +677,6 @@ static void sec_gpu(report *R)
 	free(rv);
 	free(rlab);
 	free(rcnt);
-	free(nums);
 }
 
 /* ---- top operators and kernels ---- */
@@ -1428,7 +1421,8 @@ static int run_report(const report_opts *o)
 	}
 	for (size_t i = 0; i < run.n; i++)
 		labels[i] = run.labels[i];
-	report R = {o, NULL, run.s, labels, run.n, 0, 0, run.n, NULL};
+	report R = {o, NULL, run.s, labels, run.n, 0, 0, run.n, NULL, NULL, 0};
+	step_numbers(&R);
 	if (run.n > 8) {
 		/* the tables of one rank: the one with the most kernel time */
 		double best = -1;
@@ -1479,6 +1473,7 @@ static int run_report(const report_opts *o)
 		status = 1;
 	free(owned);
 	free(labels);
+	free(R.nums);
 	cli_stats_run_free(&run);
 	return status;
 }
