@@ -19,6 +19,11 @@ int cli_parse_steps(const cli_tool *t, int id, const char *arg, long *a, long *b
 	return 0;
 }
 
+int cli_reads_twice(long step_a, const tk_stats_opts *so)
+{
+	return step_a >= 0 || so->window.lo_rel || so->window.hi_rel;
+}
+
 int cli_need_rereadable(const cli_tool *t, const char *name)
 {
 	if (tk_input_rereadable(name))
@@ -219,7 +224,7 @@ int cli_stats_read(const char *tool, const char *name, tk_reader *r, const cli_s
 	*out = (cli_stats_out){0};
 	tk_stats_opts so = q->sopts;
 	tk_steps *steps = NULL;
-	if ((q->step_a >= 0 || so.window.lo_rel || so.window.hi_rel) && first_pass(tool, q, name, &so, &steps)) {
+	if (cli_reads_twice(q->step_a, &so) && first_pass(tool, q, name, &so, &steps)) {
 		tk_steps_free(steps);
 		return 1;
 	}

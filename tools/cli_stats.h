@@ -8,6 +8,9 @@
 /* --steps A[-B]: ProfilerStep numbers with A <= B into *a and *b; 0, or 2
  * after a usage error naming the option. */
 int cli_parse_steps(const cli_tool *t, int id, const char *arg, long *a, long *b);
+/* 1 when the tables need a first read of each input: --steps (step_a >= 0)
+ * or a --window counted from the first event. */
+int cli_reads_twice(long step_a, const tk_stats_opts *so);
 /* An input that --steps or a --window counted from the first event reads
  * twice: 0, or 2 after a usage error when it is standard input or a pipe. */
 int cli_need_rereadable(const cli_tool *t, const char *name);

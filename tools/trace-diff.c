@@ -127,11 +127,9 @@ static int parse_args(int argc, char **argv, diff_opts *o)
 	o->in[1] = argv[ind + 1];
 	if (cli_refuse_output_input(&tool, o->out, o->in, 2))
 		return 2;
-	for (int i = 0; i < 2; i++) {
-		int twice = o->steps[i][0] >= 0 || o->sopts.window.lo_rel || o->sopts.window.hi_rel;
-		if (twice && cli_need_rereadable(&tool, o->in[i]))
+	for (int i = 0; i < 2; i++)
+		if (cli_reads_twice(o->steps[i][0], &o->sopts) && cli_need_rereadable(&tool, o->in[i]))
 			return 2;
-	}
 	if (!strcmp(o->in[0], "-") && !strcmp(o->in[1], "-")) {
 		cli_usage_error(&tool, "BASE and NEW cannot both be standard input");
 		return 2;

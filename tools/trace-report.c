@@ -116,7 +116,7 @@ static int parse_args(int argc, char **argv, report_opts *o)
 		cli_usage_error(&tool, "--folded %s: the same file as -o", o->folded);
 		return 2;
 	}
-	int twice = o->step_a >= 0 || o->sopts.window.lo_rel || o->sopts.window.hi_rel;
+	int twice = cli_reads_twice(o->step_a, &o->sopts);
 	for (int i = 0; twice && i < o->n_in; i++)
 		if (cli_need_rereadable(&tool, o->in[i]))
 			return 2;

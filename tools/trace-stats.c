@@ -168,7 +168,7 @@ static int parse_args(int argc, char **argv, stats_opts *o)
 	if (cli_refuse_output_input(&tool, o->out, o->in, (size_t)o->n_in) ||
 	    cli_refuse_output_input(&tool, o->series, o->in, (size_t)o->n_in))
 		return 2;
-	int twice = o->step_a >= 0 || o->sopts.window.lo_rel || o->sopts.window.hi_rel;
+	int twice = cli_reads_twice(o->step_a, &o->sopts);
 	for (int i = 0; i < o->n_in && twice; i++)
 		if (cli_need_rereadable(&tool, o->in[i]))
 			return 2;
