@@ -103,3 +103,24 @@ bench_convert_setup() {
 	echo "input: $IN, $BYTES bytes, ${EVENTS:-?} events (gen_trace --seed $SEED --size $SIZE)"
 	awk '{ print "load average: " $1 " " $2 " " $3 }' /proc/loadavg
 }
+
+# bench_gzip_input: GZ, the input compressed by gzip -6 (its size printed),
+# and IGZIP, igzip's path or empty where it is missing.
+bench_gzip_input() {
+	GZ=$WORK/trace.json.gz
+	gzip -6 -c "$IN" >"$GZ"
+	echo "gzip -6: $(stat -c %s "$GZ") bytes"
+	IGZIP=$(command -v igzip || true)
+}
+
+# bench_table_head: the header of a table of runs over $BYTES, and
+# bench_row NAME after each measure: its best and median seconds, MB/s of
+# wall and of CPU time, and peak RSS in MiB.
+bench_table_head() {
+	printf "%-44s %8s %8s %9s %11s %9s\n" case "best s" "median" "MB/s" "MB/cpu-s" "peak MiB"
+}
+bench_row() {
+	awk -v n="$1" -v w="$WALL" -v m="$MED" -v c="$CPU" -v k="$KIB" -v b="$BYTES" 'BEGIN {
+		if (w <= 0) w = 0.0005; if (c <= 0) c = 0.0005
+		printf "%-44s %8.2f %8.2f %9.0f %11.0f %9.1f\n", n, w, m, b / 1e6 / w, b / 1e6 / c, k / 1024 }'
+}

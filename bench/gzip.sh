@@ -33,10 +33,7 @@ STATS=$BUILD_DIR/tools/trace-stats
 bench_need "$STATS"
 bench_convert_setup tkgzip
 "$CONVERT" --version | tail -n 1
-GZ=$WORK/trace.json.gz
-gzip -6 -c "$IN" >"$GZ"
-echo "gzip -6: $(stat -c %s "$GZ") bytes"
-IGZIP=$(command -v igzip || true)
+bench_gzip_input
 
 row() { # NAME WALL MED CPU KIB [SIZE]
 	awk -v n="$1" -v w="$2" -v m="$3" -v c="$4" -v k="$5" -v b="$BYTES" -v s="${6:-}" 'BEGIN {

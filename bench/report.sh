@@ -32,27 +32,22 @@ REPORT=$BUILD_DIR/tools/trace-report
 bench_need "$STATS" "$REPORT"
 bench_convert_setup tkreport
 
-row() { # NAME WALL MED CPU KIB
-	awk -v n="$1" -v w="$2" -v m="$3" -v c="$4" -v k="$5" -v b="$BYTES" 'BEGIN {
-		if (w <= 0) w = 0.0005; if (c <= 0) c = 0.0005
-		printf "%-44s %8.2f %8.2f %9.0f %11.0f %9.1f\n", n, w, m, b / 1e6 / w, b / 1e6 / c, k / 1024 }'
-}
-printf "%-44s %8s %8s %9s %11s %9s\n" case "best s" "median" "MB/s" "MB/cpu-s" "peak MiB"
+bench_table_head
 OUT=/dev/null
 measure cat "$IN"
-row "cat (baseline)" "$WALL" "$MED" "$CPU" "$KIB"
+bench_row "cat (baseline)"
 OUT=$WORK/t.txt
 measure "$STATS" -q "$IN" -o "$OUT"
 ((RC == 0)) || { echo "$BENCH: trace-stats failed: $(cat "$LOG")" >&2; exit 1; }
-row "trace-stats (default tables)" "$WALL" "$MED" "$CPU" "$KIB"
+bench_row "trace-stats (default tables)"
 STATS_MED=$MED
 measure "$STATS" -q "$IN" -t ops,kernels,memcpy,api,steps,launch,memory,collectives -o "$OUT"
 ((RC == 0)) || { echo "$BENCH: trace-stats -t all failed: $(cat "$LOG")" >&2; exit 1; }
-row "trace-stats -t (all eight)" "$WALL" "$MED" "$CPU" "$KIB"
+bench_row "trace-stats -t (all eight)"
 OUT=$WORK/r.html
 measure "$REPORT" -q "$IN" -o "$OUT" --folded "$WORK/r.folded"
 ((RC == 0)) || { echo "$BENCH: trace-report failed: $(cat "$LOG")" >&2; exit 1; }
-row "trace-report (--folded)" "$WALL" "$MED" "$CPU" "$KIB"
+bench_row "trace-report (--folded)"
 "$REPORT" -q "$IN" -o "$WORK/r.html" >/dev/null 2>&1
 PAGE=$(stat -c %s "$WORK/r.html")
 echo "-- targets"

@@ -33,18 +33,13 @@ STATS=$BUILD_DIR/tools/trace-stats
 bench_need "$STATS"
 bench_convert_setup tktables
 
-row() { # NAME WALL MED CPU KIB
-	awk -v n="$1" -v w="$2" -v m="$3" -v c="$4" -v k="$5" -v b="$BYTES" 'BEGIN {
-		if (w <= 0) w = 0.0005; if (c <= 0) c = 0.0005
-		printf "%-44s %8.2f %8.2f %9.0f %11.0f %9.1f\n", n, w, m, b / 1e6 / w, b / 1e6 / c, k / 1024 }'
-}
-printf "%-44s %8s %8s %9s %11s %9s\n" case "best s" "median" "MB/s" "MB/cpu-s" "peak MiB"
+bench_table_head
 OUT=/dev/null
-measure cat "$IN"; row "cat (baseline)" "$WALL" "$MED" "$CPU" "$KIB"
+measure cat "$IN"; bench_row "cat (baseline)"
 for t in ops,kernels,memcpy,api steps,launch memory collectives ops,kernels,memcpy,api,steps,launch,collectives \
 	ops,kernels,memcpy,api,steps,launch,memory,collectives; do
 	OUT=$WORK/t.txt
 	measure "$STATS" -q "$IN" -t "$t" -o "$OUT"
 	((RC == 0)) || { echo "$BENCH: trace-stats -t $t failed: $(cat "$LOG")" >&2; exit 1; }
-	row "trace-stats -t $t" "$WALL" "$MED" "$CPU" "$KIB"
+	bench_row "trace-stats -t $t"
 done

@@ -41,10 +41,7 @@ STATS=$BUILD_DIR/tools/trace-stats
 bench_need "$STATS"
 bench_convert_setup tkthreads
 "$CONVERT" --version | tail -n 1
-GZ=$WORK/trace.json.gz
-gzip -6 -c "$IN" >"$GZ"
-echo "gzip -6: $(stat -c %s "$GZ") bytes"
-IGZIP=$(command -v igzip || true)
+bench_gzip_input
 CPUS=$(nproc)
 [[ -n $MAXT ]] && CPUS=$MAXT
 THREADS=(1)
