@@ -193,7 +193,8 @@ static void coll_check(const char *what, tk_stats *a, const tk_stats *b)
 
 /* The call paths (opts.flame): callers first, self times not below 0, each
  * total its self and its callees' totals; the folded lines' counts add up to
- * the self times; the same paths after a .tkb round trip. */
+ * the self times; the same paths after a .tkb round trip, and merged with
+ * them, the same paths with the times summed. */
 static void flame_check(const char *what, tk_stats *a, const tk_stats *b)
 {
 	size_t n = tk_stats_frame_count(a);
@@ -237,6 +238,20 @@ static void flame_check(const char *what, tk_stats *a, const tk_stats *b)
 		FZ_CHECK(WHO, strcmp(x->name, y->name) == 0 && x->parent == y->parent && x->self_ns == y->self_ns,
 		         "%s: path %zu differs", what, i);
 	}
+	/* the two as one set: the same paths, in the same order, times summed */
+	tk_stats *ab[2] = {a, (tk_stats *)b};
+	tk_stats_frame *m = NULL;
+	size_t nm = 0;
+	FZ_CHECK(WHO, tk_stats_frames_merge(ab, 2, &m, &nm) == 0, "no merged paths");
+	FZ_CHECK(WHO, nm == n, "%s: merged with itself, %zu paths, not %zu", what, nm, n);
+	for (size_t i = 0; i < n; i++) {
+		const tk_stats_frame *x = tk_stats_frame_get(a, i), *y = tk_stats_frame_get(b, i);
+		FZ_CHECK(WHO, strcmp(m[i].name, x->name) == 0 && m[i].parent == x->parent &&
+		                  m[i].self_ns == tk__sat_add(x->self_ns, y->self_ns) &&
+		                  m[i].total_ns == tk__sat_add(x->total_ns, y->total_ns),
+		         "%s: merged path %zu is not the sum of its two", what, i);
+	}
+	free(m);
 }
 
 static int str_eq(const char *a, const char *b)

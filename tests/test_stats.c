@@ -294,6 +294,60 @@ static void test_flame(void **st)
 	for (size_t i = 1; i < tk_stats_frame_count(f); i++)
 		assert_true(tk_stats_frame_get(f, i)->parent < i);
 	assert_int_equal(tk_stats_frame_count(s), 0);
+	/* merged: the same paths once, their times summed; no paths add none */
+	tk_stats *three[3] = {f, s, f};
+	tk_stats_frame *m = NULL;
+	size_t nm = 0;
+	assert_int_equal(tk_stats_frames_merge(three, 3, &m, &nm), 0);
+	assert_int_equal(nm, 7);
+	for (size_t i = 0; i < nm; i++) {
+		const tk_stats_frame *one = tk_stats_frame_get(f, i);
+		assert_string_equal(m[i].name, one->name);
+		assert_int_equal(m[i].parent, one->parent);
+		assert_int_equal(m[i].self_ns, 2 * one->self_ns);
+		assert_int_equal(m[i].total_ns, 2 * one->total_ns);
+	}
+	free(m);
+	/* a rank with other paths: a path under the same caller is one path, a
+	 * name under another caller is another */
+	static const char other[] =
+	    "{\"traceEvents\":["
+	    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":50},"
+	    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mul\",\"pid\":1,\"tid\":1,\"ts\":10,\"dur\":20},"
+	    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::linear\",\"pid\":1,\"tid\":1,\"ts\":60,\"dur\":4}]}";
+	tk_reader *r = NULL;
+	tk_stats *g = NULL;
+	assert_int_equal(tk_reader_open_memory(&r, other, sizeof other - 1, "other.json", NULL), 0);
+	assert_int_equal(tk_stats_new(&g, &fo), 0);
+	assert_int_equal(tk_stats_add_reader(g, r), 0);
+	assert_int_equal(tk_stats_finish(g), 0);
+	tk_reader_free(r);
+	assert_int_equal(tk_stats_frame_count(g), 3);
+	tk_stats *both[2] = {f, g};
+	assert_int_equal(tk_stats_frames_merge(both, 2, &m, &nm), 0);
+	assert_int_equal(nm, 7 + 2); /* ProfilerStep*;aten::mul and aten::linear are new */
+	int64_t roots = 0;
+	for (size_t i = 0; i < nm; i++) {
+		assert_true(m[i].parent == SIZE_MAX || m[i].parent < i);
+		for (size_t j = 0; j < i; j++)
+			assert_false(m[j].parent == m[i].parent && strcmp(m[j].name, m[i].name) == 0);
+		if (m[i].parent == SIZE_MAX)
+			roots += m[i].total_ns;
+	}
+	assert_string_equal(m[0].name, "ProfilerStep*");
+	assert_int_equal(m[0].self_ns, 10000 + 30000); /* 50 - 20 */
+	assert_int_equal(roots, 100000 + 50000 + 4000);
+	assert_string_equal(m[7].name, "aten::mul");
+	assert_int_equal(m[7].parent, 0);
+	assert_int_equal(m[7].self_ns, 20000);
+	assert_string_equal(m[8].name, "aten::linear");
+	assert_int_equal(m[8].parent, SIZE_MAX);
+	assert_int_equal(m[8].total_ns, 4000);
+	free(m);
+	tk_stats_free(g);
+	assert_int_equal(tk_stats_frames_merge(NULL, 0, &m, &nm), 0);
+	assert_int_equal(nm, 0);
+	free(m);
 	tk_table_opts o = {0};
 	o.format = TK_TABLE_JSON;
 	o.row_limit = -1;

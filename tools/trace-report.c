@@ -1065,71 +1065,20 @@ static void sec_memory(report *R)
 
 /* ---- the flame graph ---- */
 
-/* The call paths of every rank as one tree: a node per distinct path. */
-typedef struct fnode {
-	const char *name;
-	size_t parent; /* SIZE_MAX: a root */
-	double self, total;
-	size_t first_child, next; /* SIZE_MAX: none */
-} fnode;
-
+/* The call paths of every rank as one tree (tk_stats_frames_merge), with
+ * each path's callees linked in name order, as flamegraph.pl draws them. */
 typedef struct ftree {
-	fnode *v;
-	size_t n, cap;
-	size_t *slot; /* open addressing over (parent, name) */
-	size_t n_slot;
+	tk_stats_frame *v;
+	size_t n;
+	size_t *first_child, *next; /* SIZE_MAX: none; first_child[n]: the first outermost path */
 } ftree;
 
-static uint64_t fhash(size_t parent, const char *name)
+static uint64_t name_hash(const char *name)
 {
-	uint64_t h = 1469598103934665603ull ^ (uint64_t)parent * 0x9E3779B97F4A7C15ull;
+	uint64_t h = 1469598103934665603ull;
 	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
 		h = (h ^ *p) * 1099511628211ull;
 	return h;
-}
-
-static int ftree_grow(ftree *t)
-{
-	size_t ns = t->n_slot ? t->n_slot * 2 : 1024;
-	size_t *sl = malloc(ns * sizeof *sl);
-	if (!sl)
-		return -1;
-	for (size_t i = 0; i < ns; i++)
-		sl[i] = SIZE_MAX;
-	for (size_t i = 0; i < t->n; i++) {
-		size_t h = (size_t)fhash(t->v[i].parent, t->v[i].name) & (ns - 1);
-		while (sl[h] != SIZE_MAX)
-			h = (h + 1) & (ns - 1);
-		sl[h] = i;
-	}
-	free(t->slot);
-	t->slot = sl;
-	t->n_slot = ns;
-	return 0;
-}
-
-/* The node of name under parent, made when new: its index, SIZE_MAX when out of memory. */
-static size_t ftree_node(ftree *t, size_t parent, const char *name)
-{
-	if ((t->n + 1) * 2 > t->n_slot && ftree_grow(t))
-		return SIZE_MAX;
-	size_t h = (size_t)fhash(parent, name) & (t->n_slot - 1);
-	for (; t->slot[h] != SIZE_MAX; h = (h + 1) & (t->n_slot - 1)) {
-		fnode *x = &t->v[t->slot[h]];
-		if (x->parent == parent && strcmp(x->name, name) == 0)
-			return t->slot[h];
-	}
-	if (t->n == t->cap) {
-		size_t nc = t->cap ? t->cap * 2 : 1024;
-		fnode *nv = realloc(t->v, nc * sizeof *nv);
-		if (!nv)
-			return SIZE_MAX;
-		t->v = nv;
-		t->cap = nc;
-	}
-	t->v[t->n] = (fnode){name, parent, 0, 0, SIZE_MAX, SIZE_MAX};
-	t->slot[h] = t->n;
-	return t->n++;
 }
 
 static const int FL_W = 1100, FL_ROW = 17, FL_DEPTH = 48;
@@ -1137,7 +1086,7 @@ static const int FL_W = 1100, FL_ROW = 17, FL_DEPTH = 48;
 
 static void flame_color(const char *name, char *b, size_t cap)
 {
-	uint64_t h = fhash(0, name);
+	uint64_t h = name_hash(name);
 	int py = strstr(name, ".py(") != NULL;
 	int hue = py ? 190 + (int)(h % 40) : 10 + (int)(h % 40);
 	snprintf(b, cap, "hsl(%d,%d%%,%d%%)", hue, 60 + (int)(h >> 8) % 25, 62 + (int)(h >> 16) % 14);
@@ -1146,28 +1095,28 @@ static void flame_color(const char *name, char *b, size_t cap)
 static void flame_node(FILE *f, const ftree *t, size_t i, double x, int depth, double scale, double thr,
                        size_t *drawn)
 {
-	const fnode *nd = &t->v[i];
-	double w = nd->total * scale;
-	if (w < 1 || nd->total < thr || depth >= FL_DEPTH || *drawn >= FL_MAX_NODES)
+	const tk_stats_frame *nd = &t->v[i];
+	double total = (double)nd->total_ns, w = total * scale;
+	if (w < 1 || total < thr || depth >= FL_DEPTH || *drawn >= FL_MAX_NODES)
 		return;
 	(*drawn)++;
 	char c[48], tt[48];
 	flame_color(nd->name, c, sizeof c);
-	fmt_ns(tt, sizeof tt, nd->total);
+	fmt_ns(tt, sizeof tt, total);
 	double y = 20 + depth * FL_ROW;
 	fputs("<g><title>", f);
 	esc_short(f, nd->name, 200);
 	fprintf(f, ": %s (%.2f%%)</title><rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>", tt,
-	        100.0 * nd->total * scale / FL_W, x, y, w - 0.3, FL_ROW - 1, c);
+	        100.0 * total * scale / FL_W, x, y, w - 0.3, FL_ROW - 1, c);
 	if (w > 40) {
 		fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" class=\"fl\">", x + 3, y + 12);
 		esc_short(f, nd->name, (size_t)(w / 7));
 		fputs("</text>", f);
 	}
 	fputs("</g>\n", f);
-	for (size_t ch = nd->first_child; ch != SIZE_MAX; ch = t->v[ch].next) {
+	for (size_t ch = t->first_child[i]; ch != SIZE_MAX; ch = t->next[ch]) {
 		flame_node(f, t, ch, x, depth + 1, scale, thr, drawn);
-		x += t->v[ch].total * scale;
+		x += (double)t->v[ch].total_ns * scale;
 	}
 }
 
@@ -1177,118 +1126,92 @@ static int cmp_dbl_desc(const void *a, const void *b)
 	return (x < y) - (x > y);
 }
 
+/* paths by caller (the outermost last), then by name */
 static int cmp_fchild(const void *a, const void *b, void *ctx)
 {
-	const ftree *t = ctx;
-	return strcmp(t->v[*(const size_t *)a].name, t->v[*(const size_t *)b].name);
+	const tk_stats_frame *v = ctx, *x = &v[*(const size_t *)a], *y = &v[*(const size_t *)b];
+	if (x->parent != y->parent)
+		return (x->parent > y->parent) - (x->parent < y->parent);
+	return strcmp(x->name, y->name);
+}
+
+/* t->first_child and t->next: 0, or -1 when out of memory. */
+static int link_children(ftree *t)
+{
+	size_t n = t->n, *ord = malloc((n ? n : 1) * sizeof *ord);
+	t->first_child = malloc((n + 1) * sizeof *t->first_child);
+	t->next = malloc((n ? n : 1) * sizeof *t->next);
+	if (!ord || !t->first_child || !t->next) {
+		free(ord);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		ord[i] = i;
+	qsort_r(ord, n, sizeof *ord, cmp_fchild, t->v);
+	for (size_t i = 0; i <= n; i++)
+		t->first_child[i] = SIZE_MAX;
+	for (size_t k = 0; k < n; k++) {
+		size_t p = t->v[ord[k]].parent;
+		if (!k || t->v[ord[k - 1]].parent != p)
+			t->first_child[p == SIZE_MAX ? n : p] = ord[k];
+		t->next[ord[k]] = k + 1 < n && t->v[ord[k + 1]].parent == p ? ord[k + 1] : SIZE_MAX;
+	}
+	free(ord);
+	return 0;
 }
 
 static void sec_flame(report *R)
 {
 	FILE *f = R->f;
 	ftree t = {0};
-	size_t *map = NULL, cap = 0;
-	int ok = 1;
-	for (size_t i = 0; ok && i < R->n; i++) {
-		size_t n = tk_stats_frame_count(R->s[i]);
-		if (n > cap) {
-			size_t *nm = realloc(map, n * sizeof *nm);
-			if (!nm) {
-				ok = 0;
-				break;
-			}
-			map = nm;
-			cap = n;
-		}
-		for (size_t j = 0; j < n; j++) {
-			const tk_stats_frame *fr = tk_stats_frame_get(R->s[i], j);
-			size_t parent = fr->parent == SIZE_MAX ? SIZE_MAX : map[fr->parent];
-			map[j] = ftree_node(&t, parent, fr->name);
-			if (map[j] == SIZE_MAX) {
-				ok = 0;
-				break;
-			}
-			t.v[map[j]].self += (double)fr->self_ns;
-			t.v[map[j]].total += (double)fr->total_ns;
-		}
-	}
-	free(map);
 	double all = 0;
-	for (size_t i = 0; ok && i < t.n; i++)
-		if (t.v[i].parent == SIZE_MAX)
-			all += t.v[i].total;
-	if (ok && all > 0) {
-		/* children in name order, as flamegraph.pl draws them */
-		size_t *kids = malloc(t.n * sizeof *kids);
-		size_t *cnt = calloc(t.n + 1, sizeof *cnt);
-		if (kids && cnt) {
-			for (size_t i = 0; i < t.n; i++)
-				cnt[(t.v[i].parent == SIZE_MAX ? t.n : t.v[i].parent)]++;
-			/* per parent, in one pass: a run of kids each, sorted, then linked */
-			size_t *at = calloc(t.n + 2, sizeof *at);
-			if (at) {
-				for (size_t p = 0; p <= t.n; p++)
-					at[p + 1] = at[p] + cnt[p];
-				size_t *fill = malloc((t.n + 1) * sizeof *fill);
-				if (fill) {
-					memcpy(fill, at, (t.n + 1) * sizeof *fill);
-					for (size_t i = 0; i < t.n; i++)
-						kids[fill[t.v[i].parent == SIZE_MAX ? t.n : t.v[i].parent]++] = i;
-					for (size_t p = 0; p <= t.n; p++) {
-						qsort_r(kids + at[p], cnt[p], sizeof *kids, cmp_fchild, &t);
-						for (size_t k = at[p]; k < at[p + 1]; k++) {
-							size_t nx = k + 1 < at[p + 1] ? kids[k + 1] : SIZE_MAX;
-							t.v[kids[k]].next = nx;
-						}
-						if (p < t.n && cnt[p])
-							t.v[p].first_child = kids[at[p]];
-					}
-					free(fill);
-				}
-				fputs("<section id=\"flame\"><h2>CPU time: flame graph</h2>\n<p>Where the CPU time went: each "
-				      "bar is a call path (operators, runtime calls, and the Python frames of with_stack traces, "
-				      "nested by time on their thread), as wide as its time; callers above what they call. "
-				      "Hover for the time. ", f);
-				char tt[48];
-				fmt_ns(tt, sizeof tt, all);
-				fprintf(f, "%s in all%s. <code>--folded FILE</code> writes the same paths for flamegraph.pl and "
-				        "speedscope.</p>\n", tt, R->n > 1 ? ", every rank's together" : "");
-				int depth = 0;
-				for (size_t i = 0; i < t.n; i++) {
-					int d = 0;
-					for (size_t p = t.v[i].parent; p != SIZE_MAX && d < FL_DEPTH; p = t.v[p].parent)
-						d++;
-					depth = d + 1 > depth ? d + 1 : depth;
-				}
-				svg_open(f, FL_W, 24 + depth * FL_ROW, "flame graph of CPU time");
-				double x = 0, scale = FL_W / all, thr = 0;
-				/* the widest FL_MAX_NODES: a caller is never narrower than what it calls */
-				double *tot = t.n > FL_MAX_NODES ? malloc(t.n * sizeof *tot) : NULL;
-				if (tot) {
-					for (size_t i = 0; i < t.n; i++)
-						tot[i] = t.v[i].total;
-					qsort(tot, t.n, sizeof *tot, cmp_dbl_desc);
-					thr = tot[FL_MAX_NODES - 1];
-					free(tot);
-				}
-				size_t drawn = 0;
-				for (size_t k = at[t.n]; k < at[t.n + 1]; k++) {
-					flame_node(f, &t, kids[k], x, 0, scale, thr, &drawn);
-					x += t.v[kids[k]].total * scale;
-				}
-				fputs("</svg>\n", f);
-				if (drawn < t.n)
-					fprintf(f, "<p class=\"note\">%zu of %zu paths drawn, the widest (at least a pixel); the "
-					        "folded stacks hold them all.</p>\n", drawn, t.n);
-				fputs("</section>\n", f);
-				free(at);
-			}
+	if (tk_stats_frames_merge(R->s, R->n, &t.v, &t.n) == 0)
+		for (size_t i = 0; i < t.n; i++)
+			if (t.v[i].parent == SIZE_MAX)
+				all += (double)t.v[i].total_ns;
+	size_t *dep = NULL;
+	if (all > 0 && !link_children(&t) && (dep = malloc(t.n * sizeof *dep)) != NULL) {
+		fputs("<section id=\"flame\"><h2>CPU time: flame graph</h2>\n<p>Where the CPU time went: each "
+		      "bar is a call path (operators, runtime calls, and the Python frames of with_stack traces, "
+		      "nested by time on their thread), as wide as its time; callers above what they call. "
+		      "Hover for the time. ", f);
+		char tt[48];
+		fmt_ns(tt, sizeof tt, all);
+		fprintf(f, "%s in all%s. <code>--folded FILE</code> writes the same paths for flamegraph.pl and "
+		        "speedscope.</p>\n", tt, R->n > 1 ? ", every rank's together" : "");
+		/* rows: a path's callers, at most FL_DEPTH (callers come first) */
+		size_t depth = 0;
+		for (size_t i = 0; i < t.n; i++) {
+			size_t p = t.v[i].parent;
+			dep[i] = p == SIZE_MAX ? 0 : dep[p] < (size_t)FL_DEPTH ? dep[p] + 1 : (size_t)FL_DEPTH;
+			depth = dep[i] + 1 > depth ? dep[i] + 1 : depth;
 		}
-		free(kids);
-		free(cnt);
+		svg_open(f, FL_W, 24 + (int)depth * FL_ROW, "flame graph of CPU time");
+		double x = 0, scale = FL_W / all, thr = 0;
+		/* the widest FL_MAX_NODES: a caller is never narrower than what it calls */
+		double *tot = t.n > FL_MAX_NODES ? malloc(t.n * sizeof *tot) : NULL;
+		if (tot) {
+			for (size_t i = 0; i < t.n; i++)
+				tot[i] = (double)t.v[i].total_ns;
+			qsort(tot, t.n, sizeof *tot, cmp_dbl_desc);
+			thr = tot[FL_MAX_NODES - 1];
+			free(tot);
+		}
+		size_t drawn = 0;
+		for (size_t r = t.first_child[t.n]; r != SIZE_MAX; r = t.next[r]) {
+			flame_node(f, &t, r, x, 0, scale, thr, &drawn);
+			x += (double)t.v[r].total_ns * scale;
+		}
+		fputs("</svg>\n", f);
+		if (drawn < t.n)
+			fprintf(f, "<p class=\"note\">%zu of %zu paths drawn, the widest (at least a pixel); the "
+			        "folded stacks hold them all.</p>\n", drawn, t.n);
+		fputs("</section>\n", f);
 	}
+	free(dep);
 	free(t.v);
-	free(t.slot);
+	free(t.first_child);
+	free(t.next);
 }
 
 /* ---- the page ---- */

@@ -180,6 +180,61 @@ const tk_stats_frame *tk_stats_frame_get(const tk_stats *s, size_t i)
 	return i < tk_stats_frame_count(s) ? &s->frames[i] : NULL;
 }
 
+/* ---- several stats objects' paths as one set ---- */
+
+int tk_stats_frames_merge(tk_stats *const *s, size_t n, tk_stats_frame **out, size_t *n_out)
+{
+	if (!out || !n_out || (n && !s))
+		return TK_ERR_ARG;
+	*out = NULL;
+	*n_out = 0;
+	tk__strtab names = {0};
+	tk__map index = {0}; /* (name id, merged parent + 1) -> merged index + 1 */
+	tk_stats_frame *v = NULL;
+	size_t *map = NULL, n_v = 0, cap_v = 0, cap_map = 0;
+	int rc = 0;
+	for (size_t k = 0; !rc && k < n; k++) {
+		size_t nf = tk_stats_frame_count(s[k]);
+		if ((rc = tk__grow(&map, &cap_map, nf, sizeof *map, 64)) != 0)
+			break;
+		for (size_t i = 0; !rc && i < nf; i++) { /* a path after its caller: the caller is mapped */
+			const tk_stats_frame *f = &s[k]->frames[i];
+			size_t parent = f->parent == SIZE_MAX ? SIZE_MAX : map[f->parent];
+			uint32_t id;
+			if (!tk__strtab_intern_id(&names, f->name, strlen(f->name), &id).ptr) {
+				rc = TK_ERR_NOMEM;
+				break;
+			}
+			if (n_v >= UINT32_MAX - 1) {
+				rc = TK_ERR_LIMIT;
+				break;
+			}
+			uint64_t key = (uint64_t)id << 32 | (parent == SIZE_MAX ? 0 : parent + 1);
+			size_t c = (size_t)tk__map_get0(&index, key);
+			if (!c) {
+				if ((rc = tk__grow(&v, &cap_v, n_v + 1, sizeof *v, 256)) != 0 ||
+				    (rc = tk__map_put_int(&index, key, n_v + 1)) != 0)
+					break;
+				v[n_v] = (tk_stats_frame){f->name, parent, 0, 0};
+				c = ++n_v;
+			}
+			map[i] = c - 1;
+			v[c - 1].self_ns = tk__sat_add(v[c - 1].self_ns, f->self_ns);
+			v[c - 1].total_ns = tk__sat_add(v[c - 1].total_ns, f->total_ns);
+		}
+	}
+	free(map);
+	tk__map_free(&index);
+	tk__strtab_free(&names);
+	if (rc) {
+		free(v);
+		return rc == TK_ERR_LIMIT ? rc : TK_ERR_NOMEM;
+	}
+	*out = v;
+	*n_out = n_v;
+	return 0;
+}
+
 /* ---- folded stacks ---- */
 
 typedef struct fline {
@@ -214,29 +269,30 @@ int tk_stats_format_folded(tk_stats *const *s, size_t n, char **out, size_t *len
 	*len = 0;
 	if (!s || !out)
 		return TK_ERR_ARG;
+	tk_stats_frame *fr;
+	size_t nf;
+	int rc = tk_stats_frames_merge(s, n, &fr, &nf);
+	if (rc)
+		return rc;
 	tk__buf text = {0}, res = {0};
-	fline *lines = NULL;
-	size_t n_lines = 0, cap_lines = 0;
-	int rc = 0;
-	for (size_t k = 0; !rc && k < n; k++) {
-		size_t nf = tk_stats_frame_count(s[k]), base = n_lines;
-		/* each path's text is its caller's, ';', its name: callers first */
-		for (size_t i = 0; !rc && i < nf; i++) {
-			const tk_stats_frame *f = &s[k]->frames[i];
-			if ((rc = tk__grow(&lines, &cap_lines, n_lines + 1, sizeof *lines, 256)))
-				break;
-			fline *l = &lines[n_lines++];
-			l->at = text.len;
-			l->self = f->self_ns;
-			if (f->parent != SIZE_MAX) {
-				fline *p = &lines[base + f->parent];
-				rc = tk__buf_reserve(&text, p->len + 1) || tk__buf_append(&text, text.p + p->at, p->len) ||
-				     tk__buf_putc(&text, ';');
-			}
-			rc = rc || put_name(&text, f->name);
-			l->len = text.len - l->at;
+	fline *lines = nf ? malloc(nf * sizeof *lines) : NULL;
+	size_t n_lines = 0;
+	if (nf && !lines)
+		rc = TK_ERR_NOMEM;
+	/* each path's text is its caller's, ';', its name: callers first */
+	for (size_t i = 0; !rc && i < nf; i++) {
+		fline *l = &lines[n_lines++];
+		l->at = text.len;
+		l->self = fr[i].self_ns;
+		if (fr[i].parent != SIZE_MAX) {
+			fline *p = &lines[fr[i].parent];
+			rc = tk__buf_reserve(&text, p->len + 1) || tk__buf_append(&text, text.p + p->at, p->len) ||
+			     tk__buf_putc(&text, ';');
 		}
+		rc = rc || put_name(&text, fr[i].name);
+		l->len = text.len - l->at;
 	}
+	free(fr);
 	if (!rc && n_lines) {
 		for (size_t i = 0; i < n_lines; i++)
 			lines[i].p = text.p + lines[i].at;

@@ -246,6 +246,12 @@ typedef struct tk_stats_frame {
 } tk_stats_frame;
 TK_API size_t tk_stats_frame_count(const tk_stats *s);
 TK_API const tk_stats_frame *tk_stats_frame_get(const tk_stats *s, size_t i);
+/* The paths of s[0..n) as one set, as tk_stats_frame_get gives them: a
+ * path per distinct list of names from the outermost, its self and total
+ * times summed over the stats objects, after its caller. *out (free() it)
+ * holds *n_out paths whose names point into the stats objects, valid while
+ * they are. 0, TK_ERR_NOMEM, or TK_ERR_LIMIT past 2^32 - 2 paths. */
+TK_API int tk_stats_frames_merge(tk_stats *const *s, size_t n, tk_stats_frame **out, size_t *n_out);
 /* The paths of s[0..n) as folded stacks, the input of flamegraph.pl and
  * speedscope: a line "outer;...;inner SELF_NS" per path with self time,
  * the same path of several stats objects summed, lines in byte order. A
