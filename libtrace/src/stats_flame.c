@@ -83,6 +83,11 @@ static int flush(tk_stats *s, tk__thread *t, size_t n)
  * cache by the name's pointer): UINT32_MAX when out of memory. */
 static uint32_t name_id(tk_stats *s, tk_sv name, uint32_t *fl)
 {
+	/* a frame's name is a C string: names that read the same up to a NUL
+	 * byte are one frame */
+	const char *z = name.len ? memchr(name.ptr, 0, name.len) : NULL;
+	if (z)
+		name.len = (size_t)(z - name.ptr);
 	if (!fl) {
 		size_t h = (size_t)(((uint64_t)(uintptr_t)name.ptr * 0x9e3779b97f4a7c15ull) >> 56);
 		if (s->fl_cache[h].src == name.ptr && s->fl_cache[h].len == name.len && s->fl_cache[h].fl &&

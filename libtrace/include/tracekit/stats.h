@@ -237,7 +237,8 @@ TK_API const tk_stats_info *tk_stats_get_info(const tk_stats *s);
 
 /* A call path: its innermost frame's name, the path it was called from, and
  * the time spent in it but not in a frame it called. Paths come after their
- * callers. */
+ * callers. A name is a C string: an event name with a NUL byte is cut there,
+ * and names the same up to it are one frame. */
 typedef struct tk_stats_frame {
 	const char *name;
 	size_t parent;   /* index of the calling path; SIZE_MAX for an outermost frame */
