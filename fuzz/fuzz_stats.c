@@ -40,7 +40,10 @@
  *    rows add up to the trace's row;
  *  - the memory table is the same in S1, S2 and S3; in each row no more
  *    allocations and frees than events, no negative byte sums, the peak at
- *    least the final total;
+ *    least the final total; the peak and the op at it, after a second read
+ *    that stops where the library says no op is left to find, equal to
+ *    those worked out in the harness from the events; the same with the
+ *    [memory] events moved to the end;
  *  - every table renders, alone and with S1 and S3 side by side as two
  *    ranks, and the JSON renderings are JSON in valid UTF-8;
  *  - the collectives table is the same in S1, S2 and S3, with nothing
@@ -157,6 +160,98 @@ static void memory_check(const char *what, const tk_stats *a, const tk_stats *b)
 		         "memory row %s: %llu events, %llu allocs, %llu frees, peak %lld, final %lld", x->device,
 		         (unsigned long long)x->events, (unsigned long long)x->allocs, (unsigned long long)x->frees,
 		         (long long)x->peak_alloc, (long long)x->final_alloc);
+	}
+}
+
+/* ---- the op at each memory peak, worked out here from the events ---- */
+
+/* A thread id as the memory table matches them: a decimal string is its number. */
+static int id_same(const tk_id *a, const tk_id *b)
+{
+	tk_id x[2] = {*a, *b};
+	for (int i = 0; i < 2; i++) {
+		int64_t v;
+		if (x[i].kind == TK_ID_STR && x[i].str.len && x[i].str.len < 20 &&
+		    tk__js_int((tk_sv){x[i].str.ptr, x[i].str.len}, &v) == 0)
+			x[i] = (tk_id){TK_ID_INT, v, {NULL, 0}};
+	}
+	if (x[0].kind != x[1].kind)
+		return 0;
+	if (x[0].kind == TK_ID_INT)
+		return x[0].num == x[1].num;
+	return x[0].kind != TK_ID_STR ||
+	       (x[0].str.len == x[1].str.len && memcmp(x[0].str.ptr, x[1].str.ptr, x[0].str.len) == 0);
+}
+
+/* Device dev's peak as the table defines it (docs/steps.md): its [memory]
+ * events in time order, torch's totals or the running sum of Bytes, the
+ * first highest; then the innermost CPU op of that event's thread running
+ * at it, the first of the shortest. NULL: no op; "?": no event. */
+static const char *peak_op_of(const fz_events *evs, const tk_stats_memory *row, char *buf, size_t n)
+{
+	size_t *ix = malloc((evs->n + 1) * sizeof *ix), m = 0;
+	FZ_CHECK(WHO, ix != NULL, "out of memory");
+	tk_memory_info mi;
+	for (size_t i = 0; i < evs->n; i++)
+		if ((evs->v[i]->has & TK_HAS_TS) && tk_memory_event(evs->v[i], &mi) && strcmp(mi.device, row->device) == 0)
+			ix[m++] = i;
+	for (size_t i = 1; i < m; i++) /* stable, by time */
+		for (size_t j = i; j > 0 && evs->v[ix[j - 1]]->ts > evs->v[ix[j]]->ts; j--) {
+			size_t t = ix[j];
+			ix[j] = ix[j - 1];
+			ix[j - 1] = t;
+		}
+	int64_t run = 0, best = INT64_MIN;
+	const tk_event *pk = NULL;
+	for (size_t k = 0; k < m; k++) {
+		tk_memory_event(evs->v[ix[k]], &mi);
+		run = tk__sat_add(run, mi.bytes);
+		int64_t a = row->from_totals ? mi.allocated : run;
+		if (a > best) {
+			best = a;
+			pk = evs->v[ix[k]];
+		}
+	}
+	free(ix);
+	if (!pk)
+		return "?";
+	FZ_CHECK(WHO, best == row->peak_alloc && pk->ts == row->peak_ts, "memory row %s: peak %lld at %lld, worked out %lld at %lld",
+	         row->device, (long long)row->peak_alloc, (long long)row->peak_ts, (long long)best, (long long)pk->ts);
+	const tk_event *op = NULL;
+	int64_t od = INT64_MAX;
+	for (size_t i = 0; i < evs->n; i++) {
+		const tk_event *e = evs->v[i];
+		if (e->ph != 'X' || !(e->has & TK_HAS_TS) || !e->name.ptr ||
+		    tk_stats_event_class(e->cat, (e->has & TK_HAS_CAT) != 0) != TK_STATS_OP || !id_same(&e->pid, &pk->pid) ||
+		    !id_same(&e->tid, &pk->tid))
+			continue;
+		int64_t d = (e->has & TK_HAS_DUR) && e->dur > 0 ? e->dur : 0;
+		if (e->ts <= pk->ts && tk__ev_end(e->ts, d) >= pk->ts && d < od) {
+			od = d;
+			op = e;
+		}
+	}
+	if (!op)
+		return NULL;
+	snprintf(buf, n, "%.*s", (int)(op->name.len < n - 1 ? op->name.len : n - 1), op->name.ptr);
+	return buf;
+}
+
+/* s's op at each peak, after the first read and the second (fed until no
+ * op is left to find), against the one worked out from the events. */
+static void peak_ops_check(const char *what, tk_stats *s, const fz_events *evs)
+{
+	for (size_t i = 0; i < evs->n && tk_stats_memory_ops_left(s); i++)
+		FZ_CHECK(WHO, tk_stats_memory_op(s, evs->v[i]) == TK_OK, "%s: the second read fails", what);
+	char buf[256];
+	for (size_t i = 0; i < tk_stats_memory_count(s); i++) {
+		const tk_stats_memory *row = tk_stats_memory_get(s, i);
+		const char *want = peak_op_of(evs, row, buf, sizeof buf);
+		if (want && strcmp(want, "?") == 0)
+			continue;
+		FZ_CHECK(WHO, strncmp(row->op_at_peak, want ? want : "", sizeof buf - 1) == 0,
+		         "%s: memory row %s: the op at the peak is '%s', worked out '%s'", what, row->device, row->op_at_peak,
+		         want ? want : "");
 	}
 }
 
@@ -457,6 +552,31 @@ static tk_stats *new_stats(const tk_stats_opts *so)
 	return s;
 }
 
+/* The events with the [memory] ones moved to the end, as newer Kineto
+ * writes them: the same peaks, and the same op at each (the ops' order is
+ * the same), found by the second read. */
+static void memory_late(const tk_stats_opts *so, const fz_events *evs, const tk_stats *s1)
+{
+	fz_events late = {0};
+	tk_memory_info mi;
+	late.v = malloc((evs->n + 1) * sizeof *late.v);
+	FZ_CHECK(WHO, late.v != NULL, "out of memory");
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < evs->n; i++)
+			if ((tk_memory_event(evs->v[i], &mi) != 0) == pass)
+				late.v[late.n++] = evs->v[i];
+	tk_stats *s = new_stats(so);
+	int ok = s != NULL;
+	for (size_t i = 0; ok && i < late.n; i++)
+		ok = tk_stats_add(s, late.v[i]) == TK_OK;
+	if (ok && tk_stats_finish(s) == TK_OK) {
+		peak_ops_check("with the [memory] events last", s, &late);
+		memory_check("with the [memory] events last", s1, s);
+	}
+	tk_stats_free(s);
+	free(late.v);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	fz_opts fo = fz_opts_of(data, size);
@@ -511,6 +631,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		launch_check("with a pending budget of a few ops", s1, s3);
 		memory_check("after a .tkb round trip", s1, s2);
 		memory_check("with a pending budget of a few ops", s1, s3);
+		peak_ops_check("in file order", s1, &evs);
+		peak_ops_check("in file order, from the .tkb copy", s2, &evs);
+		memory_late(&so, &evs, s1);
 		coll_check("after a .tkb round trip", s1, s2);
 		coll_check("with a pending budget of a few ops", s1, s3);
 		accounting(s1);

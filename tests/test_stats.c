@@ -449,6 +449,126 @@ static void test_args_one_pass(void **st)
 	}
 }
 
+
+/* ---- the op at each memory peak: in the first read where the order
+ * allows, else from a second read that stops past the peak ---- */
+
+#define OP(n, t, d, tid) "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"" n "\",\"pid\":1,\"tid\":" #tid ",\"ts\":" #t ",\"dur\":" #d "},"
+#define MEM(t, b, tot) "{\"ph\":\"i\",\"s\":\"t\",\"name\":\"[memory]\",\"pid\":1,\"tid\":1,\"ts\":" #t ",\"args\":{\"Device Type\":1,\"Device Id\":0,\"Bytes\":" #b ",\"Total Allocated\":" #tot "}},"
+#define END "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::last\",\"pid\":1,\"tid\":2,\"ts\":5000,\"dur\":1}]}"
+/* aten::linear [1000, 1100], aten::empty [1010, 1020] and aten::mm [1030,
+ * 1080] on thread 1; cuda:0's peak, 8000 B, at 1050: inside linear and mm */
+#define LINEAR OP("aten::linear", 1000, 100, 1) OP("aten::empty", 1010, 10, 1)
+#define MM OP("aten::mm", 1030, 50, 1)
+#define MEMS MEM(1015, 1000, 5000) MEM(1050, 3000, 8000) MEM(1090, -1000, 7000) MEM(1200, -3000, 4000)
+
+static tk_stats *mem_stats(const char *json)
+{
+	tk_reader *r = NULL;
+	tk_stats *s = NULL;
+	tk_stats_opts o = {0};
+	o.memory_table = 1;
+	assert_int_equal(tk_reader_open_memory(&r, json, strlen(json), "mem.json", NULL), 0);
+	assert_int_equal(tk_stats_new(&s, &o), 0);
+	assert_int_equal(tk_stats_add_reader(s, r), 0);
+	assert_int_equal(tk_stats_finish(s), 0);
+	tk_reader_free(r);
+	assert_int_equal(tk_stats_memory_count(s), 1);
+	assert_int_equal(tk_stats_memory_get(s, 0)->peak_alloc, 8000);
+	return s;
+}
+
+/* The second read, event by event: the number of events it took until no
+ * op was left to find (SIZE_MAX: still one at the end). */
+static size_t second_read(tk_stats *s, const char *json)
+{
+	tk_reader *r = NULL;
+	const tk_event *ev;
+	size_t n = 0, at = SIZE_MAX;
+	assert_int_equal(tk_reader_open_memory(&r, json, strlen(json), "mem.json", NULL), 0);
+	while (tk_reader_next(r, &ev) == TK_OK) {
+		assert_int_equal(tk_stats_memory_op(s, ev), 0);
+		n++;
+		if (at == SIZE_MAX && !tk_stats_memory_ops_left(s))
+			at = n;
+	}
+	tk_reader_free(r);
+	return at;
+}
+
+static void test_memory_peak_op(void **st)
+{
+	(void)st;
+	/* in time order: found in the first read, with an op that comes after
+	 * the peak's event (ts 1050, no duration) the innermost */
+	static const char sorted[] = "{\"traceEvents\":[" LINEAR MEM(1015, 1000, 5000) MM MEM(1050, 3000, 8000)
+	    OP("aten::view", 1050, 0, 1) MEM(1090, -1000, 7000) OP("aten::add", 1150, 10, 1) MEM(1200, -3000, 4000) END;
+	tk_stats *s = mem_stats(sorted);
+	assert_int_equal(tk_stats_memory_ops_left(s), 0);
+	assert_string_equal(tk_stats_memory_get(s, 0)->op_at_peak, "aten::view");
+	tk_stats_free(s);
+	/* the [memory] events after the ops, the ops still open at the end
+	 * covering the peak: the first read finds it too */
+	static const char open_at_end[] = "{\"traceEvents\":[" LINEAR MM MEMS END;
+	s = mem_stats(open_at_end);
+	assert_int_equal(tk_stats_memory_ops_left(s), 0);
+	assert_string_equal(tk_stats_memory_get(s, 0)->op_at_peak, "aten::mm");
+	tk_stats_free(s);
+	/* aten::add after them lets go of linear and mm before the [memory]
+	 * events come: the second read finds mm and stops at add, the first op
+	 * of the thread after the peak (the 5th event) */
+	static const char late[] = "{\"traceEvents\":[" LINEAR MM OP("aten::add", 1150, 10, 1) MEMS
+	    OP("aten::relu", 1300, 10, 1) END;
+	s = mem_stats(late);
+	assert_int_equal(tk_stats_memory_ops_left(s), 1);
+	assert_string_equal(tk_stats_memory_get(s, 0)->op_at_peak, "");
+	assert_int_equal(second_read(s, late), 4);
+	assert_string_equal(tk_stats_memory_get(s, 0)->op_at_peak, "aten::mm");
+	tk_stats_free(s);
+	/* the same with the thread's ops out of time order (add first): no
+	 * stop, the second read goes to the end */
+	static const char unordered[] = "{\"traceEvents\":[" OP("aten::add", 1150, 10, 1) LINEAR MM
+	    OP("aten::relu", 1300, 10, 1) MEMS END;
+	s = mem_stats(unordered);
+	assert_int_equal(tk_stats_memory_ops_left(s), 1);
+	assert_int_equal(second_read(s, unordered), SIZE_MAX);
+	assert_string_equal(tk_stats_memory_get(s, 0)->op_at_peak, "aten::mm");
+	assert_int_equal(tk_stats_memory_ops_left(s), 1);
+	tk_stats_free(s);
+	/* the [memory] events out of time order: the peak is not the one seen
+	 * while reading, so the second read */
+	static const char mem_unordered[] = "{\"traceEvents\":[" LINEAR MM MEM(1050, 3000, 8000) MEM(1015, 1000, 5000)
+	    MEM(1090, -1000, 7000) MEM(1200, -3000, 4000) OP("aten::add", 1150, 10, 1) END;
+	s = mem_stats(mem_unordered);
+	assert_int_equal(tk_stats_memory_ops_left(s), 1);
+	assert_int_equal(second_read(s, mem_unordered), 8); /* add: the 8th event */
+	assert_string_equal(tk_stats_memory_get(s, 0)->op_at_peak, "aten::mm");
+	tk_stats_free(s);
+	/* 300 ops nested on the thread, more than it keeps: the second read,
+	 * which finds the innermost; the library's loop stops past the peak */
+	size_t cap = 300 * 128 + 4096, len = 0;
+	char *deep = malloc(cap);
+	assert_non_null(deep);
+	len += (size_t)snprintf(deep + len, cap - len, "{\"traceEvents\":[");
+	for (int i = 0; i < 300; i++)
+		len += (size_t)snprintf(deep + len, cap - len, "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op%d\",\"pid\":1,"
+		                        "\"tid\":1,\"ts\":%d,\"dur\":%d},", i, 700 + i, 800 - 2 * i);
+	snprintf(deep + len, cap - len, "%s%s", MEMS, OP("aten::add", 1150, 10, 1) END);
+	s = mem_stats(deep);
+	assert_int_equal(tk_stats_memory_ops_left(s), 1);
+	tk_reader *r = NULL;
+	assert_int_equal(tk_reader_open_memory(&r, deep, strlen(deep), "deep.json", NULL), 0);
+	assert_int_equal(tk_stats_memory_ops(s, r), 0);
+	assert_int_equal(tk_stats_memory_ops_left(s), 0);
+	assert_string_equal(tk_stats_memory_get(s, 0)->op_at_peak, "op299");
+	const tk_event *ev;
+	assert_int_equal(tk_reader_next(r, &ev), TK_OK); /* stopped at add: aten::last is still to come */
+	assert_true(ev->name.len == 10 && memcmp(ev->name.ptr, "aten::last", 10) == 0);
+	tk_reader_free(r);
+	tk_stats_free(s);
+	free(deep);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -463,6 +583,7 @@ int main(void)
 		cmocka_unit_test(test_args_one_pass),
 		cmocka_unit_test(test_flame),
 		cmocka_unit_test(test_format_html),
+		cmocka_unit_test(test_memory_peak_op),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -182,10 +182,17 @@ static int add_all(tk_reader *r, const cli_stats_req *q, const tk_stats_opts *so
 	return rc;
 }
 
-/* The op running at each device's memory peak: a second read of the input,
- * which standard input and pipes do not allow (the table goes without). */
+/* The op running at each device's memory peak, where the first read could
+ * not tell: a second read of the input, which standard input and pipes do
+ * not allow (the column stays empty), up to where no op left can run at a
+ * peak. */
 static int memory_ops(const char *tool, const cli_stats_req *q, const char *name, cli_stats_out *out, int64_t span)
 {
+	size_t left = 0; /* the stats objects with an op still to find */
+	for (size_t i = 0; i < out->n; i++)
+		left += tk_stats_memory_ops_left(out->s[i]) != 0;
+	if (!left)
+		return 0;
 	if (!tk_input_rereadable(name)) {
 		if (!q->quiet)
 			cli_warn(tool, "%s: the memory table names the op at each peak from a second read of the input, "
@@ -198,11 +205,13 @@ static int memory_ops(const char *tool, const cli_stats_req *q, const char *name
 	tk_reader_opts ro = q->ropts;
 	ro.skip_args = 1; /* names, times and threads are all it needs */
 	int rc = tk_reader_open_path(&r2, name, &ro);
-	while (!rc && (rc = tk_reader_next(r2, &ev)) == TK_OK) {
+	while (!rc && left && (rc = tk_reader_next(r2, &ev)) == TK_OK) {
 		int64_t rank = span ? rank_of(ev, span) : -1;
 		for (size_t i = 0; i < out->n && !rc; i++)
-			if (out->rank[i] == rank)
+			if (out->rank[i] == rank && tk_stats_memory_ops_left(out->s[i])) {
 				rc = tk_stats_memory_op(out->s[i], ev);
+				left -= !rc && !tk_stats_memory_ops_left(out->s[i]);
+			}
 	}
 	if (rc < 0)
 		cli_err(tool, "%s", r2 && *tk_reader_error(r2) ? tk_reader_error(r2) : tk_strerror(rc));

@@ -136,10 +136,7 @@ void tk_stats_free(tk_stats *s)
 		free(s->stream_names[i]);
 	free(s->stream_names);
 	free(s->launch_rows);
-	free(s->mev);
-	free(s->mem_rows);
-	free(s->peak_thread);
-	free(s->peak_best);
+	tk__stats_free_memory(s);
 	free(s->coll);
 	free(s->coll_rows);
 	for (int i = 0; i < 6; i++)
@@ -743,6 +740,8 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 	if (ev->ph != 'X' || !(ev->has & TK_HAS_TS) || !ev->name.ptr)
 		return 0;
+	if (s->opts.memory_table && tk__stats_memory_cpu(s, ev))
+		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 	if (s->opts.collective_table && tk__stats_coll_add(s, ev))
 		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 	int cls = classify(s, ev);

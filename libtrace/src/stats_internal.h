@@ -156,6 +156,15 @@ struct tk_stats {
 	size_t n_mem_rows, cap_mem_rows;
 	uint64_t *peak_thread; /* per device: the peak event's (pid, tid) hash */
 	int64_t *peak_best;    /* per device: the innermost op at the peak so far (its duration) */
+	/* the op at each peak, found while reading where the order allows
+	 * (stats_memory.c): per device, the peaks so far; per thread, its ops */
+	struct tk__mlive *mlive;
+	size_t cap_mlive;
+	struct tk__mthread *mthreads;
+	size_t n_mthreads, cap_mthreads;
+	tk__map mthread_index;   /* thread hash -> index + 1 */
+	unsigned char *peak_done; /* per device: the op at the peak is known */
+	size_t peak_left;        /* devices with events whose op is not known yet */
 	/* the collectives table (stats_coll.c) */
 	struct tk__collev *coll;
 	size_t n_coll, cap_coll;
@@ -205,6 +214,10 @@ int tk__stats_steps_add(tk_stats *s, const tk_event *ev, int cls);
 int tk__stats_finish_steps(tk_stats *s);
 /* A [memory] event, when opts.memory_table: 0 or TK_ERR_NOMEM. */
 int tk__stats_memory_add(tk_stats *s, const tk_event *ev);
+/* An 'X' event with a time and a name, when opts.memory_table, in the
+ * window or not: a CPU op is kept while it may run at a peak to come. */
+int tk__stats_memory_cpu(tk_stats *s, const tk_event *ev);
+void tk__stats_free_memory(tk_stats *s);
 int tk__stats_finish_memory(tk_stats *s);
 /* An NCCL kernel, when opts.collective_table: 0 or TK_ERR_NOMEM. */
 int tk__stats_coll_add(tk_stats *s, const tk_event *ev);

@@ -11,6 +11,43 @@ typedef struct tk__memev {
 	uint32_t dev, seq;
 } tk__memev;
 
+/* The op at a peak is found while reading when the order allows: each
+ * thread keeps its CPU ops that may still run at a peak to come (an op
+ * leaves when one starts after its end), so a new peak takes its op from
+ * its thread's open ops, and the ops after it are held against it as they
+ * come. A thread with more ops open than MAX_OPEN, or one that let go of
+ * an op ending at or after the peak (ops out of time order), leaves that
+ * peak to the second read. */
+#define MAX_OPEN 256
+
+typedef struct tk__openop {
+	int64_t ts, end, dur;
+	char *name;
+	size_t len, cap;
+} tk__openop;
+
+typedef struct tk__mthread {
+	uint64_t key;
+	int64_t last_ts;    /* the latest op's start */
+	int64_t popped_end; /* the latest end of an op let go; INT64_MIN none */
+	int unordered;      /* an op started before the one read before it */
+	int overflow;       /* an op was not kept (MAX_OPEN) */
+	tk__openop *open;
+	size_t n_open, cap_open;
+} tk__mthread;
+
+/* A device's peaks so far, by Total Allocated [0] and by the running sum
+ * of Bytes [1] (the table takes one at the end), with the innermost op
+ * at each: known when the thread kept every op that may run at it. */
+typedef struct tk__mlive {
+	int64_t peak[2], ts[2], best[2];
+	uint64_t thread[2];
+	const char *op[2];
+	int known[2];
+	int64_t run, last_ts;
+	int seen, unordered, totals; /* totals: every event had Total Allocated */
+} tk__mlive;
+
 enum { M_BYTES = 1, M_ALLOC = 2, M_RESERVED = 4, M_TYPE = 8, M_ID = 16 };
 
 /* An id's hash, a decimal string counted as its number: Kineto writes the
@@ -50,8 +87,10 @@ static int dev_index(tk_stats *s, const char *l, uint32_t *idx)
 			*idx = (uint32_t)i;
 			return 0;
 		}
-	if (s->n_mem_rows >= 4096 || TK__GROW(s->mem_rows, s->cap_mem_rows, s->n_mem_rows + 1))
+	if (s->n_mem_rows >= 4096 || TK__GROW(s->mem_rows, s->cap_mem_rows, s->n_mem_rows + 1) ||
+	    TK__GROW(s->mlive, s->cap_mlive, s->n_mem_rows + 1))
 		return TK_ERR_NOMEM;
+	memset(&s->mlive[s->n_mem_rows], 0, sizeof *s->mlive);
 	tk_sv d = tk__strtab_intern(&s->strs, l, strlen(l));
 	if (!d.ptr)
 		return TK_ERR_NOMEM;
@@ -106,10 +145,139 @@ int tk__stats_memory_add(tk_stats *s, const tk_event *ev)
 	uint32_t dev;
 	if (dev_index(s, mi.device, &dev) || TK__GROW(s->mev, s->cap_mev, s->n_mev + 1))
 		return TK_ERR_NOMEM;
-	s->mev[s->n_mev] = (tk__memev){ev->ts, mi.bytes, mi.allocated, mi.reserved, thread_key(ev), dev,
-	                               (uint32_t)s->n_mev};
+	uint64_t th = thread_key(ev);
+	s->mev[s->n_mev] = (tk__memev){ev->ts, mi.bytes, mi.allocated, mi.reserved, th, dev, (uint32_t)s->n_mev};
 	s->n_mev++;
+	tk__mlive *L = &s->mlive[dev];
+	if (!L->seen) {
+		L->seen = L->totals = 1;
+		L->peak[0] = L->peak[1] = INT64_MIN;
+	} else if (ev->ts < L->last_ts) {
+		L->unordered = 1; /* the table's time order is not this one */
+	}
+	L->last_ts = ev->ts;
+	L->totals &= mi.allocated != INT64_MIN;
+	L->run = tk__sat_add(L->run, mi.bytes);
+	int64_t a[2] = {mi.allocated, L->run};
+	for (int v = 0; v < 2; v++) {
+		if ((v == 0 && !L->totals) || a[v] <= L->peak[v])
+			continue;
+		L->peak[v] = a[v];
+		L->ts[v] = ev->ts;
+		L->thread[v] = th;
+		L->best[v] = INT64_MAX;
+		L->op[v] = NULL;
+		uint64_t *i = s->mthread_index.esize ? tk__map_get_int(&s->mthread_index, th) : NULL;
+		const tk__mthread *t = i ? &s->mthreads[*i - 1] : NULL;
+		L->known[v] = !t || (!t->overflow && t->popped_end < ev->ts);
+		for (size_t k = 0; t && L->known[v] && k < t->n_open; k++) {
+			const tk__openop *o = &t->open[k];
+			if (o->ts > ev->ts || o->end < ev->ts || o->dur >= L->best[v])
+				continue;
+			tk_sv nm = tk__strtab_intern(&s->strs, o->name, o->len);
+			if (!nm.ptr)
+				return TK_ERR_NOMEM;
+			L->best[v] = o->dur;
+			L->op[v] = nm.ptr;
+		}
+	}
 	return 0;
+}
+
+static int is_cpu_op(const tk_event *ev)
+{
+	return ev->ph == 'X' && (ev->has & TK_HAS_TS) && ev->name.ptr &&
+	       tk_stats_event_class(ev->cat, (ev->has & TK_HAS_CAT) != 0) == TK_STATS_OP;
+}
+
+static int64_t op_dur(const tk_event *ev)
+{
+	return (ev->has & TK_HAS_DUR) && ev->dur > 0 ? ev->dur : 0;
+}
+
+int tk__stats_memory_cpu(tk_stats *s, const tk_event *ev)
+{
+	if (!is_cpu_op(ev))
+		return 0;
+	int64_t dur = op_dur(ev), end = tk__ev_end(ev->ts, dur);
+	uint64_t th = thread_key(ev);
+	/* the peaks so far on this thread that it runs at */
+	for (size_t d = 0; d < s->n_mem_rows; d++) {
+		tk__mlive *L = &s->mlive[d];
+		for (int v = 0; v < 2 && L->seen; v++) {
+			if (L->peak[v] == INT64_MIN || L->thread[v] != th || ev->ts > L->ts[v] || end < L->ts[v] ||
+			    dur >= L->best[v])
+				continue;
+			tk_sv nm = tk__strtab_intern(&s->strs, ev->name.ptr, ev->name.len);
+			if (!nm.ptr)
+				return TK_ERR_NOMEM;
+			L->best[v] = dur;
+			L->op[v] = nm.ptr;
+		}
+	}
+	/* the thread's open ops, for the peaks to come */
+	if (!s->mthread_index.esize)
+		tk__map_init_int(&s->mthread_index);
+	uint64_t *i = tk__map_get_int(&s->mthread_index, th);
+	if (!i) {
+		if (TK__GROW(s->mthreads, s->cap_mthreads, s->n_mthreads + 1) ||
+		    tk__map_put_int(&s->mthread_index, th, s->n_mthreads + 1))
+			return TK_ERR_NOMEM;
+		s->mthreads[s->n_mthreads] = (tk__mthread){th, ev->ts, INT64_MIN, 0, 0, NULL, 0, 0};
+		i = tk__map_get_int(&s->mthread_index, th);
+		s->n_mthreads++;
+	}
+	tk__mthread *t = &s->mthreads[*i - 1];
+	if (ev->ts < t->last_ts)
+		t->unordered = 1;
+	else
+		t->last_ts = ev->ts;
+	while (t->n_open && t->open[t->n_open - 1].end < ev->ts) {
+		int64_t e = t->open[--t->n_open].end;
+		t->popped_end = e > t->popped_end ? e : t->popped_end;
+	}
+	if (t->n_open >= MAX_OPEN) {
+		t->overflow = 1;
+		return 0;
+	}
+	if (t->n_open == t->cap_open) {
+		size_t old = t->cap_open;
+		if (TK__GROW(t->open, t->cap_open, t->n_open + 1))
+			return TK_ERR_NOMEM;
+		memset(t->open + old, 0, (t->cap_open - old) * sizeof *t->open);
+	}
+	tk__openop *o = &t->open[t->n_open];
+	if (o->cap < ev->name.len + 1) {
+		char *p = realloc(o->name, ev->name.len + 1);
+		if (!p)
+			return TK_ERR_NOMEM;
+		o->name = p;
+		o->cap = ev->name.len + 1;
+	}
+	memcpy(o->name, ev->name.ptr, ev->name.len);
+	o->len = ev->name.len;
+	o->ts = ev->ts;
+	o->end = end;
+	o->dur = dur;
+	t->n_open++;
+	return 0;
+}
+
+void tk__stats_free_memory(tk_stats *s)
+{
+	free(s->mev);
+	free(s->mem_rows);
+	free(s->peak_thread);
+	free(s->peak_best);
+	free(s->peak_done);
+	free(s->mlive);
+	for (size_t i = 0; i < s->n_mthreads; i++) {
+		for (size_t k = 0; k < s->mthreads[i].cap_open; k++)
+			free(s->mthreads[i].open[k].name);
+		free(s->mthreads[i].open);
+	}
+	free(s->mthreads);
+	tk__map_free(&s->mthread_index);
 }
 
 static int cmp_mev(const void *a, const void *b)
@@ -128,7 +296,8 @@ int tk__stats_finish_memory(tk_stats *s)
 		return 0;
 	qsort(s->mev, s->n_mev, sizeof *s->mev, cmp_mev);
 	s->peak_thread = calloc(s->n_mem_rows, sizeof *s->peak_thread);
-	if (!s->peak_thread)
+	s->peak_done = calloc(s->n_mem_rows, 1);
+	if (!s->peak_thread || !s->peak_done)
 		return TK_ERR_NOMEM;
 	for (size_t i = 0, j; i < s->n_mev; i = j) {
 		uint32_t d = s->mev[i].dev;
@@ -166,6 +335,25 @@ int tk__stats_finish_memory(tk_stats *s)
 		}
 		if (r->peak_reserved == INT64_MIN)
 			r->peak_reserved = -1;
+		/* the op at the peak when it was found while reading: the events
+		 * came in the table's order and the thread kept its ops */
+		const tk__mlive *L = &s->mlive[d];
+		int v = r->from_totals ? 0 : 1;
+		if (!L->unordered && L->known[v] && L->peak[v] == r->peak_alloc && L->ts[v] == r->peak_ts &&
+		    L->thread[v] == s->peak_thread[d]) {
+			r->op_at_peak = L->op[v] ? L->op[v] : "";
+			s->peak_done[d] = 1;
+		} else {
+			s->peak_left++;
+		}
+	}
+	/* the ops are not needed any more */
+	for (size_t i = 0; i < s->n_mthreads; i++) {
+		for (size_t k = 0; k < s->mthreads[i].cap_open; k++)
+			free(s->mthreads[i].open[k].name);
+		free(s->mthreads[i].open);
+		s->mthreads[i].open = NULL;
+		s->mthreads[i].n_open = s->mthreads[i].cap_open = 0;
 	}
 	/* the time line stays for tk_stats_memory_point() when asked */
 	if (!s->opts.memory_series) {
@@ -206,8 +394,7 @@ int tk_stats_memory_op(tk_stats *s, const tk_event *ev)
 	if (!s || !ev || !s->finished)
 		return TK_ERR_ARG;
 	size_t n = s->n_mem_rows;
-	if (!n || ev->ph != 'X' || !(ev->has & TK_HAS_TS) || !ev->name.ptr ||
-	    tk_stats_event_class(ev->cat, (ev->has & TK_HAS_CAT) != 0) != TK_STATS_OP)
+	if (!s->peak_left || !is_cpu_op(ev))
 		return 0;
 	if (!s->peak_best) { /* the innermost op's duration so far, per device */
 		if (!(s->peak_best = malloc(n * sizeof *s->peak_best)))
@@ -215,15 +402,23 @@ int tk_stats_memory_op(tk_stats *s, const tk_event *ev)
 		for (size_t i = 0; i < n; i++)
 			s->peak_best[i] = INT64_MAX;
 	}
-	int64_t dur = (ev->has & TK_HAS_DUR) && ev->dur > 0 ? ev->dur : 0, end = tk__ev_end(ev->ts, dur);
-	uint64_t th = 0;
+	int64_t dur = op_dur(ev), end = tk__ev_end(ev->ts, dur);
+	uint64_t th = thread_key(ev);
 	for (size_t i = 0; i < n; i++) {
 		tk_stats_memory *m = &s->mem_rows[i];
-		if (!m->events || ev->ts > m->peak_ts || end < m->peak_ts || dur >= s->peak_best[i])
+		if (!m->events || s->peak_done[i] || th != s->peak_thread[i])
 			continue;
-		if (!th)
-			th = thread_key(ev);
-		if (th != s->peak_thread[i])
+		if (ev->ts > m->peak_ts) {
+			/* the thread's ops came in time order: none after this one
+			 * runs at the peak */
+			uint64_t *k = s->mthread_index.esize ? tk__map_get_int(&s->mthread_index, th) : NULL;
+			if (k && !s->mthreads[*k - 1].unordered) {
+				s->peak_done[i] = 1;
+				s->peak_left--;
+			}
+			continue;
+		}
+		if (end < m->peak_ts || dur >= s->peak_best[i])
 			continue;
 		tk_sv nm = tk__strtab_intern(&s->strs, ev->name.ptr, ev->name.len);
 		if (!nm.ptr)
@@ -234,13 +429,18 @@ int tk_stats_memory_op(tk_stats *s, const tk_event *ev)
 	return 0;
 }
 
+size_t tk_stats_memory_ops_left(const tk_stats *s)
+{
+	return s && s->finished ? s->peak_left : 0;
+}
+
 int tk_stats_memory_ops(tk_stats *s, tk_reader *r)
 {
 	if (!s || !r || !s->finished)
 		return TK_ERR_ARG;
 	const tk_event *ev;
-	int rc;
-	while ((rc = tk_reader_next(r, &ev)) == TK_OK)
+	int rc = 0;
+	while (s->peak_left && (rc = tk_reader_next(r, &ev)) == TK_OK)
 		if ((rc = tk_stats_memory_op(s, ev)) != 0)
 			return rc;
 	if (rc < 0)

@@ -164,12 +164,20 @@ typedef struct tk_stats_memory {
 	int64_t peak_alloc, peak_ts;
 	int64_t peak_reserved, reserved_ts; /* -1 when the events do not say */
 	int64_t final_alloc;
-	const char *op_at_peak; /* "" until tk_stats_memory_ops() finds one */
+	const char *op_at_peak; /* the innermost CPU op of the peak's thread running at the peak, or "" */
 } tk_stats_memory;
 TK_API size_t tk_stats_memory_count(const tk_stats *s);
 TK_API const tk_stats_memory *tk_stats_memory_get(const tk_stats *s, size_t i);
-/* After tk_stats_finish: reads the trace again from r (to its end) for the
- * innermost CPU op of the peak's thread that runs at each device's peak. */
+/* The op at each peak is found while reading when every CPU op of the
+ * peak's thread that runs at it comes before the peak's [memory] event
+ * or after it, in a trace whose [memory] events are in time order per
+ * device (a time-sorted trace, trace-merge's output). Otherwise it needs
+ * a second read: tk_stats_memory_ops_left() says for how many devices,
+ * after tk_stats_finish; 0: none. */
+TK_API size_t tk_stats_memory_ops_left(const tk_stats *s);
+/* After tk_stats_finish: reads the trace again from r for the op at each
+ * peak still left, until none is (the ops of a thread in time order: past
+ * its peak) or r ends. */
 TK_API int tk_stats_memory_ops(tk_stats *s, tk_reader *r);
 /* The same, one event of that second read at a time. */
 TK_API int tk_stats_memory_op(tk_stats *s, const tk_event *ev);
