@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "tracekit/stats.h"
+#include "../libtrace/src/stats_internal.h"
 
 /* Build dims from a literal list: n items, each "len, v0, v1, ..." (-1 = not a list). */
 static tk_dims mk(int n, ...)
@@ -569,6 +570,53 @@ static void test_memory_peak_op(void **st)
 	free(deep);
 }
 
+/* ---- the radix sorts behind medians, percentiles and the GPU time line ---- */
+
+static int cmp_i64_ref(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static void test_radix_sort(void **st)
+{
+	(void)st;
+	/* values of every width and sign, against qsort */
+	size_t n = 5000;
+	int64_t *v = malloc(n * sizeof *v), *w = malloc(n * sizeof *w);
+	tk__kv *kv = malloc(n * sizeof *kv);
+	assert_non_null(v);
+	assert_non_null(w);
+	assert_non_null(kv);
+	uint64_t x = 88172645463325252ull;
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		int shift = (int)(x % 64);
+		v[i] = i < 4 ? (int64_t[]){INT64_MIN, INT64_MAX, 0, -1}[i] : (int64_t)(x >> shift) * ((x & 1) ? -1 : 1);
+		kv[i] = (tk__kv){v[i] % 7, i}; /* few keys: the order within one shows stability */
+	}
+	memcpy(w, v, n * sizeof *v);
+	qsort(w, n, sizeof *w, cmp_i64_ref);
+	assert_int_equal(tk__sort_i64(v, n), 0);
+	assert_memory_equal(v, w, n * sizeof *v);
+	assert_int_equal(tk__sort_kv(kv, n), 0);
+	for (size_t i = 1; i < n; i++)
+		assert_true(kv[i - 1].key < kv[i].key || (kv[i - 1].key == kv[i].key && kv[i - 1].val < kv[i].val));
+	assert_int_equal(kv[0].key, -6);
+	assert_int_equal(kv[n - 1].key, 6);
+	/* all alike, one, none */
+	for (size_t i = 0; i < n; i++)
+		v[i] = 42;
+	assert_int_equal(tk__sort_i64(v, n), 0);
+	assert_int_equal(v[0], 42);
+	assert_int_equal(v[n - 1], 42);
+	assert_int_equal(tk__sort_i64(v, 1), 0);
+	assert_int_equal(tk__sort_i64(NULL, 0), 0);
+	free(v);
+	free(w);
+	free(kv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -584,6 +632,7 @@ int main(void)
 		cmocka_unit_test(test_flame),
 		cmocka_unit_test(test_format_html),
 		cmocka_unit_test(test_memory_peak_op),
+		cmocka_unit_test(test_radix_sort),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,6 +30,15 @@ int tk__durs_add(tk__durs *d, int64_t v);
 int64_t *tk__durs_sorted(const tk__durs *d);
 void tk__durs_free(tk__durs *d);
 
+/* Sorting by a signed 64-bit key, stable (a radix sort: stats_map.c). */
+typedef struct tk__kv {
+	int64_t key;
+	uint64_t val;
+} tk__kv;
+/* 0, or TK_ERR_NOMEM (v is then as it was). */
+int tk__sort_i64(int64_t *v, size_t n);
+int tk__sort_kv(tk__kv *v, size_t n);
+
 /* ---- the args members the stats read (stats_args in stats.c) ---- */
 
 /* Value texts, ptr NULL when absent; the first of duplicate keys wins, as in

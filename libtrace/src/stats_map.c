@@ -53,12 +53,6 @@ int tk__durs_add(tk__durs *d, int64_t v)
 	return 0;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
 /* LSD radix sort of u32 by bytes, skipping a byte all values share; the
  * result is in v or tmp, returned. */
 static uint32_t *radix_u32(uint32_t *v, uint32_t *tmp, size_t n)
@@ -85,6 +79,82 @@ static uint32_t *radix_u32(uint32_t *v, uint32_t *tmp, size_t n)
 	return v;
 }
 
+/* LSD radix sort, stable, of n elements of size 8 or 16 by their first 8
+ * bytes as a u64, a byte at a time, skipping a byte all keys share; the
+ * result is in v or tmp, returned. */
+static void *radix_u64(void *v, void *tmp, size_t n, size_t size)
+{
+	size_t count[8][256] = {{0}};
+	uint64_t k;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(&k, (char *)v + i * size, 8);
+		for (int b = 0; b < 8; b++)
+			count[b][k >> (8 * b) & 255]++;
+	}
+	memcpy(&k, v, 8);
+	for (int b = 0; b < 8; b++) {
+		if (count[b][k >> (8 * b) & 255] == n)
+			continue;
+		size_t pos = 0;
+		for (int d = 0; d < 256; d++) {
+			size_t c = count[b][d];
+			count[b][d] = pos;
+			pos += c;
+		}
+		for (size_t i = 0; i < n; i++) {
+			char *e = (char *)v + i * size;
+			uint64_t x;
+			memcpy(&x, e, 8);
+			char *to = (char *)tmp + count[b][x >> (8 * b) & 255]++ * size;
+			if (size == 16)
+				memcpy(to, e, 16);
+			else
+				memcpy(to, e, 8);
+		}
+		void *t = v;
+		v = tmp;
+		tmp = t;
+	}
+	return v;
+}
+
+/* v's keys as u64 in the order of int64: the sign bit flipped (again: back). */
+static void flip_keys(void *v, size_t n, size_t size)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t k;
+		memcpy(&k, (char *)v + i * size, 8);
+		k ^= UINT64_C(1) << 63;
+		memcpy((char *)v + i * size, &k, 8);
+	}
+}
+
+static int sort_by_key(void *v, size_t n, size_t size)
+{
+	if (n < 2)
+		return 0;
+	void *tmp = malloc(n * size);
+	if (!tmp)
+		return TK_ERR_NOMEM;
+	flip_keys(v, n, size);
+	void *r = radix_u64(v, tmp, n, size);
+	if (r != v)
+		memcpy(v, r, n * size);
+	flip_keys(v, n, size);
+	free(tmp);
+	return 0;
+}
+
+int tk__sort_i64(int64_t *v, size_t n)
+{
+	return sort_by_key(v, n, sizeof *v);
+}
+
+int tk__sort_kv(tk__kv *v, size_t n)
+{
+	return sort_by_key(v, n, sizeof *v);
+}
+
 int64_t *tk__durs_sorted(const tk__durs *d)
 {
 	size_t n = d->n_small + d->n_big, neg = 0;
@@ -98,7 +168,11 @@ int64_t *tk__durs_sorted(const tk__durs *d)
 	/* wide values are negative or above every u32: they go around the rest */
 	if (d->n_big) {
 		memcpy(v, d->big, d->n_big * sizeof *v);
-		qsort(v, d->n_big, sizeof *v, cmp_i64);
+		if (tk__sort_i64(v, d->n_big)) {
+			free(v);
+			free(tmp);
+			return NULL;
+		}
 	}
 	while (neg < d->n_big && v[neg] < 0)
 		neg++;

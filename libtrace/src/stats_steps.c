@@ -103,10 +103,44 @@ int tk__stats_steps_add(tk_stats *s, const tk_event *ev, int cls)
 	return stream_of(s, ev, &v->stream);
 }
 
-static int cmp_iv(const void *a, const void *b)
+/* The GPU ops in time order, those at the same time as they came: a radix
+ * sort of their starts, then each op moved along the cycles of that order.
+ * 0 or TK_ERR_NOMEM. */
+static int sort_iv(tk_stats *s)
 {
-	const tk__gpuiv *x = a, *y = b;
-	return (x->ts > y->ts) - (x->ts < y->ts);
+	size_t n = s->n_iv, i = 1;
+	while (i < n && s->iv[i - 1].ts <= s->iv[i].ts)
+		i++;
+	if (i >= n)
+		return 0;
+	tk__kv *kv = malloc(n * sizeof *kv);
+	if (!kv)
+		return TK_ERR_NOMEM;
+	for (i = 0; i < n; i++)
+		kv[i] = (tk__kv){s->iv[i].ts, i};
+	if (tk__sort_kv(kv, n)) {
+		free(kv);
+		return TK_ERR_NOMEM;
+	}
+	/* place j takes the op at kv[j].val; a place done points at itself */
+	for (size_t j = 0; j < n; j++) {
+		if (kv[j].val == j)
+			continue;
+		tk__gpuiv first = s->iv[j];
+		size_t at = j;
+		for (;;) {
+			size_t from = (size_t)kv[at].val;
+			kv[at].val = at;
+			if (from == j) {
+				s->iv[at] = first;
+				break;
+			}
+			s->iv[at] = s->iv[from];
+			at = from;
+		}
+	}
+	free(kv);
+	return 0;
 }
 
 /* Each op's launch, looked up once for the passes over the ops (at
@@ -258,30 +292,29 @@ static size_t step_of(const tk_stats *s, int64_t t)
 
 /* ---- the launch table ---- */
 
-static int cmp_i64(const void *a, const void *b)
+/* The queue's length over time, point by point in time order. */
+typedef struct queue {
+	int64_t len, max, first, last;
+	double area;
+	size_t n;
+} queue;
+
+static void queue_at(queue *q, int64_t t, int d)
 {
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
+	if (q->n++)
+		q->area += (double)q->len * (double)tk__sat_sub(t, q->last);
+	else
+		q->first = t;
+	q->last = t;
+	q->len += d;
+	q->max = q->len > q->max ? q->len : q->max;
 }
 
-/* The queue: +1 at a launch's start, -1 at its op's GPU start. */
-typedef struct qpoint {
-	int64_t t;
-	int d;
-} qpoint;
-
-static int cmp_q(const void *a, const void *b)
-{
-	const qpoint *x = a, *y = b;
-	if (x->t != y->t)
-		return x->t < y->t ? -1 : 1;
-	return x->d - y->d; /* a start before a launch at the same time */
-}
-
-/* Row r over the ops of stream st (UINT32_MAX: all): delays[] and q[] are
- * scratch for every op. */
-static void launch_row(const tk_stats *s, const launches *L, uint32_t st, tk_stats_launch *r, int64_t *delays,
-                       qpoint *q)
+/* Row r over the ops of stream st (UINT32_MAX: all): delays[] and lts[]
+ * are scratch for every op. The ops are in time order. 0 or
+ * TK_ERR_NOMEM. */
+static int launch_row(const tk_stats *s, const launches *L, uint32_t st, tk_stats_launch *r, int64_t *delays,
+                      int64_t *lts)
 {
 	size_t nd = 0, nq = 0;
 	double sum = 0;
@@ -294,7 +327,7 @@ static void launch_row(const tk_stats *s, const launches *L, uint32_t st, tk_sta
 		r->ops++;
 		if (!L->has[i])
 			continue;
-		int64_t lts = L->ts[i], lend = L->end[i];
+		int64_t lt = L->ts[i], lend = L->end[i];
 		r->launched++;
 		int64_t d = tk__sat_sub(v->ts, lend);
 		delays[nd++] = d;
@@ -303,17 +336,16 @@ static void launch_row(const tk_stats *s, const launches *L, uint32_t st, tk_sta
 			worst = d;
 			r->worst = v->name ? v->name : "";
 		}
-		if (tk__sat_sub(v->end, v->ts) < tk__sat_sub(lend, lts)) {
+		if (tk__sat_sub(v->end, v->ts) < tk__sat_sub(lend, lt)) {
 			r->short_ops++;
 			r->short_ns = tk__sat_add(r->short_ns, tk__sat_sub(v->end, v->ts));
 		}
-		if (lts <= v->ts) {
-			q[nq++] = (qpoint){lts, 1};
-			q[nq++] = (qpoint){v->ts, -1};
-		}
+		if (lt <= v->ts)
+			lts[nq++] = lt;
 	}
 	if (nd) {
-		qsort(delays, nd, sizeof *delays, cmp_i64);
+		if (tk__sort_i64(delays, nd))
+			return TK_ERR_NOMEM;
 		/* nearest rank: the smallest value with at least p% of them at or below it */
 		r->delay_min = delays[0];
 		r->delay_p50 = delays[(nd * 50 + 99) / 100 - 1];
@@ -322,42 +354,49 @@ static void launch_row(const tk_stats *s, const launches *L, uint32_t st, tk_sta
 		r->delay_max = delays[nd - 1];
 		r->delay_mean = sum / (double)nd;
 	}
-	if (nq) {
-		qsort(q, nq, sizeof *q, cmp_q);
-		int64_t len = 0, maxq = 0;
-		double area = 0;
-		for (size_t i = 0; i < nq; i++) {
-			if (i)
-				area += (double)len * (double)tk__sat_sub(q[i].t, q[i - 1].t);
-			len += q[i].d;
-			maxq = len > maxq ? len : maxq;
-		}
-		int64_t span = tk__sat_sub(q[nq - 1].t, q[0].t);
-		r->max_queue = maxq;
-		r->mean_queue = span > 0 ? area / (double)span : 0;
+	if (!nq)
+		return 0;
+	/* the queue: +1 at each launch, -1 at its op's GPU start (the ops in
+	 * time order give the starts in order), a start before a launch at
+	 * the same time */
+	if (tk__sort_i64(lts, nq))
+		return TK_ERR_NOMEM;
+	queue q = {0};
+	size_t a = 0;
+	for (size_t i = 0; i < s->n_iv; i++) {
+		const tk__gpuiv *v = &s->iv[i];
+		if ((st != UINT32_MAX && v->stream != st) || !L->has[i] || L->ts[i] > v->ts)
+			continue;
+		while (a < nq && lts[a] < v->ts)
+			queue_at(&q, lts[a++], 1);
+		queue_at(&q, v->ts, -1);
 	}
+	while (a < nq) /* launches at the last start's time */
+		queue_at(&q, lts[a++], 1);
+	int64_t span = tk__sat_sub(q.last, q.first);
+	r->max_queue = q.max;
+	r->mean_queue = span > 0 ? q.area / (double)span : 0;
+	return 0;
 }
 
 static int finish_launch(tk_stats *s, const launches *L)
 {
 	s->launch_rows = calloc(s->n_streams + 1, sizeof *s->launch_rows);
 	int64_t *delays = malloc((s->n_iv ? s->n_iv : 1) * sizeof *delays);
-	qpoint *q = malloc((s->n_iv ? s->n_iv : 1) * 2 * sizeof *q);
-	if (!s->launch_rows || !delays || !q) {
-		free(delays);
-		free(q);
-		return TK_ERR_NOMEM;
+	int64_t *lts = malloc((s->n_iv ? s->n_iv : 1) * sizeof *lts);
+	int rc = !s->launch_rows || !delays || !lts ? TK_ERR_NOMEM : 0;
+	if (!rc) {
+		s->launch_rows[0].stream = "all";
+		rc = launch_row(s, L, UINT32_MAX, &s->launch_rows[0], delays, lts);
 	}
-	s->launch_rows[0].stream = "all";
-	launch_row(s, L, UINT32_MAX, &s->launch_rows[0], delays, q);
-	for (uint32_t k = 0; k < s->n_streams; k++) {
+	for (uint32_t k = 0; !rc && k < s->n_streams; k++) {
 		s->launch_rows[k + 1].stream = s->stream_names[k];
-		launch_row(s, L, k, &s->launch_rows[k + 1], delays, q);
+		rc = launch_row(s, L, k, &s->launch_rows[k + 1], delays, lts);
 	}
-	s->n_launch_rows = s->n_iv || s->n_streams ? s->n_streams + 1 : 0;
+	s->n_launch_rows = !rc && (s->n_iv || s->n_streams) ? s->n_streams + 1 : 0;
 	free(delays);
-	free(q);
-	return 0;
+	free(lts);
+	return rc;
 }
 
 size_t tk_stats_launch_count(const tk_stats *s)
@@ -393,11 +432,9 @@ int tk__stats_finish_steps(tk_stats *s)
 		r->ts = st->ts;
 		r->wall = tk__sat_sub(st->end, st->ts);
 	}
-	if (s->n_iv)
-		qsort(s->iv, s->n_iv, sizeof *s->iv, cmp_iv);
 	runs all = {0}, comp = {0}, comm = {0}, mem = {0}, ov = {0};
 	launches L = {0};
-	int rc = launches_of(s, &L);
+	int rc = sort_iv(s) || launches_of(s, &L);
 	rc = rc || (s->opts.step_table &&
 	            (union_of(s, &L, 7, &all) || union_of(s, &L, 1u << IV_COMPUTE, &comp) ||
 	             union_of(s, &L, 1u << IV_COMM, &comm) || union_of(s, &L, 1u << IV_MEM, &mem) ||

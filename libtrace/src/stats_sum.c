@@ -78,12 +78,6 @@ typedef struct srow {
 	const tk__sumrow **per; /* per rank */
 } srow;
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
 static int pool(srow *m, size_t n)
 {
 	size_t total = 0, k = 0, ranks = 0, only = 0;
@@ -115,7 +109,10 @@ static int pool(srow *m, size_t n)
 		k += m->per[i]->pub.count;
 		free(p);
 	}
-	qsort(v, total, sizeof *v, cmp_i64);
+	if (tk__sort_i64(v, total)) {
+		free(v);
+		return TK_ERR_NOMEM;
+	}
 	m->sum.avg = total ? (double)m->sum.total / (double)total : 0;
 	describe(v, total, m->sum.total, &m->sum.med, &m->sum.stddev);
 	free(v);
