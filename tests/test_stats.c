@@ -545,8 +545,9 @@ static void test_memory_peak_op(void **st)
 	assert_int_equal(second_read(s, mem_unordered), 8); /* add: the 8th event */
 	assert_string_equal(tk_stats_memory_get(s, 0)->op_at_peak, "aten::mm");
 	tk_stats_free(s);
-	/* 300 ops nested on the thread, more than it keeps: the second read,
-	 * which finds the innermost; the library's loop stops past the peak */
+	/* 300 ops nested on the thread, more than it keeps (those not kept end
+	 * after the peak): the second read, which finds the innermost; the
+	 * library's loop stops past the peak */
 	size_t cap = 300 * 128 + 4096, len = 0;
 	char *deep = malloc(cap);
 	assert_non_null(deep);
@@ -566,6 +567,17 @@ static void test_memory_peak_op(void **st)
 	assert_int_equal(tk_reader_next(r, &ev), TK_OK); /* stopped at add: aten::last is still to come */
 	assert_true(ev->name.len == 10 && memcmp(ev->name.ptr, "aten::last", 10) == 0);
 	tk_reader_free(r);
+	tk_stats_free(s);
+	/* an op with a name longer than the threads keep runs at the peak: the
+	 * second read names it */
+	len = (size_t)snprintf(deep, cap, "{\"traceEvents\":[" LINEAR "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"");
+	for (int i = 0; i < 2000; i++)
+		deep[len++] = 'a' + i % 26;
+	snprintf(deep + len, cap - len, "\",\"pid\":1,\"tid\":1,\"ts\":1030,\"dur\":50},%s", MEMS END);
+	s = mem_stats(deep);
+	assert_int_equal(tk_stats_memory_ops_left(s), 1);
+	assert_int_equal(second_read(s, deep), SIZE_MAX); /* nothing after the peak on the thread */
+	assert_int_equal(strlen(tk_stats_memory_get(s, 0)->op_at_peak), 2000);
 	tk_stats_free(s);
 	free(deep);
 }

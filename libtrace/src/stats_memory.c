@@ -15,10 +15,11 @@ typedef struct tk__memev {
  * thread keeps its CPU ops that may still run at a peak to come (an op
  * leaves when one starts after its end), so a new peak takes its op from
  * its thread's open ops, and the ops after it are held against it as they
- * come. A thread with more ops open than MAX_OPEN, or one that let go of
- * an op ending at or after the peak (ops out of time order), leaves that
- * peak to the second read. */
+ * come. An op not kept (more than MAX_OPEN open, a name longer than
+ * MAX_NAME) counts as let go at once; a thread that let go of an op ending
+ * at or after the peak leaves that peak to the second read. */
 #define MAX_OPEN 256
+#define MAX_NAME 1024
 
 typedef struct tk__openop {
 	int64_t ts, end, dur;
@@ -31,7 +32,6 @@ typedef struct tk__mthread {
 	int64_t last_ts;    /* the latest op's start */
 	int64_t popped_end; /* the latest end of an op let go; INT64_MIN none */
 	int unordered;      /* an op started before the one read before it */
-	int overflow;       /* an op was not kept (MAX_OPEN) */
 	tk__openop *open;
 	size_t n_open, cap_open;
 } tk__mthread;
@@ -169,7 +169,7 @@ int tk__stats_memory_add(tk_stats *s, const tk_event *ev)
 		L->op[v] = NULL;
 		uint64_t *i = s->mthread_index.esize ? tk__map_get_int(&s->mthread_index, th) : NULL;
 		const tk__mthread *t = i ? &s->mthreads[*i - 1] : NULL;
-		L->known[v] = !t || (!t->overflow && t->popped_end < ev->ts);
+		L->known[v] = !t || t->popped_end < ev->ts;
 		for (size_t k = 0; t && L->known[v] && k < t->n_open; k++) {
 			const tk__openop *o = &t->open[k];
 			if (o->ts > ev->ts || o->end < ev->ts || o->dur >= L->best[v])
@@ -223,7 +223,7 @@ int tk__stats_memory_cpu(tk_stats *s, const tk_event *ev)
 		if (TK__GROW(s->mthreads, s->cap_mthreads, s->n_mthreads + 1) ||
 		    tk__map_put_int(&s->mthread_index, th, s->n_mthreads + 1))
 			return TK_ERR_NOMEM;
-		s->mthreads[s->n_mthreads] = (tk__mthread){th, ev->ts, INT64_MIN, 0, 0, NULL, 0, 0};
+		s->mthreads[s->n_mthreads] = (tk__mthread){th, ev->ts, INT64_MIN, 0, NULL, 0, 0};
 		i = tk__map_get_int(&s->mthread_index, th);
 		s->n_mthreads++;
 	}
@@ -236,8 +236,8 @@ int tk__stats_memory_cpu(tk_stats *s, const tk_event *ev)
 		int64_t e = t->open[--t->n_open].end;
 		t->popped_end = e > t->popped_end ? e : t->popped_end;
 	}
-	if (t->n_open >= MAX_OPEN) {
-		t->overflow = 1;
+	if (t->n_open >= MAX_OPEN || ev->name.len > MAX_NAME) {
+		t->popped_end = end > t->popped_end ? end : t->popped_end;
 		return 0;
 	}
 	if (t->n_open == t->cap_open) {
