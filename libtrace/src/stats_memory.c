@@ -263,6 +263,19 @@ int tk__stats_memory_cpu(tk_stats *s, const tk_event *ev)
 	return 0;
 }
 
+/* The threads' open ops go (at the end of the first read). */
+static void drop_open(tk_stats *s)
+{
+	for (size_t i = 0; i < s->n_mthreads; i++) {
+		tk__mthread *t = &s->mthreads[i];
+		for (size_t k = 0; k < t->cap_open; k++)
+			free(t->open[k].name);
+		free(t->open);
+		t->open = NULL;
+		t->n_open = t->cap_open = 0;
+	}
+}
+
 void tk__stats_free_memory(tk_stats *s)
 {
 	free(s->mev);
@@ -271,11 +284,7 @@ void tk__stats_free_memory(tk_stats *s)
 	free(s->peak_best);
 	free(s->peak_done);
 	free(s->mlive);
-	for (size_t i = 0; i < s->n_mthreads; i++) {
-		for (size_t k = 0; k < s->mthreads[i].cap_open; k++)
-			free(s->mthreads[i].open[k].name);
-		free(s->mthreads[i].open);
-	}
+	drop_open(s);
 	free(s->mthreads);
 	tk__map_free(&s->mthread_index);
 }
@@ -292,6 +301,7 @@ static int cmp_mev(const void *a, const void *b)
 
 int tk__stats_finish_memory(tk_stats *s)
 {
+	drop_open(s); /* the second read needs only each thread's order */
 	if (!s->n_mev)
 		return 0;
 	qsort(s->mev, s->n_mev, sizeof *s->mev, cmp_mev);
@@ -346,14 +356,6 @@ int tk__stats_finish_memory(tk_stats *s)
 		} else {
 			s->peak_left++;
 		}
-	}
-	/* the ops are not needed any more */
-	for (size_t i = 0; i < s->n_mthreads; i++) {
-		for (size_t k = 0; k < s->mthreads[i].cap_open; k++)
-			free(s->mthreads[i].open[k].name);
-		free(s->mthreads[i].open);
-		s->mthreads[i].open = NULL;
-		s->mthreads[i].n_open = s->mthreads[i].cap_open = 0;
 	}
 	/* the time line stays for tk_stats_memory_point() when asked */
 	if (!s->opts.memory_series) {
