@@ -34,6 +34,14 @@ int cli_need_rereadable(const cli_tool *t, const char *name)
 	return 2;
 }
 
+/* Progress every 65,536 events of r, under label (the reader's name when NULL). */
+static void tick(cli_progress *p, tk_reader *r, const char *label)
+{
+	const tk_reader_stats *rs = tk_reader_get_stats(r);
+	if ((rs->events & 0xffff) == 0)
+		cli_progress_update(p, label ? label : tk_reader_name(r), rs->bytes_in, rs->events);
+}
+
 /* First pass for --steps and for a window counted from the first event:
  * the steps and the launch of every correlation id (GPU work counts in the
  * step that launched it: docs/steps.md), the first event's time. The
@@ -47,7 +55,12 @@ static int first_pass(const char *tool, const cli_stats_req *q, const char *name
 	int rc = tk_reader_open_path(&r, name, &q->ropts);
 	if (!rc && q->step_a >= 0)
 		rc = tk_steps_new(steps);
+	char label[512];
+	snprintf(label, sizeof label, "%.400s (first read: the steps)", name);
+	cli_progress prog;
+	cli_progress_init(&prog, q->quiet);
 	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK) {
+		tick(&prog, r, label);
 		if ((ev->has & TK_HAS_TS) && ev->ph != 'M' && ev->ts < first)
 			first = ev->ts;
 		if (*steps && tk_reader_get_stats(r)->events == 1 && tk_merge_pid_span(r, &span) == 0)
@@ -55,6 +68,7 @@ static int first_pass(const char *tool, const cli_stats_req *q, const char *name
 		if (*steps)
 			rc = tk_steps_add(*steps, ev);
 	}
+	cli_progress_done(&prog);
 	if (rc < 0)
 		cli_err(tool, "%s", r && *tk_reader_error(r) ? tk_reader_error(r) : tk_strerror(rc));
 	tk_reader_free(r);
@@ -131,9 +145,7 @@ static int add_all(tk_reader *r, const cli_stats_req *q, const tk_stats_opts *so
 	int rc = 0, whole = 0;
 	*span = 0;
 	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK) {
-		const tk_reader_stats *rs = tk_reader_get_stats(r);
-		if ((rs->events & 0xffff) == 0)
-			cli_progress_update(prog, tk_reader_name(r), rs->bytes_in, rs->events);
+		tick(prog, r, NULL);
 		if (whole) {
 			if ((rc = tk_stats_add(st, ev)) != 0)
 				*err = tk_stats_error(st);
@@ -205,7 +217,12 @@ static int memory_ops(const char *tool, const cli_stats_req *q, const char *name
 	tk_reader_opts ro = q->ropts;
 	ro.skip_args = 1; /* names, times and threads are all it needs */
 	int rc = tk_reader_open_path(&r2, name, &ro);
+	char label[512];
+	snprintf(label, sizeof label, "%.400s (again: the op at each memory peak)", name);
+	cli_progress prog;
+	cli_progress_init(&prog, q->quiet);
 	while (!rc && left && (rc = tk_reader_next(r2, &ev)) == TK_OK) {
+		tick(&prog, r2, label);
 		int64_t rank = span ? rank_of(ev, span) : -1;
 		for (size_t i = 0; i < out->n && !rc; i++)
 			if (out->rank[i] == rank && tk_stats_memory_ops_left(out->s[i])) {
@@ -213,6 +230,7 @@ static int memory_ops(const char *tool, const cli_stats_req *q, const char *name
 				left -= !rc && !tk_stats_memory_ops_left(out->s[i]);
 			}
 	}
+	cli_progress_done(&prog);
 	if (rc < 0)
 		cli_err(tool, "%s", r2 && *tk_reader_error(r2) ? tk_reader_error(r2) : tk_strerror(rc));
 	tk_reader_free(r2);
