@@ -926,6 +926,7 @@ typedef struct gen {
 	uint64_t comm_n[32];
 	int32_t comm_sig[32];
 	int ncomm;
+	int mem_last; /* --memory-last */
 } gen_t;
 
 #define SIG(g, fmt, ...) sig_get(&(g)->st, &(g)->c, (fmt), (const int[SIGV]){__VA_ARGS__})
@@ -2439,7 +2440,7 @@ static void w_gpu_ann(gen_t *g, out_t *o, const cev_t *e)
 /* ------------------------------------------------------------------ */
 /* Passes over the steps, in the order Kineto writes them               */
 
-enum { PASS_CPU_AG, PASS_CPU_MAIN, PASS_PY, PASS_GPU, PASS_GPU_ANN, PASS_COUNT };
+enum { PASS_CPU_AG, PASS_CPU_MAIN, PASS_MEM, PASS_PY, PASS_GPU, PASS_GPU_ANN, PASS_COUNT };
 
 static void pass_cpu(gen_t *g, out_t *o, int thr)
 {
@@ -2449,9 +2450,17 @@ static void pass_cpu(gen_t *g, out_t *o, int thr)
 			continue;
 		if (e->type == C_OP || e->type == C_ANN)
 			w_op(g, o, e);
-		else if (e->type == C_MEM)
+		else if (e->type == C_MEM && !g->mem_last)
 			w_mem(g, o, e);
 	}
+}
+
+/* With --memory-last: the [memory] events of both threads, after every CPU op. */
+static void pass_mem(gen_t *g, out_t *o)
+{
+	for (size_t i = 0; i < g->nev; i++)
+		if (g->ev[i].type == C_MEM)
+			w_mem(g, o, &g->ev[i]);
 }
 
 static void pass_py(gen_t *g, out_t *o)
@@ -2492,6 +2501,7 @@ static void pass_step(gen_t *g, out_t *o, int pass)
 	switch (pass) {
 	case PASS_CPU_AG: pass_cpu(g, o, 1); break;
 	case PASS_CPU_MAIN: pass_cpu(g, o, 0); break;
+	case PASS_MEM: pass_mem(g, o); break;
 	case PASS_PY: pass_py(g, o); break;
 	case PASS_GPU: pass_gpu(g, o); break;
 	default: pass_gpu_ann(g, o); break;
@@ -2694,6 +2704,8 @@ static void write_trace(gen_t *g, const plan_t *p, out_t *o)
 	g->ev_idx = 0;
 	w_header(g, o);
 	for (int pass = 0; pass < PASS_COUNT; pass++) {
+		if (pass == PASS_MEM && !g->mem_last)
+			continue; /* they went with their thread's ops */
 		if (pass == PASS_PY)
 			w_global_py(g, o, t0, t1);
 		for (uint64_t k = 0; k < p->nsteps; k++) {
@@ -2747,7 +2759,7 @@ static uint64_t choose_steps(gen_t *g, uint64_t seed, int rank, int world, uint6
 
 typedef struct opts {
 	uint64_t seed, size, steps;
-	int rank, world, ranks, quiet;
+	int rank, world, ranks, quiet, mem_last;
 	const char *out;
 } opts_t;
 
@@ -2755,7 +2767,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: gen_trace [--seed N] [--size BYTES[K|M|G]] [--steps N] [--rank R] [--world-size W]\n"
-	        "                 [--ranks N] [-q] [-o FILE|-]\n"
+	        "                 [--ranks N] [--memory-last] [-q] [-o FILE|-]\n"
 	        "Writes a PyTorch profiler (Kineto) trace of about --size bytes (default 64M) to FILE\n"
 	        "or standard output. The same options give a byte-identical file.\n"
 	        "  --seed N         model shape, names and timings (default 1)\n"
@@ -2764,6 +2776,8 @@ static void usage(FILE *f)
 	        "  --rank R         rank written in distributedInfo (default 0)\n"
 	        "  --world-size W   world size (default 1)\n"
 	        "  --ranks N        write N files, one per rank, world size N; FILE must contain %%d\n"
+	        "  --memory-last    the [memory] events after every CPU op, as newer Kineto writes\n"
+	        "                   them (default: among their thread's ops)\n"
 	        "  -q               no summary on standard error\n");
 }
 
@@ -2823,6 +2837,8 @@ static void parse_opt(opts_t *op, int argc, char **argv, int *i)
 	uint64_t v = 0;
 	if (strcmp(a, "-q") == 0) {
 		op->quiet = 1;
+	} else if (strcmp(a, "--memory-last") == 0) {
+		op->mem_last = 1;
 	} else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
 		op->out = opt_value(argc, argv, i);
 	} else if (strcmp(a, "--size") == 0) {
@@ -2895,6 +2911,7 @@ static int gen_one(const opts_t *op, int rank, int world, int layers, uint64_t n
 {
 	gen_t *g = xrealloc(NULL, sizeof *g);
 	gen_init(g, op->seed, rank, world, layers);
+	g->mem_last = op->mem_last;
 	plan_t p;
 	plan_steps(g, &p, n);
 	out_t o = {open_out(path), xrealloc(NULL, OUT_CAP), 0, OUT_CAP, 0, 0};

@@ -456,6 +456,7 @@ static void test_args_one_pass(void **st)
 
 #define OP(n, t, d, tid) "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"" n "\",\"pid\":1,\"tid\":" #tid ",\"ts\":" #t ",\"dur\":" #d "},"
 #define MEM(t, b, tot) "{\"ph\":\"i\",\"s\":\"t\",\"name\":\"[memory]\",\"pid\":1,\"tid\":1,\"ts\":" #t ",\"args\":{\"Device Type\":1,\"Device Id\":0,\"Bytes\":" #b ",\"Total Allocated\":" #tot "}},"
+#define MEMB(t, b) "{\"ph\":\"i\",\"s\":\"t\",\"name\":\"[memory]\",\"pid\":1,\"tid\":1,\"ts\":" #t ",\"args\":{\"Device Type\":1,\"Device Id\":0,\"Bytes\":" #b "}},"
 #define END "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::last\",\"pid\":1,\"tid\":2,\"ts\":5000,\"dur\":1}]}"
 /* aten::linear [1000, 1100], aten::empty [1010, 1020] and aten::mm [1030,
  * 1080] on thread 1; cuda:0's peak, 8000 B, at 1050: inside linear and mm */
@@ -536,13 +537,21 @@ static void test_memory_peak_op(void **st)
 	assert_string_equal(tk_stats_memory_get(s, 0)->op_at_peak, "aten::mm");
 	assert_int_equal(tk_stats_memory_ops_left(s), 1);
 	tk_stats_free(s);
-	/* the [memory] events out of time order: the peak is not the one seen
-	 * while reading, so the second read */
+	/* the [memory] events out of time order: torch's totals give the peak
+	 * whatever the order (found in one read); the running sum of Bytes
+	 * (no totals) only in time order, so there the second read */
 	static const char mem_unordered[] = "{\"traceEvents\":[" LINEAR MM MEM(1050, 3000, 8000) MEM(1015, 1000, 5000)
 	    MEM(1090, -1000, 7000) MEM(1200, -3000, 4000) OP("aten::add", 1150, 10, 1) END;
 	s = mem_stats(mem_unordered);
+	assert_int_equal(tk_stats_memory_ops_left(s), 0);
+	assert_string_equal(tk_stats_memory_get(s, 0)->op_at_peak, "aten::mm");
+	tk_stats_free(s);
+	static const char sum_unordered[] = "{\"traceEvents\":[" LINEAR MM MEMB(1050, 3000) MEMB(1015, 5000)
+	    MEMB(1090, -1000) MEMB(1200, -3000) OP("aten::add", 1150, 10, 1) END;
+	s = mem_stats(sum_unordered);
+	assert_int_equal(tk_stats_memory_get(s, 0)->from_totals, 0);
 	assert_int_equal(tk_stats_memory_ops_left(s), 1);
-	assert_int_equal(second_read(s, mem_unordered), 8); /* add: the 8th event */
+	assert_int_equal(second_read(s, sum_unordered), 8); /* add: the 8th event */
 	assert_string_equal(tk_stats_memory_get(s, 0)->op_at_peak, "aten::mm");
 	tk_stats_free(s);
 	/* 300 ops nested on the thread, more than it keeps (those not kept end

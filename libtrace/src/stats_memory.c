@@ -38,7 +38,9 @@ typedef struct tk__mthread {
 
 /* A device's peaks so far, by Total Allocated [0] and by the running sum
  * of Bytes [1] (the table takes one at the end), with the innermost op
- * at each: known when the thread kept every op that may run at it. */
+ * at each: known when the thread kept every op that may run at it. The
+ * running sum's peak is the table's only when the device's events came
+ * in time order (not unordered). */
 typedef struct tk__mlive {
 	int64_t peak[2], ts[2], best[2];
 	uint64_t thread[2];
@@ -160,7 +162,10 @@ int tk__stats_memory_add(tk_stats *s, const tk_event *ev)
 	L->run = tk__sat_add(L->run, mi.bytes);
 	int64_t a[2] = {mi.allocated, L->run};
 	for (int v = 0; v < 2; v++) {
-		if ((v == 0 && !L->totals) || a[v] <= L->peak[v])
+		/* torch's totals need no order: the highest, the earliest of equal
+		 * ones; the running sum is the table's only in time order */
+		int higher = a[v] > L->peak[v] || (v == 0 && a[v] == L->peak[v] && ev->ts < L->ts[v]);
+		if ((v == 0 && !L->totals) || !higher)
 			continue;
 		L->peak[v] = a[v];
 		L->ts[v] = ev->ts;
@@ -345,11 +350,12 @@ int tk__stats_finish_memory(tk_stats *s)
 		}
 		if (r->peak_reserved == INT64_MIN)
 			r->peak_reserved = -1;
-		/* the op at the peak when it was found while reading: the events
-		 * came in the table's order and the thread kept its ops */
+		/* the op at the peak when it was found while reading: the same
+		 * peak (the running sum's: the events came in time order) and the
+		 * thread kept its ops */
 		const tk__mlive *L = &s->mlive[d];
 		int v = r->from_totals ? 0 : 1;
-		if (!L->unordered && L->known[v] && L->peak[v] == r->peak_alloc && L->ts[v] == r->peak_ts &&
+		if ((v == 0 || !L->unordered) && L->known[v] && L->peak[v] == r->peak_alloc && L->ts[v] == r->peak_ts &&
 		    L->thread[v] == s->peak_thread[d]) {
 			r->op_at_peak = L->op[v] ? L->op[v] : "";
 			s->peak_done[d] = 1;

@@ -294,6 +294,44 @@ def hand_memory(tools, data):
               and "second read" in p.stderr, (p.returncode, p.stderr))
 
 
+def gen_memory(tools, tmp):
+    """The generated trace (bench/gen_trace) in its two layouts: [memory] events among their thread's
+    ops, where the op at each peak is known from one read (standard input too), and after every CPU op
+    (--memory-last), as newer Kineto writes them, where it takes a second read. Both tables equal the
+    one computed from the JSON."""
+    gen = os.path.join(os.path.dirname(os.path.abspath(tools)), "bench", "gen_trace")
+    if not os.access(gen, os.X_OK):
+        print("note: no %s (a build without -DTK_BUILD_BENCH): the generated layouts are not checked" % gen)
+        return
+    paths = {}
+    for layout, extra in (("among", []), ("last", ["--memory-last"])):
+        paths[layout] = os.path.join(tmp, "gen_%s.json" % layout)
+        run(gen, "--steps", "3", "-q", "-o", paths[layout], *extra)
+    evs = {k: load_exact(v) for k, v in paths.items()}
+    def key(e):  # an event but its "Ev Idx", which numbers the events in the order written
+        e = dict(e, args={k: v for k, v in e.get("args", {}).items() if k != "Ev Idx"})
+        return json.dumps(e, sort_keys=True, default=str)
+    check("gen_trace --memory-last: the same events, every [memory] event after every CPU op",
+          sorted(map(key, evs["among"])) == sorted(map(key, evs["last"])) and
+          max(i for i, e in enumerate(evs["last"]) if e.get("cat") == "cpu_op") <
+          min(i for i, e in enumerate(evs["last"]) if e.get("name") == "[memory]"))
+    want = memory_ref(evs["among"])
+    for layout in ("among", "last"):
+        got = [{k: r[k] for k in MCOLS} for r in memory_json(tools, paths[layout])["rows"]]
+        check("generated trace, [memory] %s: -t memory equals the table computed from the JSON (%s at %s)"
+              % (layout, want[0]["peak_allocated"] if want else "-", want[0]["op_at_peak"] if want else "-"),
+              got == want and want and all(r["op_at_peak"] for r in want), (got, want))
+        p = subprocess.run([os.path.join(tools, "trace-stats"), "-", "-t", "memory", "-f", "json", "-n", "-1"],
+                           stdin=open(paths[layout]), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        rows = [{k: r[k] for k in MCOLS} for r in json.loads(p.stdout)["memory"]["rows"]] if p.returncode == 0 else []
+        if layout == "among":
+            check("generated trace on standard input: the op at each peak from one read, no warning",
+                  rows == want and p.stderr == "", p.stderr)
+        else:
+            check("generated trace, [memory] last, on standard input: no op at the peak, and the warning",
+                  [r["op_at_peak"] for r in rows] == [""] * len(want) and "second read" in p.stderr, p.stderr)
+
+
 def coll_json(tools, *paths):
     out = run(os.path.join(tools, "trace-stats"), *paths, "-t", "collectives", "-f", "json", "-n", "-1",
               "-q").stdout
@@ -701,6 +739,7 @@ def main():
             hand_table(tools, data)
             hand_launch(tools, data)
             hand_memory(tools, data)
+            gen_memory(tools, tmp)
             hand_coll(tools, data)
         else:
             real(tools, sys.argv[4], tmp)

@@ -168,12 +168,13 @@ typedef struct tk_stats_memory {
 } tk_stats_memory;
 TK_API size_t tk_stats_memory_count(const tk_stats *s);
 TK_API const tk_stats_memory *tk_stats_memory_get(const tk_stats *s, size_t i);
-/* The op at each peak is found while reading when every CPU op of the
- * peak's thread that runs at it comes before the peak's [memory] event
- * or after it, in a trace whose [memory] events are in time order per
- * device (a time-sorted trace, trace-merge's output). Otherwise it needs
- * a second read: tk_stats_memory_ops_left() says for how many devices,
- * after tk_stats_finish; 0: none. */
+/* The op at each peak is found while reading when, by the peak's [memory]
+ * event, its thread has let go of no CPU op ending at or after the peak
+ * (an op is let go when a later one starts after its end), and the peak
+ * is known while reading: torch's Total Allocated in any order, the
+ * running sum of Bytes in time order (docs/steps.md). Otherwise it needs a second read:
+ * tk_stats_memory_ops_left() says for how many devices, after
+ * tk_stats_finish; 0: none. */
 TK_API size_t tk_stats_memory_ops_left(const tk_stats *s);
 /* After tk_stats_finish: reads the trace again from r for the op at each
  * peak still left, until none is (the ops of a thread in time order: past
