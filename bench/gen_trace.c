@@ -2776,7 +2776,7 @@ static void usage(FILE *f)
 	        "  --rank R         rank written in distributedInfo (default 0)\n"
 	        "  --world-size W   world size (default 1)\n"
 	        "  --ranks N        write N files, one per rank, world size N; FILE must contain %%d\n"
-	        "  --memory-last    the [memory] events after every CPU op, as newer Kineto writes\n"
+	        "  --memory-last    the [memory] events after every CPU op, as Kineto traces have\n"
 	        "                   them (default: among their thread's ops)\n"
 	        "  -q               no summary on standard error\n");
 }

@@ -552,9 +552,9 @@ static tk_stats *new_stats(const tk_stats_opts *so)
 	return s;
 }
 
-/* The events with the [memory] ones moved to the end, as newer Kineto
- * writes them: the same peaks, and the same op at each (the ops' order is
- * the same), found by the second read. */
+/* The events with the [memory] ones moved to the end, as the Kineto traces
+ * at hand write them: the same peaks, and the same op at each (the ops'
+ * order is the same), found by the second read. */
 static void memory_late(const tk_stats_opts *so, const fz_events *evs, const tk_stats *s1)
 {
 	fz_events late = {0};

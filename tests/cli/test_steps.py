@@ -297,7 +297,7 @@ def hand_memory(tools, data):
 def gen_memory(tools, tmp):
     """The generated trace (bench/gen_trace) in its two layouts: [memory] events among their thread's
     ops, where the op at each peak is known from one read (standard input too), and after every CPU op
-    (--memory-last), as newer Kineto writes them, where it takes a second read. Both tables equal the
+    (--memory-last), as the Kineto traces at hand do, where it takes a second read. Both tables equal the
     one computed from the JSON."""
     gen = os.path.join(os.path.dirname(os.path.abspath(tools)), "bench", "gen_trace")
     if not os.access(gen, os.X_OK):
