@@ -18,10 +18,10 @@ run through rss_run (best of --repeat runs, median beside it), in one go:
 then trace-stats (default tables) and trace-report again on the same trace
 with its [memory] events after every CPU op (gen_trace --memory-last), as
 the Kineto traces at hand have them: there the op at each memory peak takes
-a second read of the input. Then the targets: the page in at most 1.5 times trace-stats' time, and at most
-2 MB (the generated trace's own layout; the other is shown beside it).
-Files go to a temporary directory (under $TK_BENCH_DIR when set) removed
-at exit.
+a second read of the input. Then the targets: the page in at most 1.5
+times trace-stats' time, and at most 2 MB (the generated trace's own
+layout; the other is shown beside it). Files go to a temporary directory
+(under $TK_BENCH_DIR when set) removed at exit.
 EOF2
 }
 
