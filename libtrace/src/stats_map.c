@@ -53,47 +53,32 @@ int tk__durs_add(tk__durs *d, int64_t v)
 	return 0;
 }
 
-/* LSD radix sort of u32 by bytes, skipping a byte all values share; the
- * result is in v or tmp, returned. */
-static uint32_t *radix_u32(uint32_t *v, uint32_t *tmp, size_t n)
+/* LSD radix sort, stable, of n elements of size 4, 8 or 16 by their first
+ * kbytes (4 or 8) bytes as an unsigned number, a byte at a time, skipping a
+ * byte all keys share; the result is in v or tmp, returned. */
+static uint64_t key_at(const char *e, int kbytes)
 {
-	size_t count[4][256] = {{0}};
-	for (size_t i = 0; i < n; i++)
-		for (int b = 0; b < 4; b++)
-			count[b][v[i] >> (8 * b) & 255]++;
-	for (int b = 0; b < 4; b++) {
-		if (count[b][v[0] >> (8 * b) & 255] == n)
-			continue;
-		size_t pos = 0;
-		for (int k = 0; k < 256; k++) {
-			size_t c = count[b][k];
-			count[b][k] = pos;
-			pos += c;
-		}
-		for (size_t i = 0; i < n; i++)
-			tmp[count[b][v[i] >> (8 * b) & 255]++] = v[i];
-		uint32_t *t = v;
-		v = tmp;
-		tmp = t;
+	if (kbytes == 4) {
+		uint32_t k;
+		memcpy(&k, e, 4);
+		return k;
 	}
-	return v;
+	uint64_t k;
+	memcpy(&k, e, 8);
+	return k;
 }
 
-/* LSD radix sort, stable, of n elements of size 8 or 16 by their first 8
- * bytes as a u64, a byte at a time, skipping a byte all keys share; the
- * result is in v or tmp, returned. */
-static void *radix_u64(void *v, void *tmp, size_t n, size_t size)
+static void *radix(void *v, void *tmp, size_t n, size_t size, int kbytes)
 {
 	size_t count[8][256] = {{0}};
-	uint64_t k;
 	for (size_t i = 0; i < n; i++) {
-		memcpy(&k, (char *)v + i * size, 8);
-		for (int b = 0; b < 8; b++)
+		uint64_t k = key_at((char *)v + i * size, kbytes);
+		for (int b = 0; b < kbytes; b++)
 			count[b][k >> (8 * b) & 255]++;
 	}
-	memcpy(&k, v, 8);
-	for (int b = 0; b < 8; b++) {
-		if (count[b][k >> (8 * b) & 255] == n)
+	uint64_t k0 = key_at(v, kbytes);
+	for (int b = 0; b < kbytes; b++) {
+		if (count[b][k0 >> (8 * b) & 255] == n)
 			continue;
 		size_t pos = 0;
 		for (int d = 0; d < 256; d++) {
@@ -102,14 +87,14 @@ static void *radix_u64(void *v, void *tmp, size_t n, size_t size)
 			pos += c;
 		}
 		for (size_t i = 0; i < n; i++) {
-			char *e = (char *)v + i * size;
-			uint64_t x;
-			memcpy(&x, e, 8);
-			char *to = (char *)tmp + count[b][x >> (8 * b) & 255]++ * size;
+			const char *e = (char *)v + i * size;
+			char *to = (char *)tmp + count[b][key_at(e, kbytes) >> (8 * b) & 255]++ * size;
 			if (size == 16)
 				memcpy(to, e, 16);
-			else
+			else if (size == 8)
 				memcpy(to, e, 8);
+			else
+				memcpy(to, e, 4);
 		}
 		void *t = v;
 		v = tmp;
@@ -137,7 +122,7 @@ static int sort_by_key(void *v, size_t n, size_t size)
 	if (!tmp)
 		return TK_ERR_NOMEM;
 	flip_keys(v, n, size);
-	void *r = radix_u64(v, tmp, n, size);
+	void *r = radix(v, tmp, n, size, 8);
 	if (r != v)
 		memcpy(v, r, n * size);
 	flip_keys(v, n, size);
@@ -180,7 +165,7 @@ int64_t *tk__durs_sorted(const tk__durs *d)
 	const uint32_t *sorted = tmp;
 	if (d->n_small) {
 		memcpy(tmp, d->small, d->n_small * sizeof *tmp);
-		sorted = radix_u32(tmp, tmp + d->n_small, d->n_small);
+		sorted = radix(tmp, tmp + d->n_small, d->n_small, sizeof *tmp, 4);
 	}
 	for (size_t i = 0; i < d->n_small; i++)
 		v[neg + i] = sorted[i];

@@ -50,6 +50,13 @@ typedef struct tk__mlive {
 	int seen, unordered, totals; /* totals: every event had Total Allocated */
 } tk__mlive;
 
+/* The record of thread th (thread_key), or NULL when none of its ops was read. */
+static tk__mthread *mthread_of(const tk_stats *s, uint64_t th)
+{
+	uint64_t *i = s->mthread_index.esize ? tk__map_get_int(&s->mthread_index, th) : NULL;
+	return i ? &s->mthreads[*i - 1] : NULL;
+}
+
 enum { M_BYTES = 1, M_ALLOC = 2, M_RESERVED = 4, M_TYPE = 8, M_ID = 16 };
 
 /* An id's hash, a decimal string counted as its number: Kineto writes the
@@ -172,8 +179,7 @@ int tk__stats_memory_add(tk_stats *s, const tk_event *ev)
 		L->thread[v] = th;
 		L->best[v] = INT64_MAX;
 		L->op[v] = NULL;
-		uint64_t *i = s->mthread_index.esize ? tk__map_get_int(&s->mthread_index, th) : NULL;
-		const tk__mthread *t = i ? &s->mthreads[*i - 1] : NULL;
+		const tk__mthread *t = mthread_of(s, th);
 		L->known[v] = !t || t->popped_end < ev->ts;
 		for (size_t k = 0; t && L->known[v] && k < t->n_open; k++) {
 			const tk__openop *o = &t->open[k];
@@ -221,18 +227,16 @@ int tk__stats_memory_cpu(tk_stats *s, const tk_event *ev)
 		}
 	}
 	/* the thread's open ops, for the peaks to come */
-	if (!s->mthread_index.esize)
-		tk__map_init_int(&s->mthread_index);
-	uint64_t *i = tk__map_get_int(&s->mthread_index, th);
-	if (!i) {
+	tk__mthread *t = mthread_of(s, th);
+	if (!t) {
+		if (!s->mthread_index.esize)
+			tk__map_init_int(&s->mthread_index);
 		if (TK__GROW(s->mthreads, s->cap_mthreads, s->n_mthreads + 1) ||
 		    tk__map_put_int(&s->mthread_index, th, s->n_mthreads + 1))
 			return TK_ERR_NOMEM;
-		s->mthreads[s->n_mthreads] = (tk__mthread){th, ev->ts, INT64_MIN, 0, NULL, 0, 0};
-		i = tk__map_get_int(&s->mthread_index, th);
-		s->n_mthreads++;
+		t = &s->mthreads[s->n_mthreads++];
+		*t = (tk__mthread){th, ev->ts, INT64_MIN, 0, NULL, 0, 0};
 	}
-	tk__mthread *t = &s->mthreads[*i - 1];
 	if (ev->ts < t->last_ts)
 		t->unordered = 1;
 	else
@@ -419,8 +423,8 @@ int tk_stats_memory_op(tk_stats *s, const tk_event *ev)
 		if (ev->ts > m->peak_ts) {
 			/* the thread's ops came in time order: none after this one
 			 * runs at the peak */
-			uint64_t *k = s->mthread_index.esize ? tk__map_get_int(&s->mthread_index, th) : NULL;
-			if (k && !s->mthreads[*k - 1].unordered) {
+			const tk__mthread *t = mthread_of(s, th);
+			if (t && !t->unordered) {
 				s->peak_done[i] = 1;
 				s->peak_left--;
 			}
