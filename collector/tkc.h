@@ -52,9 +52,13 @@ enum {
 	TKC_A_SYNC = 1u << 5,
 	TKC_A_NVTX = 1u << 6,
 	TKC_A_OVERHEAD = 1u << 7,
+	/* driver API calls that put work on the GPU (cuLaunchKernel*, cuGraphLaunch*,
+	 * cuMemcpy*, cuMemset*): how cuBLAS, Triton and other code that calls the
+	 * driver launch. Each is the launch of its GPU op's correlation id. */
+	TKC_A_DRIVER_LAUNCH = 1u << 8,
 	TKC_A_DEFAULT = TKC_A_KERNEL | TKC_A_MEMCPY | TKC_A_MEMSET | TKC_A_RUNTIME | TKC_A_SYNC |
-	                TKC_A_NVTX | TKC_A_OVERHEAD,
-	TKC_A_ALL = 0xffu
+	                TKC_A_NVTX | TKC_A_OVERHEAD | TKC_A_DRIVER_LAUNCH,
+	TKC_A_ALL = 0x1ffu
 };
 
 typedef struct tkc_schedule {
@@ -118,6 +122,7 @@ typedef struct tkc_conv {
 	tkc_open_range *open; /* open NVTX ranges, open-addressed */
 	size_t open_cap, n_open;
 	uint64_t unknown_kinds; /* records of kinds the collector does not convert */
+	int driver_launch_only; /* keep only the driver records of calls that launch GPU work */
 	char name[512];         /* built names: "Memcpy HtoD (Pinned -> Device)", NVTX names */
 	char args[640];         /* the current event's args, compact JSON */
 } tkc_conv;
@@ -126,8 +131,12 @@ int tkc_conv_init(tkc_conv *c, int64_t pid, tkc_api_name_fn api_name, void *api_
 void tkc_conv_free(tkc_conv *c);
 /* 1 with *ev set (borrowing c's buffers until the next call), 0 when the
  * record makes no event (an NVTX range start, a context record, a kind
- * that is not converted). */
+ * that is not converted, a driver call that launches nothing while
+ * driver_launch_only is set). */
 int tkc_convert(tkc_conv *c, const CUpti_Activity *rec, tk_event *ev);
+/* 1 for the name of a driver call that puts work on the GPU (a kernel or
+ * graph launch, a copy, a set). */
+int tkc_driver_launches(const char *name);
 /* NVTX ranges still open at the end, one 'B' event per call: 1, or 0 when
  * none are left. */
 int tkc_conv_drain_open(tkc_conv *c, tk_event *ev);

@@ -13,7 +13,8 @@ static const struct {
 } activity_names[] = {
 	{"kernel", TKC_A_KERNEL},   {"memcpy", TKC_A_MEMCPY},     {"memset", TKC_A_MEMSET},
 	{"runtime", TKC_A_RUNTIME}, {"driver", TKC_A_DRIVER},     {"sync", TKC_A_SYNC},
-	{"nvtx", TKC_A_NVTX},       {"overhead", TKC_A_OVERHEAD}, {"default", TKC_A_DEFAULT},
+	{"nvtx", TKC_A_NVTX},       {"overhead", TKC_A_OVERHEAD}, {"driver-launch", TKC_A_DRIVER_LAUNCH},
+	{"default", TKC_A_DEFAULT},
 	{"all", TKC_A_ALL},
 };
 
@@ -56,8 +57,8 @@ static int act_item(void *ud, const char *s, size_t n)
 			return 0;
 		}
 	snprintf(a->err, a->err_size,
-	         "TK_ACTIVITIES: bad value '%.*s' (valid: kernel, memcpy, memset, runtime, driver, sync, "
-	         "nvtx, overhead, default, all; several with commas)",
+	         "TK_ACTIVITIES: bad value '%.*s' (valid: kernel, memcpy, memset, runtime, driver, "
+	         "driver-launch, sync, nvtx, overhead, default, all; several with commas)",
 	         (int)n, s);
 	return -1;
 }

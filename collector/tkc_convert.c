@@ -325,12 +325,24 @@ static int conv_memset(tkc_conv *c, const CUpti_ActivityMemset4 *m, tk_event *ev
 	return 1;
 }
 
+int tkc_driver_launches(const char *name)
+{
+	static const char *const prefix[] = {"cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset"};
+	for (size_t i = 0; name && i < sizeof prefix / sizeof *prefix; i++)
+		if (!strncmp(name, prefix[i], strlen(prefix[i])))
+			return 1;
+	return 0;
+}
+
 static int conv_api(tkc_conv *c, const CUpti_ActivityAPI *a, tk_event *ev)
 {
 	out o = {c->args, 0, sizeof c->args};
 	int rt = a->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
 	CUpti_CallbackDomain dom = rt ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
 	const char *name = c->api_name ? c->api_name(c->api_ud, dom, a->cbid) : NULL;
+	/* a call whose name is unknown is kept: it may launch */
+	if (!rt && c->driver_launch_only && name && !tkc_driver_launches(name))
+		return 0;
 	if (!name) {
 		snprintf(c->name, sizeof c->name, "%s cbid %u", rt ? "runtime" : "driver", a->cbid);
 		name = c->name;

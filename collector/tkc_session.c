@@ -216,6 +216,8 @@ int tkc_session_open(const tkc_config *cfg, const tkc_cupti *api, char *err, siz
 		snprintf(err, err_size, "out of memory");
 		return -1;
 	}
+	tkc_g.w.conv.driver_launch_only =
+	    (cfg->activities & TKC_A_DRIVER_LAUNCH) && !(cfg->activities & TKC_A_DRIVER);
 	tkc_g.pool.wake_fd = tkc_g.wake[1];
 	tkc_g.w.win = &tkc_g.win;
 	/* without a capture range or schedule everything is kept, also records

@@ -7,6 +7,7 @@
 #include "tkc.h"
 
 #define TKC_NAME_CACHE 1024
+#define TKC_NSIGNALS 7
 
 typedef struct tkc_session {
 	tkc_config cfg;
@@ -32,7 +33,7 @@ typedef struct tkc_session {
 	int kinds_on, capture_on, sched_action;
 	uint64_t steps;
 
-	struct sigaction old_int, old_term;
+	struct sigaction old_sig[TKC_NSIGNALS]; /* the actions before ours, by tkc_signals */
 	char rt_names[TKC_NAME_CACHE][64], drv_names[TKC_NAME_CACHE][64];
 } tkc_session;
 
@@ -41,5 +42,9 @@ extern tkc_session tkc_g;
 int64_t tkc_now(void);
 void tkc_session_finish_from_signal(int ms);
 void tkc_session_flush_from_signal(void);
+/* The signals the collector handles (SIGINT, SIGTERM, then the crash
+ * signals) and their installation (tkcollect.c; TK_SIGNALS=0 skips it). */
+extern const int tkc_signals[TKC_NSIGNALS];
+void tkc_signals_install(void);
 
 #endif

@@ -44,6 +44,7 @@ static const struct {
 	{TKC_A_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "sync"},
 	{TKC_A_NVTX, CUPTI_ACTIVITY_KIND_MARKER, "nvtx"},
 	{TKC_A_OVERHEAD, CUPTI_ACTIVITY_KIND_OVERHEAD, "overhead"},
+	{TKC_A_DRIVER_LAUNCH, CUPTI_ACTIVITY_KIND_DRIVER, "driver-launch"},
 };
 
 /* Enables (or disables) the configured kinds; reports the kinds that
@@ -62,6 +63,8 @@ static void set_kinds(int on)
 	for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
 		if (!(tkc_g.cfg.activities & kinds[i].bit))
 			continue;
+		if (kinds[i].bit == TKC_A_DRIVER_LAUNCH && (tkc_g.cfg.activities & TKC_A_DRIVER))
+			continue; /* enabled already, every record kept */
 		CUptiResult r = tkc_g.api.ActivityEnable(kinds[i].kind);
 		if (r == CUPTI_SUCCESS) {
 			tkc_g.enabled_kinds[tkc_g.n_enabled_kinds++] = kinds[i].kind;
@@ -180,44 +183,60 @@ static void enable_callbacks(void)
 			a->EnableCallback(1, tkc_g.sub, CUPTI_CB_DOMAIN_NVTX, steps[i]);
 }
 
-/* ---- signals: flush on SIGINT/SIGTERM where that is safe ----
- * A handler the program installed keeps running: we only ask the writer to
- * flush. Where the signal would kill the process, the writer closes the
- * file first, waited for at most two seconds (a thread stopped by the
- * signal may hold a lock the flush needs), then the signal is re-raised. */
+/* ---- signals: flush on SIGINT/SIGTERM, close the file on a crash ----
+ * SIGINT/SIGTERM: a handler the program installed keeps running and we only
+ * ask the writer to flush. Where the signal would kill the process, the
+ * writer closes the file first, waited for at most two seconds (a thread
+ * stopped by the signal may hold a lock the flush needs), then the signal
+ * is re-raised.
+ * Crash signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT): the file is
+ * closed the same way, also before the program's own handler runs, which
+ * usually ends the process with no atexit. Without this a crash loses what
+ * CUPTI holds since its last periodic flush (on an H200: all 1,000 kernels
+ * of a program that crashed a moment after them). */
+const int tkc_signals[TKC_NSIGNALS] = {SIGINT, SIGTERM, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+
 static void on_signal(int sig, siginfo_t *info, void *uctx)
 {
-	int saved = errno;
-	struct sigaction *old = sig == SIGINT ? &tkc_g.old_int : &tkc_g.old_term;
-	if (old->sa_flags & SA_SIGINFO) {
+	int saved = errno, i = 0;
+	while (i < TKC_NSIGNALS && tkc_signals[i] != sig)
+		i++;
+	if (i == TKC_NSIGNALS)
+		return;
+	struct sigaction *old = &tkc_g.old_sig[i];
+	int crash = sig != SIGINT && sig != SIGTERM;
+	int dfl = !(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_DFL;
+	if (crash || dfl)
+		tkc_session_finish_from_signal(2000);
+	else
 		tkc_session_flush_from_signal();
+	if (old->sa_flags & SA_SIGINFO) {
 		old->sa_sigaction(sig, info, uctx);
 	} else if (old->sa_handler == SIG_DFL) {
-		tkc_session_finish_from_signal(2000);
 		sigaction(sig, old, NULL);
-		raise(sig); /* blocked in this handler: delivered when it returns */
+		/* blocked in this handler: delivered when it returns (a fault
+		 * also recurs when the instruction runs again) */
+		raise(sig);
 	} else if (old->sa_handler != SIG_IGN) {
-		tkc_session_flush_from_signal();
 		old->sa_handler(sig);
 	}
 	errno = saved;
 }
 
-static void install_signals(void)
+void tkc_signals_install(void)
 {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = on_signal;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
 	sigemptyset(&sa.sa_mask);
-	struct sigaction cur;
-	if (sigaction(SIGINT, NULL, &cur) == 0 && cur.sa_handler != SIG_IGN) {
-		tkc_g.old_int = cur;
-		sigaction(SIGINT, &sa, NULL);
-	}
-	if (sigaction(SIGTERM, NULL, &cur) == 0 && cur.sa_handler != SIG_IGN) {
-		tkc_g.old_term = cur;
-		sigaction(SIGTERM, &sa, NULL);
+	for (int i = 0; i < TKC_NSIGNALS; i++) {
+		struct sigaction cur;
+		if (sigaction(tkc_signals[i], NULL, &cur) == 0 &&
+		    ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_IGN)) {
+			tkc_g.old_sig[i] = cur;
+			sigaction(tkc_signals[i], &sa, NULL);
+		}
 	}
 }
 
@@ -292,7 +311,7 @@ static int start_locked(void)
 	atexit(at_exit);
 	pthread_atfork(NULL, NULL, in_child);
 	if (tkc_g.cfg.signals)
-		install_signals();
+		tkc_signals_install();
 	return 1;
 }
 

@@ -61,7 +61,8 @@ static const struct {
 	unsigned bit;
 } act_bits[] = {{"kernel", TKC_A_KERNEL}, {"memcpy", TKC_A_MEMCPY},   {"memset", TKC_A_MEMSET},
                 {"runtime", TKC_A_RUNTIME}, {"driver", TKC_A_DRIVER}, {"sync", TKC_A_SYNC},
-                {"nvtx", TKC_A_NVTX},     {"overhead", TKC_A_OVERHEAD}};
+                {"nvtx", TKC_A_NVTX},     {"overhead", TKC_A_OVERHEAD},
+                {"driver-launch", TKC_A_DRIVER_LAUNCH}};
 
 static void check_activities(const char *v)
 {

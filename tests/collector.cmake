@@ -46,7 +46,7 @@ if(NOT TK_SANITIZE)
   set_tests_properties(collector_preload PROPERTIES PASS_REGULAR_EXPRESSION "still-running" TIMEOUT 120)
 endif()
 
-# tests/gpu: built when nvcc is there, run by hand on a GPU machine (run.sh).
+# tests/gpu: built when nvcc is there, run by hand on a GPU machine (cases.sh).
 find_program(TK_NVCC nvcc HINTS ${TK_CUDA_HINTS} /usr/local/cuda/bin)
 if(TK_NVCC)
   add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/gpu/launch_bench
@@ -55,5 +55,12 @@ if(TK_NVCC)
       ${CMAKE_CURRENT_SOURCE_DIR}/gpu/launch_bench.cu -ldl
     DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/gpu/launch_bench.cu
     COMMENT "nvcc tests/gpu/launch_bench.cu")
-  add_custom_target(gpu_launch_bench ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/gpu/launch_bench)
+  add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/gpu/gpu_cases
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/gpu
+    COMMAND ${TK_NVCC} -O2 -o ${CMAKE_CURRENT_BINARY_DIR}/gpu/gpu_cases
+      ${CMAKE_CURRENT_SOURCE_DIR}/gpu/gpu_cases.cu -ldl -lpthread
+    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/gpu/gpu_cases.cu
+    COMMENT "nvcc tests/gpu/gpu_cases.cu")
+  add_custom_target(gpu_launch_bench ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/gpu/launch_bench
+    ${CMAKE_CURRENT_BINARY_DIR}/gpu/gpu_cases)
 endif()

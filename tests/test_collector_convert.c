@@ -16,8 +16,27 @@ static const char *fake_name(void *ud, CUpti_CallbackDomain dom, uint32_t cbid)
 	(void)ud;
 	if (dom == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000)
 		return "cudaLaunchKernel";
-	if (dom == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel)
-		return "cuLaunchKernel";
+	static const struct {
+		uint32_t cbid;
+		const char *name;
+	} drv[] = {
+	    {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel"},
+	    {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, "cuLaunchKernelEx"},
+	    {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz, "cuLaunchKernelEx_ptsz"},
+	    {CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel"},
+	    {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, "cuGraphLaunch"},
+	    {CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2, "cuMemcpyHtoDAsync_v2"},
+	    {CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async, "cuMemsetD8Async"},
+	    {CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, "cuCtxGetCurrent"},
+	    {CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2"},
+	    {CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction, "cuModuleGetFunction"},
+	    {CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, "cuStreamSynchronize"},
+	};
+	for (size_t i = 0; dom == CUPTI_CB_DOMAIN_DRIVER_API && i < sizeof drv / sizeof *drv; i++)
+		if (cbid == drv[i].cbid)
+			return drv[i].name;
+	if (dom == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020)
+		return "cudaGetDevice";
 	return NULL;
 }
 
@@ -166,6 +185,44 @@ static void test_api(void **state)
 	a.cbid = 9999; /* no name known */
 	assert_int_equal(tkc_convert(c, (CUpti_Activity *)&a, &ev), 1);
 	expect_sv(ev.name, "driver cbid 9999");
+
+	/* the default: only the driver calls that launch GPU work (how cuBLAS
+	 * and Triton launch; on an H200, cuBLAS's GEMM kernels came from
+	 * cuLaunchKernel with no runtime call of their correlation id) */
+	c->driver_launch_only = 1;
+	static const struct {
+		uint32_t cbid;
+		int kept;
+	} drv[] = {
+	    {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1},
+	    {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, 1},
+	    {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz, 1},
+	    {CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, 1},
+	    {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, 1},
+	    {CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2, 1},
+	    {CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async, 1},
+	    {CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, 0},
+	    {CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, 0},
+	    {CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction, 0},
+	    {CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, 0},
+	    {9999, 1}, /* no name known: kept, as it may launch */
+	};
+	for (size_t i = 0; i < sizeof drv / sizeof *drv; i++) {
+		a.cbid = drv[i].cbid;
+		assert_int_equal(tkc_convert(c, (CUpti_Activity *)&a, &ev), drv[i].kept);
+		const char *name = fake_name(NULL, CUPTI_CB_DOMAIN_DRIVER_API, drv[i].cbid);
+		if (drv[i].kept)
+			expect_sv(ev.name, name ? name : "driver cbid 9999");
+	}
+	/* runtime calls are all kept */
+	a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+	a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020;
+	assert_int_equal(tkc_convert(c, (CUpti_Activity *)&a, &ev), 1);
+	expect_sv(ev.name, "cudaGetDevice");
+	c->driver_launch_only = 0;
+	assert_false(tkc_driver_launches(NULL));
+	assert_false(tkc_driver_launches("cuLaunc"));
+	assert_true(tkc_driver_launches("cuLaunchHostFunc"));
 }
 
 static void test_sync_and_context(void **state)
@@ -371,6 +428,10 @@ static void test_config(void **state)
 	assert_int_equal(tkc_parse_activities("kernel, memcpy", err, sizeof err),
 	                 TKC_A_KERNEL | TKC_A_MEMCPY);
 	assert_int_equal(tkc_parse_activities("all", err, sizeof err), TKC_A_ALL);
+	assert_int_equal(tkc_parse_activities("driver-launch,kernel", err, sizeof err),
+	                 TKC_A_DRIVER_LAUNCH | TKC_A_KERNEL);
+	assert_true(TKC_A_DEFAULT & TKC_A_DRIVER_LAUNCH);
+	assert_false(TKC_A_DEFAULT & TKC_A_DRIVER);
 	assert_int_equal(tkc_parse_activities("kernel,gpu", err, sizeof err), -1);
 	assert_non_null(strstr(err, "'gpu'"));
 	assert_int_equal(tkc_parse_schedule("skip_first=1,wait=1,warmup=1,active=3,repeat=2", &s, err,

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -168,10 +170,14 @@ static void test_round_trip(void **state)
 	s.bytes = 512, s.start = 9500, s.end = 9600, s.deviceId = 1, s.contextId = 1, s.streamId = 8;
 	s.correlationId = 23, s.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
 	at = put(buf, at, &s, sizeof s);
+	/* by default, of the driver calls only those that launch GPU work are kept */
 	CUpti_ActivityAPI drv = api;
 	drv.kind = CUPTI_ACTIVITY_KIND_DRIVER;
-	drv.cbid = CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2;
+	drv.cbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx;
 	drv.start = 9700, drv.end = 9800, drv.correlationId = 24;
+	at = put(buf, at, &drv, sizeof drv);
+	drv.cbid = CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2;
+	drv.start = 9850, drv.end = 9900, drv.correlationId = 26;
 	at = put(buf, at, &drv, sizeof drv);
 	CUpti_ActivitySynchronization2 y;
 	memset(&y, 0, sizeof y);
@@ -207,8 +213,10 @@ static void test_round_trip(void **state)
 	complete(buf, at, 7);
 	close_session();
 
-	char host[256];
+	char host[256], drv_args[64];
 	snprintf(host, sizeof host, "%s", tkc_g.cfg.host);
+	snprintf(drv_args, sizeof drv_args, "{\"cbid\":%d,\"correlation\":24}",
+	         (int)CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx);
 	const want w[] = {
 		{'X', "cuda_runtime", "cudaLaunchKernel", 1000, 400, 500, 501, "{\"cbid\":211,\"correlation\":21}"},
 		{'X', "kernel", "void gemm<float>(float*, int)", 2000, 2500, 1, 7,
@@ -220,7 +228,7 @@ static void test_round_trip(void **state)
 		{'X', "gpu_memset", "Memset (Device)", 9500, 100, 1, 8,
 		 "{\"device\":1,\"context\":1,\"stream\":8,\"correlation\":23,\"bytes\":512,"
 		 "\"memory bandwidth (GB/s)\":5.12}"},
-		{'X', "cuda_driver", "cuMemAlloc_v2", 9700, 100, 500, 501, "{\"cbid\":243,\"correlation\":24}"},
+		{'X', "cuda_driver", "cuLaunchKernelEx", 9700, 100, 500, 501, drv_args},
 		{'X', "cuda_sync", "Context Sync", 10000, 2000, 1, -1,
 		 "{\"cuda_sync_kind\":\"Context Sync\",\"stream\":-1,\"correlation\":25,\"device\":1,"
 		 "\"context\":1}"},
@@ -258,7 +266,7 @@ static void test_round_trip(void **state)
 	tk_sv meta = tk_reader_meta_find(r, "tkcollect");
 	assert_non_null(meta.ptr);
 	assert_non_null(strstr(meta.ptr, "\"dropped_records\":3"));
-	assert_non_null(strstr(meta.ptr, "\"records\":10,"));
+	assert_non_null(strstr(meta.ptr, "\"records\":11,"));
 	assert_non_null(strstr(meta.ptr, "\"events\":10,"));
 	tk_reader_free(r);
 
@@ -334,6 +342,127 @@ static void test_stress(void **state)
 	              (unsigned long long)total, THREADS, (unsigned long long)atomic_load(&refused_total));
 }
 
+/* ---- a crash after the program's last kernels ----
+ * CUPTI holds records until it is flushed: fake_flush stands for it and
+ * hands over a buffer of HELD kernels only on a forced flush. A child
+ * process opens a session, installs the collector's signal handlers and
+ * dies in the way the case says; the file must then be complete and hold
+ * every kernel. On an H200 a program that crashed a moment after 1,000
+ * kernels left a file with none of them before the crash signals were
+ * handled. */
+enum { HELD = 50 };
+static uint8_t *held;
+static size_t held_len;
+
+static CUptiResult fake_flush(uint32_t flag)
+{
+	if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && held) {
+		uint8_t *b = held;
+		held = NULL;
+		tkc_buffer_completed(NULL, 7, b, 0, held_len);
+	}
+	return CUPTI_SUCCESS;
+}
+
+static void own_handler(int sig)
+{
+	(void)sig;
+	_exit(7);
+}
+
+enum { CRASH_SEGV, CRASH_ABORT, CRASH_TERM, CRASH_OWN_HANDLER, CRASH_NO_HANDLERS };
+
+static volatile uintptr_t bad_address = 8;
+
+static void crash_child(int how)
+{
+	/* the test runner's (and a sanitizer's) handlers are not the program's */
+	for (int i = 0; i < TKC_NSIGNALS; i++)
+		signal(tkc_signals[i], SIG_DFL);
+	if (how == CRASH_OWN_HANDLER)
+		signal(SIGSEGV, own_handler);
+	open_session(64 << 10, 4, 0);
+	tkc_g.api.ActivityFlushAll = fake_flush;
+	tkc_g.subscribed = 1;
+	held = request();
+	held_len = 0;
+	for (uint32_t i = 0; i < HELD; i++)
+		held_len = put_kernel(held, held_len, "held_kernel", 1000 + 10 * i, 100 + i);
+	if (how != CRASH_NO_HANDLERS)
+		tkc_signals_install();
+	if (how == CRASH_ABORT)
+		abort();
+	if (how == CRASH_TERM)
+		raise(SIGTERM);
+	*(volatile int *)bad_address = 1;
+	_exit(3); /* not reached */
+}
+
+/* Kernels in the child's file, and whether it is complete (-1: no file). */
+static long crash_file(pid_t pid, int *complete)
+{
+	tkc_config cfg;
+	char err[256], path[1400];
+	assert_int_equal(tkc_config_read(&cfg, env, err, sizeof err), 0);
+	snprintf(path, sizeof path, "%s/%s.%lld.rank0.tkb", dir, cfg.host, (long long)pid);
+	tk_reader *r = NULL;
+	if (tk_reader_open_path(&r, path, NULL)) {
+		tk_reader_free(r);
+		return -1;
+	}
+	const tk_event *ev;
+	long n = 0;
+	while (tk_reader_next(r, &ev) == TK_OK)
+		n += ev->cat.ptr && !strcmp(ev->cat.ptr, "kernel");
+	tk_tkb_info info;
+	*complete = tk_reader_tkb_info(r, &info) == TK_OK && info.complete &&
+	            tk_reader_meta_find(r, "tkcollect").ptr;
+	tk_reader_free(r);
+	return n;
+}
+
+static void test_crash(void **state)
+{
+	(void)state;
+	static const struct {
+		int how, sig, code; /* killed by sig, or exit code */
+		const char *what;
+	} cases[] = {
+	    {CRASH_SEGV, SIGSEGV, 0, "SIGSEGV"},
+	    {CRASH_ABORT, SIGABRT, 0, "abort()"},
+	    {CRASH_TERM, SIGTERM, 0, "SIGTERM"},
+	    {CRASH_OWN_HANDLER, 0, 7, "SIGSEGV with the program's handler"},
+	    {CRASH_NO_HANDLERS, SIGSEGV, 0, "SIGSEGV, no handlers (TK_SIGNALS=0)"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		fflush(NULL);
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0)
+			crash_child(cases[i].how);
+		int st = 0;
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		if (cases[i].sig) {
+			if (!WIFSIGNALED(st) || WTERMSIG(st) != cases[i].sig)
+				fail_msg("%s: status %#x, expected death by signal %d", cases[i].what, st,
+				         cases[i].sig);
+		} else if (!WIFEXITED(st) || WEXITSTATUS(st) != cases[i].code) {
+			fail_msg("%s: status %#x, expected exit %d", cases[i].what, st, cases[i].code);
+		}
+		int complete = 0;
+		long n = crash_file(pid, &complete);
+		print_message("%s: %ld of %d kernels, file %s\n", cases[i].what, n, HELD,
+		              complete ? "complete" : "not complete");
+		if (cases[i].how == CRASH_NO_HANDLERS) {
+			assert_int_equal(n, 0); /* what the handlers are for */
+			assert_false(complete);
+		} else {
+			assert_int_equal(n, HELD);
+			assert_true(complete);
+		}
+	}
+}
+
 static int make_dir(void **state)
 {
 	(void)state;
@@ -348,6 +477,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_round_trip, make_dir),
 		cmocka_unit_test_setup(test_stress, make_dir),
+		cmocka_unit_test_setup(test_crash, make_dir),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

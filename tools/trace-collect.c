@@ -26,7 +26,8 @@ enum { OPT_OUT = 'o', OPT_ACT = 'a', OPT_QUIET = 'q', OPT_RANKS = 256, OPT_CAPTU
 static const cli_opt opts[] = {
 	{OPT_OUT, 'o', "output", "DIR", "directory for the .tkb files (TK_OUTPUT_DIR; default .)"},
 	{OPT_ACT, 'a', "activities", "LIST",
-	 "what to record: kernel,memcpy,memset,runtime,driver,sync,nvtx,overhead, default or all "
+	 "what to record: kernel,memcpy,memset,runtime,driver,driver-launch,sync,nvtx,overhead, "
+	 "default (all but driver: of the driver calls, those that launch GPU work) or all "
 	 "(TK_ACTIVITIES)"},
 	{OPT_RANKS, 0, "ranks", "LIST", "record only these ranks: 0,1,4-7 (TK_RANKS)"},
 	{OPT_CAPTURE, 0, "capture-range", "KIND",
