@@ -360,9 +360,22 @@ static void records(const uint8_t *data, size_t size)
 	tk_event ev;
 	CUpti_Activity *rec;
 	int ok = 1;
-	for (size_t i = 0; ok && i < MAX_RECORDS && (rec = next_record(&r, buf)); i++)
-		if (tkc_convert(&conv, rec, &ev) == 1)
+	/* the default keeps, of the driver calls, those that launch (of this
+	 * harness's names only cuLaunchKernel) and those with no name */
+	conv.driver_launch_only = (int)(size >> 1 & 1);
+	size_t drv_want = 0, drv_got = 0;
+	for (size_t i = 0; ok && i < MAX_RECORDS && (rec = next_record(&r, buf)); i++) {
+		if (rec->kind == CUPTI_ACTIVITY_KIND_DRIVER) {
+			const char *nm = api_name(NULL, CUPTI_CB_DOMAIN_DRIVER_API, ((CUpti_ActivityAPI *)rec)->cbid);
+			drv_want += !conv.driver_launch_only || !nm || !strcmp(nm, "cuLaunchKernel");
+		}
+		if (tkc_convert(&conv, rec, &ev) == 1) {
+			drv_got += rec->kind == CUPTI_ACTIVITY_KIND_DRIVER;
 			ok = fz_events_push(&evs, &ev) == 0;
+		}
+	}
+	FZ_CHECK(WHO, !ok || drv_got == drv_want, "%zu driver calls converted, %zu expected (launches only: %d)", drv_got,
+	         drv_want, conv.driver_launch_only);
 	while (ok && tkc_conv_drain_open(&conv, &ev))
 		ok = fz_events_push(&evs, &ev) == 0;
 	if (ok) {
