@@ -7,8 +7,9 @@
 # 2. overhead: median of 5 pairs (plain, traced) for a launch-bound program
 #    (reported, with three activity lists) and a compute-bound one (target:
 #    at most 2%); the driver calls CUPTI reports (-a all);
-# 3. flushes: SIGTERM, SIGINT, cudaDeviceReset, exit() from another thread,
-#    SIGSEGV: what the .tkb keeps, and whether it reads whole;
+# 3. exits: SIGTERM, SIGINT, cudaDeviceReset, exit() from another thread,
+#    SIGSEGV, abort(): every kernel launched before is kept, in a file that
+#    reads whole;
 # 4. PyTorch (where python3 has torch): training steps under trace-collect,
 #    trace-stats on the result, torch.profiler alone (its overhead and kernel
 #    count) and torch.profiler under trace-collect (the program runs on).
@@ -147,6 +148,9 @@ flush() { # NAME EXPECTED_KERNELS ARGS...
 	echo "$name: exit $(cat "$out/$name/rc"), kernel events $k (launched before the event: $want)," \
 		"files $(ls "$out/$name"/*.tkb 2>/dev/null | wc -l); $(grep -v '^$' "$out/$name/convert.log" | sort -u | head -3 | tr '\n' ' ')"
 	[ -s "$out/$name/stderr" ] && sed "s/^/  $name stderr: /" "$out/$name/stderr" | head -3
+	# every kernel launched before the event, in a file closed whole
+	[ "$k" -ge "$want" ] || bad "$name: $k of $want kernels kept"
+	grep -q "ends early\|convert failed" "$out/$name/convert.log" && bad "$name: the file is not complete"
 }
 flush term 1000 term 1000
 flush int 1000 int 1000
