@@ -137,7 +137,7 @@ inside = sum(1 for e in drv if any(a <= e["ts"] <= b for a, b in spans[e["tid"]]
 print("driver calls inside a runtime call:", inside)
 PY
 
-echo "== 3. flushes"
+echo "== 3. exits"
 flush() { # NAME EXPECTED_KERNELS ARGS...
 	local name=$1 want=$2
 	shift 2
