@@ -28,24 +28,8 @@ import subprocess
 import sys
 import tempfile
 
-fails = 0
-
-
-def check(what, cond, detail=""):
-    global fails
-    if cond:
-        print("ok: " + what)
-    else:
-        fails += 1
-        print("FAIL: %s %s" % (what, detail))
-
-
-def run(*cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if p.returncode != 0:
-        raise SystemExit("%s: exit %d: %s" % (" ".join(cmd), p.returncode, p.stderr))
-    return p
-
+import clitest
+from clitest import check, run
 
 def main():
     tools, testdata, tests = sys.argv[1:4]
@@ -112,8 +96,8 @@ def main():
     for f in os.listdir(tmp):
         os.unlink(os.path.join(tmp, f))
     os.rmdir(tmp)
-    print("%d failed" % fails)
-    return 1 if fails else 0
+    print("%d failed" % clitest.fails)
+    return 1 if clitest.fails else 0
 
 
 if __name__ == "__main__":

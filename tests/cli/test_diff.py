@@ -20,17 +20,8 @@ import subprocess
 import sys
 import tempfile
 
-fails = 0
-
-
-def check(what, cond, detail=""):
-    global fails
-    if cond:
-        print("ok: " + what)
-    else:
-        fails += 1
-        print("FAIL: %s %s" % (what, detail))
-
+import clitest
+from clitest import check
 
 def diff(tools, *args, rc=0):
     p = subprocess.run([os.path.join(tools, "trace-diff"), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -164,8 +155,8 @@ def main():
             hand(tools, data, tmp)
         else:
             real(tools, sys.argv[4])
-    print("test_diff: %d failures" % fails)
-    sys.exit(1 if fails else 0)
+    print("test_diff: %d failures" % clitest.fails)
+    sys.exit(1 if clitest.fails else 0)
 
 
 if __name__ == "__main__":

@@ -20,24 +20,8 @@ import subprocess
 import sys
 import tempfile
 
-fails = 0
-
-
-def check(what, cond, detail=""):
-    global fails
-    if cond:
-        print("ok: " + what)
-    else:
-        fails += 1
-        print("FAIL: %s %s" % (what, detail))
-
-
-def run(*cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if p.returncode != 0:
-        raise SystemExit("%s: exit %d: %s" % (" ".join(cmd), p.returncode, p.stderr))
-    return p
-
+import clitest
+from clitest import check, run
 
 def load(path):
     with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
@@ -743,8 +727,8 @@ def main():
             hand_coll(tools, data)
         else:
             real(tools, sys.argv[4], tmp)
-    print("test_steps: %d failures" % fails)
-    sys.exit(1 if fails else 0)
+    print("test_steps: %d failures" % clitest.fails)
+    sys.exit(1 if clitest.fails else 0)
 
 
 if __name__ == "__main__":
