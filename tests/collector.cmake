@@ -53,13 +53,13 @@ if(TK_NVCC)
     COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/gpu
     COMMAND ${TK_NVCC} -O2 -o ${CMAKE_CURRENT_BINARY_DIR}/gpu/launch_bench
       ${CMAKE_CURRENT_SOURCE_DIR}/gpu/launch_bench.cu -ldl
-    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/gpu/launch_bench.cu
+    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/gpu/launch_bench.cu ${CMAKE_CURRENT_SOURCE_DIR}/gpu/gpu_common.cuh
     COMMENT "nvcc tests/gpu/launch_bench.cu")
   add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/gpu/gpu_cases
     COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/gpu
     COMMAND ${TK_NVCC} -O2 -o ${CMAKE_CURRENT_BINARY_DIR}/gpu/gpu_cases
       ${CMAKE_CURRENT_SOURCE_DIR}/gpu/gpu_cases.cu -ldl -lpthread
-    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/gpu/gpu_cases.cu
+    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/gpu/gpu_cases.cu ${CMAKE_CURRENT_SOURCE_DIR}/gpu/gpu_common.cuh
     COMMENT "nvcc tests/gpu/gpu_cases.cu")
   add_custom_target(gpu_launch_bench ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/gpu/launch_bench
     ${CMAKE_CURRENT_BINARY_DIR}/gpu/gpu_cases)

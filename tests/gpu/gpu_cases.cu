@@ -5,14 +5,15 @@
 //   gpu_cases count N STREAMS       N empty kernels round-robin over STREAMS
 //                                   streams, one memset and one copy per stream
 //   gpu_cases graph N REPLAYS       a CUDA graph of N kernels, launched REPLAYS times
-//   gpu_cases compute N             N kernels of about a millisecond each
+//   gpu_cases compute N             N kernels of about 2 ms each (H200)
 //   gpu_cases term|int N            N kernels, synchronize, raise SIGTERM/SIGINT
 //   gpu_cases reset N               N kernels, cudaDeviceReset, N more, exit
 //   gpu_cases thread-exit N         N kernels, synchronize, then exit() from a
 //                                   second thread while the first launches on
 //   gpu_cases segv N [MS]           N kernels, synchronize, sleep MS, then crash
 //   gpu_cases abort N               N kernels, synchronize, abort()
-#include <cuda_runtime.h>
+#define PROG "gpu_cases"
+#include "gpu_common.cuh"
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -22,13 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-__global__ void empty_kernel(int *p)
-{
-	if (p && threadIdx.x == 0 && blockIdx.x == 0)
-		p[0] = 1;
-}
-
-// about a millisecond of arithmetic on one SM's worth of blocks per launch
+// about 2 ms of arithmetic per launch on an H200 (one block per SM)
 __global__ void busy_kernel(float *p, int iters)
 {
 	float x = p[threadIdx.x], y = 1.0001f;
@@ -37,22 +32,6 @@ __global__ void busy_kernel(float *p, int iters)
 	if (x == 12345.0f)
 		p[threadIdx.x] = x;
 }
-
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-#define CHECK(x)                                                                                   \
-	do {                                                                                       \
-		cudaError_t e_ = (x);                                                              \
-		if (e_ != cudaSuccess) {                                                           \
-			fprintf(stderr, "gpu_cases: %s: %s\n", #x, cudaGetErrorString(e_));      \
-			exit(1);                                                                   \
-		}                                                                                  \
-	} while (0)
 
 static int *g_dev;
 

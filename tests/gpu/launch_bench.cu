@@ -1,32 +1,11 @@
 // launch_bench.cu: a launch-bound CUDA program for the collector's GPU checks (kernel count, overhead).
-#include <cuda_runtime.h>
+#define PROG "launch_bench"
+#include "gpu_common.cuh"
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-__global__ void empty_kernel(int *p)
-{
-	if (p && threadIdx.x == 0 && blockIdx.x == 0)
-		p[0] = 1;
-}
-
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-#define CHECK(x)                                                                                   \
-	do {                                                                                       \
-		cudaError_t e_ = (x);                                                              \
-		if (e_ != cudaSuccess) {                                                           \
-			fprintf(stderr, "launch_bench: %s: %s\n", #x, cudaGetErrorString(e_));   \
-			return 1;                                                                  \
-		}                                                                                  \
-	} while (0)
 
 // Usage: launch_bench [STEPS [KERNELS_PER_STEP]]. Each step is an NVTX range
 // "ProfilerStep#i" holding KERNELS_PER_STEP empty kernel launches, one
