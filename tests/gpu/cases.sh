@@ -42,8 +42,7 @@ json_of() {
 	: >>"$1/convert.log"
 	for f in "$1"/*.tkb; do
 		[ -f "$f" ] || continue
-		"$convert" -q "$f" -o "$f.json" 2>>"$1/convert.log" || echo "convert failed: $f: $?" >>"$1/convert.log"
-		"$convert" "$f" -o /dev/null 2>>"$1/convert.log"
+		"$convert" "$f" -o "$f.json" 2>>"$1/convert.log" || echo "convert failed: $f: $?" >>"$1/convert.log"
 		echo "$f.json"
 	done
 }
