@@ -9,14 +9,16 @@
  *   S2  from the same events written as .tkb into a memory file and read
  *       back (other string pointers, other interning);
  *   S3  from copies of the events with a pending budget of 1 to 4 CPU ops,
- *       so that every thread is flushed over and over.
+ *       so that every thread is flushed over and over, and 16 KiB for
+ *       the sorting of the steps and launch tables, which spill runs.
  *
  * The invariants:
  *  - S1 and S2 are the same: every operator row and every kernel,
  *    memcpy/memset and API summary row, field by field, the counters, and
  *    every table rendered, byte for byte, in JSON and in one other format
  *    (text, CSV or Markdown, as the options say);
- *  - S3 differs from S1 only where the budget decides (docs: results are
+ *  - S3 (whose steps and launch tables also spill their sorting to
+ *    files) differs from S1 only where the budget decides (docs: results are
  *    exact while a thread's ops fit): the same rows in the same order
  *    with the same counts, CPU totals and first appearance, the same
  *    device rows and summaries, the same FLOPs unless FLOPs go to the
@@ -615,9 +617,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ok = rc == TK_OK;
 		tk_reader_free(r2);
 	}
-	/* S3: a pending budget of a few ops */
+	/* S3: a pending budget of a few ops, and 16 KiB for the steps and
+	 * launch tables' sorters: a few dozen records, then runs spilled and
+	 * merged */
 	tk_stats_opts so3 = so;
 	so3.max_pending = 1 + (b2 & 3);
+	so3.memory_bytes = 16 << 10;
 	ok = ok && s2 && (s3 = new_stats(&so3));
 	for (size_t i = 0; ok && i < evs.n; i++)
 		ok = tk_stats_add(s3, evs.v[i]) == TK_OK;

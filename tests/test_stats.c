@@ -605,26 +605,18 @@ static void test_radix_sort(void **st)
 	/* values of every width and sign, against qsort */
 	size_t n = 5000;
 	int64_t *v = malloc(n * sizeof *v), *w = malloc(n * sizeof *w);
-	tk__kv *kv = malloc(n * sizeof *kv);
 	assert_non_null(v);
 	assert_non_null(w);
-	assert_non_null(kv);
 	uint64_t x = 88172645463325252ull;
 	for (size_t i = 0; i < n; i++) {
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
 		int shift = (int)(x % 64);
 		v[i] = i < 4 ? (int64_t[]){INT64_MIN, INT64_MAX, 0, -1}[i] : (int64_t)(x >> shift) * ((x & 1) ? -1 : 1);
-		kv[i] = (tk__kv){v[i] % 7, i}; /* few keys: the order within one shows stability */
 	}
 	memcpy(w, v, n * sizeof *v);
 	qsort(w, n, sizeof *w, cmp_i64_ref);
 	assert_int_equal(tk__sort_i64(v, n), 0);
 	assert_memory_equal(v, w, n * sizeof *v);
-	assert_int_equal(tk__sort_kv(kv, n), 0);
-	for (size_t i = 1; i < n; i++)
-		assert_true(kv[i - 1].key < kv[i].key || (kv[i - 1].key == kv[i].key && kv[i - 1].val < kv[i].val));
-	assert_int_equal(kv[0].key, -6);
-	assert_int_equal(kv[n - 1].key, 6);
 	/* all alike, one, none */
 	for (size_t i = 0; i < n; i++)
 		v[i] = 42;
@@ -635,7 +627,187 @@ static void test_radix_sort(void **st)
 	assert_int_equal(tk__sort_i64(NULL, 0), 0);
 	free(v);
 	free(w);
-	free(kv);
+}
+
+/* ---- the steps and launch tables in bounded memory ---- */
+
+/* A generated time line: NOPS GPU ops on 3 streams of pid 1 and a second
+ * rank (pid 1000001 in a merged trace's scheme), each launched by a
+ * runtime call on pid 1 (or 1000001) with the same correlation id, or not
+ * launched at all; neighbouring, negative and huge ids; ids called twice
+ * (the earlier call is the launch); the events in a shuffled order. */
+#define NOPS 6000
+typedef struct tl_ev {
+	tk_event ev;
+	char args[64], name[32];
+} tl_ev;
+
+static uint64_t tl_rand(uint64_t *x)
+{
+	*x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+	return *x;
+}
+
+static tk_event tl_x(int64_t ts, int64_t dur, const char *name, const char *cat, int64_t pid, int64_t tid)
+{
+	tk_event ev;
+	memset(&ev, 0, sizeof ev);
+	ev.ph = 'X';
+	ev.has = TK_HAS_TS | TK_HAS_DUR | TK_HAS_NAME | TK_HAS_CAT;
+	ev.ts = ts;
+	ev.dur = dur;
+	ev.name = (tk_sv){name, strlen(name)};
+	ev.cat = (tk_sv){cat, strlen(cat)};
+	ev.pid.kind = ev.tid.kind = TK_ID_INT;
+	ev.pid.num = pid;
+	ev.tid.num = tid;
+	return ev;
+}
+
+static tl_ev *timeline_events(size_t *n_out, int64_t *want_launched, int64_t *want_dmin, int64_t *want_dmax)
+{
+	size_t cap = NOPS * 3 + 64, n = 0;
+	tl_ev *v = calloc(cap, sizeof *v);
+	assert_non_null(v);
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	*want_launched = 0;
+	*want_dmin = INT64_MAX;
+	*want_dmax = INT64_MIN;
+	for (int k = 0; k < 10; k++) { /* ProfilerStep#0..9, 1 ms each, on both ranks */
+		for (int rank = 0; rank < 2; rank++) {
+			tl_ev *e = &v[n++];
+			snprintf(e->name, sizeof e->name, "ProfilerStep#%d", k);
+			e->ev = tl_x(1000000 * k, 1000000, e->name, "user_annotation", rank * 1000000 + 1, 1);
+		}
+	}
+	for (int i = 0; i < NOPS; i++) {
+		int rank = i % 2;
+		int64_t corr = i % 5 == 0 ? -(int64_t)i : i % 7 == 0 ? INT64_MAX - i : 1000 + i;
+		int64_t lts = (int64_t)(tl_rand(&x) % 9900000), ldur = 1000 + (int64_t)(tl_rand(&x) % 5000);
+		int64_t delay = (int64_t)(tl_rand(&x) % 200000) - 3000;
+		int64_t ts = lts + ldur + delay, dur = 500 + (int64_t)(tl_rand(&x) % 20000);
+		int launched = i % 11 != 0;
+		for (int twice = 0; launched && twice < 1 + (i % 13 == 0); twice++) {
+			tl_ev *e = &v[n++];
+			snprintf(e->args, sizeof e->args, "{\"correlation\":%lld}", (long long)corr);
+			e->ev = tl_x(lts + twice * 777, ldur, "cudaLaunchKernel", "cuda_runtime", rank * 1000000 + 1, 1);
+			e->ev.args = (tk_sv){e->args, strlen(e->args)};
+		}
+		if (launched) {
+			int64_t d = ts - (lts + ldur);
+			++*want_launched;
+			*want_dmin = d < *want_dmin ? d : *want_dmin;
+			*want_dmax = d > *want_dmax ? d : *want_dmax;
+		}
+		tl_ev *e = &v[n++];
+		snprintf(e->args, sizeof e->args, "{\"correlation\":%lld}", (long long)corr);
+		const char *nm = i % 9 == 0 ? "ncclKernel_AllReduce" : i % 17 == 0 ? "Memcpy HtoD" : "gemm";
+		const char *cat = i % 17 == 0 && i % 9 ? "gpu_memcpy" : "kernel";
+		snprintf(e->name, sizeof e->name, "%s", nm);
+		e->ev = tl_x(ts, dur, e->name, cat, rank * 1000000, 7 + i % 3);
+		e->ev.args = (tk_sv){e->args, strlen(e->args)};
+	}
+	for (size_t i = n; i > 1; i--) { /* shuffled */
+		size_t j = tl_rand(&x) % i;
+		tl_ev t = v[i - 1];
+		v[i - 1] = v[j];
+		v[j] = t;
+	}
+	for (size_t i = 0; i < n; i++) { /* the copies' pointers into their own strings */
+		if (v[i].ev.args.ptr)
+			v[i].ev.args.ptr = v[i].args;
+		if (v[i].ev.name.ptr && v[i].name[0])
+			v[i].ev.name.ptr = v[i].name;
+	}
+	*n_out = n;
+	return v;
+}
+
+static tk_stats *timeline_stats(const tl_ev *v, size_t n, size_t memory, const char *tmpdir, int *failed)
+{
+	tk_stats_opts o = {0};
+	o.step_table = o.launch_table = 1;
+	o.memory_bytes = memory;
+	o.tmpdir = tmpdir;
+	tk_stats *s = NULL;
+	assert_int_equal(tk_stats_new(&s, &o), 0);
+	tk_stats_set_pid_span(s, 1000000);
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = tk_stats_add(s, &v[i].ev);
+	if (!rc)
+		rc = tk_stats_finish(s);
+	*failed = rc;
+	return s;
+}
+
+static void test_timeline_bounded(void **st)
+{
+	(void)st;
+	size_t n;
+	int64_t launched, dmin, dmax;
+	tl_ev *v = timeline_events(&n, &launched, &dmin, &dmax);
+	char dir[] = "/tmp/tk_tline_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	int rc;
+	tk_stats *a = timeline_stats(v, n, 0, NULL, &rc);
+	assert_int_equal(rc, 0);
+	/* 64 KiB: every sorter spills many runs, and the join and the merges
+	 * give the same tables */
+	tk_stats *b = timeline_stats(v, n, 64 << 10, dir, &rc);
+	assert_int_equal(rc, 0);
+	assert_int_equal(tk_stats_step_count(a), 10);
+	assert_int_equal(tk_stats_step_count(b), 10);
+	uint64_t ops = 0;
+	for (size_t i = 0; i < 10; i++) {
+		const tk_stats_step *x = tk_stats_step_get(a, i), *y = tk_stats_step_get(b, i);
+		assert_memory_equal(x, y, sizeof *x);
+		assert_int_equal(x->idle, x->host_wait + x->kernel_wait + x->other_idle);
+		assert_true(x->busy > 0 && x->overlap <= x->comm);
+		ops += x->launched;
+	}
+	assert_true(ops > NOPS / 2);
+	/* all, then the 6 streams (3 per rank) */
+	assert_int_equal(tk_stats_launch_count(a), 7);
+	assert_int_equal(tk_stats_launch_count(b), 7);
+	for (size_t i = 0; i < 7; i++) {
+		const tk_stats_launch *x = tk_stats_launch_get(a, i), *y = tk_stats_launch_get(b, i);
+		assert_string_equal(x->stream, y->stream);
+		assert_string_equal(x->worst, y->worst);
+		assert_int_equal(x->ops, y->ops);
+		assert_int_equal(x->launched, y->launched);
+		assert_int_equal(x->delay_min, y->delay_min);
+		assert_int_equal(x->delay_p50, y->delay_p50);
+		assert_int_equal(x->delay_p90, y->delay_p90);
+		assert_int_equal(x->delay_p99, y->delay_p99);
+		assert_int_equal(x->delay_max, y->delay_max);
+		assert_true(x->delay_mean == y->delay_mean);
+		assert_int_equal(x->short_ops, y->short_ops);
+		assert_int_equal(x->short_ns, y->short_ns);
+		assert_int_equal(x->max_queue, y->max_queue);
+		assert_true(x->mean_queue == y->mean_queue);
+	}
+	/* the all row against the events as generated: every op, those with a
+	 * launch joined to the earlier of two calls of an id, per rank */
+	const tk_stats_launch *all = tk_stats_launch_get(b, 0);
+	assert_int_equal(all->ops, NOPS);
+	assert_int_equal(all->launched, launched);
+	assert_int_equal(all->delay_min, dmin);
+	assert_int_equal(all->delay_max, dmax);
+	assert_true(all->delay_p50 >= dmin && all->delay_p50 <= all->delay_p90 && all->delay_p99 <= dmax);
+	tk_stats_free(a);
+	tk_stats_free(b);
+	/* the spilled runs are gone */
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rmdir %s", dir);
+	assert_int_equal(system(cmd), 0);
+	/* a spill that cannot be written: an error naming the directory, not a table */
+	tk_stats *c = timeline_stats(v, n, 64 << 10, "/nonexistent/tk_tline", &rc);
+	assert_true(rc < 0);
+	assert_non_null(strstr(tk_stats_error(c), "/nonexistent/tk_tline"));
+	assert_int_equal(tk_stats_step_count(c), 0);
+	tk_stats_free(c);
+	free(v);
 }
 
 int main(void)
@@ -654,6 +826,7 @@ int main(void)
 		cmocka_unit_test(test_format_html),
 		cmocka_unit_test(test_memory_peak_op),
 		cmocka_unit_test(test_radix_sort),
+		cmocka_unit_test(test_timeline_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -142,8 +142,10 @@ static int add_all(tk_reader *r, const cli_stats_req *q, const tk_stats_opts *so
 {
 	const tk_event *ev;
 	tk_stats *st = NULL;
+	tk_stats_opts rso = *so;
 	int rc = 0, whole = 0;
 	*span = 0;
+	so = &rso;
 	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK) {
 		tick(prog, r, NULL);
 		if (whole) {
@@ -152,8 +154,16 @@ static int add_all(tk_reader *r, const cli_stats_req *q, const tk_stats_opts *so
 			continue;
 		}
 		int64_t sp = 0;
-		if (!out->n && tk_merge_pid_span(r, &sp) == 0 && q->per_rank)
+		size_t ranks;
+		if (!out->n && tk_merge_pid_span(r, &sp) == 0 && q->per_rank) {
 			*span = sp;
+			/* the ranks share the memory of the GPU time line's sorting */
+			if (tk_merge_rank_count(r, &ranks) == 0 && ranks > 1) {
+				rso.memory_bytes = (rso.memory_bytes ? rso.memory_bytes : CLI_STATS_MEMORY) / ranks;
+				if (rso.memory_bytes < CLI_STATS_RANK_MIN)
+					rso.memory_bytes = CLI_STATS_RANK_MIN;
+			}
+		}
 		if (!out->n && !*span) {
 			/* the whole trace as one (a merged one keeps correlation ids per rank) */
 			if ((rc = rank_stats(out, -1, so, &st)) == 0) {

@@ -9,7 +9,7 @@
 
 enum { O_OUT = 'o', O_QUIET = 'q', O_LIMIT = 'n', O_FORMAT = 'f', O_TABLES = 't',
        O_SHAPES = 0x100, O_CAT, O_NAME, O_WINDOW, O_STEPS, O_BASE_STEPS, O_NEW_STEPS, O_PENDING,
-       O_THREADS };
+       O_THREADS, O_MEMORY, O_TMPDIR };
 
 static const cli_opt opts[] = {
 	{O_TABLES, 't', "tables", "LIST", "ops,kernels,memcpy,api,steps (default: ops,kernels,memcpy,api,\n"
@@ -26,6 +26,8 @@ static const cli_opt opts[] = {
 	{O_CAT, 0, "cat", "LIST", "count only these categories (comma separated)"},
 	{O_NAME, 0, "name", "GLOB", "show only rows whose name matches GLOB"},
 	{O_PENDING, 0, "max-pending", "N", "CPU events held per thread for sorting (as trace-stats)"},
+	{O_MEMORY, 0, "memory", "SIZE", CLI_STATS_MEMORY_HELP},
+	{O_TMPDIR, 0, "tmpdir", "DIR", CLI_STATS_TMPDIR_HELP},
 	{O_OUT, 'o', "output", "FILE", "write the tables to FILE (default: standard output)"},
 	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP},
 	{O_QUIET, 'q', "quiet", NULL, "no progress output and no warnings"},
@@ -100,6 +102,8 @@ static int parse_one(diff_opts *o, int c, const char *arg)
 		return *end || end == arg || arg[0] == '-' ? cli_bad_value(&tool, c, arg, "a count of ops") : 0;
 	case O_OUT: o->out = arg; return 0;
 	case O_QUIET: o->quiet = 1; return 0;
+	case O_MEMORY: return cli_parse_memory(&tool, arg, &o->sopts.memory_bytes);
+	case O_TMPDIR: o->sopts.tmpdir = arg; return 0;
 	case O_THREADS: return cli_parse_threads(&tool, arg, &o->ropts.threads);
 	default: return 2;
 	}

@@ -11,7 +11,8 @@
 #include "tracekit/stats.h"
 #include "tracekit/tracekit.h"
 
-enum { O_OUT = 'o', O_QUIET = 'q', O_FOLDED = 0x100, O_TITLE, O_TOP, O_STEPS, O_WINDOW, O_THREADS, O_LIST };
+enum { O_OUT = 'o', O_QUIET = 'q', O_FOLDED = 0x100, O_TITLE, O_TOP, O_STEPS, O_WINDOW, O_THREADS, O_LIST, O_MEMORY,
+       O_TMPDIR };
 
 static const cli_opt opts[] = {
 	{O_OUT, 'o', "output", "FILE", "write the page to FILE ('-' for standard output); required"},
@@ -23,6 +24,8 @@ static const cli_opt opts[] = {
 	 "                             (docs/steps.md; reads each input twice)"},
 	{O_WINDOW, 0, "window", "A:B", "only events starting in [A, B) of the trace clock (200ms, 1.5s;\n"
 	 "                             a plain number is us; +A:+B from the first event)"},
+	{O_MEMORY, 0, "memory", "SIZE", CLI_STATS_MEMORY_HELP},
+	{O_TMPDIR, 0, "tmpdir", "DIR", CLI_STATS_TMPDIR_HELP},
 	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP},
 	{O_LIST, 0, "list", NULL, "list the traces the inputs stand for (archive members) and exit"},
 	{O_QUIET, 'q', "quiet", NULL, "no progress output and no warnings"},
@@ -78,6 +81,8 @@ static int parse_one(report_opts *o, int c, const char *arg)
 		           : 0;
 	case O_STEPS: return cli_parse_steps(&tool, c, arg, &o->step_a, &o->step_b);
 	case O_WINDOW: o->window = arg; return cli_parse_window(&tool, arg, &o->sopts.window);
+	case O_MEMORY: return cli_parse_memory(&tool, arg, &o->sopts.memory_bytes);
+	case O_TMPDIR: o->sopts.tmpdir = arg; return 0;
 	case O_THREADS: return cli_parse_threads(&tool, arg, &o->ropts.threads);
 	case O_LIST: o->list = 1; return 0;
 	case O_QUIET: o->quiet = 1; return 0;

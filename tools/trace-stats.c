@@ -10,7 +10,8 @@
 #include "tracekit/tracekit.h"
 
 enum { O_OUT = 'o', O_QUIET = 'q', O_SORT = 's', O_LIMIT = 'n', O_FORMAT = 'f', O_TABLES = 't',
-       O_SHAPES = 0x100, O_UNIT, O_CAT, O_NAME, O_WINDOW, O_STEPS, O_FLOPS, O_PENDING, O_LIST, O_MEM_SERIES, O_THREADS };
+       O_SHAPES = 0x100, O_UNIT, O_CAT, O_NAME, O_WINDOW, O_STEPS, O_FLOPS, O_PENDING, O_LIST, O_MEM_SERIES, O_THREADS,
+       O_MEMORY, O_TMPDIR };
 
 static const cli_opt opts[] = {
 	{O_SORT, 's', "sort", "KEY", "sort rows by a torch key: self_cpu_time_total, cpu_time_total,\n"
@@ -35,6 +36,8 @@ static const cli_opt opts[] = {
 	 "                             stream; memory, peak memory per device from [memory] events;\n"
 	 "                             collectives, NCCL bandwidths and, across ranks, stragglers)"},
 	{O_PENDING, 0, "max-pending", "N", "CPU ops held for time sorting (default 524288)"},
+	{O_MEMORY, 0, "memory", "SIZE", CLI_STATS_MEMORY_HELP},
+	{O_TMPDIR, 0, "tmpdir", "DIR", CLI_STATS_TMPDIR_HELP},
 	{O_OUT, 'o', "output", "FILE", "write to FILE instead of standard output"},
 	{O_LIST, 0, "list", NULL, "list the traces the inputs stand for (archive members) and exit"},
 	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP},
@@ -137,6 +140,8 @@ static int parse_one(stats_opts *o, int c, const char *arg)
 	}
 	case O_OUT: o->out = arg; return 0;
 	case O_QUIET: o->quiet = 1; return 0;
+	case O_MEMORY: return cli_parse_memory(&tool, arg, &o->sopts.memory_bytes);
+	case O_TMPDIR: o->sopts.tmpdir = arg; return 0;
 	case O_THREADS: return cli_parse_threads(&tool, arg, &o->ropts.threads);
 	default: return 2;
 	}

@@ -329,6 +329,38 @@ int tk_merge_pid_span(const tk_reader *r, int64_t *span)
 	return tk__merge_pid_span(tk_reader_meta_find(r, "tracekitMerge"), span);
 }
 
+int tk_merge_rank_count(const tk_reader *r, size_t *n)
+{
+	if (!r || !n)
+		return TK_ERR_ARG;
+	tk_sv v;
+	if (tk__merge_pid_span(tk_reader_meta_find(r, "tracekitMerge"), &(int64_t){0}) ||
+	    tk__js_find(tk_reader_meta_find(r, "tracekitMerge"), "inputs", 6, &v))
+		return TK_EOF;
+	const char *p = tk__js_ws(v.ptr, v.ptr + v.len), *e = v.ptr + v.len;
+	size_t k = 0;
+	if (p >= e || *p++ != '[')
+		return TK_EOF;
+	for (;;) {
+		p = tk__js_ws(p, e);
+		if (p < e && *p == ']' && !k)
+			break;
+		if (!(p = tk__js_skip(p, e)))
+			return TK_EOF;
+		k++;
+		p = tk__js_ws(p, e);
+		if (p < e && *p == ',') {
+			p++;
+			continue;
+		}
+		if (p < e && *p == ']')
+			break;
+		return TK_EOF;
+	}
+	*n = k;
+	return 0;
+}
+
 static int meta_merge(out_ctx *c, int64_t tbase)
 {
 	tk__buf *b = &c->meta;

@@ -99,6 +99,12 @@ int tk_stats_new(tk_stats **out, const tk_stats_opts *opts)
 	}
 	s->info.ts_min = INT64_MAX;
 	s->info.ts_max = INT64_MIN;
+	int rc = s->opts.step_table || s->opts.launch_table ? tk__stats_steps_init(s) : 0;
+	s->opts.tmpdir = NULL; /* the sorters have their copies */
+	if (rc) {
+		tk_stats_free(s);
+		return rc;
+	}
 	*out = s;
 	return 0;
 }
@@ -129,7 +135,7 @@ void tk_stats_free(tk_stats *s)
 	tk__map_free(&s->thread_index);
 	free(s->defer);
 	tk_steps_free(s->st_steps);
-	free(s->iv);
+	tk__stats_free_steps(s);
 	free(s->step_rows);
 	tk__map_free(&s->stream_index);
 	for (size_t i = 0; i < s->n_streams; i++)
@@ -747,8 +753,9 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 	int cls = classify(s, ev);
 	/* the steps table sees every step and launch, and the GPU ops of the
 	 * categories counted, in the window or not */
-	if ((s->opts.step_table || s->opts.launch_table) && tk__stats_steps_add(s, ev, cls))
-		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
+	int rc;
+	if ((s->opts.step_table || s->opts.launch_table) && (rc = tk__stats_steps_add(s, ev, cls)) != 0)
+		return rc;
 	/* the call paths take the Python frames of with_stack traces too */
 	int py = cls == TK_STATS_SKIP && s->opts.flame && (ev->has & TK_HAS_CAT) && sv_is(ev->cat, "python_function");
 	if ((cls == TK_STATS_SKIP && !py) || filtered_name(ev->name))
@@ -780,7 +787,7 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 
 void tk_stats_set_pid_span(tk_stats *s, int64_t span)
 {
-	if (!s || span <= 0 || !(s->opts.step_table || s->opts.launch_table) || (!s->st_steps && tk_steps_new(&s->st_steps)))
+	if (!s || span <= 0 || !s->st_steps)
 		return;
 	tk_steps_set_pid_span(s->st_steps, span);
 }
@@ -792,12 +799,8 @@ int tk_stats_add_reader(tk_stats *s, tk_reader *r)
 	int64_t span;
 	while ((rc = tk_reader_next(r, &ev)) == TK_OK) {
 		/* a merged trace keeps correlation ids per rank */
-		if (first && (s->opts.step_table || s->opts.launch_table) && !s->st_steps &&
-		    tk_merge_pid_span(r, &span) == 0) {
-			if (tk_steps_new(&s->st_steps))
-				return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
+		if (first && s->st_steps && tk_merge_pid_span(r, &span) == 0)
 			tk_steps_set_pid_span(s->st_steps, span);
-		}
 		first = 0;
 		if ((rc = tk_stats_add(s, ev)) != 0)
 			return rc;
@@ -822,8 +825,9 @@ int tk_stats_finish(tk_stats *s)
 	int rc = flush_all(s);
 	if (rc)
 		return rc;
-	if (tk__stats_finish_steps(s) || tk__stats_finish_memory(s) || tk__stats_finish_coll(s) ||
-	    tk__stats_finish_flame(s))
+	if ((rc = tk__stats_finish_steps(s)) != 0)
+		return rc;
+	if (tk__stats_finish_memory(s) || tk__stats_finish_coll(s) || tk__stats_finish_flame(s))
 		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 	s->finished = 1;
 	/* rows in torch's order: by the first event's (start, -end); the

@@ -30,14 +30,9 @@ int tk__durs_add(tk__durs *d, int64_t v);
 int64_t *tk__durs_sorted(const tk__durs *d);
 void tk__durs_free(tk__durs *d);
 
-/* Sorting by a signed 64-bit key, stable (a radix sort: stats_map.c). */
-typedef struct tk__kv {
-	int64_t key;
-	uint64_t val;
-} tk__kv;
-/* 0, or TK_ERR_NOMEM (v is then as it was). */
+/* Sorting signed 64-bit values (a radix sort: stats_map.c): 0, or
+ * TK_ERR_NOMEM (v is then as it was). */
 int tk__sort_i64(int64_t *v, size_t n);
-int tk__sort_kv(tk__kv *v, size_t n);
 
 /* ---- the args members the stats read (stats_args in stats.c) ---- */
 
@@ -147,10 +142,10 @@ struct tk_stats {
 	size_t n_pending;
 	tk__defer *defer;
 	size_t n_defer, cap_defer;
-	/* the steps table (stats_steps.c): steps, launches, GPU ops */
+	/* the steps and launch tables (stats_steps.c): the steps; the launches
+	 * and GPU ops, in sorters until tk_stats_finish */
 	struct tk_steps *st_steps;
-	struct tk__gpuiv *iv;
-	size_t n_iv, cap_iv;
+	struct tk__tline *tl;
 	tk_stats_step *step_rows;
 	size_t n_step_rows;
 	tk__map stream_index; /* the GPU ops' (pid, tid): hash -> index + 1 */
@@ -217,10 +212,16 @@ void tk__stats_free_flame(tk_stats *s);
 /* Python's repr of the Input Dims list: "[[8, 1024], [], [1024, 1024]]". */
 int tk__shapes_repr(tk_sv dims_json, tk__buf *out);
 int tk__stats_finish_sums(tk_stats *s);
+/* The steps object and the sorters of the steps and launch tables, once;
+ * 0 or an error, its message in s->err. */
+int tk__stats_steps_init(tk_stats *s);
 /* Every X event, of its class, when opts.step_table or launch_table: 0 or
- * TK_ERR_NOMEM. */
+ * an error (TK_ERR_NOMEM, or a sorter's: a run it could not spill), its
+ * message in s->err. */
 int tk__stats_steps_add(tk_stats *s, const tk_event *ev, int cls);
+/* 0 or an error, its message in s->err. */
 int tk__stats_finish_steps(tk_stats *s);
+void tk__stats_free_steps(tk_stats *s);
 /* A [memory] event, when opts.memory_table: 0 or TK_ERR_NOMEM. */
 int tk__stats_memory_add(tk_stats *s, const tk_event *ev);
 /* An 'X' event with a time and a name, when opts.memory_table, in the

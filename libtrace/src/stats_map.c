@@ -53,7 +53,7 @@ int tk__durs_add(tk__durs *d, int64_t v)
 	return 0;
 }
 
-/* LSD radix sort, stable, of n elements of size 4, 8 or 16 by their first
+/* LSD radix sort, stable, of n elements of size 4 or 8 by their first
  * kbytes (4 or 8) bytes as an unsigned number, a byte at a time, skipping a
  * byte all keys share; the result is in v or tmp, returned. */
 static uint64_t key_at(const char *e, int kbytes)
@@ -89,9 +89,7 @@ static void *radix(void *v, void *tmp, size_t n, size_t size, int kbytes)
 		for (size_t i = 0; i < n; i++) {
 			const char *e = (char *)v + i * size;
 			char *to = (char *)tmp + count[b][key_at(e, kbytes) >> (8 * b) & 255]++ * size;
-			if (size == 16)
-				memcpy(to, e, 16);
-			else if (size == 8)
+			if (size == 8)
 				memcpy(to, e, 8);
 			else
 				memcpy(to, e, 4);
@@ -131,11 +129,6 @@ static int sort_by_key(void *v, size_t n, size_t size)
 }
 
 int tk__sort_i64(int64_t *v, size_t n)
-{
-	return sort_by_key(v, n, sizeof *v);
-}
-
-int tk__sort_kv(tk__kv *v, size_t n)
 {
 	return sort_by_key(v, n, sizeof *v);
 }

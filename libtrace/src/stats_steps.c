@@ -1,9 +1,10 @@
-/* stats_steps.c: the GPU time line's tables: per ProfilerStep, busy time by kind, communication hidden under compute and idle time by cause; per stream, launch delays and queue length (docs/steps.md). */
+/* stats_steps.c: the GPU time line's tables: per ProfilerStep, busy time by kind, communication hidden under compute and idle time by cause; per stream, launch delays and queue length (docs/steps.md). Every launch and GPU op goes through sorters of bounded memory (tracekit/sort.h): by correlation id to join each op to its launch, then by GPU start for one pass along the time line. */
 #include <stdlib.h>
 
 #include "procs.h"
 #include "stats_grid.h"
 #include "steps_int.h"
+#include "tracekit/sort.h"
 
 enum { IV_COMPUTE = 0, IV_COMM = 1, IV_MEM = 2 };
 
@@ -11,30 +12,125 @@ enum { IV_COMPUTE = 0, IV_COMM = 1, IV_MEM = 2 };
  * GPU going from one op to the next: kernel wait. */
 #define KERNEL_WAIT_NS 10000
 
-/* One GPU op: 48 bytes. */
-typedef struct tk__gpuiv {
-	int64_t ts, end, corr;
-	const char *name; /* in the stats' strings */
+/* Memory for the sorting when the caller gives none. */
+#define TLINE_MEMORY ((size_t)128 << 20)
+
+/* The sorters' records travel as the bytes of an event's name, their sort
+ * key as its ts. */
+
+/* By correlation id (the key: the id with its lowest bit cleared, then 0
+ * for a launch and 1 for an op, so that the launches of two neighbouring
+ * ids come before their ops): a launch, or a GPU op that has an id. */
+typedef struct jrec {
+	int64_t corr, ts, end;
+	int64_t seq;      /* the op's place among the GPU ops */
+	const char *name; /* the op's, in the stats' strings (NULL without the launch table) */
 	int32_t group;
-	uint32_t stream;  /* index into the streams */
-	uint8_t kind, keyed;
-} tk__gpuiv;
+	uint32_t stream;
+	uint8_t is_op, kind;
+} jrec;
 
-/* A run of busy time [a, b): of the union of the ops (with the launch of
- * the op that opens it), or of one kind's. */
-typedef struct run {
-	int64_t a, b, launch;
-	int has_launch;
-} run;
+/* By GPU start: an op with its launch (has) when the trace holds it. */
+typedef struct trec {
+	int64_t end, seq, lts, lend;
+	const char *name;
+	uint32_t stream;
+	uint8_t kind, has;
+} trec;
 
-typedef struct runs {
-	run *v;
-	size_t n, cap;
-} runs;
+/* The sorters: the join; the ops by start; for the launch table, the
+ * launches by start (tag: the stream) and the delays by value (tag: the
+ * stream). Their shares of the memory, in eighths. */
+enum { S_JOIN, S_TIME, S_LAUNCH, S_DELAY, N_SORTERS };
+static const unsigned share[N_SORTERS] = {4, 2, 1, 1};
+static const char *const sorter_what[N_SORTERS] = {"joining the GPU ops to their launches",
+                                                   "sorting the GPU ops by start", "sorting the launches",
+                                                   "sorting the launch delays"};
+
+struct tk__tline {
+	tk_sorter *so[N_SORTERS];
+	int64_t n_ops; /* the GPU ops, each one's seq */
+};
 
 static int is_comm(tk_sv name)
 {
 	return name.len >= 4 && (memcmp(name.ptr, "nccl", 4) == 0 || memcmp(name.ptr, "rccl", 4) == 0);
+}
+
+static int nomem(tk_stats *s)
+{
+	return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
+}
+
+static int sorter_fail(tk_stats *s, int which, int rc)
+{
+	const char *m = s->tl && s->tl->so[which] ? tk_sorter_error(s->tl->so[which]) : "";
+	return tk__err_msg(&s->err, rc, "the GPU time line, %s: %s", sorter_what[which], *m ? m : tk_strerror(rc));
+}
+
+int tk__stats_steps_init(tk_stats *s)
+{
+	if (s->st_steps)
+		return 0;
+	if (tk_steps_new(&s->st_steps) || !(s->tl = calloc(1, sizeof *s->tl)))
+		return nomem(s);
+	tk__steps_keys_only(s->st_steps);
+	size_t total = s->opts.memory_bytes ? s->opts.memory_bytes : TLINE_MEMORY;
+	for (int i = 0; i < N_SORTERS; i++) {
+		tk_sorter_opts so = {total / 8 * share[i], s->opts.tmpdir};
+		int rc = tk_sorter_new(&s->tl->so[i], &so);
+		if (rc)
+			return sorter_fail(s, i, rc);
+	}
+	return 0;
+}
+
+void tk__stats_free_steps(tk_stats *s)
+{
+	if (s->tl)
+		for (int i = 0; i < N_SORTERS; i++)
+			tk_sorter_free(s->tl->so[i]);
+	free(s->tl);
+	s->tl = NULL;
+}
+
+static int put(tk_stats *s, int which, int64_t key, const void *rec, size_t n, uint64_t tag)
+{
+	tk_event e;
+	memset(&e, 0, sizeof e);
+	e.ph = 'R';
+	e.has = TK_HAS_TS;
+	e.ts = key;
+	e.name = (tk_sv){rec, n};
+	int rc = tk_sorter_add(s->tl->so[which], &e, tag);
+	return rc ? sorter_fail(s, which, rc) : 0;
+}
+
+/* The next record of a sorter into rec (n bytes): 1 with its key and
+ * tag, 0 at the end, or an error. */
+static int next(tk_stats *s, int which, int64_t *key, void *rec, size_t n, uint64_t *tag)
+{
+	const tk_event *ev;
+	uint64_t t;
+	int rc = tk_sorter_next(s->tl->so[which], &ev, &t);
+	if (rc == TK_EOF)
+		return 0;
+	if (rc)
+		return sorter_fail(s, which, rc < 0 ? rc : TK_ERR_IO);
+	if (n) {
+		memset(rec, 0, n);
+		memcpy(rec, ev->name.ptr, ev->name.len < n ? ev->name.len : n);
+	}
+	*key = ev->ts;
+	if (tag)
+		*tag = t;
+	return 1;
+}
+
+static int finish_sorter(tk_stats *s, int which)
+{
+	int rc = tk_sorter_finish(s->tl->so[which]);
+	return rc ? sorter_fail(s, which, rc) : 0;
 }
 
 /* The index of ev's (pid, tid), named "PID:TID" when new. */
@@ -70,169 +166,133 @@ static int stream_of(tk_stats *s, const tk_event *ev, uint32_t *idx)
 	return 0;
 }
 
+static int64_t join_key(int64_t corr, int is_op)
+{
+	return (int64_t)(((uint64_t)corr & ~(uint64_t)1) | (uint64_t)is_op);
+}
+
 int tk__stats_steps_add(tk_stats *s, const tk_event *ev, int cls)
 {
-	if (!s->st_steps && tk_steps_new(&s->st_steps))
-		return TK_ERR_NOMEM;
 	/* the steps object classes events by the default categories, whatever
 	 * --cat counts; without --cat, cls is that class already */
 	int64_t corr = 0;
 	int32_t group = 0;
-	int keyed = 0;
+	int kind = 0;
 	int dcls = s->cats ? tk_stats_event_class(ev->cat, (ev->has & TK_HAS_CAT) != 0) : cls;
-	if (tk__steps_add_key(s->st_steps, ev, dcls, &corr, &group, &keyed))
-		return TK_ERR_NOMEM;
+	if (tk__steps_add_key(s->st_steps, ev, dcls, &corr, &group, &kind))
+		return nomem(s);
+	jrec r;
+	memset(&r, 0, sizeof r);
+	r.corr = corr;
+	r.group = group;
+	if (kind == TK__STEPS_LAUNCH) {
+		r.ts = ev->ts;
+		r.end = tk__ev_end(ev->ts, (ev->has & TK_HAS_DUR) ? ev->dur : 0);
+		return put(s, S_JOIN, join_key(corr, 0), &r, sizeof r, 0);
+	}
 	if (cls < TK_STATS_KERNEL || !(ev->has & TK_HAS_DUR) || ev->dur < 0)
 		return 0;
-	if (TK__GROW(s->iv, s->cap_iv, s->n_iv + 1))
-		return TK_ERR_NOMEM;
-	tk__gpuiv *v = &s->iv[s->n_iv++];
-	memset(v, 0, sizeof *v);
-	v->ts = ev->ts;
-	v->end = tk__ev_end(ev->ts, ev->dur);
-	v->kind = cls == TK_STATS_KERNEL ? (is_comm(ev->name) ? IV_COMM : IV_COMPUTE) : IV_MEM;
-	v->keyed = (uint8_t)keyed;
-	v->corr = corr;
-	v->group = group;
-	if (!s->opts.launch_table)
-		return 0;
-	tk_sv nm = tk__strtab_intern(&s->strs, ev->name.ptr ? ev->name.ptr : "", ev->name.len);
-	if (!nm.ptr)
-		return TK_ERR_NOMEM;
-	v->name = nm.ptr;
-	return stream_of(s, ev, &v->stream);
+	r.is_op = 1;
+	r.ts = ev->ts;
+	r.end = tk__ev_end(ev->ts, ev->dur);
+	r.kind = cls == TK_STATS_KERNEL ? (is_comm(ev->name) ? IV_COMM : IV_COMPUTE) : IV_MEM;
+	r.seq = s->tl->n_ops++;
+	if (s->opts.launch_table) {
+		tk_sv nm = tk__strtab_intern(&s->strs, ev->name.ptr ? ev->name.ptr : "", ev->name.len);
+		if (!nm.ptr || stream_of(s, ev, &r.stream))
+			return nomem(s);
+		r.name = nm.ptr;
+	}
+	if (kind == TK__STEPS_GPU)
+		return put(s, S_JOIN, join_key(corr, 1), &r, sizeof r, 0);
+	trec o = {0};
+	memset(&o, 0, sizeof o);
+	o.end = r.end;
+	o.seq = r.seq;
+	o.name = r.name;
+	o.stream = r.stream;
+	o.kind = r.kind;
+	return put(s, S_TIME, r.ts, &o, sizeof o, 0);
 }
 
-/* The GPU ops in time order, those at the same time as they came: a radix
- * sort of their starts, then each op moved along the cycles of that order.
- * 0 or TK_ERR_NOMEM. */
-static int sort_iv(tk_stats *s)
+/* ---- the join ---- */
+
+/* The launches of one block of the join (two neighbouring ids, of every
+ * rank): the earliest call of each (group, id). */
+typedef struct lblock {
+	jrec *v;
+	size_t n, cap;
+} lblock;
+
+static int note(lblock *b, const jrec *l)
 {
-	size_t n = s->n_iv, i = 1;
-	while (i < n && s->iv[i - 1].ts <= s->iv[i].ts)
-		i++;
-	if (i >= n)
-		return 0;
-	tk__kv *kv = malloc(n * sizeof *kv);
-	if (!kv)
-		return TK_ERR_NOMEM;
-	for (i = 0; i < n; i++)
-		kv[i] = (tk__kv){s->iv[i].ts, i};
-	if (tk__sort_kv(kv, n)) {
-		free(kv);
-		return TK_ERR_NOMEM;
-	}
-	/* place j takes the op at kv[j].val; a place done points at itself */
-	for (size_t j = 0; j < n; j++) {
-		if (kv[j].val == j)
-			continue;
-		tk__gpuiv first = s->iv[j];
-		size_t at = j;
-		for (;;) {
-			size_t from = (size_t)kv[at].val;
-			kv[at].val = at;
-			if (from == j) {
-				s->iv[at] = first;
-				break;
-			}
-			s->iv[at] = s->iv[from];
-			at = from;
+	for (size_t i = 0; i < b->n; i++)
+		if (b->v[i].corr == l->corr && b->v[i].group == l->group) {
+			if (l->ts < b->v[i].ts) /* the earliest call of an id launched it */
+				b->v[i] = *l;
+			return 0;
 		}
-	}
-	free(kv);
-	return 0;
-}
-
-/* Each op's launch, looked up once for the passes over the ops (at
- * tk_stats_finish, in the ops' order): has[i], its start and end. */
-typedef struct launches {
-	int64_t *ts, *end;
-	unsigned char *has;
-} launches;
-
-static int launches_of(const tk_stats *s, launches *L)
-{
-	size_t n = s->n_iv ? s->n_iv : 1;
-	L->ts = malloc(n * sizeof *L->ts);
-	L->end = malloc(n * sizeof *L->end);
-	L->has = malloc(n);
-	if (!L->ts || !L->end || !L->has)
+	if (TK__GROW(b->v, b->cap, b->n + 1))
 		return TK_ERR_NOMEM;
-	for (size_t i = 0; i < s->n_iv; i++) {
-		const tk__gpuiv *v = &s->iv[i];
-		L->has[i] = v->keyed && tk__steps_launch(s->st_steps, v->corr, v->group, &L->ts[i], &L->end[i]);
-	}
+	b->v[b->n++] = *l;
 	return 0;
 }
 
-static void launches_free(launches *L)
+/* The op r with its launch l (NULL: none) on to the time line, and for the
+ * launch table its delay and its launch's start. */
+static int joined(tk_stats *s, const jrec *r, const jrec *l)
 {
-	free(L->ts);
-	free(L->end);
-	free(L->has);
+	trec o;
+	memset(&o, 0, sizeof o);
+	o.end = r->end;
+	o.seq = r->seq;
+	o.name = r->name;
+	o.stream = r->stream;
+	o.kind = r->kind;
+	if (l) {
+		o.has = 1;
+		o.lts = l->ts;
+		o.lend = l->end;
+	}
+	int rc = put(s, S_TIME, r->ts, &o, sizeof o, 0);
+	if (rc || !l || !s->opts.launch_table)
+		return rc;
+	rc = put(s, S_DELAY, tk__sat_sub(r->ts, l->end), NULL, 0, r->stream);
+	if (!rc && l->ts <= r->ts)
+		rc = put(s, S_LAUNCH, l->ts, NULL, 0, r->stream);
+	return rc;
 }
 
-/* The union of the ops of the kinds in mask, as sorted disjoint runs; each
- * run of the whole union (mask 7) with the earliest launch of the ops that
- * start it. */
-static int union_of(const tk_stats *s, const launches *L, unsigned mask, runs *u)
+static int join(tk_stats *s)
 {
-	for (size_t i = 0; i < s->n_iv; i++) {
-		const tk__gpuiv *v = &s->iv[i];
-		if (!(mask & (1u << v->kind)))
-			continue;
-		int64_t l = L->ts[i];
-		int has = L->has[i];
-		run *last = u->n ? &u->v[u->n - 1] : NULL;
-		if (last && v->ts <= last->b) {
-			if (v->end > last->b)
-				last->b = v->end;
-			if (v->ts == last->a && has && (!last->has_launch || l < last->launch)) {
-				last->launch = l;
-				last->has_launch = 1;
-			}
+	lblock b = {0};
+	int64_t key = 0;
+	uint64_t block = 0;
+	jrec r;
+	int rc = finish_sorter(s, S_JOIN);
+	while (!rc && (rc = next(s, S_JOIN, &key, &r, sizeof r, NULL)) == 1) {
+		rc = 0;
+		if ((uint64_t)key >> 1 != block)
+			b.n = 0;
+		block = (uint64_t)key >> 1;
+		if (!r.is_op) {
+			if (note(&b, &r))
+				rc = nomem(s);
 			continue;
 		}
-		if (TK__GROW(u->v, u->cap, u->n + 1))
-			return TK_ERR_NOMEM;
-		u->v[u->n++] = (run){v->ts, v->end, has ? l : 0, has};
+		const jrec *l = NULL;
+		for (size_t i = 0; i < b.n && !l; i++)
+			if (b.v[i].corr == r.corr && b.v[i].group == r.group)
+				l = &b.v[i];
+		rc = joined(s, &r, l);
 	}
-	return 0;
+	free(b.v);
+	tk_sorter_free(s->tl->so[S_JOIN]);
+	s->tl->so[S_JOIN] = NULL;
+	return rc;
 }
 
-/* x and y, both sorted and disjoint: their common time. */
-static int intersect(const runs *x, const runs *y, runs *out)
-{
-	size_t i = 0, j = 0;
-	while (i < x->n && j < y->n) {
-		int64_t a = x->v[i].a > y->v[j].a ? x->v[i].a : y->v[j].a;
-		int64_t b = x->v[i].b < y->v[j].b ? x->v[i].b : y->v[j].b;
-		if (a < b) {
-			if (TK__GROW(out->v, out->cap, out->n + 1))
-				return TK_ERR_NOMEM;
-			out->v[out->n++] = (run){a, b, 0, 0};
-		}
-		if (x->v[i].b < y->v[j].b)
-			i++;
-		else
-			j++;
-	}
-	return 0;
-}
-
-/* The first run that ends after t. */
-static size_t first_after(const runs *u, int64_t t)
-{
-	size_t lo = 0, hi = u->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (u->v[mid].b <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
+/* ---- the walk along the time line ---- */
 
 static int64_t clip(int64_t a, int64_t b, int64_t lo, int64_t hi)
 {
@@ -241,56 +301,18 @@ static int64_t clip(int64_t a, int64_t b, int64_t lo, int64_t hi)
 	return b > a ? tk__sat_sub(b, a) : 0;
 }
 
-/* Busy time of u inside [lo, hi). */
-static int64_t measure(const runs *u, int64_t lo, int64_t hi)
-{
-	int64_t t = 0;
-	for (size_t k = first_after(u, lo); k < u->n && u->v[k].a < hi; k++)
-		t = tk__sat_add(t, clip(u->v[k].a, u->v[k].b, lo, hi));
-	return t;
-}
+/* A run of busy time [a, b) of one union of the ops, with the earliest
+ * launch of the ops that start it. */
+typedef struct run {
+	int64_t a, b, launch;
+	int has_launch, open;
+} run;
 
-/* The idle time of [lo, hi) by cause: each gap of the union runs from the
- * end of one run to the start of the next; until the next op's launch the
- * GPU had nothing queued (host wait); the rest of the gap, the next op
- * queued, is kernel wait when the whole gap is short, else other. */
-static void idle_of(const runs *u, int64_t lo, int64_t hi, tk_stats_step *r)
-{
-	size_t k = first_after(u, lo);
-	for (;; k++) {
-		int64_t g0 = k ? u->v[k - 1].b : INT64_MIN, g1 = k < u->n ? u->v[k].a : INT64_MAX;
-		if (g0 >= hi)
-			break;
-		int64_t q = g0; /* from here on the next op was queued */
-		if (k == u->n)
-			q = INT64_MAX; /* nothing ever comes */
-		else if (u->v[k].has_launch && u->v[k].launch > g0)
-			q = u->v[k].launch < g1 ? u->v[k].launch : g1;
-		r->host_wait = tk__sat_add(r->host_wait, clip(g0, q, lo, hi));
-		int short_gap = g0 != INT64_MIN && g1 != INT64_MAX && tk__sat_sub(g1, g0) <= KERNEL_WAIT_NS;
-		if (short_gap)
-			r->kernel_wait = tk__sat_add(r->kernel_wait, clip(q, g1, lo, hi));
-		else
-			r->other_idle = tk__sat_add(r->other_idle, clip(q, g1, lo, hi));
-		if (k == u->n)
-			break;
-	}
-}
-
-static size_t step_of(const tk_stats *s, int64_t t)
-{
-	size_t lo = 0, hi = s->n_step_rows; /* the last step starting at or before t */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s->step_rows[mid].ts <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo ? lo - 1 : SIZE_MAX;
-}
-
-/* ---- the launch table ---- */
+/* The unions: every op (the runs and gaps of busy time), compute kernels,
+ * communication kernels, all kernels (for the overlap: compute + comm -
+ * kernels) and memory ops; each one's kinds. */
+enum { U_ALL, U_COMP, U_COMM, U_KERN, U_MEM, N_UNIONS };
+static const unsigned umask[N_UNIONS] = {7, 1u << IV_COMPUTE, 1u << IV_COMM, 3, 1u << IV_MEM};
 
 /* The queue's length over time, point by point in time order. */
 typedef struct queue {
@@ -310,92 +332,253 @@ static void queue_at(queue *q, int64_t t, int d)
 	q->max = q->len > q->max ? q->len : q->max;
 }
 
-/* Row r over the ops of stream st (UINT32_MAX: all): delays[] and lts[]
- * are scratch for every op. The ops are in time order. 0 or
- * TK_ERR_NOMEM. */
-static int launch_row(const tk_stats *s, const launches *L, uint32_t st, tk_stats_launch *r, int64_t *delays,
-                      int64_t *lts)
+/* A launch row's running figures beside tk_stats_launch. */
+typedef struct lrow {
+	double sum;
+	int64_t worst, worst_ts, worst_seq;
+	int has_worst;
+	queue q;
+} lrow;
+
+typedef struct walk {
+	tk_stats *s;
+	int64_t *hi;   /* each step's end */
+	int64_t *pmax; /* the latest end of the steps up to each */
+	int64_t *kern; /* each step's time of the union of kernels */
+	run u[N_UNIONS];
+	int64_t prev_end; /* the end of the last run of every op; INT64_MIN: none yet */
+	lrow *lr;         /* per launch row */
+	/* the next launch by start (the launch table's queue) */
+	int64_t lnext;
+	uint64_t lstream;
+	int lhave;
+} walk;
+
+/* The steps whose span meets [a, b) are among [*i0, *i1): from the first
+ * whose latest end so far passes a, to the last that starts before b. */
+static void steps_meeting(const walk *w, int64_t a, int64_t b, size_t *i0, size_t *i1)
 {
-	size_t nd = 0, nq = 0;
-	double sum = 0;
-	int64_t worst = INT64_MIN;
-	r->worst = "";
-	for (size_t i = 0; i < s->n_iv; i++) {
-		const tk__gpuiv *v = &s->iv[i];
-		if (st != UINT32_MAX && v->stream != st)
+	size_t n = w->s->n_step_rows, lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (w->pmax[mid] <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*i0 = lo;
+	hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (w->s->step_rows[mid].ts < b)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*i1 = lo;
+}
+
+/* The gap of the union of every op from g0 to g1, before a run whose ops
+ * were first queued at launch (has: known; g1 INT64_MAX: no run follows),
+ * into each step it meets: until the launch the GPU had nothing queued
+ * (host wait); the rest is kernel wait when the whole gap is short, else
+ * other. */
+static void gap(walk *w, int64_t g0, int64_t g1, int has, int64_t launch)
+{
+	int64_t q = g0; /* from here on the next op was queued */
+	if (g1 == INT64_MAX)
+		q = INT64_MAX; /* nothing ever comes */
+	else if (has && launch > g0)
+		q = launch < g1 ? launch : g1;
+	int short_gap = g0 != INT64_MIN && g1 != INT64_MAX && tk__sat_sub(g1, g0) <= KERNEL_WAIT_NS;
+	size_t i0, i1;
+	steps_meeting(w, g0, g1, &i0, &i1);
+	for (size_t i = i0; i < i1; i++) {
+		tk_stats_step *r = &w->s->step_rows[i];
+		int64_t lo = r->ts, hi = w->hi[i];
+		r->host_wait = tk__sat_add(r->host_wait, clip(g0, q, lo, hi));
+		if (short_gap)
+			r->kernel_wait = tk__sat_add(r->kernel_wait, clip(q, g1, lo, hi));
+		else
+			r->other_idle = tk__sat_add(r->other_idle, clip(q, g1, lo, hi));
+	}
+}
+
+/* Union k's run u, complete, into the steps it meets. */
+static void close_run(walk *w, int k, const run *u)
+{
+	if (k == U_ALL) {
+		gap(w, w->prev_end, u->a, u->has_launch, u->launch);
+		w->prev_end = u->b;
+	}
+	size_t i0, i1;
+	steps_meeting(w, u->a, u->b, &i0, &i1);
+	for (size_t i = i0; i < i1; i++) {
+		tk_stats_step *r = &w->s->step_rows[i];
+		int64_t t = clip(u->a, u->b, r->ts, w->hi[i]);
+		int64_t *to = k == U_ALL ? &r->busy : k == U_COMP ? &r->compute : k == U_COMM ? &r->comm
+		              : k == U_KERN ? &w->kern[i] : &r->mem;
+		*to = tk__sat_add(*to, t);
+	}
+}
+
+/* The op [ts, o->end) into the unions of its kind. */
+static void add_to_unions(walk *w, int64_t ts, const trec *o)
+{
+	for (int k = 0; k < N_UNIONS; k++) {
+		if (!(umask[k] & (1u << o->kind)))
 			continue;
-		r->ops++;
-		if (!L->has[i])
+		run *u = &w->u[k];
+		if (u->open && ts <= u->b) {
+			if (o->end > u->b)
+				u->b = o->end;
+			if (ts == u->a && o->has && (!u->has_launch || o->lts < u->launch)) {
+				u->launch = o->lts;
+				u->has_launch = 1;
+			}
 			continue;
-		int64_t lt = L->ts[i], lend = L->end[i];
-		r->launched++;
-		int64_t d = tk__sat_sub(v->ts, lend);
-		delays[nd++] = d;
-		sum += (double)d;
-		if (d > worst) {
-			worst = d;
-			r->worst = v->name ? v->name : "";
 		}
-		if (tk__sat_sub(v->end, v->ts) < tk__sat_sub(lend, lt)) {
-			r->short_ops++;
-			r->short_ns = tk__sat_add(r->short_ns, tk__sat_sub(v->end, v->ts));
-		}
-		if (lt <= v->ts)
-			lts[nq++] = lt;
+		if (u->open)
+			close_run(w, k, u);
+		*u = (run){ts, o->end, o->has ? o->lts : 0, o->has, 1};
 	}
-	if (nd) {
-		if (tk__sort_i64(delays, nd))
-			return TK_ERR_NOMEM;
-		/* nearest rank: the smallest value with at least p% of them at or below it */
-		r->delay_min = delays[0];
-		r->delay_p50 = delays[(nd * 50 + 99) / 100 - 1];
-		r->delay_p90 = delays[(nd * 90 + 99) / 100 - 1];
-		r->delay_p99 = delays[(nd * 99 + 99) / 100 - 1];
-		r->delay_max = delays[nd - 1];
-		r->delay_mean = sum / (double)nd;
+}
+
+static size_t step_of(const tk_stats *s, int64_t t)
+{
+	size_t lo = 0, hi = s->n_step_rows; /* the last step starting at or before t */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->step_rows[mid].ts <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	if (!nq)
-		return 0;
-	/* the queue: +1 at each launch, -1 at its op's GPU start (the ops in
-	 * time order give the starts in order), a start before a launch at
-	 * the same time */
-	if (tk__sort_i64(lts, nq))
-		return TK_ERR_NOMEM;
-	queue q = {0};
-	size_t a = 0;
-	for (size_t i = 0; i < s->n_iv; i++) {
-		const tk__gpuiv *v = &s->iv[i];
-		if ((st != UINT32_MAX && v->stream != st) || !L->has[i] || L->ts[i] > v->ts)
-			continue;
-		while (a < nq && lts[a] < v->ts)
-			queue_at(&q, lts[a++], 1);
-		queue_at(&q, v->ts, -1);
+	return lo ? lo - 1 : SIZE_MAX;
+}
+
+/* Launches that start before t into the queues. */
+static int launches_before(walk *w, int64_t t)
+{
+	while (w->lhave && w->lnext < t) {
+		queue_at(&w->lr[0].q, w->lnext, 1);
+		queue_at(&w->lr[1 + w->lstream].q, w->lnext, 1);
+		int rc = next(w->s, S_LAUNCH, &w->lnext, NULL, 0, &w->lstream);
+		if (rc < 0)
+			return rc;
+		w->lhave = rc == 1 && w->lstream < w->s->n_streams;
 	}
-	while (a < nq) /* launches at the last start's time */
-		queue_at(&q, lts[a++], 1);
-	int64_t span = tk__sat_sub(q.last, q.first);
-	r->max_queue = q.max;
-	r->mean_queue = span > 0 ? q.area / (double)span : 0;
 	return 0;
 }
 
-static int finish_launch(tk_stats *s, const launches *L)
+/* The op into row r of the launch table. */
+static void launch_add(walk *w, size_t k, int64_t ts, const trec *o)
 {
-	s->launch_rows = calloc(s->n_streams + 1, sizeof *s->launch_rows);
-	int64_t *delays = malloc((s->n_iv ? s->n_iv : 1) * sizeof *delays);
-	int64_t *lts = malloc((s->n_iv ? s->n_iv : 1) * sizeof *lts);
-	int rc = !s->launch_rows || !delays || !lts ? TK_ERR_NOMEM : 0;
-	if (!rc) {
-		s->launch_rows[0].stream = "all";
-		rc = launch_row(s, L, UINT32_MAX, &s->launch_rows[0], delays, lts);
+	tk_stats_launch *r = &w->s->launch_rows[k];
+	lrow *l = &w->lr[k];
+	r->ops++;
+	if (!o->has)
+		return;
+	r->launched++;
+	int64_t d = tk__sat_sub(ts, o->lend);
+	l->sum += (double)d;
+	/* the longest delay; of equal ones the first op in time, then in the input */
+	if (d > l->worst || (d == l->worst && l->has_worst && ts == l->worst_ts && o->seq < l->worst_seq)) {
+		l->worst = d;
+		l->worst_ts = ts;
+		l->worst_seq = o->seq;
+		l->has_worst = 1;
+		r->worst = o->name ? o->name : "";
 	}
-	for (uint32_t k = 0; !rc && k < s->n_streams; k++) {
-		s->launch_rows[k + 1].stream = s->stream_names[k];
-		rc = launch_row(s, L, k, &s->launch_rows[k + 1], delays, lts);
+	if (tk__sat_sub(o->end, ts) < tk__sat_sub(o->lend, o->lts)) {
+		r->short_ops++;
+		r->short_ns = tk__sat_add(r->short_ns, tk__sat_sub(o->end, ts));
 	}
-	s->n_launch_rows = !rc && (s->n_iv || s->n_streams) ? s->n_streams + 1 : 0;
-	free(delays);
-	free(lts);
+	if (o->lts <= ts)
+		queue_at(&l->q, ts, -1);
+}
+
+static int walk_ops(walk *w)
+{
+	tk_stats *s = w->s;
+	int lt = s->opts.launch_table;
+	int64_t ts = 0;
+	trec o;
+	int rc = finish_sorter(s, S_TIME);
+	if (!rc && lt && !(rc = finish_sorter(s, S_LAUNCH)) &&
+	    (rc = next(s, S_LAUNCH, &w->lnext, NULL, 0, &w->lstream)) >= 0) {
+		w->lhave = rc == 1 && w->lstream < s->n_streams;
+		rc = 0;
+	}
+	while (!rc && (rc = next(s, S_TIME, &ts, &o, sizeof o, NULL)) == 1) {
+		rc = 0;
+		if (s->opts.step_table)
+			add_to_unions(w, ts, &o);
+		/* the GPU ops each step launched (docs/steps.md): by launch, else by start */
+		int64_t t = o.has ? o.lts : ts;
+		size_t k = s->n_step_rows ? step_of(s, t) : SIZE_MAX;
+		if (k != SIZE_MAX && t <= w->hi[k])
+			s->step_rows[k].launched++;
+		if (!lt || o.stream >= s->n_streams)
+			continue;
+		if (o.has && o.lts <= ts)
+			rc = launches_before(w, ts);
+		launch_add(w, 0, ts, &o);
+		launch_add(w, 1 + o.stream, ts, &o);
+	}
+	while (!rc && w->lhave) /* launches at the last start's time */
+		rc = launches_before(w, w->lnext + (w->lnext < INT64_MAX));
+	for (int k = 0; !rc && k < N_UNIONS; k++)
+		if (w->u[k].open)
+			close_run(w, k, &w->u[k]);
+	if (!rc && s->opts.step_table)
+		gap(w, w->prev_end, INT64_MAX, 0, 0);
+	return rc;
+}
+
+/* The delays' percentiles, by nearest rank (the smallest value with at
+ * least p% of them at or below it), from the delays in order; the mean
+ * and the queue's figures. */
+static int finish_launch_rows(walk *w)
+{
+	tk_stats *s = w->s;
+	size_t n = s->n_streams + 1;
+	uint64_t *seen = calloc(n, sizeof *seen);
+	if (!seen)
+		return nomem(s);
+	int64_t d = 0;
+	uint64_t st = 0;
+	int rc = finish_sorter(s, S_DELAY);
+	while (!rc && (rc = next(s, S_DELAY, &d, NULL, 0, &st)) == 1) {
+		rc = 0;
+		if (st >= s->n_streams)
+			continue;
+		size_t rows[2] = {0, 1 + (size_t)st};
+		for (int j = 0; j < 2; j++) {
+			tk_stats_launch *r = &s->launch_rows[rows[j]];
+			uint64_t c = ++seen[rows[j]], nd = r->launched;
+			if (c == 1)
+				r->delay_min = d;
+			if (c == (nd * 50 + 99) / 100)
+				r->delay_p50 = d;
+			if (c == (nd * 90 + 99) / 100)
+				r->delay_p90 = d;
+			if (c == (nd * 99 + 99) / 100)
+				r->delay_p99 = d;
+			if (c == nd)
+				r->delay_max = d;
+		}
+	}
+	free(seen);
+	for (size_t k = 0; !rc && k < n; k++) {
+		tk_stats_launch *r = &s->launch_rows[k];
+		const queue *q = &w->lr[k].q;
+		if (r->launched)
+			r->delay_mean = w->lr[k].sum / (double)r->launched;
+		int64_t span = tk__sat_sub(q->last, q->first);
+		r->max_queue = q->max;
+		r->mean_queue = q->n && span > 0 ? q->area / (double)span : 0;
+	}
 	return rc;
 }
 
@@ -411,6 +594,50 @@ const tk_stats_launch *tk_stats_launch_get(const tk_stats *s, size_t i)
 
 /* ---- finishing ---- */
 
+static int finish_tline(tk_stats *s)
+{
+	size_t n = s->n_step_rows ? s->n_step_rows : 1;
+	walk w;
+	memset(&w, 0, sizeof w);
+	w.s = s;
+	w.prev_end = INT64_MIN;
+	w.hi = malloc(n * sizeof *w.hi);
+	w.pmax = malloc(n * sizeof *w.pmax);
+	w.kern = calloc(n, sizeof *w.kern);
+	int lt = s->opts.launch_table;
+	if (lt) {
+		s->launch_rows = calloc(s->n_streams + 1, sizeof *s->launch_rows);
+		w.lr = calloc(s->n_streams + 1, sizeof *w.lr);
+	}
+	int rc = !w.hi || !w.pmax || !w.kern || (lt && (!s->launch_rows || !w.lr)) ? nomem(s) : 0;
+	for (size_t i = 0; !rc && i < s->n_step_rows; i++) {
+		const tk_stats_step *r = &s->step_rows[i];
+		w.hi[i] = tk__sat_add(r->ts, r->wall);
+		w.pmax[i] = i && w.pmax[i - 1] > w.hi[i] ? w.pmax[i - 1] : w.hi[i];
+	}
+	for (size_t k = 0; !rc && lt && k <= s->n_streams; k++) {
+		s->launch_rows[k].stream = k ? s->stream_names[k - 1] : "all";
+		s->launch_rows[k].worst = "";
+		w.lr[k].worst = INT64_MIN;
+	}
+	rc = rc ? rc : join(s);
+	rc = rc ? rc : walk_ops(&w);
+	for (size_t i = 0; !rc && i < s->n_step_rows; i++) {
+		tk_stats_step *r = &s->step_rows[i];
+		r->overlap = tk__sat_sub(tk__sat_add(r->compute, r->comm), w.kern[i]);
+		r->idle = r->wall - r->busy;
+	}
+	if (!rc && lt) {
+		rc = finish_launch_rows(&w);
+		s->n_launch_rows = !rc && (s->tl->n_ops || s->n_streams) ? s->n_streams + 1 : 0;
+	}
+	free(w.hi);
+	free(w.pmax);
+	free(w.kern);
+	free(w.lr);
+	return rc;
+}
+
 int tk__stats_finish_steps(tk_stats *s)
 {
 	if (!s->st_steps)
@@ -420,7 +647,7 @@ int tk__stats_finish_steps(tk_stats *s)
 	const tk_window *w = &s->opts.window;
 	s->step_rows = calloc(n ? n : 1, sizeof *s->step_rows);
 	if (!s->step_rows)
-		return TK_ERR_NOMEM;
+		return nomem(s);
 	for (size_t i = 0; i < n && s->opts.step_table; i++) {
 		const tk_step *st = tk_steps_get(s->st_steps, i);
 		/* with a window, the steps that lie in it: --steps A-B's window ends
@@ -432,43 +659,9 @@ int tk__stats_finish_steps(tk_stats *s)
 		r->ts = st->ts;
 		r->wall = tk__sat_sub(st->end, st->ts);
 	}
-	runs all = {0}, comp = {0}, comm = {0}, mem = {0}, ov = {0};
-	launches L = {0};
-	int rc = sort_iv(s) || launches_of(s, &L);
-	rc = rc || (s->opts.step_table &&
-	            (union_of(s, &L, 7, &all) || union_of(s, &L, 1u << IV_COMPUTE, &comp) ||
-	             union_of(s, &L, 1u << IV_COMM, &comm) || union_of(s, &L, 1u << IV_MEM, &mem) ||
-	             intersect(&comp, &comm, &ov)));
-	for (size_t i = 0; !rc && i < s->n_step_rows; i++) {
-		tk_stats_step *r = &s->step_rows[i];
-		int64_t lo = r->ts, hi = tk__sat_add(r->ts, r->wall);
-		r->busy = measure(&all, lo, hi);
-		r->compute = measure(&comp, lo, hi);
-		r->comm = measure(&comm, lo, hi);
-		r->mem = measure(&mem, lo, hi);
-		r->overlap = measure(&ov, lo, hi);
-		r->idle = r->wall - r->busy;
-		idle_of(&all, lo, hi, r);
-	}
-	/* the GPU ops each step launched (docs/steps.md): by launch, else by start */
-	for (size_t i = 0; !rc && s->n_step_rows && i < s->n_iv; i++) {
-		int64_t t = L.has[i] ? L.ts[i] : s->iv[i].ts;
-		size_t k = step_of(s, t);
-		if (k != SIZE_MAX && t <= tk__sat_add(s->step_rows[k].ts, s->step_rows[k].wall))
-			s->step_rows[k].launched++;
-	}
-	free(all.v);
-	free(comp.v);
-	free(comm.v);
-	free(mem.v);
-	free(ov.v);
-	if (!rc && s->opts.launch_table)
-		rc = finish_launch(s, &L);
-	launches_free(&L);
-	free(s->iv);
-	s->iv = NULL;
-	s->n_iv = s->cap_iv = 0;
-	return rc ? TK_ERR_NOMEM : 0;
+	int rc = finish_tline(s);
+	tk__stats_free_steps(s);
+	return rc;
 }
 
 size_t tk_stats_step_count(const tk_stats *s)

@@ -25,6 +25,7 @@ struct tk_steps {
 	tk_step *steps;
 	size_t n_steps, cap;
 	int finished;
+	int keys_only; /* launches are the caller's to record (tk__steps_keys_only) */
 };
 
 int tk_steps_new(tk_steps **out)
@@ -147,7 +148,7 @@ static int add_event(tk_steps *s, const tk_event *ev, int cls, int *kind, int64_
 	if (tk__step_number(ev, &num))
 		return add_step(s, num, ev);
 	*kind = kind_of(s, ev, cls, corr, group);
-	if (!*kind || !(ev->has & TK_HAS_TS))
+	if (!*kind || !(ev->has & TK_HAS_TS) || s->keys_only)
 		return 0;
 	return note_launch(s, ev, *kind, *corr, *group);
 }
@@ -162,11 +163,16 @@ int tk_steps_add(tk_steps *s, const tk_event *ev)
 	return add_event(s, ev, -1, &kind, &corr, &group);
 }
 
-int tk__steps_add_key(tk_steps *s, const tk_event *ev, int cls, int64_t *corr, int32_t *group, int *keyed)
+int tk__steps_add_key(tk_steps *s, const tk_event *ev, int cls, int64_t *corr, int32_t *group, int *kind)
 {
-	int kind, rc = add_event(s, ev, cls, &kind, corr, group);
-	*keyed = kind == GPU;
+	int k, rc = add_event(s, ev, cls, &k, corr, group);
+	*kind = !(ev->has & TK_HAS_TS) ? 0 : k == LAUNCH ? TK__STEPS_LAUNCH : k == GPU ? TK__STEPS_GPU : 0;
 	return rc;
+}
+
+void tk__steps_keys_only(tk_steps *s)
+{
+	s->keys_only = 1;
 }
 
 static int note_launch(tk_steps *s, const tk_event *ev, int kind, int64_t corr, int32_t group)
@@ -251,19 +257,6 @@ int64_t tk_steps_time(const tk_steps *s, const tk_event *ev, int *by_launch)
 	if (by_launch)
 		*by_launch = 1;
 	return l->ts;
-}
-
-
-int tk__steps_launch(const tk_steps *s, int64_t corr, int32_t group, int64_t *ts, int64_t *end)
-{
-	launch key = {0, corr, group, 0, 0, 0, 0};
-	const launch *l = s ? tk__map_find(&s->launches, launch_hash(corr, group), launch_eq, &key) : NULL;
-	if (!l || !(l->flags & HAVE_LAUNCH))
-		return 0;
-	*ts = l->ts;
-	if (end)
-		*end = l->end;
-	return 1;
 }
 
 /* The segment of t among starts[0..n): the last whose start <= t (0 before the first). */

@@ -16,12 +16,16 @@ int tk__steps_wants_args(const tk_event *ev);
  * k that starts in a later segment, or INT64_MIN when none does. */
 void tk__steps_late_work(const tk_steps *s, const int64_t *starts, size_t n, int64_t *last);
 /* tk_steps_add for a caller that knows the event's tk_stats_event_class()
- * (cls; -1 if not): *keyed = 1 with its key when ev is GPU work that a
- * launch may own. 0 or TK_ERR_NOMEM. */
-int tk__steps_add_key(tk_steps *s, const tk_event *ev, int cls, int64_t *corr, int32_t *group, int *keyed);
-/* 1 with the launch's start in *ts (and its end in *end, may be NULL)
- * when the key has a launch. */
-int tk__steps_launch(const tk_steps *s, int64_t corr, int32_t group, int64_t *ts, int64_t *end);
+ * (cls; -1 if not). *kind: TK__STEPS_LAUNCH for a CPU launch (an event
+ * with a time), TK__STEPS_GPU for GPU work that a launch may own, each with
+ * its key (*corr, *group), else 0. 0 or TK_ERR_NOMEM. */
+enum { TK__STEPS_LAUNCH = 1, TK__STEPS_GPU = 2 };
+int tk__steps_add_key(tk_steps *s, const tk_event *ev, int cls, int64_t *corr, int32_t *group, int *kind);
+/* From now on s keeps the steps alone, not the launches: for a caller
+ * that joins launches and GPU work itself (the steps and launch tables
+ * sort them in bounded memory). tk_steps_time() and tk__steps_late_work()
+ * then know no launch. */
+void tk__steps_keys_only(tk_steps *s);
 /* Memory held, for reports. */
 size_t tk__steps_bytes(const tk_steps *s);
 

@@ -110,6 +110,25 @@ def steps_json(tools, *paths):
     return json.loads(out)["steps"]
 
 
+def spilled(tools, tmp, rel, path):
+    """-t steps,launch with 256 KiB of --memory: the sorters spill runs to
+    --tmpdir and merge them, and the tables equal those of the default
+    run; a --tmpdir that cannot be made is then an error naming it."""
+    args = ("-t", "steps,launch", "-f", "json", "-n", "-1", "-q")
+    spill = os.path.join(tmp, "spill")
+    os.makedirs(spill, exist_ok=True)
+    whole = json.loads(run(os.path.join(tools, "trace-stats"), path, *args).stdout)
+    small = json.loads(run(os.path.join(tools, "trace-stats"), path, *args, "--memory", "256K",
+                           "--tmpdir", spill).stdout)
+    check("%s: -t steps,launch with --memory 256K equal the tables in memory" % rel, small == whole,
+          [k for k in whole if whole[k] != small.get(k)])
+    check("%s: the spilled runs are removed" % rel, os.listdir(spill) == [], os.listdir(spill))
+    bad = os.path.join(tmp, "no", "such", "dir")
+    p = subprocess.run([os.path.join(tools, "trace-stats"), path, *args, "--memory", "256K", "--tmpdir", bad],
+                       capture_output=True, text=True)
+    return p.returncode == 1 and bad in p.stderr and not p.stdout, p.returncode, p.stderr.strip()[-300:]
+
+
 COLS = ("wall_ns", "busy_ns", "compute_ns", "comm_ns", "mem_ns", "overlap_ns", "idle_ns", "host_wait_ns",
         "kernel_wait_ns", "other_idle_ns", "gpu_ops")
 
@@ -710,6 +729,9 @@ def real(tools, root, tmp):
         check("%s: -t steps: %d steps equal the table computed from the JSON (comm %d ns, overlap %d ns)"
               % (rel, len(want), sum(r["comm_ns"] for r in want), sum(r["overlap_ns"] for r in want)),
               len(want) == len(got) and not bad, bad[:1] or (len(want), len(got)))
+        ok, rc, err = spilled(tools, tmp, rel, path)
+        if want_l["gpu_ops"] > 2000:  # enough to spill at 256K: the join holds 64K at a time
+            check("%s: --tmpdir that cannot be made: exit 1 naming it, no table" % rel, ok, (rc, err))
 
 
 def main():

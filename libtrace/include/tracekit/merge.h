@@ -70,6 +70,9 @@ TK_API int tk_merge_set_offset(tk_merge *m, int64_t rank, int64_t offset_ns);
  * trace does not say (not a trace-merge output, or the metadata comes after
  * the events and was not read yet). */
 TK_API int tk_merge_pid_span(const tk_reader *r, int64_t *span);
+/* The number of inputs a merged trace was made of (its ranks, skipped ones
+ * included), from the same metadata: 0 with *n set, or TK_EOF. */
+TK_API int tk_merge_rank_count(const tk_reader *r, size_t *n);
 
 /* Read one input ("-" = standard input) completely. rank < 0: from its
  * distributedInfo.rank, else its position among the inputs. */

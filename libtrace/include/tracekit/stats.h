@@ -43,7 +43,9 @@ typedef struct tk_stats_opts {
 	 * live until the last tk_stats_add(). NULL = by start. */
 	const tk_steps *steps;
 	/* Build the steps table (tk_stats_step_get, tk_stats_format_steps):
-	 * keeps the launches and 48 bytes per GPU op until tk_stats_finish. */
+	 * the launches and GPU ops go through sorters of bounded memory
+	 * (memory_bytes) until tk_stats_finish, which joins them and walks the
+	 * GPU time line once. */
 	int step_table;
 	/* Build the launch table (tk_stats_launch_get, tk_stats_format_launch),
 	 * with the same cost. */
@@ -68,6 +70,11 @@ typedef struct tk_stats_opts {
 	 * from the ops (max_pending more events), so the other tables are the
 	 * same with it or without; memory grows with the distinct paths. */
 	int flame;
+	/* Memory for the steps and launch tables' sorting; beyond it sorted
+	 * runs are spilled to files under tmpdir (NULL = $TMPDIR or /tmp;
+	 * copied) and merged at tk_stats_finish. 0 = 128 MiB. */
+	size_t memory_bytes;
+	const char *tmpdir;
 } tk_stats_opts;
 
 typedef struct tk_stats tk_stats;
