@@ -13,6 +13,8 @@ run through rss_run (best of --repeat runs, median beside it):
   cat TRACE.json                              baseline: reading the bytes
   trace-stats TRACE.json -t ops,kernels,memcpy,api     the streaming tables
   trace-stats TRACE.json -t steps,launch      the GPU time line (docs/steps.md)
+  trace-stats TRACE.json -t steps,launch --memory 8M
+                                              the same, its sorting spilled to files
   trace-stats TRACE.json -t memory            [memory] events: one pass, and a second for
                                               the op at each peak
   trace-stats TRACE.json -t collectives       NCCL kernels
@@ -36,10 +38,11 @@ bench_convert_setup tktables
 bench_table_head
 OUT=/dev/null
 measure cat "$IN"; bench_row "cat (baseline)"
-for t in ops,kernels,memcpy,api steps,launch memory collectives ops,kernels,memcpy,api,steps,launch,collectives \
-	ops,kernels,memcpy,api,steps,launch,memory,collectives; do
+for t in ops,kernels,memcpy,api steps,launch "steps,launch --memory 8M" memory collectives \
+	ops,kernels,memcpy,api,steps,launch,collectives ops,kernels,memcpy,api,steps,launch,memory,collectives; do
 	OUT=$WORK/t.txt
-	measure "$STATS" -q "$IN" -t "$t" -o "$OUT"
+	# shellcheck disable=SC2086 # "TABLES --memory 8M" splits into its words
+	measure "$STATS" -q "$IN" -t $t --tmpdir "$WORK" -o "$OUT"
 	((RC == 0)) || { echo "$BENCH: trace-stats -t $t failed: $(cat "$LOG")" >&2; exit 1; }
 	bench_row "trace-stats -t $t"
 done

@@ -88,6 +88,19 @@ static void test_anchors_and_ranks(void **state)
 	tk_sv base = tk_reader_meta_find(r, "baseTimeNanoseconds");
 	assert_non_null(base.ptr);
 	int64_t b = strtoll(base.ptr, NULL, 10);
+	/* the metadata says the pid scheme and how many inputs made it */
+	int64_t span = 0;
+	size_t ranks = 0;
+	assert_int_equal(tk_merge_pid_span(r, &span), 0);
+	assert_int_equal(span, 1000000);
+	assert_int_equal(tk_merge_rank_count(r, &ranks), 0);
+	assert_int_equal(ranks, 2);
+	tk_reader_free(r);
+	r = NULL;
+	assert_int_equal(tk_reader_open_path(&r, p0, NULL), 0);
+	while (tk_reader_next(r, &ev) == TK_OK)
+		;
+	assert_int_equal(tk_merge_rank_count(r, &ranks), TK_EOF); /* not a merge output */
 	tk_reader_free(r);
 	assert_int_equal(n[0], 3);
 	assert_int_equal(n[1], 3);
