@@ -639,7 +639,7 @@ static void test_radix_sort(void **st)
 #define NOPS 6000
 typedef struct tl_ev {
 	tk_event ev;
-	char args[64], name[32];
+	char args[128], name[32];
 } tl_ev;
 
 static uint64_t tl_rand(uint64_t *x)
@@ -810,6 +810,95 @@ static void test_timeline_bounded(void **st)
 	free(v);
 }
 
+/* The memory table's sorting spilled: 5000 [memory] events of two devices
+ * in shuffled time order (cuda:0 with torch's Total Allocated, cuda:1
+ * without: the running sum of Bytes in time order), against the figures
+ * worked out here and the same table in memory. */
+#define NMEM 5000
+static void test_memory_bounded(void **st)
+{
+	(void)st;
+	static tl_ev v[NMEM];
+	int64_t ts[NMEM], bytes[NMEM];
+	uint64_t x = 0x2545f4914f6cdd1dull;
+	for (int i = 0; i < NMEM; i++) {
+		ts[i] = (int64_t)(i / 2) * 1000 + 7; /* two events at each time, one per device */
+		bytes[i] = (int64_t)(tl_rand(&x) % 200000) - 90000;
+	}
+	/* cuda:0 (even i): Total Allocated = 1e9 + the running sum; cuda:1 (odd): none */
+	int64_t run[2] = {0, 0}, peak[2] = {INT64_MIN, INT64_MIN}, peak_ts[2] = {0, 0};
+	for (int i = 0; i < NMEM; i++) {
+		int d = i & 1;
+		run[d] += bytes[i];
+		int64_t a = d ? run[d] : 1000000000 + run[d];
+		if (a > peak[d]) {
+			peak[d] = a;
+			peak_ts[d] = ts[i];
+		}
+		tl_ev *e = &v[i];
+		if (d)
+			snprintf(e->args, sizeof e->args, "{\"Bytes\":%lld,\"Device Type\":1,\"Device Id\":1}",
+			         (long long)bytes[i]);
+		else
+			snprintf(e->args, sizeof e->args, "{\"Bytes\":%lld,\"Total Allocated\":%lld,\"Device Type\":1,\"Device Id\":0}",
+			         (long long)bytes[i], (long long)a);
+		e->ev = tl_x(ts[i], 0, "[memory]", "cpu_instant_event", 1, 1);
+		e->ev.ph = 'i';
+		e->ev.has &= ~TK_HAS_DUR;
+	}
+	for (size_t i = NMEM; i > 1; i--) { /* shuffled; the copies' pointers mended below */
+		size_t j = tl_rand(&x) % i;
+		tl_ev t = v[i - 1];
+		v[i - 1] = v[j];
+		v[j] = t;
+	}
+	tk_stats *s[2];
+	char dir[] = "/tmp/tk_mem_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	for (int k = 0; k < 2; k++) {
+		tk_stats_opts o = {0};
+		o.memory_table = o.memory_series = 1;
+		o.memory_bytes = k ? 16 << 10 : 0;
+		o.tmpdir = dir;
+		assert_int_equal(tk_stats_new(&s[k], &o), 0);
+		for (int i = 0; i < NMEM; i++) {
+			v[i].ev.args = (tk_sv){v[i].args, strlen(v[i].args)};
+			assert_int_equal(tk_stats_add(s[k], &v[i].ev), 0);
+		}
+		assert_int_equal(tk_stats_finish(s[k]), 0);
+		assert_int_equal(tk_stats_memory_count(s[k]), 2);
+		for (int d = 0; d < 2; d++) { /* rows in order of first appearance */
+			const tk_stats_memory *r = tk_stats_memory_get(s[k], 0);
+			if (strcmp(r->device, d ? "cuda:1" : "cuda:0") != 0)
+				r = tk_stats_memory_get(s[k], 1);
+			assert_string_equal(r->device, d ? "cuda:1" : "cuda:0");
+			assert_int_equal(r->events, NMEM / 2);
+			assert_int_equal(r->from_totals, !d);
+			assert_int_equal(r->peak_alloc, peak[d]);
+			assert_int_equal(r->peak_ts, peak_ts[d]);
+			assert_int_equal(r->final_alloc, d ? run[1] : 1000000000 + run[0]);
+		}
+		assert_int_equal(tk_stats_memory_points(s[k]), NMEM);
+	}
+	/* the time line: device by device, in time order, the same either way */
+	for (size_t i = 0; i < NMEM; i++) {
+		tk_stats_mem_point p, q;
+		assert_int_equal(tk_stats_memory_point(s[0], i, &p), 0);
+		assert_int_equal(tk_stats_memory_point(s[1], i, &q), 0);
+		assert_string_equal(p.device, q.device);
+		assert_int_equal(p.ts, q.ts);
+		assert_int_equal(p.bytes, q.bytes);
+		assert_int_equal(p.allocated, q.allocated);
+		/* the first device's events, then the other's: one per time each */
+		assert_int_equal(p.ts, ts[2 * (i % (NMEM / 2))]);
+	}
+	tk_stats_free(s[0]);
+	tk_stats_free(s[1]);
+	char cmd[64];
+	snprintf(cmd, sizeof cmd, "rmdir %s", dir); /* the runs are gone */
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -827,6 +916,7 @@ int main(void)
 		cmocka_unit_test(test_memory_peak_op),
 		cmocka_unit_test(test_radix_sort),
 		cmocka_unit_test(test_timeline_bounded),
+		cmocka_unit_test(test_memory_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,8 @@
 #include "tracekit/merge.h"
 
 #define TK__DEFAULT_PENDING (1u << 19)
+/* The sorters' memory (opts.memory_bytes) when the caller gives none. */
+#define TK__STATS_MEMORY ((size_t)128 << 20)
 
 /* ---- classification ---- */
 
@@ -99,7 +101,13 @@ int tk_stats_new(tk_stats **out, const tk_stats_opts *opts)
 	}
 	s->info.ts_min = INT64_MAX;
 	s->info.ts_max = INT64_MIN;
-	int rc = s->opts.step_table || s->opts.launch_table ? tk__stats_steps_init(s) : 0;
+	/* the sorters' memory: the GPU time line's 8 ninths and the memory
+	 * table's one when both are built */
+	size_t total = s->opts.memory_bytes ? s->opts.memory_bytes : TK__STATS_MEMORY;
+	int tl = s->opts.step_table || s->opts.launch_table, mem = s->opts.memory_table;
+	int rc = tl ? tk__stats_steps_init(s, mem ? total / 9 * 8 : total) : 0;
+	if (!rc && mem)
+		rc = tk__stats_memory_init(s, tl ? total / 9 : total);
 	s->opts.tmpdir = NULL; /* the sorters have their copies */
 	if (rc) {
 		tk_stats_free(s);
@@ -742,8 +750,9 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 	if (!s || !ev || s->finished)
 		return TK_ERR_ARG;
 	/* profile_memory's [memory] events are instants */
-	if (s->opts.memory_table && ev->name.ptr && tk__stats_memory_add(s, ev))
-		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
+	int rc;
+	if (s->opts.memory_table && ev->name.ptr && (rc = tk__stats_memory_add(s, ev)) != 0)
+		return rc;
 	if (ev->ph != 'X' || !(ev->has & TK_HAS_TS) || !ev->name.ptr)
 		return 0;
 	if (s->opts.memory_table && tk__stats_memory_cpu(s, ev))
@@ -753,7 +762,6 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 	int cls = classify(s, ev);
 	/* the steps table sees every step and launch, and the GPU ops of the
 	 * categories counted, in the window or not */
-	int rc;
 	if ((s->opts.step_table || s->opts.launch_table) && (rc = tk__stats_steps_add(s, ev, cls)) != 0)
 		return rc;
 	/* the call paths take the Python frames of with_stack traces too */
@@ -825,9 +833,9 @@ int tk_stats_finish(tk_stats *s)
 	int rc = flush_all(s);
 	if (rc)
 		return rc;
-	if ((rc = tk__stats_finish_steps(s)) != 0)
+	if ((rc = tk__stats_finish_steps(s)) != 0 || (rc = tk__stats_finish_memory(s)) != 0)
 		return rc;
-	if (tk__stats_finish_memory(s) || tk__stats_finish_coll(s) || tk__stats_finish_flame(s))
+	if (tk__stats_finish_coll(s) || tk__stats_finish_flame(s))
 		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 	s->finished = 1;
 	/* rows in torch's order: by the first event's (start, -end); the

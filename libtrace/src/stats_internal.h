@@ -153,9 +153,11 @@ struct tk_stats {
 	size_t n_streams, cap_streams;
 	tk_stats_launch *launch_rows; /* "all", then a row per stream */
 	size_t n_launch_rows;
-	/* the memory table (stats_memory.c) */
+	/* the memory table (stats_memory.c): the [memory] events in a sorter
+	 * until tk_stats_finish; with memory_series, their time line after */
+	struct tk_sorter *mem_sort;
 	struct tk__memev *mev;
-	size_t n_mev, cap_mev;
+	size_t n_mev;
 	tk_stats_memory *mem_rows;
 	size_t n_mem_rows, cap_mem_rows;
 	uint64_t *peak_thread; /* per device: the peak event's (pid, tid) hash */
@@ -212,9 +214,9 @@ void tk__stats_free_flame(tk_stats *s);
 /* Python's repr of the Input Dims list: "[[8, 1024], [], [1024, 1024]]". */
 int tk__shapes_repr(tk_sv dims_json, tk__buf *out);
 int tk__stats_finish_sums(tk_stats *s);
-/* The steps object and the sorters of the steps and launch tables, once;
- * 0 or an error, its message in s->err. */
-int tk__stats_steps_init(tk_stats *s);
+/* The steps object and the sorters of the steps and launch tables, with
+ * bytes of memory among them: 0 or an error, its message in s->err. */
+int tk__stats_steps_init(tk_stats *s, size_t bytes);
 /* Every X event, of its class, when opts.step_table or launch_table: 0 or
  * an error (TK_ERR_NOMEM, or a sorter's: a run it could not spill), its
  * message in s->err. */
@@ -222,12 +224,17 @@ int tk__stats_steps_add(tk_stats *s, const tk_event *ev, int cls);
 /* 0 or an error, its message in s->err. */
 int tk__stats_finish_steps(tk_stats *s);
 void tk__stats_free_steps(tk_stats *s);
-/* A [memory] event, when opts.memory_table: 0 or TK_ERR_NOMEM. */
+/* The memory table's sorter, with bytes of memory: 0 or an error, its
+ * message in s->err. */
+int tk__stats_memory_init(tk_stats *s, size_t bytes);
+/* A [memory] event, when opts.memory_table: 0 or an error (TK_ERR_NOMEM,
+ * a sorter's), its message in s->err. */
 int tk__stats_memory_add(tk_stats *s, const tk_event *ev);
 /* An 'X' event with a time and a name, when opts.memory_table, in the
  * window or not: a CPU op is kept while it may run at a peak to come. */
 int tk__stats_memory_cpu(tk_stats *s, const tk_event *ev);
 void tk__stats_free_memory(tk_stats *s);
+/* 0 or an error, its message in s->err. */
 int tk__stats_finish_memory(tk_stats *s);
 /* An NCCL kernel, when opts.collective_table: 0 or TK_ERR_NOMEM. */
 int tk__stats_coll_add(tk_stats *s, const tk_event *ev);

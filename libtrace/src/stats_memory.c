@@ -3,8 +3,11 @@
 
 #include "procs.h"
 #include "stats_grid.h"
+#include "tracekit/sort.h"
 
-/* One [memory] event: 48 bytes. */
+/* One [memory] event: 48 bytes, in the sorter by time until
+ * tk_stats_finish (as the bytes of an event's name), and in the time line
+ * kept for memory_series after it. */
 typedef struct tk__memev {
 	int64_t ts, bytes, alloc, reserved; /* alloc, reserved: INT64_MIN when absent */
 	uint64_t thread;                    /* hash of (pid, tid) */
@@ -49,6 +52,25 @@ typedef struct tk__mlive {
 	int64_t run, last_ts;
 	int seen, unordered, totals; /* totals: every event had Total Allocated */
 } tk__mlive;
+
+static int nomem(tk_stats *s)
+{
+	return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
+}
+
+static int sorter_fail(tk_stats *s, int rc)
+{
+	const char *m = s->mem_sort ? tk_sorter_error(s->mem_sort) : "";
+	return tk__err_msg(&s->err, rc < 0 ? rc : TK_ERR_IO, "the memory table, sorting the [memory] events: %s",
+	                   *m ? m : tk_strerror(rc < 0 ? rc : TK_ERR_IO));
+}
+
+int tk__stats_memory_init(tk_stats *s, size_t bytes)
+{
+	tk_sorter_opts so = {bytes, s->opts.tmpdir};
+	int rc = tk_sorter_new(&s->mem_sort, &so);
+	return rc ? sorter_fail(s, rc) : 0;
+}
 
 /* The record of thread th (thread_key), or NULL when none of its ops was read. */
 static tk__mthread *mthread_of(const tk_stats *s, uint64_t th)
@@ -152,10 +174,21 @@ int tk__stats_memory_add(tk_stats *s, const tk_event *ev)
 	if (!(ev->has & TK_HAS_TS) || !tk_memory_event(ev, &mi))
 		return 0;
 	uint32_t dev;
-	if (dev_index(s, mi.device, &dev) || TK__GROW(s->mev, s->cap_mev, s->n_mev + 1))
-		return TK_ERR_NOMEM;
+	if (dev_index(s, mi.device, &dev) || s->n_mev >= UINT32_MAX)
+		return nomem(s);
 	uint64_t th = thread_key(ev);
-	s->mev[s->n_mev] = (tk__memev){ev->ts, mi.bytes, mi.allocated, mi.reserved, th, dev, (uint32_t)s->n_mev};
+	tk__memev m;
+	memset(&m, 0, sizeof m);
+	m = (tk__memev){ev->ts, mi.bytes, mi.allocated, mi.reserved, th, dev, (uint32_t)s->n_mev};
+	tk_event e;
+	memset(&e, 0, sizeof e);
+	e.ph = 'R';
+	e.has = TK_HAS_TS;
+	e.ts = ev->ts;
+	e.name = (tk_sv){(const char *)&m, sizeof m};
+	int rc = tk_sorter_add(s->mem_sort, &e, 0);
+	if (rc)
+		return sorter_fail(s, rc);
 	s->n_mev++;
 	tk__mlive *L = &s->mlive[dev];
 	if (!L->seen) {
@@ -187,7 +220,7 @@ int tk__stats_memory_add(tk_stats *s, const tk_event *ev)
 				continue;
 			tk_sv nm = tk__strtab_intern(&s->strs, o->name, o->len);
 			if (!nm.ptr)
-				return TK_ERR_NOMEM;
+				return nomem(s);
 			L->best[v] = o->dur;
 			L->op[v] = nm.ptr;
 		}
@@ -287,6 +320,8 @@ static void drop_open(tk_stats *s)
 
 void tk__stats_free_memory(tk_stats *s)
 {
+	tk_sorter_free(s->mem_sort);
+	s->mem_sort = NULL;
 	free(s->mev);
 	free(s->mem_rows);
 	free(s->peak_thread);
@@ -311,47 +346,70 @@ static int cmp_mev(const void *a, const void *b)
 int tk__stats_finish_memory(tk_stats *s)
 {
 	drop_open(s); /* the second read needs only each thread's order */
-	if (!s->n_mev)
+	if (!s->mem_sort)
 		return 0;
-	qsort(s->mev, s->n_mev, sizeof *s->mev, cmp_mev);
-	s->peak_thread = calloc(s->n_mem_rows, sizeof *s->peak_thread);
-	s->peak_done = calloc(s->n_mem_rows, 1);
-	if (!s->peak_thread || !s->peak_done)
-		return TK_ERR_NOMEM;
-	for (size_t i = 0, j; i < s->n_mev; i = j) {
-		uint32_t d = s->mev[i].dev;
+	int rc = s->n_mev ? tk_sorter_finish(s->mem_sort) : 0;
+	if (rc)
+		return sorter_fail(s, rc);
+	size_t nd = s->n_mem_rows ? s->n_mem_rows : 1;
+	int64_t *run = calloc(nd, sizeof *run);
+	s->peak_thread = calloc(nd, sizeof *s->peak_thread);
+	s->peak_done = calloc(nd, 1);
+	if (!run || !s->peak_thread || !s->peak_done ||
+	    (s->opts.memory_series && s->n_mev && !(s->mev = malloc(s->n_mev * sizeof *s->mev)))) {
+		free(run);
+		return nomem(s);
+	}
+	for (size_t d = 0; d < s->n_mem_rows; d++) {
 		tk_stats_memory *r = &s->mem_rows[d];
 		/* torch's own totals when every event has them, else the sum of
 		 * Bytes from 0 at the first event */
-		r->from_totals = 1;
-		for (j = i; j < s->n_mev && s->mev[j].dev == d; j++)
-			r->from_totals &= s->mev[j].alloc != INT64_MIN;
-		int64_t run = 0;
+		r->from_totals = s->mlive[d].totals;
 		r->peak_alloc = r->peak_reserved = INT64_MIN;
-		for (size_t k = i; k < j; k++) {
-			const tk__memev *m = &s->mev[k];
-			r->events++;
-			if (m->bytes > 0) {
-				r->allocs++;
-				r->bytes_alloc = tk__sat_add(r->bytes_alloc, m->bytes);
-			} else if (m->bytes < 0) {
-				r->frees++;
-				r->bytes_freed = tk__sat_add(r->bytes_freed, m->bytes == INT64_MIN ? INT64_MAX : -m->bytes);
-			}
-			run = tk__sat_add(run, m->bytes);
-			int64_t a = r->from_totals ? m->alloc : run;
-			if (a > r->peak_alloc) {
-				r->peak_alloc = a;
-				r->peak_ts = m->ts;
-				s->peak_thread[d] = m->thread;
-			}
-			if (m->reserved != INT64_MIN && m->reserved > r->peak_reserved) {
-				r->peak_reserved = m->reserved;
-				r->reserved_ts = m->ts;
-			}
-			r->final_alloc = a;
-			s->mev[k].alloc = a; /* the time line's value (memory_series) */
+	}
+	/* every device's events at once, in time order (those at the same
+	 * time in the order they came) */
+	const tk_event *ev;
+	size_t n = 0;
+	while (s->n_mev && (rc = tk_sorter_next(s->mem_sort, &ev, &(uint64_t){0})) == TK_OK) {
+		tk__memev m;
+		memset(&m, 0, sizeof m);
+		memcpy(&m, ev->name.ptr, ev->name.len < sizeof m ? ev->name.len : sizeof m);
+		if (m.dev >= s->n_mem_rows)
+			continue;
+		tk_stats_memory *r = &s->mem_rows[m.dev];
+		r->events++;
+		if (m.bytes > 0) {
+			r->allocs++;
+			r->bytes_alloc = tk__sat_add(r->bytes_alloc, m.bytes);
+		} else if (m.bytes < 0) {
+			r->frees++;
+			r->bytes_freed = tk__sat_add(r->bytes_freed, m.bytes == INT64_MIN ? INT64_MAX : -m.bytes);
 		}
+		run[m.dev] = tk__sat_add(run[m.dev], m.bytes);
+		int64_t a = r->from_totals ? m.alloc : run[m.dev];
+		if (a > r->peak_alloc) {
+			r->peak_alloc = a;
+			r->peak_ts = m.ts;
+			s->peak_thread[m.dev] = m.thread;
+		}
+		if (m.reserved != INT64_MIN && m.reserved > r->peak_reserved) {
+			r->peak_reserved = m.reserved;
+			r->reserved_ts = m.ts;
+		}
+		r->final_alloc = a;
+		if (s->mev && n < s->n_mev) {
+			m.alloc = a; /* the time line's value (memory_series) */
+			s->mev[n++] = m;
+		}
+	}
+	free(run);
+	if (s->n_mev && rc != TK_EOF)
+		return sorter_fail(s, rc);
+	tk_sorter_free(s->mem_sort);
+	s->mem_sort = NULL;
+	for (size_t d = 0; d < s->n_mem_rows; d++) {
+		tk_stats_memory *r = &s->mem_rows[d];
 		if (r->peak_reserved == INT64_MIN)
 			r->peak_reserved = -1;
 		/* the op at the peak when it was found while reading: the same
@@ -367,12 +425,11 @@ int tk__stats_finish_memory(tk_stats *s)
 			s->peak_left++;
 		}
 	}
-	/* the time line stays for tk_stats_memory_point() when asked */
-	if (!s->opts.memory_series) {
-		free(s->mev);
-		s->mev = NULL;
-		s->n_mev = s->cap_mev = 0;
-	}
+	/* the time line, kept for tk_stats_memory_point() when asked, device
+	 * by device */
+	if (s->mev)
+		qsort(s->mev, n, sizeof *s->mev, cmp_mev);
+	s->n_mev = n;
 	return 0;
 }
 

@@ -12,9 +12,6 @@ enum { IV_COMPUTE = 0, IV_COMM = 1, IV_MEM = 2 };
  * GPU going from one op to the next: kernel wait. */
 #define KERNEL_WAIT_NS 10000
 
-/* Memory for the sorting when the caller gives none. */
-#define TLINE_MEMORY ((size_t)128 << 20)
-
 /* The sorters' records travel as the bytes of an event's name, their sort
  * key as its ts. */
 
@@ -68,14 +65,11 @@ static int sorter_fail(tk_stats *s, int which, int rc)
 	return tk__err_msg(&s->err, rc, "the GPU time line, %s: %s", sorter_what[which], *m ? m : tk_strerror(rc));
 }
 
-int tk__stats_steps_init(tk_stats *s)
+int tk__stats_steps_init(tk_stats *s, size_t total)
 {
-	if (s->st_steps)
-		return 0;
 	if (tk_steps_new(&s->st_steps) || !(s->tl = calloc(1, sizeof *s->tl)))
 		return nomem(s);
 	tk__steps_keys_only(s->st_steps);
-	size_t total = s->opts.memory_bytes ? s->opts.memory_bytes : TLINE_MEMORY;
 	for (int i = 0; i < N_SORTERS; i++) {
 		tk_sorter_opts so = {total / 8 * share[i], s->opts.tmpdir};
 		int rc = tk_sorter_new(&s->tl->so[i], &so);

@@ -51,8 +51,8 @@ typedef struct tk_stats_opts {
 	 * with the same cost. */
 	int launch_table;
 	/* Build the memory table (tk_stats_memory_get, tk_stats_format_memory)
-	 * from profile_memory's [memory] events: 48 bytes per event until
-	 * tk_stats_finish. */
+	 * from profile_memory's [memory] events: they go through a sorter of
+	 * bounded memory (memory_bytes) until tk_stats_finish. */
 	int memory_table;
 	/* Build the collectives table (tk_stats_collective_get,
 	 * tk_stats_format_collectives): 40 bytes per NCCL kernel. */
@@ -70,9 +70,10 @@ typedef struct tk_stats_opts {
 	 * from the ops (max_pending more events), so the other tables are the
 	 * same with it or without; memory grows with the distinct paths. */
 	int flame;
-	/* Memory for the steps and launch tables' sorting; beyond it sorted
-	 * runs are spilled to files under tmpdir (NULL = $TMPDIR or /tmp;
-	 * copied) and merged at tk_stats_finish. 0 = 128 MiB. */
+	/* Memory for the sorting of the steps and launch tables (8/9 of it
+	 * when the memory table is built too) and of the memory table (1/9, or
+	 * all); beyond it sorted runs are spilled to files under tmpdir (NULL
+	 * = $TMPDIR or /tmp; copied) and merged at tk_stats_finish. 0 = 128 MiB. */
 	size_t memory_bytes;
 	const char *tmpdir;
 } tk_stats_opts;
