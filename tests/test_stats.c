@@ -899,6 +899,49 @@ static void test_memory_bounded(void **st)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* Times at the ends of the clock: a launch and its kernel at INT64_MAX
+ * (the queue's last launch is at the last start's time), another pair at
+ * INT64_MIN, a step around neither. */
+static void test_timeline_extremes(void **st)
+{
+	(void)st;
+	tk_stats_opts o = {0};
+	o.step_table = o.launch_table = 1;
+	tk_stats *s = NULL;
+	assert_int_equal(tk_stats_new(&s, &o), 0);
+	const char *a1 = "{\"correlation\":1}", *a2 = "{\"correlation\":2}";
+	tk_event ev[5] = {
+		tl_x(INT64_MAX, 0, "cudaLaunchKernel", "cuda_runtime", 1, 1),
+		tl_x(INT64_MAX, 0, "k_end", "kernel", 1, 7),
+		tl_x(INT64_MIN, 0, "cudaLaunchKernel", "cuda_runtime", 1, 1),
+		tl_x(INT64_MIN, 5, "k_start", "kernel", 1, 7),
+		tl_x(1000, 100, "ProfilerStep#1", "user_annotation", 1, 1),
+	};
+	ev[0].args = ev[1].args = (tk_sv){a1, strlen(a1)};
+	ev[2].args = ev[3].args = (tk_sv){a2, strlen(a2)};
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(tk_stats_add(s, &ev[i]), 0);
+	assert_int_equal(tk_stats_finish(s), 0);
+	const tk_stats_launch *all = tk_stats_launch_get(s, 0);
+	assert_non_null(all);
+	assert_int_equal(all->ops, 2);
+	assert_int_equal(all->launched, 2);
+	assert_int_equal(all->delay_min, 0);
+	assert_int_equal(all->delay_max, 0);
+	/* each start comes before the launch at its time: the queue never holds one */
+	assert_int_equal(all->max_queue, 0);
+	const tk_stats_step *r = tk_stats_step_get(s, 0);
+	assert_non_null(r);
+	assert_int_equal(r->wall, 100);
+	assert_int_equal(r->busy, 0);
+	assert_int_equal(r->idle, 100);
+	/* nothing queued in the step: k_end's launch is at INT64_MAX */
+	assert_int_equal(r->host_wait, 100);
+	assert_int_equal(r->kernel_wait + r->other_idle, 0);
+	assert_int_equal(r->launched, 0);
+	tk_stats_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -917,6 +960,7 @@ int main(void)
 		cmocka_unit_test(test_radix_sort),
 		cmocka_unit_test(test_timeline_bounded),
 		cmocka_unit_test(test_memory_bounded),
+		cmocka_unit_test(test_timeline_extremes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -451,10 +451,11 @@ static size_t step_of(const tk_stats *s, int64_t t)
 	return lo ? lo - 1 : SIZE_MAX;
 }
 
-/* Launches that start before t into the queues. */
-static int launches_before(walk *w, int64_t t)
+/* Launches that start before t (every one left, with all) into the
+ * queues. */
+static int launches_before(walk *w, int64_t t, int all)
 {
-	while (w->lhave && w->lnext < t) {
+	while (w->lhave && (all || w->lnext < t)) {
 		queue_at(&w->lr[0].q, w->lnext, 1);
 		queue_at(&w->lr[1 + w->lstream].q, w->lnext, 1);
 		int rc = next(w->s, S_LAUNCH, &w->lnext, NULL, 0, &w->lstream);
@@ -516,12 +517,12 @@ static int walk_ops(walk *w)
 		if (!lt || o.stream >= s->n_streams)
 			continue;
 		if (o.has && o.lts <= ts)
-			rc = launches_before(w, ts);
+			rc = launches_before(w, ts, 0);
 		launch_add(w, 0, ts, &o);
 		launch_add(w, 1 + o.stream, ts, &o);
 	}
-	while (!rc && w->lhave) /* launches at the last start's time */
-		rc = launches_before(w, w->lnext + (w->lnext < INT64_MAX));
+	if (!rc)
+		rc = launches_before(w, 0, 1); /* launches at the last start's time */
 	for (int k = 0; !rc && k < N_UNIONS; k++)
 		if (w->u[k].open)
 			close_run(w, k, &w->u[k]);
