@@ -177,16 +177,8 @@ int tk__stats_memory_add(tk_stats *s, const tk_event *ev)
 	if (dev_index(s, mi.device, &dev) || s->n_mev >= UINT32_MAX)
 		return nomem(s);
 	uint64_t th = thread_key(ev);
-	tk__memev m;
-	memset(&m, 0, sizeof m);
-	m = (tk__memev){ev->ts, mi.bytes, mi.allocated, mi.reserved, th, dev, (uint32_t)s->n_mev};
-	tk_event e;
-	memset(&e, 0, sizeof e);
-	e.ph = 'R';
-	e.has = TK_HAS_TS;
-	e.ts = ev->ts;
-	e.name = (tk_sv){(const char *)&m, sizeof m};
-	int rc = tk_sorter_add(s->mem_sort, &e, 0);
+	tk__memev m = {ev->ts, mi.bytes, mi.allocated, mi.reserved, th, dev, (uint32_t)s->n_mev};
+	int rc = tk__sorter_add_rec(s->mem_sort, ev->ts, &m, sizeof m, 0);
 	if (rc)
 		return sorter_fail(s, rc);
 	s->n_mev++;
@@ -369,12 +361,10 @@ int tk__stats_finish_memory(tk_stats *s)
 	}
 	/* every device's events at once, in time order (those at the same
 	 * time in the order they came) */
-	const tk_event *ev;
 	size_t n = 0;
-	while (s->n_mev && (rc = tk_sorter_next(s->mem_sort, &ev, &(uint64_t){0})) == TK_OK) {
-		tk__memev m;
-		memset(&m, 0, sizeof m);
-		memcpy(&m, ev->name.ptr, ev->name.len < sizeof m ? ev->name.len : sizeof m);
+	int64_t key;
+	tk__memev m;
+	while (s->n_mev && (rc = tk__sorter_next_rec(s->mem_sort, &key, &m, sizeof m, NULL)) == 1) {
 		if (m.dev >= s->n_mem_rows)
 			continue;
 		tk_stats_memory *r = &s->mem_rows[m.dev];
@@ -404,7 +394,7 @@ int tk__stats_finish_memory(tk_stats *s)
 		}
 	}
 	free(run);
-	if (s->n_mev && rc != TK_EOF)
+	if (rc < 0)
 		return sorter_fail(s, rc);
 	tk_sorter_free(s->mem_sort);
 	s->mem_sort = NULL;

@@ -90,35 +90,16 @@ void tk__stats_free_steps(tk_stats *s)
 
 static int put(tk_stats *s, int which, int64_t key, const void *rec, size_t n, uint64_t tag)
 {
-	tk_event e;
-	memset(&e, 0, sizeof e);
-	e.ph = 'R';
-	e.has = TK_HAS_TS;
-	e.ts = key;
-	e.name = (tk_sv){rec, n};
-	int rc = tk_sorter_add(s->tl->so[which], &e, tag);
+	int rc = tk__sorter_add_rec(s->tl->so[which], key, rec, n, tag);
 	return rc ? sorter_fail(s, which, rc) : 0;
 }
 
-/* The next record of a sorter into rec (n bytes): 1 with its key and
- * tag, 0 at the end, or an error. */
+/* The next record of a sorter (tk__sorter_next_rec): 1, 0 at the end, or
+ * an error with its message. */
 static int next(tk_stats *s, int which, int64_t *key, void *rec, size_t n, uint64_t *tag)
 {
-	const tk_event *ev;
-	uint64_t t;
-	int rc = tk_sorter_next(s->tl->so[which], &ev, &t);
-	if (rc == TK_EOF)
-		return 0;
-	if (rc)
-		return sorter_fail(s, which, rc < 0 ? rc : TK_ERR_IO);
-	if (n) {
-		memset(rec, 0, n);
-		memcpy(rec, ev->name.ptr, ev->name.len < n ? ev->name.len : n);
-	}
-	*key = ev->ts;
-	if (tag)
-		*tag = t;
-	return 1;
+	int rc = tk__sorter_next_rec(s->tl->so[which], key, rec, n, tag);
+	return rc < 0 ? sorter_fail(s, which, rc) : rc;
 }
 
 static int finish_sorter(tk_stats *s, int which)
