@@ -14,7 +14,6 @@ typedef struct launch {
 	int32_t group;  /* the rank of a merged trace, else 0 */
 	uint32_t flags; /* HAVE_LAUNCH, HAVE_GPU */
 	int64_t ts;     /* the launch's start */
-	int64_t end;    /* and end */
 	int64_t gpu;    /* the latest start of its GPU work */
 } launch;
 enum { HAVE_LAUNCH = 1, HAVE_GPU = 2 };
@@ -35,7 +34,7 @@ int tk_steps_new(tk_steps **out)
 	*out = calloc(1, sizeof **out);
 	if (!*out)
 		return TK_ERR_NOMEM;
-	/* 7/8: 48-96 bytes a correlation id */
+	/* 7/8: 40-80 bytes a correlation id */
 	tk__map_init(&(*out)->launches, sizeof(launch), 7);
 	return 0;
 }
@@ -177,7 +176,7 @@ void tk__steps_keys_only(tk_steps *s)
 
 static int note_launch(tk_steps *s, const tk_event *ev, int kind, int64_t corr, int32_t group)
 {
-	launch key = {0, corr, group, 0, 0, 0, 0};
+	launch key = {0, corr, group, 0, 0, 0};
 	int added;
 	launch *l = tk__map_put(&s->launches, launch_hash(corr, group), launch_eq, &key, &added);
 	if (!l)
@@ -189,7 +188,6 @@ static int note_launch(tk_steps *s, const tk_event *ev, int kind, int64_t corr, 
 	if (kind == LAUNCH && (!(l->flags & HAVE_LAUNCH) || ev->ts < l->ts)) {
 		l->flags |= HAVE_LAUNCH;
 		l->ts = ev->ts; /* the earliest call of an id launched it */
-		l->end = tk__ev_end(ev->ts, (ev->has & TK_HAS_DUR) ? ev->dur : 0);
 	} else if (kind == GPU && (!(l->flags & HAVE_GPU) || ev->ts > l->gpu)) {
 		l->flags |= HAVE_GPU;
 		l->gpu = ev->ts;
@@ -250,7 +248,7 @@ int64_t tk_steps_time(const tk_steps *s, const tk_event *ev, int *by_launch)
 	int32_t group;
 	if (!s || kind_of(s, ev, -1, &corr, &group) != GPU)
 		return ev->ts;
-	launch key = {0, corr, group, 0, 0, 0, 0};
+	launch key = {0, corr, group, 0, 0, 0};
 	const launch *l = tk__map_find(&s->launches, launch_hash(corr, group), launch_eq, &key);
 	if (!l || !(l->flags & HAVE_LAUNCH))
 		return ev->ts;

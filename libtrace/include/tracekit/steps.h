@@ -20,7 +20,7 @@ typedef struct tk_step {
  * the steps, and for every correlation id the start of its CPU launch (a
  * runtime or driver call: cuda_runtime, cuda_driver, ...) and the latest
  * start of the GPU work (kernel, memcpy, memset; an ac2g flow's GPU end)
- * that carries it. About 48-96 bytes per correlation id. */
+ * that carries it. About 40-80 bytes per correlation id. */
 typedef struct tk_steps tk_steps;
 
 TK_API int tk_steps_new(tk_steps **out);
