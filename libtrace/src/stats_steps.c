@@ -180,7 +180,7 @@ int tk__stats_steps_add(tk_stats *s, const tk_event *ev, int cls)
 	}
 	if (kind == TK__STEPS_GPU)
 		return put(s, S_JOIN, join_key(corr, 1), &r, sizeof r, 0);
-	trec o = {0};
+	trec o;
 	memset(&o, 0, sizeof o);
 	o.end = r.end;
 	o.seq = r.seq;
