@@ -5,7 +5,9 @@
  * stats objects, with the options trace-stats offers drawn from the
  * input's hash (group by input shape, FLOP mode, a category list):
  *
- *   S1  straight from the reader (the stats see the reader's own strings);
+ *   S1  straight from the reader (the stats see the reader's own strings),
+ *       with the args members read ahead as the reader's notes
+ *       (tk_stats_note, tk_stats_add_noted);
  *   S2  from the same events written as .tkb into a memory file and read
  *       back (other string pointers, other interning);
  *   S3  from copies of the events with a pending budget of 1 to 4 CPU ops,
@@ -594,17 +596,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	so.collective_table = 1;
 	so.flame = (b >> 4) & 1;
 	tk_reader_opts ro = {.max_value_bytes = 1 << 20, .max_depth = 64};
+	/* S1 takes the args members read ahead (tk_stats_note); S2 and S3 read them */
+	tk_reader_opts ro1 = ro;
+	ro1.note_fn = tk_stats_note;
+	ro1.note_ctx = &so;
+	ro1.note_size = tk_stats_note_size();
 	tk_reader *r = NULL;
 	tk_stats *s1 = NULL, *s2 = NULL, *s3 = NULL;
 	tk_writer *w = NULL;
 	fz_events evs = {0};
 	int fd = memfd_create(WHO, 0), ok = fd >= 0;
 	tk_writer_opts wo = {TK_FORMAT_TKB, 0, 0, 0};
-	ok = ok && tk_reader_open_memory(&r, data, size, "(fuzz)", &ro) == TK_OK;
+	ok = ok && tk_reader_open_memory(&r, data, size, "(fuzz)", &ro1) == TK_OK;
 	ok = ok && (s1 = new_stats(&so)) && tk_writer_open_fd(&w, fd, "(memfd)", &wo) == TK_OK;
 	const tk_event *ev;
 	while (ok && evs.n < MAX_EVENTS && tk_reader_next(r, &ev) == TK_OK) {
-		ok = tk_stats_add(s1, ev) == TK_OK && fz_events_push(&evs, ev) == 0 && tk_writer_write(w, ev) == TK_OK;
+		ok = tk_stats_add_noted(s1, ev, tk_reader_event_note(r)) == TK_OK && fz_events_push(&evs, ev) == 0 &&
+		     tk_writer_write(w, ev) == TK_OK;
 	}
 	ok = ok && tk_writer_close(w) == TK_OK;
 	/* S2: the .tkb read back */

@@ -1,6 +1,7 @@
 /* test_par.c: one JSON trace parsed on several threads (par.c): the same events, metadata, warnings, errors and counts as on one thread, wherever the blocks are cut. */
 #include <archive.h>
 #include <archive_entry.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -444,6 +445,99 @@ static void test_archive_moved_on(void **state)
 	tu_cleanup();
 }
 
+/* ---- notes (tk_reader_opts.note_fn) ---- */
+
+typedef struct note {
+	uint64_t digest; /* of the event's time, name and args */
+	int off_main;    /* written on another thread than the caller's */
+} note;
+
+static pthread_t note_main;
+
+static uint64_t ev_digest(const tk_event *ev)
+{
+	uint64_t h = (uint64_t)ev->ts * 0x9e3779b97f4a7c15ull;
+	for (size_t i = 0; i < ev->name.len; i++)
+		h = (h ^ (unsigned char)ev->name.ptr[i]) * 0x100000001b3ull;
+	for (size_t i = 0; ev->args.ptr && i < ev->args.len; i++)
+		h = (h ^ (unsigned char)ev->args.ptr[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static void note_fn(const void *ctx, const tk_event *ev, void *out)
+{
+	assert_ptr_equal(ctx, &note_main);
+	note n = {ev_digest(ev), !pthread_equal(pthread_self(), note_main)};
+	memcpy(out, &n, sizeof n);
+}
+
+/* Every event's note is the one its own event gives, on one thread and on
+ * three; with three, every event the threads handed out comes with the
+ * note its thread wrote (which thread parsed it is the scheduler's
+ * choice), the others with one the reader wrote as it handed them out;
+ * none without note_fn. */
+static void test_notes(void **state)
+{
+	(void)state;
+	note_main = pthread_self();
+	tk__buf b = {0};
+	assert_int_equal(tk__buf_puts(&b, "{\n  \"traceEvents\": [\n  "), 0);
+	for (int i = 0; i < 3000; i++) {
+		char ev[256];
+		int k = snprintf(ev, sizeof ev,
+		                 "%s{\n    \"ph\": \"X\", \"name\": \"op%d\", \"pid\": 1, \"tid\": 2,\n"
+		                 "    \"ts\": %d, \"dur\": 3,\n    \"args\": {\"s\": \"%s\", \"n\": %d}\n  }",
+		                 i ? ",\n  " : "", i % 17, i, i % 5 ? "plain" : "a},\n{b", i);
+		assert_int_equal(tk__buf_append(&b, ev, (size_t)k), 0);
+	}
+	assert_int_equal(tk__buf_puts(&b, "\n  ]\n}\n"), 0);
+	tk__par_block_bytes = 4096;
+	for (unsigned threads = 1; threads <= 3; threads += 2) {
+		tk_reader_opts o = {0};
+		o.threads = threads;
+		o.note_fn = note_fn;
+		o.note_ctx = &note_main;
+		o.note_size = sizeof(note);
+		tk_reader *r = NULL;
+		assert_int_equal(tk_reader_open_memory(&r, b.p, b.len, "n.json", &o), 0);
+		const tk_event *ev;
+		size_t n = 0, here = 0, off = 0;
+		while (tk_reader_next(r, &ev) == TK_OK) {
+			const note *nt = tk_reader_event_note(r);
+			assert_non_null(nt);
+			assert_true(nt->digest == ev_digest(ev));
+			here += (const void *)nt == (const void *)r->note_buf;
+			off += nt->off_main;
+			n++;
+		}
+		assert_int_equal(n, 3000);
+		uint64_t handed = 0, resumed = 0;
+		tk__par_counts(r->par, &handed, &resumed);
+		assert_int_equal(here, n - handed);
+		if (threads == 1)
+			assert_int_equal(off, 0);
+		else
+			assert_true(handed > 2000);
+		tk_reader_free(r);
+	}
+	tk__par_block_bytes = 0;
+	/* no note_fn: no notes; a size out of range: refused */
+	tk_reader *r = NULL;
+	const tk_event *ev;
+	assert_int_equal(tk_reader_open_memory(&r, b.p, b.len, "n.json", NULL), 0);
+	assert_int_equal(tk_reader_next(r, &ev), TK_OK);
+	assert_null(tk_reader_event_note(r));
+	tk_reader_free(r);
+	tk_reader_opts bad = {0};
+	bad.note_fn = note_fn;
+	bad.note_size = 5000;
+	r = NULL;
+	assert_int_equal(tk_reader_open_memory(&r, b.p, b.len, "n.json", &bad), TK_ERR_ARG);
+	assert_non_null(strstr(tk_reader_error(r), "5000"));
+	tk_reader_free(r);
+	tk__buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -458,6 +552,7 @@ int main(void)
 		cmocka_unit_test(test_small_input_alone),
 		cmocka_unit_test(test_archive_moved_on),
 		cmocka_unit_test(test_skip_args),
+		cmocka_unit_test(test_notes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

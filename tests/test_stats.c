@@ -942,6 +942,81 @@ static void test_timeline_extremes(void **st)
 	tk_stats_free(s);
 }
 
+/* Notes (tk_stats_note) read on a reader's threads: the tables are those
+ * of tk_stats_add; a note is used (a forged one shows in the table), and
+ * one written for other options is not. */
+static void test_notes(void **st)
+{
+	(void)st;
+	char path[1024];
+	snprintf(path, sizeof path, "%s/%s", TK_TESTDATA, "tiny_gpu.json");
+	tk_table_opts to = {0};
+	to.row_limit = -1;
+	to.format = TK_TABLE_JSON;
+	char *want = NULL, *got = NULL;
+	size_t wl, gl;
+	for (int k = 0; k < 3; k++) {
+		tk_stats_opts o = {0}, other = {0};
+		o.flops = TK_FLOPS_TORCH;
+		other.flops = TK_FLOPS_EXTENDED;
+		tk_reader_opts ro = {0};
+		ro.note_fn = k ? tk_stats_note : NULL;
+		ro.note_ctx = k == 2 ? &other : &o;
+		ro.note_size = tk_stats_note_size();
+		tk_reader *r = NULL;
+		tk_stats *s = NULL;
+		assert_int_equal(tk_reader_open_path(&r, path, &ro), 0);
+		assert_int_equal(tk_stats_new(&s, &o), 0);
+		const tk_event *ev;
+		while (tk_reader_next(r, &ev) == TK_OK) {
+			const void *n = tk_reader_event_note(r);
+			assert_true(!k == !n);
+			assert_int_equal(tk_stats_add_noted(s, ev, n), 0);
+		}
+		assert_int_equal(tk_stats_finish(s), 0);
+		char **out = k ? &got : &want;
+		size_t *len = k ? &gl : &wl;
+		assert_int_equal(tk_stats_format_ops(&s, 1, &to, out, len), 0);
+		if (k)
+			assert_string_equal(got, want);
+		if (k)
+			free(got);
+		tk_reader_free(r);
+		tk_stats_free(s);
+	}
+	/* a forged note for these options is taken: the kernels' ids name no
+	 * launch, so their time goes unattributed */
+	tk_stats_opts o = {0};
+	o.flops = TK_FLOPS_TORCH;
+	tk_reader *r = NULL;
+	tk_stats *a = NULL, *b = NULL;
+	assert_int_equal(tk_reader_open_path(&r, path, NULL), 0);
+	assert_int_equal(tk_stats_new(&a, &o), 0);
+	assert_int_equal(tk_stats_new(&b, &o), 0);
+	const tk_event *ev;
+	tk__snote n;
+	int forged = 0;
+	while (tk_reader_next(r, &ev) == TK_OK) {
+		tk_stats_note(&o, ev, &n);
+		if (n.need && tk_stats_event_class(ev->cat, 1) == TK_STATS_KERNEL) {
+			n.a.ext_id = n.a.corr_id = 987654321;
+			forged++;
+		}
+		assert_int_equal(tk_stats_add(a, ev), 0);
+		assert_int_equal(tk_stats_add_noted(b, ev, &n), 0);
+	}
+	assert_int_equal(tk_stats_finish(a), 0);
+	assert_int_equal(tk_stats_finish(b), 0);
+	assert_true(forged > 0);
+	/* the memcpy has no launch in either */
+	assert_int_equal(tk_stats_get_info(a)->unattributed, 1);
+	assert_int_equal(tk_stats_get_info(b)->unattributed, 1 + forged);
+	tk_reader_free(r);
+	tk_stats_free(a);
+	tk_stats_free(b);
+	free(want);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -961,6 +1036,7 @@ int main(void)
 		cmocka_unit_test(test_timeline_bounded),
 		cmocka_unit_test(test_memory_bounded),
 		cmocka_unit_test(test_timeline_extremes),
+		cmocka_unit_test(test_notes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

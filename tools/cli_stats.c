@@ -8,6 +8,13 @@
 #include "tracekit/merge.h"
 #include "tracekit/steps.h"
 
+void cli_stats_notes(tk_reader_opts *ro, const tk_stats_opts *so)
+{
+	ro->note_fn = tk_stats_note;
+	ro->note_ctx = so;
+	ro->note_size = tk_stats_note_size();
+}
+
 int cli_parse_steps(const cli_tool *t, int id, const char *arg, long *a, long *b)
 {
 	char *end;
@@ -52,7 +59,9 @@ static int first_pass(const char *tool, const cli_stats_req *q, const char *name
 	tk_reader *r = NULL;
 	const tk_event *ev;
 	int64_t first = INT64_MAX, span;
-	int rc = tk_reader_open_path(&r, name, &q->ropts);
+	tk_reader_opts ro = q->ropts;
+	ro.note_fn = NULL; /* the steps alone */
+	int rc = tk_reader_open_path(&r, name, &ro);
 	if (!rc && q->step_a >= 0)
 		rc = tk_steps_new(steps);
 	char label[512];
@@ -149,7 +158,7 @@ static int add_all(tk_reader *r, const cli_stats_req *q, const tk_stats_opts *so
 	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK) {
 		tick(prog, r, NULL);
 		if (whole) {
-			if ((rc = tk_stats_add(st, ev)) != 0)
+			if ((rc = tk_stats_add_noted(st, ev, tk_reader_event_note(r))) != 0)
 				*err = tk_stats_error(st);
 			continue;
 		}
@@ -169,7 +178,7 @@ static int add_all(tk_reader *r, const cli_stats_req *q, const tk_stats_opts *so
 			if ((rc = rank_stats(out, -1, so, &st)) == 0) {
 				tk_stats_set_pid_span(st, sp);
 				whole = 1;
-				if ((rc = tk_stats_add(st, ev)) != 0)
+				if ((rc = tk_stats_add_noted(st, ev, tk_reader_event_note(r))) != 0)
 					*err = tk_stats_error(st);
 			} else {
 				*err = "out of memory";
@@ -178,7 +187,7 @@ static int add_all(tk_reader *r, const cli_stats_req *q, const tk_stats_opts *so
 		}
 		if (ev->ph == 'M')
 			continue; /* metadata: no table counts it */
-		if ((rc = rank_stats(out, rank_of(ev, *span), so, &st)) == 0 && (rc = tk_stats_add(st, ev)) != 0)
+		if ((rc = rank_stats(out, rank_of(ev, *span), so, &st)) == 0 && (rc = tk_stats_add_noted(st, ev, tk_reader_event_note(r))) != 0)
 			*err = tk_stats_error(st);
 	}
 	if (whole) {
@@ -226,6 +235,7 @@ static int memory_ops(const char *tool, const cli_stats_req *q, const char *name
 	const tk_event *ev;
 	tk_reader_opts ro = q->ropts;
 	ro.skip_args = 1; /* names, times and threads are all it needs */
+	ro.note_fn = NULL;
 	int rc = tk_reader_open_path(&r2, name, &ro);
 	char label[512];
 	snprintf(label, sizeof label, "%.400s (again: the op at each memory peak)", name);

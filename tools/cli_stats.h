@@ -5,6 +5,10 @@
 #include "cli.h"
 #include "tracekit/stats.h"
 
+/* The readers of a stats run read each event's args on their parse
+ * threads (tk_stats_note): so, the options of every stats object made,
+ * must live while they read. */
+void cli_stats_notes(tk_reader_opts *ro, const tk_stats_opts *so);
 /* --steps A[-B]: ProfilerStep numbers with A <= B into *a and *b; 0, or 2
  * after a usage error naming the option. */
 int cli_parse_steps(const cli_tool *t, int id, const char *arg, long *a, long *b);

@@ -226,6 +226,7 @@ int main(int argc, char **argv)
 		return rc;
 	side sd[2] = {{&o, 0, 0, NULL}, {&o, 1, 0, NULL}};
 	int status = 0;
+	cli_stats_notes(&o.ropts, &o.sopts);
 	for (int i = 0; i < 2; i++) {
 		if (cli_each_trace(tool.name, &o.in[i], 1, &o.ropts, read_side, &sd[i]) || !sd[i].st) {
 			if (!sd[i].traces)

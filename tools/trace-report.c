@@ -1334,7 +1334,9 @@ static int run_report(const report_opts *o)
 	run.req = (cli_stats_req){o->sopts, o->step_a, o->step_b, o->window, o->quiet, 1, 1, o->ropts};
 	run.req.sopts.step_table = run.req.sopts.launch_table = run.req.sopts.memory_table = 1;
 	run.req.sopts.memory_series = run.req.sopts.collective_table = run.req.sopts.flame = 1;
-	int status = cli_each_trace(tool.name, o->in, (size_t)o->n_in, &o->ropts, cli_stats_run_add, &run) ? 1 : 0;
+	tk_reader_opts ro = o->ropts;
+	cli_stats_notes(&ro, &o->sopts);
+	int status = cli_each_trace(tool.name, o->in, (size_t)o->n_in, &ro, cli_stats_run_add, &run) ? 1 : 0;
 	if (!run.n) {
 		if (!status)
 			cli_err(tool.name, "no trace to report on");

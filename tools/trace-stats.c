@@ -295,7 +295,9 @@ static int run_stats(const stats_opts *o)
 	cli_stats_run run = {0};
 	run.tool = tool.name;
 	run.req = request(o);
-	int status = cli_each_trace(tool.name, o->in, (size_t)o->n_in, &o->ropts, cli_stats_run_add, &run) ? 1 : 0;
+	tk_reader_opts ro = o->ropts;
+	cli_stats_notes(&ro, &o->sopts);
+	int status = cli_each_trace(tool.name, o->in, (size_t)o->n_in, &ro, cli_stats_run_add, &run) ? 1 : 0;
 	const char **lp = calloc(run.n ? run.n : 1, sizeof *lp);
 	for (size_t i = 0; lp && i < run.n; i++)
 		lp[i] = run.labels[i];

@@ -141,6 +141,10 @@ struct tk_reader {
 	 * the caller parses alone */
 	struct tk__par *par;
 	int par_tried; /* started once, or found unable to start */
+	/* opts.note_fn: the note of the event handed out last, a thread's
+	 * (par.c sets note_par) or written here into note_buf */
+	const void *note_par, *note;
+	unsigned char *note_buf;
 
 	tk_reader_stats stats;
 };

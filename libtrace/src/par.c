@@ -28,6 +28,8 @@ typedef struct blk {
 	tk_event *ev;
 	size_t n, ev_cap;
 	tk__buf text; /* the events' args and extra */
+	unsigned char *notes; /* opts.note_fn: a note per event, NULL when they could not be had */
+	size_t notes_cap;     /* events they have room for */
 	size_t stop;  /* where the parse stopped: len when it ended clean */
 	uint64_t counts[TK__PAR_COUNTS];
 	uint64_t nl;    /* newlines in p[0..len) */
@@ -80,6 +82,7 @@ static void blk_free(blk *b)
 		return;
 	free(b->p);
 	free(b->ev);
+	free(b->notes);
 	tk__buf_free(&b->text);
 	free(b);
 }
@@ -257,6 +260,17 @@ static void parse_block(tk__par *P, tk_reader *w, blk *b)
 	b->text.len = 0;
 	b->stop = P->f->parse(w, b->p, b->len, P->f->state, emit, b, b->counts);
 	tk__batch_fix(b->ev, b->n, &b->text);
+	/* the caller's notes on the events, here on the parsing thread (without
+	 * room for them, the reader writes each as it hands the event out) */
+	const tk_reader_opts *o = &P->r->opts;
+	if (o->note_fn && b->n > b->notes_cap) {
+		free(b->notes);
+		b->notes_cap = 0;
+		if ((b->notes = malloc(b->n * o->note_size)) != NULL)
+			b->notes_cap = b->n;
+	}
+	for (size_t i = 0; o->note_fn && b->notes && i < b->n; i++)
+		o->note_fn(o->note_ctx, &b->ev[i], b->notes + i * o->note_size);
 	b->nl = tk__count_nl(b->p, b->len);
 	const unsigned char *nl = b->nl ? memrchr(b->p, '\n', b->len) : NULL;
 	b->last_nl = nl ? (size_t)(nl - b->p) + 1 : 0;
@@ -351,6 +365,8 @@ int tk__par_next(tk_reader *r, const tk_event **ev)
 	for (;;) {
 		blk *b = P->cur;
 		if (b && P->idx < b->n) {
+			if (b->notes)
+				r->note_par = b->notes + P->idx * r->opts.note_size;
 			*ev = &b->ev[P->idx++];
 			P->handed++;
 			return TK_OK;

@@ -21,12 +21,18 @@ static int reader_new(tk_reader **out, const char *name, const tk_reader_opts *o
 		r->opts.max_value_bytes = (size_t)256 << 20;
 	if (!r->opts.max_depth)
 		r->opts.max_depth = 1000;
+	if (r->opts.note_fn && (!r->opts.note_size || r->opts.note_size > 4096))
+		return tk__err_set(&r->err, TK_ERR_ARG, "%s: a note of %zu bytes (1 to 4096)", name ? name : "(input)",
+		                   r->opts.note_size);
+	if (!r->opts.note_fn)
+		r->opts.note_size = 0;
+	r->note_buf = r->opts.note_fn ? malloc(r->opts.note_size) : NULL;
 	r->name = tk__strdup(name ? name : "(input)");
 	r->cap = TK__BUF0;
 	r->stats.window_bytes = r->cap;
 	r->buf = malloc(r->cap + TK__PAD);
 	r->line = 1;
-	if (!r->name || !r->buf)
+	if (!r->name || !r->buf || (r->opts.note_fn && !r->note_buf))
 		return tk__err_set(&r->err, TK_ERR_NOMEM, "out of memory");
 	memset(r->buf, 0, TK__PAD);
 	return 0;
@@ -439,9 +445,17 @@ int tk_reader_next(tk_reader *r, const tk_event **ev)
 		return r->err.code;
 	if (!r->fmt)
 		return TK_ERR_ARG;
+	r->note_par = NULL;
 	int rc = r->fmt->rd->next(r, ev);
 	if (rc != TK_OK && r->par)
 		tk__par_finish(r->par); /* the threads end; the strings stay */
+	if (rc == TK_OK && r->opts.note_fn) {
+		/* a thread's note, else one written here */
+		if (!(r->note = r->note_par)) {
+			r->opts.note_fn(r->opts.note_ctx, *ev, r->note_buf);
+			r->note = r->note_buf;
+		}
+	}
 	if (rc == TK_EOF && r->arc_only)
 		rc = only_trace(r);
 	if (rc == TK_OK)
@@ -450,6 +464,11 @@ int tk_reader_next(tk_reader *r, const tk_event **ev)
 		r->err.code = rc;
 	r->stats.bytes_in = r->par ? tk__par_bytes_in(r->par) : tk__src_bytes_in(&r->src);
 	return rc;
+}
+
+const void *tk_reader_event_note(const tk_reader *r)
+{
+	return r && r->opts.note_fn ? r->note : NULL;
 }
 
 const char *tk_reader_error(const tk_reader *r)
@@ -529,6 +548,7 @@ void tk_reader_free(tk_reader *r)
 	free(r->meta);
 	tk__err_free(&r->err);
 	free(r->buf);
+	free(r->note_buf);
 	free(r->name);
 	free(r);
 }

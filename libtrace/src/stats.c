@@ -36,21 +36,43 @@ int tk_stats_event_class(tk_sv cat, int has_cat)
 }
 
 /* Explicit --cat lists: known categories keep their class, unknown ones are ops. */
-static int classify(const tk_stats *s, const tk_event *ev)
+/* ev's class under a --cat list ("a,b"; NULL: the default set). */
+static int classify_in(const char *cats, const tk_event *ev)
 {
 	int has = (ev->has & TK_HAS_CAT) != 0;
 	int cls = tk_stats_event_class(ev->cat, has);
-	if (!s->cats)
+	if (!cats)
 		return cls;
-	char buf[128];
-	if (!has || ev->cat.len + 3 > sizeof buf)
+	if (!has || ev->cat.len + 3 > 128)
 		return TK_STATS_SKIP;
-	buf[0] = ',';
-	memcpy(buf + 1, ev->cat.ptr, ev->cat.len);
-	memcpy(buf + 1 + ev->cat.len, ",", 2);
-	if (!strstr(s->cats, buf))
-		return TK_STATS_SKIP;
-	return cls ? cls : TK_STATS_OP;
+	for (const char *p = cats;;) {
+		const char *e = strchr(p, ',');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		if (n == ev->cat.len && memcmp(p, ev->cat.ptr, n) == 0)
+			return cls ? cls : TK_STATS_OP;
+		if (!e)
+			return TK_STATS_SKIP;
+		p = e + 1;
+	}
+}
+
+static int classify(const tk_stats *s, const tk_event *ev)
+{
+	return classify_in(s->cats, ev);
+}
+
+/* ---- notes: the args members read on the reader's threads ---- */
+
+/* The options a note depends on. */
+static uint64_t note_fp(const char *cats, int flops, int shapes)
+{
+	uint64_t h = cats ? tk__hash(cats, strlen(cats)) : 0x6e6f7465u;
+	return tk__mix64(h ^ ((uint64_t)(unsigned)flops << 1 | (shapes != 0)));
+}
+
+size_t tk_stats_note_size(void)
+{
+	return sizeof(tk__snote);
 }
 
 /* torch's _filter_name: utility ops dropped before the tree is built. */
@@ -84,13 +106,12 @@ int tk_stats_new(tk_stats **out, const tk_stats_opts *opts)
 		s->opts = *opts;
 	if (!s->opts.max_pending)
 		s->opts.max_pending = TK__DEFAULT_PENDING;
+	s->note_fp = note_fp(s->opts.cats, s->opts.flops, s->opts.group_by_shapes);
 	if (s->opts.cats) {
-		size_t n = strlen(s->opts.cats);
-		if (!(s->cats = malloc(n + 3))) {
+		if (!(s->cats = tk__strdup(s->opts.cats))) {
 			free(s);
 			return TK_ERR_NOMEM;
 		}
-		snprintf(s->cats, n + 3, ",%s,", s->opts.cats);
 		s->opts.cats = NULL;
 	}
 	s->n_chains = 1; /* chain 0 = no op */
@@ -684,13 +705,25 @@ static uint32_t op_key(tk_stats *s, const tk__sargs *a, const tk__namec *c)
 	return op_row(s, name, (tk_sv){s->shapes.p, s->shapes.len}, 0);
 }
 
+/* The event's note, when it was written for these options and read the
+ * members asked for. */
+static const tk__snote *noted(const tk_stats *s, unsigned need)
+{
+	const tk__snote *n = s->note;
+	return n && n->fp == s->note_fp && n->need == need ? n : NULL;
+}
+
 /* CPU ops and API calls wait on their thread to be nested by time. */
 static int add_cpu(tk_stats *s, const tk_event *ev, const tk__namec *c, int api)
 {
 	unsigned need = TK__NEED_EXT | (api ? TK__NEED_CORR : 0) |
 	                (s->opts.group_by_shapes ? TK__NEED_DIMS : 0) | c->flops;
 	tk__sargs a;
-	tk__sargs_read(ev, need, &a);
+	const tk__snote *n = noted(s, need);
+	if (n)
+		a = n->a;
+	else
+		tk__sargs_read(ev, need, &a);
 	uint32_t key = op_key(s, &a, c);
 	tk__thread *t = key ? thread_of(s, ev) : NULL;
 	if (!t || tk__grow(&t->pend, &t->cap_pend, t->n_pend + 1, sizeof *t->pend, 16))
@@ -700,7 +733,7 @@ static int add_cpu(tk_stats *s, const tk_event *ev, const tk__namec *c, int api)
 	p->dur = ev->has & TK_HAS_DUR ? ev->dur : 0;
 	p->ext = a.ext_id;
 	p->corr = api ? a.corr_id : 0; /* ops are found by External id */
-	p->flops = c->flops ? tk__flops_args(ev->name, &a, s->opts.flops) : 0;
+	p->flops = !c->flops ? 0 : n ? n->flops : tk__flops_args(ev->name, &a, s->opts.flops);
 	p->key = key;
 	p->api = api;
 	if (api) {
@@ -718,9 +751,13 @@ static int add_cpu(tk_stats *s, const tk_event *ev, const tk__namec *c, int api)
 static int add_device(tk_stats *s, const tk_event *ev, const tk__namec *nc, int cls)
 {
 	int64_t dur = ev->has & TK_HAS_DUR ? ev->dur : 0;
+	unsigned need = TK__NEED_EXT | TK__NEED_CORR | (cls != TK_STATS_KERNEL ? TK__NEED_BYTES : 0);
 	tk__sargs a;
-	tk__sargs_read(ev, TK__NEED_EXT | TK__NEED_CORR | (cls != TK_STATS_KERNEL ? TK__NEED_BYTES : 0),
-	               &a);
+	const tk__snote *n = noted(s, need);
+	if (n)
+		a = n->a;
+	else
+		tk__sargs_read(ev, need, &a);
 	int64_t ext = a.ext_id, corr = a.corr_id, bytes = cls != TK_STATS_KERNEL ? a.n_bytes : 0;
 	tk__oprow *row = &s->ops[nc->row - 1];
 	row->pub.count++;
@@ -800,6 +837,45 @@ void tk_stats_set_pid_span(tk_stats *s, int64_t span)
 	tk_steps_set_pid_span(s->st_steps, span);
 }
 
+void tk_stats_note(const void *ctx, const tk_event *ev, void *out)
+{
+	const tk_stats_opts *o = ctx;
+	tk__snote *n = out;
+	memset(n, 0, sizeof *n);
+	n->fp = note_fp(o->cats, o->flops, o->group_by_shapes);
+	if (ev->ph != 'X' || !(ev->has & TK_HAS_TS) || !ev->name.ptr || !ev->args.ptr)
+		return;
+	/* the members add_cpu and add_device ask for */
+	int cls = classify_in(o->cats, ev);
+	if (cls == TK_STATS_SKIP || filtered_name(ev->name))
+		return;
+	unsigned fl = 0;
+	if (cls == TK_STATS_OP && o->flops) {
+		tk_sv name = ev->name;
+		if (name.len > 13 && memcmp(name.ptr, "ProfilerStep#", 13) == 0)
+			name = (tk_sv){"ProfilerStep*", 13};
+		fl = tk__flops_needs(name, o->flops);
+	}
+	if (cls <= TK_STATS_API)
+		n->need = TK__NEED_EXT | (cls == TK_STATS_API ? TK__NEED_CORR : 0) |
+		          (o->group_by_shapes ? TK__NEED_DIMS : 0) | fl;
+	else
+		n->need = TK__NEED_EXT | TK__NEED_CORR | (cls != TK_STATS_KERNEL ? TK__NEED_BYTES : 0);
+	tk__sargs_read(ev, n->need, &n->a);
+	if (fl)
+		n->flops = tk__flops_args(ev->name, &n->a, o->flops);
+}
+
+int tk_stats_add_noted(tk_stats *s, const tk_event *ev, const void *note)
+{
+	if (!s)
+		return TK_ERR_ARG;
+	s->note = note;
+	int rc = tk_stats_add(s, ev);
+	s->note = NULL;
+	return rc;
+}
+
 int tk_stats_add_reader(tk_stats *s, tk_reader *r)
 {
 	const tk_event *ev;
@@ -810,7 +886,9 @@ int tk_stats_add_reader(tk_stats *s, tk_reader *r)
 		if (first && s->st_steps && tk_merge_pid_span(r, &span) == 0)
 			tk_steps_set_pid_span(s->st_steps, span);
 		first = 0;
-		if ((rc = tk_stats_add(s, ev)) != 0)
+		/* a reader opened with tk_stats_note has read the args ahead */
+		const void *note = r->opts.note_fn == tk_stats_note ? tk_reader_event_note(r) : NULL;
+		if ((rc = tk_stats_add_noted(s, ev, note)) != 0)
 			return rc;
 	}
 	if (rc < 0)

@@ -64,6 +64,15 @@ unsigned tk__flops_needs(tk_sv name, int mode);
 /* tk_flops_event from members already found. */
 uint64_t tk__flops_args(tk_sv name, const tk__sargs *a, int mode);
 
+/* What tk_stats_add reads from an event's args, read ahead on a reader's
+ * thread (tk_stats_note). */
+typedef struct tk__snote {
+	uint64_t fp;   /* the options it was written for */
+	unsigned need; /* the members read (TK__NEED_*); 0: none */
+	tk__sargs a;
+	uint64_t flops; /* the op's FLOPs when need asked for its formula's members */
+} tk__snote;
+
 /* ---- the stats object (stats.c) ---- */
 
 typedef struct tk__oprow {
@@ -193,6 +202,10 @@ struct tk_stats {
 	tk_stats_info info;
 	tk__buf scratch, shapes;
 	tk__namec names[1u << TK__NAMEC_BITS];
+	/* the note of the event being added (tk_stats_add_noted), and the
+	 * options a note must have been written for */
+	const struct tk__snote *note;
+	uint64_t note_fp;
 	tk__err err;
 };
 

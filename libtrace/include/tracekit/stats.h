@@ -83,6 +83,19 @@ typedef struct tk_stats tk_stats;
 TK_API int tk_stats_new(tk_stats **out, const tk_stats_opts *opts);
 /* Feed one event (borrowed; nothing is kept past the call). */
 TK_API int tk_stats_add(tk_stats *s, const tk_event *ev);
+/* Reading ahead on the parse threads: opened with tk_reader_opts.note_fn
+ * = tk_stats_note, note_ctx = the tk_stats_opts the stats objects are
+ * made with (its cats, flops and group_by_shapes count) and note_size =
+ * tk_stats_note_size(), a reader has what tk_stats_add reads from each
+ * event's args (External id, correlation, bytes, Input Dims, the FLOPs)
+ * read on the thread that parsed the event. tk_stats_add_noted() takes
+ * the event with its note (tk_reader_event_note()): the same as
+ * tk_stats_add(), with less work on the caller's thread. A note written
+ * for other options, or NULL, is not used. tk_stats_add_reader() uses
+ * the notes of a reader opened so. */
+TK_API void tk_stats_note(const void *opts, const tk_event *ev, void *out);
+TK_API size_t tk_stats_note_size(void);
+TK_API int tk_stats_add_noted(tk_stats *s, const tk_event *ev, const void *note);
 /* A merged trace's pid scheme rank*span+pid (tk_merge_pid_span), before
  * the first event: step attribution then keeps correlation ids per rank.
  * tk_stats_add_reader() sets it itself. */

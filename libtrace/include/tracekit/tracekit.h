@@ -89,6 +89,11 @@ typedef struct tk_event {
 
 typedef struct tk_reader tk_reader;
 
+/* Work a caller does on every event that depends on the event alone (and
+ * ctx, which it must not change while the reader lives): it reads ev and
+ * writes note_size bytes about it to out. See tk_reader_opts.note_fn. */
+typedef void (*tk_event_note_fn)(const void *ctx, const tk_event *ev, void *out);
+
 typedef struct tk_reader_opts {
 	int strict;               /* truncated input is an error, not a warning */
 	size_t max_value_bytes;   /* largest single event or metadata value; 0 = 256 MiB */
@@ -107,6 +112,15 @@ typedef struct tk_reader_opts {
 	 * damaged args object may go unnoticed. Other formats give args as
 	 * usual. */
 	int skip_args;
+	/* A note on every event, given back by tk_reader_event_note() with
+	 * the event: when the events are parsed on several threads, each
+	 * thread writes the notes of the events it parsed, so that this work
+	 * comes off the caller's thread; otherwise the reader calls note_fn
+	 * itself when it hands the event out. note_fn may run on several
+	 * threads at once. NULL: no notes. */
+	tk_event_note_fn note_fn;
+	const void *note_ctx;
+	size_t note_size; /* bytes of a note, at most 4096 */
 } tk_reader_opts;
 
 typedef struct tk_reader_stats {
@@ -134,6 +148,9 @@ TK_API int tk_reader_open_memory(tk_reader **out, const void *buf, size_t len, c
 
 /* Next event: TK_OK and *ev set, TK_EOF at the end, or a negative error. */
 TK_API int tk_reader_next(tk_reader *r, const tk_event **ev);
+/* The note (tk_reader_opts.note_fn) of the event tk_reader_next() gave
+ * last, valid as long as that event; NULL without note_fn. */
+TK_API const void *tk_reader_event_note(const tk_reader *r);
 
 /* The last error, or the last warning when no error occurred; "" if none. */
 TK_API const char *tk_reader_error(const tk_reader *r);
