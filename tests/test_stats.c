@@ -999,7 +999,7 @@ static void test_notes(void **st)
 	while (tk_reader_next(r, &ev) == TK_OK) {
 		tk_stats_note(&o, ev, &n);
 		if (n.need && tk_stats_event_class(ev->cat, 1) == TK_STATS_KERNEL) {
-			n.a.ext_id = n.a.corr_id = 987654321;
+			n.m.ext_id = n.m.corr_id = 987654321;
 			forged++;
 		}
 		assert_int_equal(tk_stats_add(a, ev), 0);

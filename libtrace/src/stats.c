@@ -694,23 +694,38 @@ static tk__namec *name_of(tk_stats *s, tk_sv name, int cls)
 }
 
 /* Row of an op, keyed by name and, when grouping, torch's shapes text. */
-static uint32_t op_key(tk_stats *s, const tk__sargs *a, const tk__namec *c)
+static uint32_t op_key(tk_stats *s, tk_sv dims, const tk__namec *c)
 {
 	if (c->row)
 		return c->row;
-	tk_sv name = {c->name, c->len}, dims = a->dims.ptr ? a->dims : a->dims_alt.ptr ? a->dims_alt : (tk_sv){"[]", 2};
+	tk_sv name = {c->name, c->len};
 	s->shapes.len = 0; /* op_row uses scratch */
 	if (tk__shapes_repr(dims, &s->shapes))
 		return 0;
 	return op_row(s, name, (tk_sv){s->shapes.p, s->shapes.len}, 0);
 }
 
-/* The event's note, when it was written for these options and read the
- * members asked for. */
-static const tk__snote *noted(const tk_stats *s, unsigned need)
+/* The members in need (with fl, the FLOP formula's) of ev's args. */
+static void read_members(const tk_event *ev, unsigned need, unsigned fl, int mode, tk__sread *m)
+{
+	tk__sargs a;
+	tk__sargs_read(ev, need, &a);
+	m->ext_id = a.ext_id;
+	m->corr_id = a.corr_id;
+	m->n_bytes = a.n_bytes;
+	m->dims = a.dims.ptr ? a.dims : a.dims_alt.ptr ? a.dims_alt : (tk_sv){"[]", 2};
+	m->flops = fl ? tk__flops_args(ev->name, &a, mode) : 0;
+}
+
+/* The members of ev in need: its note's, when the note was written for
+ * these options and read them, else read here. */
+static void members(const tk_stats *s, const tk_event *ev, unsigned need, unsigned fl, tk__sread *m)
 {
 	const tk__snote *n = s->note;
-	return n && n->fp == s->note_fp && n->need == need ? n : NULL;
+	if (n && n->fp == s->note_fp && n->need == need)
+		*m = n->m;
+	else
+		read_members(ev, need, fl, s->opts.flops, m);
 }
 
 /* CPU ops and API calls wait on their thread to be nested by time. */
@@ -718,13 +733,9 @@ static int add_cpu(tk_stats *s, const tk_event *ev, const tk__namec *c, int api)
 {
 	unsigned need = TK__NEED_EXT | (api ? TK__NEED_CORR : 0) |
 	                (s->opts.group_by_shapes ? TK__NEED_DIMS : 0) | c->flops;
-	tk__sargs a;
-	const tk__snote *n = noted(s, need);
-	if (n)
-		a = n->a;
-	else
-		tk__sargs_read(ev, need, &a);
-	uint32_t key = op_key(s, &a, c);
+	tk__sread a;
+	members(s, ev, need, c->flops, &a);
+	uint32_t key = op_key(s, a.dims, c);
 	tk__thread *t = key ? thread_of(s, ev) : NULL;
 	if (!t || tk__grow(&t->pend, &t->cap_pend, t->n_pend + 1, sizeof *t->pend, 16))
 		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
@@ -733,7 +744,7 @@ static int add_cpu(tk_stats *s, const tk_event *ev, const tk__namec *c, int api)
 	p->dur = ev->has & TK_HAS_DUR ? ev->dur : 0;
 	p->ext = a.ext_id;
 	p->corr = api ? a.corr_id : 0; /* ops are found by External id */
-	p->flops = !c->flops ? 0 : n ? n->flops : tk__flops_args(ev->name, &a, s->opts.flops);
+	p->flops = a.flops;
 	p->key = key;
 	p->api = api;
 	if (api) {
@@ -752,12 +763,8 @@ static int add_device(tk_stats *s, const tk_event *ev, const tk__namec *nc, int 
 {
 	int64_t dur = ev->has & TK_HAS_DUR ? ev->dur : 0;
 	unsigned need = TK__NEED_EXT | TK__NEED_CORR | (cls != TK_STATS_KERNEL ? TK__NEED_BYTES : 0);
-	tk__sargs a;
-	const tk__snote *n = noted(s, need);
-	if (n)
-		a = n->a;
-	else
-		tk__sargs_read(ev, need, &a);
+	tk__sread a;
+	members(s, ev, need, 0, &a);
 	int64_t ext = a.ext_id, corr = a.corr_id, bytes = cls != TK_STATS_KERNEL ? a.n_bytes : 0;
 	tk__oprow *row = &s->ops[nc->row - 1];
 	row->pub.count++;
@@ -841,8 +848,8 @@ void tk_stats_note(const void *ctx, const tk_event *ev, void *out)
 {
 	const tk_stats_opts *o = ctx;
 	tk__snote *n = out;
-	memset(n, 0, sizeof *n);
 	n->fp = note_fp(o->cats, o->flops, o->group_by_shapes);
+	n->need = 0;
 	if (ev->ph != 'X' || !(ev->has & TK_HAS_TS) || !ev->name.ptr || !ev->args.ptr)
 		return;
 	/* the members add_cpu and add_device ask for */
@@ -861,9 +868,7 @@ void tk_stats_note(const void *ctx, const tk_event *ev, void *out)
 		          (o->group_by_shapes ? TK__NEED_DIMS : 0) | fl;
 	else
 		n->need = TK__NEED_EXT | TK__NEED_CORR | (cls != TK_STATS_KERNEL ? TK__NEED_BYTES : 0);
-	tk__sargs_read(ev, n->need, &n->a);
-	if (fl)
-		n->flops = tk__flops_args(ev->name, &n->a, o->flops);
+	read_members(ev, n->need, fl, o->flops, &n->m);
 }
 
 int tk_stats_add_noted(tk_stats *s, const tk_event *ev, const void *note)

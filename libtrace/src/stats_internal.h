@@ -64,13 +64,18 @@ unsigned tk__flops_needs(tk_sv name, int mode);
 /* tk_flops_event from members already found. */
 uint64_t tk__flops_args(tk_sv name, const tk__sargs *a, int mode);
 
-/* What tk_stats_add reads from an event's args, read ahead on a reader's
- * thread (tk_stats_note). */
+/* What tk_stats_add takes from an event's args (stats.c read_members). */
+typedef struct tk__sread {
+	int64_t ext_id, corr_id, n_bytes; /* as tk__sargs has them */
+	tk_sv dims;     /* Input Dims, else Input dims, else "[]" */
+	uint64_t flops; /* the op's FLOPs when its formula's members were asked for */
+} tk__sread;
+
+/* The same, read ahead on a reader's thread (tk_stats_note): 64 bytes. */
 typedef struct tk__snote {
 	uint64_t fp;   /* the options it was written for */
 	unsigned need; /* the members read (TK__NEED_*); 0: none */
-	tk__sargs a;
-	uint64_t flops; /* the op's FLOPs when need asked for its formula's members */
+	tk__sread m;
 } tk__snote;
 
 /* ---- the stats object (stats.c) ---- */
