@@ -35,8 +35,8 @@ int tk_stats_event_class(tk_sv cat, int has_cat)
 	return TK_STATS_SKIP;
 }
 
-/* Explicit --cat lists: known categories keep their class, unknown ones are ops. */
-/* ev's class under a --cat list ("a,b"; NULL: the default set). */
+/* ev's class under a --cat list ("a,b"; NULL: the default set): listed
+ * categories keep their class, unknown ones are ops. */
 static int classify_in(const char *cats, const tk_event *ev)
 {
 	int has = (ev->has & TK_HAS_CAT) != 0;

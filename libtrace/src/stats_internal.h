@@ -135,7 +135,7 @@ typedef struct tk__namec {
 
 struct tk_stats {
 	tk_stats_opts opts;
-	char *cats; /* owned copy of opts.cats, ",a,b," */
+	char *cats; /* owned copy of opts.cats, "a,b" */
 	tk__strtab strs;
 	tk__oprow *ops;
 	size_t n_ops, cap_ops;
