@@ -168,7 +168,7 @@ static int add_all(tk_reader *r, const cli_stats_req *q, const tk_stats_opts *so
 			*span = sp;
 			/* the ranks share the memory of the GPU time line's sorting */
 			if (tk_merge_rank_count(r, &ranks) == 0 && ranks > 1) {
-				rso.memory_bytes = (rso.memory_bytes ? rso.memory_bytes : CLI_STATS_MEMORY) / ranks;
+				rso.memory_bytes = (rso.memory_bytes ? rso.memory_bytes : TK_STATS_MEMORY_DEFAULT) / ranks;
 				if (rso.memory_bytes < CLI_STATS_RANK_MIN)
 					rso.memory_bytes = CLI_STATS_RANK_MIN;
 			}

@@ -19,10 +19,9 @@ int cli_reads_twice(long step_a, const tk_stats_opts *so);
  * twice: 0, or 2 after a usage error when it is standard input or a pipe. */
 int cli_need_rereadable(const cli_tool *t, const char *name);
 
-/* --memory: the sorting of the steps, launch and memory tables per trace,
- * by default; the ranks of a trace-merge output share it, with at least
- * CLI_STATS_RANK_MIN each. */
-#define CLI_STATS_MEMORY ((size_t)128 << 20)
+/* --memory (default TK_STATS_MEMORY_DEFAULT): the sorting of the steps,
+ * launch and memory tables per trace; the ranks of a trace-merge output
+ * share it, with at least CLI_STATS_RANK_MIN each. */
 #define CLI_STATS_RANK_MIN ((size_t)2 << 20)
 #define CLI_STATS_MEMORY_HELP "memory for sorting the events of the steps, launch and memory\n" \
 	"                             tables, per trace; a trace-merge output's ranks share it\n" \

@@ -333,9 +333,8 @@ int tk_merge_rank_count(const tk_reader *r, size_t *n)
 {
 	if (!r || !n)
 		return TK_ERR_ARG;
-	tk_sv v;
-	if (tk__merge_pid_span(tk_reader_meta_find(r, "tracekitMerge"), &(int64_t){0}) ||
-	    tk__js_find(tk_reader_meta_find(r, "tracekitMerge"), "inputs", 6, &v))
+	tk_sv meta = tk_reader_meta_find(r, "tracekitMerge"), v;
+	if (tk__merge_pid_span(meta, &(int64_t){0}) || tk__js_find(meta, "inputs", 6, &v))
 		return TK_EOF;
 	const char *p = tk__js_ws(v.ptr, v.ptr + v.len), *e = v.ptr + v.len;
 	size_t k = 0;

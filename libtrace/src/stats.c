@@ -3,10 +3,9 @@
 
 #include "stats_internal.h"
 #include "tracekit/merge.h"
+#include "tracekit/sort.h"
 
 #define TK__DEFAULT_PENDING (1u << 19)
-/* The sorters' memory (opts.memory_bytes) when the caller gives none. */
-#define TK__STATS_MEMORY ((size_t)128 << 20)
 
 /* ---- classification ---- */
 
@@ -124,7 +123,7 @@ int tk_stats_new(tk_stats **out, const tk_stats_opts *opts)
 	s->info.ts_max = INT64_MIN;
 	/* the sorters' memory: the GPU time line's 8 ninths and the memory
 	 * table's one when both are built */
-	size_t total = s->opts.memory_bytes ? s->opts.memory_bytes : TK__STATS_MEMORY;
+	size_t total = s->opts.memory_bytes ? s->opts.memory_bytes : TK_STATS_MEMORY_DEFAULT;
 	int tl = s->opts.step_table || s->opts.launch_table, mem = s->opts.memory_table;
 	int rc = tl ? tk__stats_steps_init(s, mem ? total / 9 * 8 : total) : 0;
 	if (!rc && mem)
@@ -705,6 +704,22 @@ static uint32_t op_key(tk_stats *s, tk_sv dims, const tk__namec *c)
 	return op_row(s, name, (tk_sv){s->shapes.p, s->shapes.len}, 0);
 }
 
+/* The name an op's rows go by: every ProfilerStep#N is "ProfilerStep*". */
+static tk_sv row_name(tk_sv name, int cls)
+{
+	if (cls == TK_STATS_OP && name.len > 13 && memcmp(name.ptr, "ProfilerStep#", 13) == 0)
+		return (tk_sv){"ProfilerStep*", 13};
+	return name;
+}
+
+/* The args members an event of class cls needs (fl: its FLOP formula's). */
+static unsigned need_of(int cls, int shapes, unsigned fl)
+{
+	if (cls <= TK_STATS_API)
+		return TK__NEED_EXT | (cls == TK_STATS_API ? TK__NEED_CORR : 0) | (shapes ? TK__NEED_DIMS : 0) | fl;
+	return TK__NEED_EXT | TK__NEED_CORR | (cls != TK_STATS_KERNEL ? TK__NEED_BYTES : 0);
+}
+
 /* The members in need (with fl, the FLOP formula's) of ev's args. */
 static void read_members(const tk_event *ev, unsigned need, unsigned fl, int mode, tk__sread *m)
 {
@@ -731,8 +746,7 @@ static void members(const tk_stats *s, const tk_event *ev, unsigned need, unsign
 /* CPU ops and API calls wait on their thread to be nested by time. */
 static int add_cpu(tk_stats *s, const tk_event *ev, const tk__namec *c, int api)
 {
-	unsigned need = TK__NEED_EXT | (api ? TK__NEED_CORR : 0) |
-	                (s->opts.group_by_shapes ? TK__NEED_DIMS : 0) | c->flops;
+	unsigned need = need_of(api ? TK_STATS_API : TK_STATS_OP, s->opts.group_by_shapes, c->flops);
 	tk__sread a;
 	members(s, ev, need, c->flops, &a);
 	uint32_t key = op_key(s, a.dims, c);
@@ -762,7 +776,7 @@ static int add_cpu(tk_stats *s, const tk_event *ev, const tk__namec *c, int api)
 static int add_device(tk_stats *s, const tk_event *ev, const tk__namec *nc, int cls)
 {
 	int64_t dur = ev->has & TK_HAS_DUR ? ev->dur : 0;
-	unsigned need = TK__NEED_EXT | TK__NEED_CORR | (cls != TK_STATS_KERNEL ? TK__NEED_BYTES : 0);
+	unsigned need = need_of(cls, s->opts.group_by_shapes, 0);
 	tk__sread a;
 	members(s, ev, need, 0, &a);
 	int64_t ext = a.ext_id, corr = a.corr_id, bytes = cls != TK_STATS_KERNEL ? a.n_bytes : 0;
@@ -824,9 +838,7 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 		s->info.ts_min = ev->ts;
 	if (tk__sat_add(ev->ts, ev->dur) > s->info.ts_max)
 		s->info.ts_max = tk__sat_add(ev->ts, ev->dur);
-	tk_sv name = ev->name;
-	if (cls == TK_STATS_OP && name.len > 13 && memcmp(name.ptr, "ProfilerStep#", 13) == 0)
-		name = (tk_sv){"ProfilerStep*", 13};
+	tk_sv name = row_name(ev->name, cls);
 	tk__namec *c = name_of(s, name, cls);
 	if (!c || (s->opts.flame && cls <= TK_STATS_API && tk__stats_flame_add(s, ev, name, &c->fl)))
 		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
@@ -856,18 +868,8 @@ void tk_stats_note(const void *ctx, const tk_event *ev, void *out)
 	int cls = classify_in(o->cats, ev);
 	if (cls == TK_STATS_SKIP || filtered_name(ev->name))
 		return;
-	unsigned fl = 0;
-	if (cls == TK_STATS_OP && o->flops) {
-		tk_sv name = ev->name;
-		if (name.len > 13 && memcmp(name.ptr, "ProfilerStep#", 13) == 0)
-			name = (tk_sv){"ProfilerStep*", 13};
-		fl = tk__flops_needs(name, o->flops);
-	}
-	if (cls <= TK_STATS_API)
-		n->need = TK__NEED_EXT | (cls == TK_STATS_API ? TK__NEED_CORR : 0) |
-		          (o->group_by_shapes ? TK__NEED_DIMS : 0) | fl;
-	else
-		n->need = TK__NEED_EXT | TK__NEED_CORR | (cls != TK_STATS_KERNEL ? TK__NEED_BYTES : 0);
+	unsigned fl = cls == TK_STATS_OP && o->flops ? tk__flops_needs(row_name(ev->name, cls), o->flops) : 0;
+	n->need = need_of(cls, o->group_by_shapes, fl);
 	read_members(ev, n->need, fl, o->flops, &n->m);
 }
 
@@ -879,6 +881,13 @@ int tk_stats_add_noted(tk_stats *s, const tk_event *ev, const void *note)
 	int rc = tk_stats_add(s, ev);
 	s->note = NULL;
 	return rc;
+}
+
+int tk__stats_sort_fail(tk_stats *s, const tk_sorter *so, const char *what, int rc)
+{
+	rc = rc < 0 ? rc : TK_ERR_IO;
+	const char *m = so ? tk_sorter_error(so) : "";
+	return tk__err_msg(&s->err, rc, "%s: %s", what, *m ? m : tk_strerror(rc));
 }
 
 int tk_stats_add_reader(tk_stats *s, tk_reader *r)

@@ -232,6 +232,14 @@ void tk__stats_free_flame(tk_stats *s);
 /* Python's repr of the Input Dims list: "[[8, 1024], [], [1024, 1024]]". */
 int tk__shapes_repr(tk_sv dims_json, tk__buf *out);
 int tk__stats_finish_sums(tk_stats *s);
+/* s's error "out of memory": TK_ERR_NOMEM. */
+static inline int tk__stats_nomem(tk_stats *s)
+{
+	return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
+}
+/* s's error for a sorter of its tables that failed with rc, doing what
+ * (so may be NULL): rc, or TK_ERR_IO for a code that is not an error. */
+int tk__stats_sort_fail(tk_stats *s, const struct tk_sorter *so, const char *what, int rc);
 /* The steps object and the sorters of the steps and launch tables, with
  * bytes of memory among them: 0 or an error, its message in s->err. */
 int tk__stats_steps_init(tk_stats *s, size_t bytes);

@@ -53,16 +53,9 @@ typedef struct tk__mlive {
 	int seen, unordered, totals; /* totals: every event had Total Allocated */
 } tk__mlive;
 
-static int nomem(tk_stats *s)
-{
-	return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
-}
-
 static int sorter_fail(tk_stats *s, int rc)
 {
-	const char *m = s->mem_sort ? tk_sorter_error(s->mem_sort) : "";
-	return tk__err_msg(&s->err, rc < 0 ? rc : TK_ERR_IO, "the memory table, sorting the [memory] events: %s",
-	                   *m ? m : tk_strerror(rc < 0 ? rc : TK_ERR_IO));
+	return tk__stats_sort_fail(s, s->mem_sort, "the memory table, sorting the [memory] events", rc);
 }
 
 int tk__stats_memory_init(tk_stats *s, size_t bytes)
@@ -175,7 +168,7 @@ int tk__stats_memory_add(tk_stats *s, const tk_event *ev)
 		return 0;
 	uint32_t dev;
 	if (dev_index(s, mi.device, &dev) || s->n_mev >= UINT32_MAX)
-		return nomem(s);
+		return tk__stats_nomem(s);
 	uint64_t th = thread_key(ev);
 	tk__memev m = {ev->ts, mi.bytes, mi.allocated, mi.reserved, th, dev, (uint32_t)s->n_mev};
 	int rc = tk__sorter_add_rec(s->mem_sort, ev->ts, &m, sizeof m, 0);
@@ -212,7 +205,7 @@ int tk__stats_memory_add(tk_stats *s, const tk_event *ev)
 				continue;
 			tk_sv nm = tk__strtab_intern(&s->strs, o->name, o->len);
 			if (!nm.ptr)
-				return nomem(s);
+				return tk__stats_nomem(s);
 			L->best[v] = o->dur;
 			L->op[v] = nm.ptr;
 		}
@@ -350,7 +343,7 @@ int tk__stats_finish_memory(tk_stats *s)
 	if (!run || !s->peak_thread || !s->peak_done ||
 	    (s->opts.memory_series && s->n_mev && !(s->mev = malloc(s->n_mev * sizeof *s->mev)))) {
 		free(run);
-		return nomem(s);
+		return tk__stats_nomem(s);
 	}
 	for (size_t d = 0; d < s->n_mem_rows; d++) {
 		tk_stats_memory *r = &s->mem_rows[d];

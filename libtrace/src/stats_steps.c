@@ -40,9 +40,9 @@ typedef struct trec {
  * stream). Their shares of the memory, in eighths. */
 enum { S_JOIN, S_TIME, S_LAUNCH, S_DELAY, N_SORTERS };
 static const unsigned share[N_SORTERS] = {4, 2, 1, 1};
-static const char *const sorter_what[N_SORTERS] = {"joining the GPU ops to their launches",
-                                                   "sorting the GPU ops by start", "sorting the launches",
-                                                   "sorting the launch delays"};
+static const char *const sorter_what[N_SORTERS] = {
+	"the GPU time line, joining the GPU ops to their launches", "the GPU time line, sorting the GPU ops by start",
+	"the GPU time line, sorting the launches", "the GPU time line, sorting the launch delays"};
 
 struct tk__tline {
 	tk_sorter *so[N_SORTERS];
@@ -54,21 +54,15 @@ static int is_comm(tk_sv name)
 	return name.len >= 4 && (memcmp(name.ptr, "nccl", 4) == 0 || memcmp(name.ptr, "rccl", 4) == 0);
 }
 
-static int nomem(tk_stats *s)
-{
-	return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
-}
-
 static int sorter_fail(tk_stats *s, int which, int rc)
 {
-	const char *m = s->tl && s->tl->so[which] ? tk_sorter_error(s->tl->so[which]) : "";
-	return tk__err_msg(&s->err, rc, "the GPU time line, %s: %s", sorter_what[which], *m ? m : tk_strerror(rc));
+	return tk__stats_sort_fail(s, s->tl ? s->tl->so[which] : NULL, sorter_what[which], rc);
 }
 
 int tk__stats_steps_init(tk_stats *s, size_t total)
 {
 	if (tk_steps_new(&s->st_steps) || !(s->tl = calloc(1, sizeof *s->tl)))
-		return nomem(s);
+		return tk__stats_nomem(s);
 	tk__steps_keys_only(s->st_steps);
 	for (int i = 0; i < N_SORTERS; i++) {
 		tk_sorter_opts so = {total / 8 * share[i], s->opts.tmpdir};
@@ -146,73 +140,6 @@ static int64_t join_key(int64_t corr, int is_op)
 	return (int64_t)(((uint64_t)corr & ~(uint64_t)1) | (uint64_t)is_op);
 }
 
-int tk__stats_steps_add(tk_stats *s, const tk_event *ev, int cls)
-{
-	/* the steps object classes events by the default categories, whatever
-	 * --cat counts; without --cat, cls is that class already */
-	int64_t corr = 0;
-	int32_t group = 0;
-	int kind = 0;
-	int dcls = s->cats ? tk_stats_event_class(ev->cat, (ev->has & TK_HAS_CAT) != 0) : cls;
-	if (tk__steps_add_key(s->st_steps, ev, dcls, &corr, &group, &kind))
-		return nomem(s);
-	jrec r;
-	memset(&r, 0, sizeof r);
-	r.corr = corr;
-	r.group = group;
-	if (kind == TK__STEPS_LAUNCH) {
-		r.ts = ev->ts;
-		r.end = tk__ev_end(ev->ts, (ev->has & TK_HAS_DUR) ? ev->dur : 0);
-		return put(s, S_JOIN, join_key(corr, 0), &r, sizeof r, 0);
-	}
-	if (cls < TK_STATS_KERNEL || !(ev->has & TK_HAS_DUR) || ev->dur < 0)
-		return 0;
-	r.is_op = 1;
-	r.ts = ev->ts;
-	r.end = tk__ev_end(ev->ts, ev->dur);
-	r.kind = cls == TK_STATS_KERNEL ? (is_comm(ev->name) ? IV_COMM : IV_COMPUTE) : IV_MEM;
-	r.seq = s->tl->n_ops++;
-	if (s->opts.launch_table) {
-		tk_sv nm = tk__strtab_intern(&s->strs, ev->name.ptr ? ev->name.ptr : "", ev->name.len);
-		if (!nm.ptr || stream_of(s, ev, &r.stream))
-			return nomem(s);
-		r.name = nm.ptr;
-	}
-	if (kind == TK__STEPS_GPU)
-		return put(s, S_JOIN, join_key(corr, 1), &r, sizeof r, 0);
-	trec o;
-	memset(&o, 0, sizeof o);
-	o.end = r.end;
-	o.seq = r.seq;
-	o.name = r.name;
-	o.stream = r.stream;
-	o.kind = r.kind;
-	return put(s, S_TIME, r.ts, &o, sizeof o, 0);
-}
-
-/* ---- the join ---- */
-
-/* The launches of one block of the join (two neighbouring ids, of every
- * rank): the earliest call of each (group, id). */
-typedef struct lblock {
-	jrec *v;
-	size_t n, cap;
-} lblock;
-
-static int note(lblock *b, const jrec *l)
-{
-	for (size_t i = 0; i < b->n; i++)
-		if (b->v[i].corr == l->corr && b->v[i].group == l->group) {
-			if (l->ts < b->v[i].ts) /* the earliest call of an id launched it */
-				b->v[i] = *l;
-			return 0;
-		}
-	if (TK__GROW(b->v, b->cap, b->n + 1))
-		return TK_ERR_NOMEM;
-	b->v[b->n++] = *l;
-	return 0;
-}
-
 /* The op r with its launch l (NULL: none) on to the time line, and for the
  * launch table its delay and its launch's start. */
 static int joined(tk_stats *s, const jrec *r, const jrec *l)
@@ -238,6 +165,75 @@ static int joined(tk_stats *s, const jrec *r, const jrec *l)
 	return rc;
 }
 
+int tk__stats_steps_add(tk_stats *s, const tk_event *ev, int cls)
+{
+	/* the steps object classes events by the default categories, whatever
+	 * --cat counts; without --cat, cls is that class already */
+	int64_t corr = 0;
+	int32_t group = 0;
+	int kind = 0;
+	int dcls = s->cats ? tk_stats_event_class(ev->cat, (ev->has & TK_HAS_CAT) != 0) : cls;
+	if (tk__steps_add_key(s->st_steps, ev, dcls, &corr, &group, &kind))
+		return tk__stats_nomem(s);
+	jrec r;
+	memset(&r, 0, sizeof r);
+	r.corr = corr;
+	r.group = group;
+	if (kind == TK__STEPS_LAUNCH) {
+		r.ts = ev->ts;
+		r.end = tk__ev_end(ev->ts, (ev->has & TK_HAS_DUR) ? ev->dur : 0);
+		return put(s, S_JOIN, join_key(corr, 0), &r, sizeof r, 0);
+	}
+	if (cls < TK_STATS_KERNEL || !(ev->has & TK_HAS_DUR) || ev->dur < 0)
+		return 0;
+	r.is_op = 1;
+	r.ts = ev->ts;
+	r.end = tk__ev_end(ev->ts, ev->dur);
+	r.kind = cls == TK_STATS_KERNEL ? (is_comm(ev->name) ? IV_COMM : IV_COMPUTE) : IV_MEM;
+	r.seq = s->tl->n_ops++;
+	if (s->opts.launch_table) {
+		tk_sv nm = tk__strtab_intern(&s->strs, ev->name.ptr ? ev->name.ptr : "", ev->name.len);
+		if (!nm.ptr || stream_of(s, ev, &r.stream))
+			return tk__stats_nomem(s);
+		r.name = nm.ptr;
+	}
+	if (kind == TK__STEPS_GPU)
+		return put(s, S_JOIN, join_key(corr, 1), &r, sizeof r, 0);
+	return joined(s, &r, NULL); /* no id: no launch to join */
+}
+
+/* ---- the join ---- */
+
+/* The launches of one block of the join (two neighbouring ids, of every
+ * rank): the earliest call of each (group, id). */
+typedef struct lblock {
+	jrec *v;
+	size_t n, cap;
+} lblock;
+
+/* The block's launch of r's (group, id), or NULL. */
+static jrec *launch_of(const lblock *b, const jrec *r)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (b->v[i].corr == r->corr && b->v[i].group == r->group)
+			return &b->v[i];
+	return NULL;
+}
+
+static int note(lblock *b, const jrec *l)
+{
+	jrec *had = launch_of(b, l);
+	if (had) {
+		if (l->ts < had->ts) /* the earliest call of an id launched it */
+			*had = *l;
+		return 0;
+	}
+	if (TK__GROW(b->v, b->cap, b->n + 1))
+		return TK_ERR_NOMEM;
+	b->v[b->n++] = *l;
+	return 0;
+}
+
 static int join(tk_stats *s)
 {
 	lblock b = {0};
@@ -252,14 +248,10 @@ static int join(tk_stats *s)
 		block = (uint64_t)key >> 1;
 		if (!r.is_op) {
 			if (note(&b, &r))
-				rc = nomem(s);
+				rc = tk__stats_nomem(s);
 			continue;
 		}
-		const jrec *l = NULL;
-		for (size_t i = 0; i < b.n && !l; i++)
-			if (b.v[i].corr == r.corr && b.v[i].group == r.group)
-				l = &b.v[i];
-		rc = joined(s, &r, l);
+		rc = joined(s, &r, launch_of(&b, &r));
 	}
 	free(b.v);
 	tk_sorter_free(s->tl->so[S_JOIN]);
@@ -521,7 +513,7 @@ static int finish_launch_rows(walk *w)
 	size_t n = s->n_streams + 1;
 	uint64_t *seen = calloc(n, sizeof *seen);
 	if (!seen)
-		return nomem(s);
+		return tk__stats_nomem(s);
 	int64_t d = 0;
 	uint64_t st = 0;
 	int rc = finish_sorter(s, S_DELAY);
@@ -585,7 +577,7 @@ static int finish_tline(tk_stats *s)
 		s->launch_rows = calloc(s->n_streams + 1, sizeof *s->launch_rows);
 		w.lr = calloc(s->n_streams + 1, sizeof *w.lr);
 	}
-	int rc = !w.hi || !w.pmax || !w.kern || (lt && (!s->launch_rows || !w.lr)) ? nomem(s) : 0;
+	int rc = !w.hi || !w.pmax || !w.kern || (lt && (!s->launch_rows || !w.lr)) ? tk__stats_nomem(s) : 0;
 	for (size_t i = 0; !rc && i < s->n_step_rows; i++) {
 		const tk_stats_step *r = &s->step_rows[i];
 		w.hi[i] = tk__sat_add(r->ts, r->wall);
@@ -623,7 +615,7 @@ int tk__stats_finish_steps(tk_stats *s)
 	const tk_window *w = &s->opts.window;
 	s->step_rows = calloc(n ? n : 1, sizeof *s->step_rows);
 	if (!s->step_rows)
-		return nomem(s);
+		return tk__stats_nomem(s);
 	for (size_t i = 0; i < n && s->opts.step_table; i++) {
 		const tk_step *st = tk_steps_get(s->st_steps, i);
 		/* with a window, the steps that lie in it: --steps A-B's window ends

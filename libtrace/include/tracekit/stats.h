@@ -73,12 +73,16 @@ typedef struct tk_stats_opts {
 	/* Memory for the sorting of the steps and launch tables (8/9 of it
 	 * when the memory table is built too) and of the memory table (1/9, or
 	 * all); beyond it sorted runs are spilled to files under tmpdir (NULL
-	 * = $TMPDIR or /tmp; copied) and merged at tk_stats_finish. 0 = 128 MiB. */
+	 * = $TMPDIR or /tmp; copied) and merged at tk_stats_finish. 0 =
+	 * TK_STATS_MEMORY_DEFAULT. */
 	size_t memory_bytes;
 	const char *tmpdir;
 } tk_stats_opts;
 
 typedef struct tk_stats tk_stats;
+
+/* tk_stats_opts.memory_bytes when 0. */
+#define TK_STATS_MEMORY_DEFAULT ((size_t)128 << 20)
 
 TK_API int tk_stats_new(tk_stats **out, const tk_stats_opts *opts);
 /* Feed one event (borrowed; nothing is kept past the call). */
