@@ -11,6 +11,7 @@
 
 #include "tracekit/stats.h"
 #include "../libtrace/src/stats_internal.h"
+#include "../libtrace/src/steps_int.h"
 
 /* Build dims from a literal list: n items, each "len, v0, v1, ..." (-1 = not a list). */
 static tk_dims mk(int n, ...)
@@ -945,6 +946,200 @@ static void test_timeline_extremes(void **st)
 /* Notes (tk_stats_note) read on a reader's threads: the tables are those
  * of tk_stats_add; a note is used (a forged one shows in the table), and
  * one written for other options is not. */
+/* ---- tk_steps: launches sorted in bounded memory, kept as runs ---- */
+
+typedef struct lkey {
+	int64_t rank, corr, ts;
+} lkey;
+
+static int cmp_lkey(const void *a, const void *b)
+{
+	const lkey *x = a, *y = b;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->corr != y->corr)
+		return x->corr < y->corr ? -1 : 1;
+	return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+static int64_t corr_of(const tk_event *ev)
+{
+	const char *p = memchr(ev->args.ptr, ':', ev->args.len);
+	return p ? strtoll(p + 1, NULL, 10) : 0;
+}
+
+static int is_gpu(const tk_event *ev)
+{
+	return ev->cat.len != 12; /* "kernel", "gpu_memcpy": not "cuda_runtime" */
+}
+
+static int64_t part_at(const int64_t *starts, size_t n, int64_t t)
+{
+	int64_t k = 0;
+	for (size_t i = 1; i < n; i++)
+		if (starts[i] <= t)
+			k = (int64_t)i;
+	return k;
+}
+
+static tk_steps *steps_of(const tl_ev *v, size_t n, size_t memory, const char *tmpdir, int *failed)
+{
+	tk_steps *s = NULL;
+	assert_int_equal(tk_steps_new(&s), 0);
+	tk_steps_set_pid_span(s, 1000000);
+	assert_int_equal(tk_steps_set_memory(s, memory, tmpdir), 0);
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = tk_steps_add(s, &v[i].ev);
+	/* memory is given before the first event */
+	assert_int_equal(tk_steps_set_memory(s, 0, NULL), TK_ERR_ARG);
+	if (!rc)
+		rc = tk_steps_finish(s);
+	*failed = rc;
+	return s;
+}
+
+static void test_steps_parts(void **st)
+{
+	(void)st;
+	size_t n;
+	int64_t launched, dmin, dmax;
+	tl_ev *v = timeline_events(&n, &launched, &dmin, &dmax);
+	/* the test's own join: every launch by (rank, correlation id), earliest first */
+	lkey *l = calloc(n, sizeof *l);
+	size_t nl = 0;
+	for (size_t i = 0; i < n; i++)
+		if (v[i].ev.args.ptr && !is_gpu(&v[i].ev))
+			l[nl++] = (lkey){v[i].ev.pid.num / 1000000, corr_of(&v[i].ev), v[i].ev.ts};
+	qsort(l, nl, sizeof *l, cmp_lkey);
+	/* parts that are not the steps' starts */
+	static const int64_t starts[] = {INT64_MIN, 2500000, 5000000, 5000001, 7500000};
+	size_t ns = sizeof starts / sizeof *starts;
+	int64_t want_late[5] = {INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN};
+	char dir[] = "/tmp/tk_steps_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	int rc;
+	tk_steps *a = steps_of(v, n, 0, NULL, &rc);
+	assert_int_equal(rc, 0);
+	tk_steps *b = steps_of(v, n, 16 << 10, dir, &rc); /* spills many runs */
+	assert_int_equal(rc, 0);
+	assert_int_equal(tk_steps_part(a, &v[0].ev, NULL), -1); /* no parts yet */
+	int64_t late_a[5], late_b[5];
+	assert_int_equal(tk_steps_parts(a, starts, ns, late_a), 0);
+	assert_int_equal(tk_steps_parts(b, starts, ns, late_b), 0);
+	size_t gpu = 0, by = 0;
+	for (size_t i = 0; i < n; i++) {
+		const tk_event *ev = &v[i].ev;
+		int64_t want = part_at(starts, ns, ev->ts);
+		int want_by = 0;
+		if (ev->args.ptr && is_gpu(ev)) {
+			lkey k = {ev->pid.num / 1000000, corr_of(ev), INT64_MIN};
+			size_t lo = 0, hi = nl; /* the first launch >= k */
+			while (lo < hi) {
+				size_t mid = (lo + hi) / 2;
+				if (cmp_lkey(&l[mid], &k) < 0)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			gpu++;
+			if (lo < nl && l[lo].rank == k.rank && l[lo].corr == k.corr) {
+				int64_t p = part_at(starts, ns, l[lo].ts);
+				if (part_at(starts, ns, ev->ts) > p && ev->ts > want_late[p])
+					want_late[p] = ev->ts;
+				want = p, want_by = 1, by++;
+			}
+		}
+		int by_a, by_b;
+		assert_int_equal(tk_steps_part(a, ev, &by_a), want);
+		assert_int_equal(tk_steps_part(b, ev, &by_b), want);
+		assert_int_equal(by_a, want_by);
+		assert_int_equal(by_b, want_by);
+	}
+	assert_true(gpu == NOPS && by > NOPS / 2 && by < gpu);
+	assert_memory_equal(late_a, want_late, sizeof want_late);
+	assert_memory_equal(late_b, want_late, sizeof want_late);
+	assert_true(want_late[0] > INT64_MIN && want_late[2] == INT64_MIN); /* part 2 is 1 ns long */
+	/* once: the same parts give late again, others are refused */
+	int64_t again[5];
+	assert_int_equal(tk_steps_parts(b, starts, ns, again), 0);
+	assert_memory_equal(again, want_late, sizeof want_late);
+	assert_int_equal(tk_steps_parts(b, starts, ns - 1, NULL), TK_ERR_ARG);
+	static const int64_t unsorted[] = {5, 4};
+	tk_steps *c = NULL;
+	assert_int_equal(tk_steps_new(&c), 0);
+	assert_int_equal(tk_steps_parts(c, starts, ns, NULL), TK_ERR_ARG); /* not finished */
+	assert_int_equal(tk_steps_finish(c), 0);
+	assert_int_equal(tk_steps_parts(c, unsorted, 2, NULL), TK_ERR_ARG);
+	tk_steps_free(c);
+	/* the random launches make many runs, still fewer than the ids */
+	assert_true(tk__steps_runs(a) == tk__steps_runs(b) && tk__steps_runs(a) < gpu);
+	tk_steps_free(a);
+	tk_steps_free(b);
+	char cmd[64];
+	snprintf(cmd, sizeof cmd, "rmdir %s", dir); /* fails unless the runs were removed */
+	assert_int_equal(system(cmd), 0);
+
+	/* a spill that cannot be written is an error naming the directory */
+	c = steps_of(v, n, 16 << 10, "/nonexistent/tk_steps", &rc);
+	if (!rc)
+		rc = tk_steps_parts(c, starts, ns, NULL);
+	assert_true(rc < 0);
+	assert_non_null(strstr(tk_steps_error(c), "/nonexistent/tk_steps"));
+	tk_steps_free(c);
+	free(l);
+	free(v);
+}
+
+/* Launches in the order of their ids, as CUPTI numbers them: one run per
+ * part and rank, however many ids. */
+static void test_steps_runs(void **st)
+{
+	(void)st;
+	enum { IDS = 20000 };
+	tl_ev *v = calloc(2 * IDS + 3, sizeof *v);
+	assert_non_null(v);
+	for (int i = 0; i < IDS; i++) {
+		int rank = i % 2;
+		tl_ev *e = &v[2 * i];
+		snprintf(e->args, sizeof e->args, "{\"correlation\":%d}", 100 + i / 2);
+		e->ev = tl_x(1000 * (int64_t)i, 500, "cudaLaunchKernel", "cuda_runtime", rank * 1000000, 1);
+		e->ev.args = (tk_sv){e->args, strlen(e->args)};
+		e++;
+		memcpy(e->args, v[2 * i].args, sizeof e->args);
+		e->ev = tl_x(1000 * (int64_t)i + 100000, 500, "gemm", "kernel", rank * 1000000, 7);
+		e->ev.args = (tk_sv){e->args, strlen(e->args)};
+	}
+	/* an id called twice, on both sides of 5 ms: the earlier call launched
+	 * it (after rank 1's last id, launched in part 3: one run more) */
+	for (int k = 0; k < 3; k++) {
+		tl_ev *e = &v[2 * IDS + k];
+		snprintf(e->args, sizeof e->args, "{\"correlation\":%d}", 20000);
+		e->ev = k < 2 ? tl_x(k ? 5000100 : 4999900, 50, "cudaLaunchKernel", "cuda_runtime", 1000000, 1)
+		              : tl_x(5000200, 50, "gemm", "kernel", 1000000, 7);
+		e->ev.args = (tk_sv){e->args, strlen(e->args)};
+	}
+	static const int64_t starts[] = {0, 5000000, 10000000, 15000000};
+	int rc, by;
+	tk_steps *s = steps_of(v, 2 * IDS + 3, 64 << 10, NULL, &rc);
+	assert_int_equal(rc, 0);
+	int64_t late[4];
+	assert_int_equal(tk_steps_parts(s, starts, 4, late), 0);
+	assert_int_equal(tk__steps_runs(s), 2 * 4 + 1);
+	assert_int_equal(tk_steps_part(s, &v[2 * IDS + 2].ev, &by), 0);
+	assert_int_equal(by, 1);
+	/* the kernel of the last launch before 5 ms starts 0.1 ms into part 1 */
+	assert_int_equal(late[0], 4999000 + 100000);
+	assert_int_equal(late[3], INT64_MIN);
+	for (int i = 0; i < 2 * IDS; i += 2) {
+		int64_t want = (int64_t)(i / 2) * 1000 / 5000000;
+		assert_int_equal(tk_steps_part(s, &v[i + 1].ev, &by), want);
+		assert_int_equal(by, 1);
+	}
+	tk_steps_free(s);
+	free(v);
+}
+
 static void test_notes(void **st)
 {
 	(void)st;
@@ -1034,6 +1229,8 @@ int main(void)
 		cmocka_unit_test(test_memory_peak_op),
 		cmocka_unit_test(test_radix_sort),
 		cmocka_unit_test(test_timeline_bounded),
+		cmocka_unit_test(test_steps_parts),
+		cmocka_unit_test(test_steps_runs),
 		cmocka_unit_test(test_memory_bounded),
 		cmocka_unit_test(test_timeline_extremes),
 		cmocka_unit_test(test_notes),

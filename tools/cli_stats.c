@@ -62,8 +62,8 @@ static int first_pass(const char *tool, const cli_stats_req *q, const char *name
 	tk_reader_opts ro = q->ropts;
 	ro.note_fn = NULL; /* the steps alone */
 	int rc = tk_reader_open_path(&r, name, &ro);
-	if (!rc && q->step_a >= 0)
-		rc = tk_steps_new(steps);
+	if (!rc && q->step_a >= 0 && !(rc = tk_steps_new(steps)))
+		rc = tk_steps_set_memory(*steps, so->memory_bytes ? so->memory_bytes : TK_STATS_MEMORY_DEFAULT, so->tmpdir);
 	char label[512];
 	snprintf(label, sizeof label, "%.400s (first read: the steps)", name);
 	cli_progress prog;
@@ -78,7 +78,9 @@ static int first_pass(const char *tool, const cli_stats_req *q, const char *name
 			rc = tk_steps_add(*steps, ev);
 	}
 	cli_progress_done(&prog);
-	if (rc < 0)
+	if (rc < 0 && *steps && *tk_steps_error(*steps))
+		cli_err(tool, "%s: %s", name, tk_steps_error(*steps));
+	else if (rc < 0)
 		cli_err(tool, "%s", r && *tk_reader_error(r) ? tk_reader_error(r) : tk_strerror(rc));
 	tk_reader_free(r);
 	if (rc < 0)
@@ -105,6 +107,12 @@ static int first_pass(const char *tool, const cli_stats_req *q, const char *name
 	int64_t wlo = so->window.set ? so->window.lo : INT64_MIN, whi = so->window.set ? so->window.hi : INT64_MAX;
 	so->window = (tk_window){1, lo > wlo ? lo : wlo, hi < whi ? hi : whi, 0, 0};
 	so->steps = *steps;
+	/* the launches, read back from their sort: in the window or not */
+	int64_t parts[3] = {INT64_MIN, so->window.lo, so->window.hi};
+	if ((rc = tk_steps_parts(*steps, parts, 3, NULL)) != 0) {
+		cli_err(tool, "%s: %s", name, *tk_steps_error(*steps) ? tk_steps_error(*steps) : tk_strerror(rc));
+		return 1;
+	}
 	return 0;
 }
 

@@ -25,7 +25,7 @@ int cli_need_rereadable(const cli_tool *t, const char *name);
 #define CLI_STATS_RANK_MIN ((size_t)2 << 20)
 #define CLI_STATS_MEMORY_HELP "memory for sorting the events of the steps, launch and memory\n" \
 	"                             tables, per trace; a trace-merge output's ranks share it\n" \
-	"                             (default 128M)"
+	"                             (default 128M); with --steps, the launches of the first read"
 #define CLI_STATS_TMPDIR_HELP "where that sorting spills runs (default $TMPDIR or /tmp)"
 
 typedef struct cli_stats_req {

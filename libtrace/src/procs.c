@@ -174,36 +174,6 @@ int tk__procs_meta(tk__procs *r, const tk_event *ev, int *added, size_t *pi, siz
 	return 0;
 }
 
-int tk__sorter_add_rec(tk_sorter *s, int64_t key, const void *rec, size_t n, uint64_t tag)
-{
-	tk_event e;
-	memset(&e, 0, sizeof e);
-	e.ph = 'R';
-	e.has = TK_HAS_TS;
-	e.ts = key;
-	e.name = (tk_sv){rec, n};
-	return tk_sorter_add(s, &e, tag);
-}
-
-int tk__sorter_next_rec(tk_sorter *s, int64_t *key, void *rec, size_t n, uint64_t *tag)
-{
-	const tk_event *ev;
-	uint64_t t;
-	int rc = tk_sorter_next(s, &ev, &t);
-	if (rc == TK_EOF)
-		return 0;
-	if (rc)
-		return rc < 0 ? rc : TK_ERR_IO;
-	if (n) {
-		memset(rec, 0, n);
-		memcpy(rec, ev->name.ptr, ev->name.len < n ? ev->name.len : n);
-	}
-	*key = ev->ts;
-	if (tag)
-		*tag = t;
-	return 1;
-}
-
 int tk__sorter_groups(tk_sorter *s, size_t max, int (*flush)(void *ctx, tk_event **g, size_t n), void *ctx,
                       int *sorter_err)
 {

@@ -78,14 +78,4 @@ uint64_t tk__flow_hash(const tk_event *ev);
 int tk__sorter_groups(tk_sorter *s, size_t max, int (*flush)(void *ctx, tk_event **g, size_t n), void *ctx,
                       int *sorter_err);
 
-/* Fixed records through a sorter, for tables that sort their own records
- * (the steps, launch and memory tables): rec's n bytes travel as an
- * event's name, in the order of key (ties in the order added). 0 or the
- * sorter's error. */
-int tk__sorter_add_rec(tk_sorter *s, int64_t key, const void *rec, size_t n, uint64_t tag);
-/* The next record of a finished sorter into rec (n bytes, zero-filled
- * past a shorter one; n 0: none): 1 with *key and *tag (may be NULL), 0
- * at the end, or the sorter's error (negative). */
-int tk__sorter_next_rec(tk_sorter *s, int64_t *key, void *rec, size_t n, uint64_t *tag);
-
 #endif

@@ -1,4 +1,4 @@
-/* sort.c: the bounded-memory event sorter: sorted runs in memory, spilled to files, k-way merged. */
+/* sort.c: the bounded-memory event sorter: sorted runs in memory, spilled to files, k-way merged; fixed records through it. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <unistd.h>
@@ -568,4 +568,34 @@ void tk_sorter_free(tk_sorter *s)
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
+}
+
+int tk__sorter_add_rec(tk_sorter *s, int64_t key, const void *rec, size_t n, uint64_t tag)
+{
+	tk_event e;
+	memset(&e, 0, sizeof e);
+	e.ph = 'R';
+	e.has = TK_HAS_TS;
+	e.ts = key;
+	e.name = (tk_sv){rec, n};
+	return tk_sorter_add(s, &e, tag);
+}
+
+int tk__sorter_next_rec(tk_sorter *s, int64_t *key, void *rec, size_t n, uint64_t *tag)
+{
+	const tk_event *ev;
+	uint64_t t;
+	int rc = tk_sorter_next(s, &ev, &t);
+	if (rc == TK_EOF)
+		return 0;
+	if (rc)
+		return rc < 0 ? rc : TK_ERR_IO;
+	if (n) {
+		memset(rec, 0, n);
+		memcpy(rec, ev->name.ptr, ev->name.len < n ? ev->name.len : n);
+	}
+	*key = ev->ts;
+	if (tag)
+		*tag = t;
+	return 1;
 }

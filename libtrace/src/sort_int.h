@@ -98,4 +98,14 @@ int tk__sort_merger_open(tk_sorter *s, tk__merger *m, size_t first, size_t n);
 int tk__sort_merger_next(tk_sorter *s, tk__merger *m, const tk_event **ev, uint64_t *tag);
 void tk__sort_merger_free(tk__merger *m);
 
+/* Fixed records through a sorter, for those that sort their own records
+ * (the steps, launch and memory tables, tk_steps' launches): rec's n
+ * bytes travel as an event's name, in the order of key (ties in the order
+ * added). 0 or the sorter's error. */
+int tk__sorter_add_rec(tk_sorter *s, int64_t key, const void *rec, size_t n, uint64_t tag);
+/* The next record of a finished sorter into rec (n bytes, zero-filled
+ * past a shorter one; n 0: none): 1 with *key and *tag (may be NULL), 0
+ * at the end, or the sorter's error (negative). */
+int tk__sorter_next_rec(tk_sorter *s, int64_t *key, void *rec, size_t n, uint64_t *tag);
+
 #endif

@@ -179,7 +179,7 @@ static int step_segs(tk_split *s)
 	return rc;
 }
 
-static int build_segments(tk_split *s)
+static int build_segments(tk_split *s, const char *path)
 {
 	const tk__scan *sc = &s->sc;
 	s->t0 = sc->have_t ? sc->t_min : 0;
@@ -226,8 +226,13 @@ static int build_segments(tk_split *s)
 		}
 		for (size_t i = 0; i < s->n_segs; i++)
 			starts[i] = s->segs[i].start;
-		tk__steps_late_work(sc->steps, starts, s->n_segs, s->late);
+		/* the launches, read back from their sort, give each id its part */
+		rc = tk_steps_parts(sc->steps, starts, s->n_segs, s->late);
 		free(starts);
+		if (rc == TK_ERR_NOMEM)
+			return fail(s, rc, "out of memory");
+		if (rc)
+			return fail(s, rc, "%s: %s", path, tk_steps_error(sc->steps));
 		/* an eighth of the budget, and never less than 8 MiB: a launch and
 		 * its kernel in one part is the point of the rule */
 		size_t mem = o->memory_bytes ? o->memory_bytes : (size_t)128 << 20;
@@ -661,7 +666,7 @@ static int take(tk_split *s, const tk_event *ev)
 	int has = (ev->has & TK_HAS_TS) != 0, by_launch = 0;
 	if (!s->sc.attr)
 		return place(s, ev, has ? seg_index(s, ev->ts) : -1);
-	int64_t k = has ? seg_index(s, tk_steps_time(s->sc.steps, ev, &by_launch)) : -1;
+	int64_t k = has ? tk_steps_part(s->sc.steps, ev, &by_launch) : -1;
 	if (by_launch && k != seg_index(s, ev->ts))
 		s->st.by_launch++;
 	if (has && ev->ts > s->last_ts)
@@ -1209,7 +1214,7 @@ static int run(tk_split *s, const char *path)
 	s->st.steps_found = tk_steps_count(s->sc.steps);
 	s->st.input_sorted = s->sc.sorted;
 	s->st.flow_table_bytes = s->sc.flows.map.n_slots * sizeof(tk__flow);
-	if ((rc = build_segments(s)))
+	if ((rc = build_segments(s, path)))
 		return rc;
 	rc = s->sc.sorter ? pass_unsorted(s, path) : pass_sorted(s, path);
 	if (!rc)

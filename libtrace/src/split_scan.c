@@ -314,9 +314,21 @@ static int feed_prefix(tk_sorter *so, const char *path, const tk_split_opts *o, 
 	return rc;
 }
 
+/* --memory (0: 128 MiB), and with a step rule the quarter of it that
+ * sorts the launches (the rest orders an unsorted input). */
+static size_t memory_total(const tk_split_opts *o)
+{
+	return o->memory_bytes ? o->memory_bytes : (size_t)128 << 20;
+}
+
+static size_t launch_memory(const tk__scan *sc, const tk_split_opts *o)
+{
+	return sc->attr ? memory_total(o) / 4 : 0;
+}
+
 static int new_sorter(tk__scan *sc, const tk_split_opts *o, tk__err *err)
 {
-	tk_sorter_opts so = {tk__sorter_share(o->memory_bytes ? o->memory_bytes : (size_t)128 << 20), o->tmpdir};
+	tk_sorter_opts so = {tk__sorter_share(memory_total(o) - launch_memory(sc, o)), o->tmpdir};
 	int rc = tk_sorter_new(&sc->sorter, &so);
 	if (rc)
 		tk__err_msg(err, 0, "cannot start the sorter: %s",
@@ -376,8 +388,11 @@ static int scan_loop(tk__scan *sc, tk__pump *p, const char *path, const tk_split
 		uint64_t n = tk__pump_events(p);
 		int was_sorted = sc->sorted;
 		strict_order(sc, ev, n - 1);
-		if (scan_event(sc, ev, weight(ev)))
-			return TK_ERR_NOMEM;
+		if ((rc = scan_event(sc, ev, weight(ev))) != 0) {
+			if (rc != TK_ERR_NOMEM)
+				tk__err_msg(err, 0, "%s: %s", path, tk_steps_error(sc->steps));
+			return rc;
+		}
 		if (was_sorted && !sc->sorted && (rc = start_sorter(sc, path, o, n - 1, err)))
 			return rc;
 		if (sc->sorter && ev->ph != 'M' && (ev->has & TK__HAS_NO_ARGS)) {
@@ -402,7 +417,7 @@ static int scan_loop(tk__scan *sc, tk__pump *p, const char *path, const tk_split
 static int steps_new(tk__scan *sc, const char *path, const tk_split_opts *o)
 {
 	sc->attr = o->by_step || o->steps;
-	if (tk_steps_new(&sc->steps))
+	if (tk_steps_new(&sc->steps) || (sc->attr && tk_steps_set_memory(sc->steps, launch_memory(sc, o), o->tmpdir)))
 		return TK_ERR_NOMEM;
 	tk_reader *r = NULL;
 	const tk_event *ev;

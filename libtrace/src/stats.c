@@ -121,6 +121,16 @@ int tk_stats_new(tk_stats **out, const tk_stats_opts *opts)
 	}
 	s->info.ts_min = INT64_MAX;
 	s->info.ts_max = INT64_MIN;
+	/* GPU work in the window by its launch: part 1 of the steps' parts */
+	int rc0 = 0;
+	if (s->opts.steps && s->opts.window.set) {
+		int64_t parts[3] = {INT64_MIN, s->opts.window.lo, s->opts.window.hi};
+		rc0 = tk_steps_parts(s->opts.steps, parts, 3, NULL);
+	}
+	if (rc0) {
+		tk_stats_free(s);
+		return rc0;
+	}
 	/* the sorters' memory: the GPU time line's 8 ninths and the memory
 	 * table's one when both are built */
 	size_t total = s->opts.memory_bytes ? s->opts.memory_bytes : TK_STATS_MEMORY_DEFAULT;
@@ -827,8 +837,9 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 	if ((cls == TK_STATS_SKIP && !py) || filtered_name(ev->name))
 		return 0;
 	if (s->opts.window.set) {
-		int64_t t = s->opts.steps && cls >= TK_STATS_KERNEL ? tk_steps_time(s->opts.steps, ev, NULL) : ev->ts;
-		if (t < s->opts.window.lo || t >= s->opts.window.hi)
+		int by = 0;
+		int64_t part = s->opts.steps && cls >= TK_STATS_KERNEL ? tk_steps_part(s->opts.steps, ev, &by) : 0;
+		if (by ? part != 1 : ev->ts < s->opts.window.lo || ev->ts >= s->opts.window.hi)
 			return 0;
 	}
 	if (py) /* not an op: the call paths' alone */

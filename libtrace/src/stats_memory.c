@@ -3,7 +3,7 @@
 
 #include "procs.h"
 #include "stats_grid.h"
-#include "tracekit/sort.h"
+#include "sort_int.h"
 
 /* One [memory] event: 48 bytes, in the sorter by time until
  * tk_stats_finish (as the bytes of an event's name), and in the time line

@@ -4,7 +4,7 @@
 #include "procs.h"
 #include "stats_grid.h"
 #include "steps_int.h"
-#include "tracekit/sort.h"
+#include "sort_int.h"
 
 enum { IV_COMPUTE = 0, IV_COMM = 1, IV_MEM = 2 };
 

@@ -1,30 +1,43 @@
-/* steps.c: ProfilerStep#N spans and the launch of every correlation id, for giving GPU work to the step that launched it. */
+/* steps.c: ProfilerStep#N spans, and the launch of every correlation id sorted in bounded memory into runs of ids launched in one part, for giving GPU work to the part of the step that launched it. */
 #include <stdlib.h>
 
 #include "merge_int.h"
+#include "sort_int.h"
 #include "steps_int.h"
 #include "tracekit/merge.h"
 #include "tracekit/stats.h"
 #include "tracekit/steps.h"
 
-/* One correlation id (of one rank in a merged trace). */
-typedef struct launch {
-	uint64_t h;
-	int64_t corr;
-	int32_t group;  /* the rank of a merged trace, else 0 */
-	uint32_t flags; /* HAVE_LAUNCH, HAVE_GPU */
-	int64_t ts;     /* the launch's start */
-	int64_t gpu;    /* the latest start of its GPU work */
-} launch;
-enum { HAVE_LAUNCH = 1, HAVE_GPU = 2 };
+/* The launches: through a sorter by correlation id until the parts are
+ * known, then a stretch of ids launched in one part as one run. */
+typedef struct run {
+	int64_t corr; /* the first id of the stretch */
+	int64_t part; /* the part of its launches; -1: ids without a launch */
+} run;
+
+typedef struct grp {
+	int32_t group; /* the rank of a merged trace, else 0 */
+	run *runs;     /* ascending corr */
+	size_t n, cap;
+} grp;
 
 struct tk_steps {
-	tk__map launches; /* launch records */
-	int64_t span;     /* pid scheme rank*span+pid, 0 = none */
+	int64_t span; /* pid scheme rank*span+pid, 0 = none */
 	tk_step *steps;
 	size_t n_steps, cap;
 	int finished;
 	int keys_only; /* launches are the caller's to record (tk__steps_keys_only) */
+	/* before tk_steps_parts: every launch and GPU start, by correlation id */
+	tk_sorter *so;
+	size_t memory;
+	char *tmpdir;
+	/* after: the runs of each group (sorted by group), the parts' starts */
+	grp *grps;
+	size_t n_grps, grps_cap;
+	int64_t *starts, *late;
+	size_t n_starts;
+	size_t n_runs;
+	tk__err err;
 };
 
 int tk_steps_new(tk_steps **out)
@@ -32,16 +45,25 @@ int tk_steps_new(tk_steps **out)
 	if (!out)
 		return TK_ERR_ARG;
 	*out = calloc(1, sizeof **out);
-	if (!*out)
+	return *out ? 0 : TK_ERR_NOMEM;
+}
+
+int tk_steps_set_memory(tk_steps *s, size_t bytes, const char *tmpdir)
+{
+	if (!s || s->so || s->finished)
+		return TK_ERR_ARG;
+	char *t = tmpdir ? strdup(tmpdir) : NULL;
+	if (tmpdir && !t)
 		return TK_ERR_NOMEM;
-	/* 7/8: 40-80 bytes a correlation id */
-	tk__map_init(&(*out)->launches, sizeof(launch), 7);
+	free(s->tmpdir);
+	s->tmpdir = t;
+	s->memory = bytes;
 	return 0;
 }
 
 void tk_steps_set_pid_span(tk_steps *s, int64_t span)
 {
-	if (s && !s->launches.n)
+	if (s && !s->so)
 		s->span = span > 0 ? span : 0;
 }
 
@@ -106,17 +128,6 @@ static int kind_of(const tk_steps *s, const tk_event *ev, int cls, int64_t *corr
 	return kind;
 }
 
-static int launch_eq(const void *rec, const void *key)
-{
-	const launch *a = rec, *b = key;
-	return a->corr == b->corr && a->group == b->group;
-}
-
-static uint64_t launch_hash(int64_t corr, int32_t group)
-{
-	return tk__mix64((uint64_t)corr ^ ((uint64_t)(uint32_t)group << 41));
-}
-
 static int add_step(tk_steps *s, int64_t num, const tk_event *ev)
 {
 	int64_t end = tk__ev_end(ev->ts, (ev->has & TK_HAS_DUR) ? ev->dur : 0);
@@ -174,25 +185,33 @@ void tk__steps_keys_only(tk_steps *s)
 	s->keys_only = 1;
 }
 
+/* The sorter's record of a launch or a GPU start: the key is the
+ * correlation id, the tag the group and the kind, the record the time. */
+static uint64_t rec_tag(int32_t group, int kind)
+{
+	return (uint64_t)(uint32_t)group << 1 | (kind == GPU);
+}
+
+static int sort_fail(tk_steps *s, int rc)
+{
+	rc = rc < 0 ? rc : TK_ERR_IO;
+	const char *m = s->so ? tk_sorter_error(s->so) : "";
+	return tk__err_set(&s->err, rc, "the launches of the steps: %s", *m ? m : tk_strerror(rc));
+}
+
 static int note_launch(tk_steps *s, const tk_event *ev, int kind, int64_t corr, int32_t group)
 {
-	launch key = {0, corr, group, 0, 0, 0};
-	int added;
-	launch *l = tk__map_put(&s->launches, launch_hash(corr, group), launch_eq, &key, &added);
-	if (!l)
-		return TK_ERR_NOMEM;
-	if (added) {
-		l->corr = corr;
-		l->group = group;
+	if (s->err.code)
+		return s->err.code;
+	if (!s->so) {
+		tk_sorter_opts o = {s->memory ? s->memory : TK_STEPS_MEMORY_DEFAULT, s->tmpdir};
+		int rc = tk_sorter_new(&s->so, &o);
+		if (rc)
+			return sort_fail(s, rc);
 	}
-	if (kind == LAUNCH && (!(l->flags & HAVE_LAUNCH) || ev->ts < l->ts)) {
-		l->flags |= HAVE_LAUNCH;
-		l->ts = ev->ts; /* the earliest call of an id launched it */
-	} else if (kind == GPU && (!(l->flags & HAVE_GPU) || ev->ts > l->gpu)) {
-		l->flags |= HAVE_GPU;
-		l->gpu = ev->ts;
-	}
-	return 0;
+	int64_t ts = ev->ts;
+	int rc = tk__sorter_add_rec(s->so, corr, &ts, sizeof ts, rec_tag(group, kind));
+	return rc ? sort_fail(s, rc) : 0;
 }
 
 int tk_steps_add_reader(tk_steps *s, tk_reader *r)
@@ -240,23 +259,6 @@ const tk_step *tk_steps_get(const tk_steps *s, size_t i)
 	return s && s->finished && i < s->n_steps ? &s->steps[i] : NULL;
 }
 
-int64_t tk_steps_time(const tk_steps *s, const tk_event *ev, int *by_launch)
-{
-	if (by_launch)
-		*by_launch = 0;
-	int64_t corr;
-	int32_t group;
-	if (!s || kind_of(s, ev, -1, &corr, &group) != GPU)
-		return ev->ts;
-	launch key = {0, corr, group, 0, 0, 0};
-	const launch *l = tk__map_find(&s->launches, launch_hash(corr, group), launch_eq, &key);
-	if (!l || !(l->flags & HAVE_LAUNCH))
-		return ev->ts;
-	if (by_launch)
-		*by_launch = 1;
-	return l->ts;
-}
-
 /* The segment of t among starts[0..n): the last whose start <= t (0 before the first). */
 static size_t seg_of(const int64_t *starts, size_t n, int64_t t)
 {
@@ -271,33 +273,202 @@ static size_t seg_of(const int64_t *starts, size_t n, int64_t t)
 	return lo;
 }
 
-void tk__steps_late_work(const tk_steps *s, const int64_t *starts, size_t n, int64_t *last)
+/* The first group >= group among s->grps. */
+static size_t grp_at(const tk_steps *s, int32_t group)
 {
-	for (size_t k = 0; k < n; k++)
-		last[k] = INT64_MIN;
-	if (!s || !n)
-		return;
-	size_t i = 0;
-	const launch *l;
-	while ((l = tk__map_next(&s->launches, &i)) != NULL) {
-		if ((l->flags & (HAVE_LAUNCH | HAVE_GPU)) != (HAVE_LAUNCH | HAVE_GPU))
-			continue;
-		size_t k = seg_of(starts, n, l->ts);
-		if (seg_of(starts, n, l->gpu) > k && l->gpu > last[k])
-			last[k] = l->gpu;
+	size_t lo = 0, hi = s->n_grps;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->grps[mid].group < group)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
+	return lo;
 }
 
-size_t tk__steps_bytes(const tk_steps *s)
+static grp *grp_add(tk_steps *s, int32_t group)
 {
-	return s ? s->launches.n_slots * s->launches.esize + s->cap * sizeof *s->steps : 0;
+	size_t at = grp_at(s, group);
+	if (at < s->n_grps && s->grps[at].group == group)
+		return &s->grps[at];
+	if (TK__GROW(s->grps, s->grps_cap, s->n_grps + 1))
+		return NULL;
+	memmove(&s->grps[at + 1], &s->grps[at], (s->n_grps - at) * sizeof *s->grps);
+	s->n_grps++;
+	s->grps[at] = (grp){group, NULL, 0, 0};
+	return &s->grps[at];
+}
+
+/* One correlation id of one group, from its records: its launch (the
+ * earliest call) and the latest start of its GPU work. */
+typedef struct one {
+	int32_t group;
+	int flags;
+	int64_t launch, gpu;
+} one;
+enum { HAVE_LAUNCH = 1, HAVE_GPU = 2 };
+
+/* The ids of one key are done: each starts a run where its part differs
+ * from the part of the group's previous id. */
+static int place_key(tk_steps *s, int64_t corr, const one *o, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int64_t part = -1;
+		if (o[i].flags & HAVE_LAUNCH) {
+			size_t k = seg_of(s->starts, s->n_starts, o[i].launch);
+			part = (int64_t)k;
+			if ((o[i].flags & HAVE_GPU) && seg_of(s->starts, s->n_starts, o[i].gpu) > k &&
+			    o[i].gpu > s->late[k])
+				s->late[k] = o[i].gpu;
+		}
+		grp *g = grp_add(s, o[i].group);
+		if (!g)
+			return TK_ERR_NOMEM;
+		if (g->n && g->runs[g->n - 1].part == part)
+			continue;
+		if (TK__GROW(g->runs, g->cap, g->n + 1))
+			return TK_ERR_NOMEM;
+		g->runs[g->n++] = (run){corr, part};
+		s->n_runs++;
+	}
+	return 0;
+}
+
+/* Reads the sorter back in order of correlation id. */
+static int place_all(tk_steps *s)
+{
+	int rc = tk_sorter_finish(s->so);
+	if (rc)
+		return sort_fail(s, rc);
+	one *o = NULL;
+	size_t n = 0, cap = 0;
+	int64_t key = 0, corr;
+	uint64_t tag;
+	int64_t ts;
+	while ((rc = tk__sorter_next_rec(s->so, &corr, &ts, sizeof ts, &tag)) == 1) {
+		if (n && corr != key) {
+			if ((rc = place_key(s, key, o, n)) != 0)
+				break;
+			n = 0;
+		}
+		key = corr;
+		int32_t group = (int32_t)(uint32_t)(tag >> 1);
+		size_t i = 0;
+		while (i < n && o[i].group != group)
+			i++;
+		if (i == n) {
+			if (TK__GROW(o, cap, n + 1)) {
+				rc = TK_ERR_NOMEM;
+				break;
+			}
+			o[n++] = (one){group, 0, 0, 0};
+		}
+		if (tag & 1) {
+			if (!(o[i].flags & HAVE_GPU) || ts > o[i].gpu)
+				o[i].gpu = ts;
+			o[i].flags |= HAVE_GPU;
+		} else {
+			if (!(o[i].flags & HAVE_LAUNCH) || ts < o[i].launch)
+				o[i].launch = ts;
+			o[i].flags |= HAVE_LAUNCH;
+		}
+	}
+	if (rc == 0 && n)
+		rc = place_key(s, key, o, n);
+	free(o);
+	if (rc == TK_ERR_NOMEM)
+		return tk__err_set(&s->err, rc, "the launches of the steps: out of memory");
+	return rc ? sort_fail(s, rc) : 0;
+}
+
+int tk_steps_parts(tk_steps *s, const int64_t *starts, size_t n, int64_t *late)
+{
+	if (!s || !s->finished || !starts || !n)
+		return TK_ERR_ARG;
+	for (size_t i = 1; i < n; i++)
+		if (starts[i] < starts[i - 1])
+			return TK_ERR_ARG;
+	if (s->starts) {
+		/* once: the runs are the launches' only record */
+		if (n != s->n_starts || memcmp(starts, s->starts, n * sizeof *starts) != 0)
+			return TK_ERR_ARG;
+	} else {
+		if (s->err.code)
+			return s->err.code;
+		s->starts = malloc(n * sizeof *s->starts);
+		s->late = malloc(n * sizeof *s->late);
+		if (!s->starts || !s->late) {
+			free(s->starts);
+			free(s->late);
+			s->starts = s->late = NULL;
+			return TK_ERR_NOMEM;
+		}
+		memcpy(s->starts, starts, n * sizeof *starts);
+		s->n_starts = n;
+		for (size_t k = 0; k < n; k++)
+			s->late[k] = INT64_MIN;
+		int rc = s->so ? place_all(s) : 0;
+		tk_sorter_free(s->so);
+		s->so = NULL;
+		if (rc)
+			return rc;
+	}
+	if (late)
+		memcpy(late, s->late, n * sizeof *late);
+	return 0;
+}
+
+int64_t tk_steps_part(const tk_steps *s, const tk_event *ev, int *by_launch)
+{
+	if (by_launch)
+		*by_launch = 0;
+	if (!s || !s->starts || !ev || !(ev->has & TK_HAS_TS))
+		return -1;
+	int64_t corr;
+	int32_t group;
+	if (kind_of(s, ev, -1, &corr, &group) == GPU) {
+		size_t at = grp_at(s, group);
+		const grp *g = at < s->n_grps && s->grps[at].group == group ? &s->grps[at] : NULL;
+		size_t lo = 0, hi = g ? g->n : 0; /* the runs whose first id <= corr */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (g->runs[mid].corr <= corr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo && g->runs[lo - 1].part >= 0) {
+			if (by_launch)
+				*by_launch = 1;
+			return g->runs[lo - 1].part;
+		}
+	}
+	return (int64_t)seg_of(s->starts, s->n_starts, ev->ts);
+}
+
+size_t tk__steps_runs(const tk_steps *s)
+{
+	return s ? s->n_runs : 0;
+}
+
+const char *tk_steps_error(const tk_steps *s)
+{
+	return s ? s->err.msg : "";
 }
 
 void tk_steps_free(tk_steps *s)
 {
 	if (!s)
 		return;
-	tk__map_free(&s->launches);
+	tk_sorter_free(s->so);
+	free(s->tmpdir);
+	for (size_t i = 0; i < s->n_grps; i++)
+		free(s->grps[i].runs);
+	free(s->grps);
+	free(s->starts);
+	free(s->late);
+	tk__err_free(&s->err);
 	free(s->steps);
 	free(s);
 }

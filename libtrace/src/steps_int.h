@@ -11,10 +11,6 @@ int tk__step_number(const tk_event *ev, int64_t *num);
 /* 1 when tk_steps_add needs ev's args (a launch or GPU work by its
  * category): for readers that skip the args of the other events. */
 int tk__steps_wants_args(const tk_event *ev);
-/* For segments that start at starts[0..n) (sorted; segment k is [starts[k],
- * starts[k+1])), last[k] = the latest start of GPU work launched in segment
- * k that starts in a later segment, or INT64_MIN when none does. */
-void tk__steps_late_work(const tk_steps *s, const int64_t *starts, size_t n, int64_t *last);
 /* tk_steps_add for a caller that knows the event's tk_stats_event_class()
  * (cls; -1 if not). *kind: TK__STEPS_LAUNCH for a CPU launch (an event
  * with a time), TK__STEPS_GPU for GPU work that a launch may own, each with
@@ -23,10 +19,9 @@ enum { TK__STEPS_LAUNCH = 1, TK__STEPS_GPU = 2 };
 int tk__steps_add_key(tk_steps *s, const tk_event *ev, int cls, int64_t *corr, int32_t *group, int *kind);
 /* From now on s keeps the steps alone, not the launches: for a caller
  * that joins launches and GPU work itself (the steps and launch tables
- * sort them in bounded memory). tk_steps_time() and tk__steps_late_work()
- * then know no launch. */
+ * sort them in bounded memory). tk_steps_part() then knows no launch. */
 void tk__steps_keys_only(tk_steps *s);
-/* Memory held, for reports. */
-size_t tk__steps_bytes(const tk_steps *s);
+/* The runs kept after tk_steps_parts (tests, reports). */
+size_t tk__steps_runs(const tk_steps *s);
 
 #endif

@@ -129,6 +129,32 @@ def spilled(tools, tmp, rel, path):
     return p.returncode == 1 and bad in p.stderr and not p.stdout, p.returncode, p.stderr.strip()[-300:]
 
 
+def files(d):
+    return {f: open(os.path.join(d, f), "rb").read() for f in sorted(os.listdir(d))}
+
+
+def split_spilled(tools, tmp, rel, path, whole, launches):
+    """trace-split --by-step with 256 KiB of --memory: the launches' sorter
+    (a quarter of it) spills runs to --tmpdir, and the parts are those of the
+    default run byte for byte; a --tmpdir that cannot be made is then an
+    error naming it (the launches' sorter's, or on an input out of time
+    order the ordering's), and no part is left."""
+    spill, out = os.path.join(tmp, "spill"), os.path.join(tmp, "real_small")
+    os.makedirs(spill, exist_ok=True)
+    split(tools, path, out, "--by-step", "--memory", "256K", "--tmpdir", spill)
+    check("%s: --by-step with --memory 256K: the parts of the default run, byte for byte" % rel,
+          files(out) == files(whole), sorted(set(files(out)) ^ set(files(whole))))
+    check("%s: --by-step: the spilled runs are removed" % rel, os.listdir(spill) == [], os.listdir(spill))
+    if launches < 2000:  # too few to spill at 64K
+        return
+    bad, out = os.path.join(tmp, "no", "such", "dir"), os.path.join(tmp, "real_bad")
+    p = subprocess.run([os.path.join(tools, "trace-split"), path, "-o", out, "--name", "p", "-q", "--by-step",
+                        "--memory", "256K", "--tmpdir", bad], capture_output=True, text=True)
+    check("%s: --by-step, --tmpdir that cannot be made: exit 1 naming it, no part" % rel,
+          p.returncode == 1 and bad in p.stderr and not (os.path.isdir(out) and os.listdir(out)),
+          (p.returncode, p.stderr.strip()[-300:]))
+
+
 COLS = ("wall_ns", "busy_ns", "compute_ns", "comm_ns", "mem_ns", "overlap_ns", "idle_ns", "host_wait_ns",
         "kernel_wait_ns", "other_idle_ns", "gpu_ops")
 
@@ -622,6 +648,7 @@ def real(tools, root, tmp):
         kept_out = sum(min(ends_out[("s", i)], ends_out[("f", i)]) for (ph, i) in ends_out if ph == "s")
         check("%s: --by-step: all %d launch flows keep both ends" % (rel, kept_in), kept_out == kept_in,
               "%d of %d" % (kept_out, kept_in))
+        split_spilled(tools, tmp, rel, path, out, sum(1 for e in evs if e.get("cat") in API))
 
     for rel in ["kineto-tbplugin-resnet50-2021-06/worker0.1623143089861.pt.trace.json.gz",
                 "tracelens-h100-hf/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",

@@ -38,10 +38,12 @@ typedef struct tk_stats_opts {
 	 * tk_stats_new() refuses relative ones. */
 	tk_window window;
 	/* With a window: GPU work (kernels, memcpy, memset) is in it when its
-	 * CPU launch starts in it, by tk_steps_time(), rather than when it
-	 * starts itself (trace-stats --steps; docs/steps.md). Borrowed: it must
-	 * live until the last tk_stats_add(). NULL = by start. */
-	const tk_steps *steps;
+	 * CPU launch starts in it, rather than when it starts itself
+	 * (trace-stats --steps; docs/steps.md). A finished tk_steps of the
+	 * same trace: tk_stats_new() gives it the parts {INT64_MIN, window.lo,
+	 * window.hi} by tk_steps_parts() (TK_ERR_ARG if it has others).
+	 * Borrowed: it must live until the last tk_stats_add(). NULL = by start. */
+	tk_steps *steps;
 	/* Build the steps table (tk_stats_step_get, tk_stats_format_steps):
 	 * the launches and GPU ops go through sorters of bounded memory
 	 * (memory_bytes) until tk_stats_finish, which joins them and walks the
