@@ -1140,6 +1140,154 @@ static void test_steps_runs(void **st)
 	free(v);
 }
 
+/* ---- the id maps: paged out past their memory ---- */
+
+/* Random puts and gets over ~300 pages with 4 in memory: every get is the
+ * last put (or 0), pages go to the file and come back. */
+static void test_idmap_paged(void **st)
+{
+	(void)st;
+	enum { IDS = 300 * 4096, OPS = 200000 };
+	uint32_t *ref = calloc(IDS, sizeof *ref);
+	assert_non_null(ref);
+	char dir[] = "/tmp/tk_idmap_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	tk__idmap m;
+	memset(&m, 0, sizeof m);
+	m.max_resident = tk__idmap_pages(0);
+	assert_int_equal(m.max_resident, 4);
+	m.tmpdir = dir;
+	uint64_t x = 0x2545f4914f6cdd1dull;
+	for (int i = 0; i < OPS; i++) {
+		/* mostly near a moving front, now and then anywhere, as ids come */
+		uint64_t id = i % 7 ? ((uint64_t)i * 6 + tl_rand(&x) % 8192) % IDS : tl_rand(&x) % IDS;
+		if (tl_rand(&x) % 3) {
+			uint32_t v = (uint32_t)tl_rand(&x) | 1;
+			assert_int_equal(tk__idmap_put(&m, id, v), 0);
+			ref[id] = v;
+		} else {
+			assert_int_equal(tk__idmap_get(&m, id), ref[id]);
+		}
+		assert_true(m.resident <= 4);
+	}
+	for (uint64_t id = 0; id < IDS; id += 97) /* a scan from the start, as GPU events come after */
+		assert_int_equal(tk__idmap_get(&m, id), ref[id]);
+	assert_int_equal(m.err, 0);
+	assert_true(m.out > 300);
+	tk__idmap_free(&m);
+	char cmd[64];
+	snprintf(cmd, sizeof cmd, "rmdir %s", dir); /* the file had no name */
+	assert_int_equal(system(cmd), 0);
+	/* no directory: the page that goes out fails, named, and the map stops */
+	memset(&m, 0, sizeof m);
+	m.max_resident = 4;
+	m.tmpdir = "/nonexistent/tk_idmap";
+	int rc = 0;
+	for (uint64_t id = 0; id < 8 * 4096 && !rc; id += 4096)
+		rc = tk__idmap_put(&m, id, 1);
+	assert_int_equal(rc, TK_ERR_IO);
+	assert_non_null(strstr(m.msg, "/nonexistent/tk_idmap"));
+	assert_int_equal(tk__idmap_get(&m, 0), 0);
+	tk__idmap_free(&m);
+	free(ref);
+}
+
+/* An ops table whose GPU time goes through ids on hundreds of pages, the
+ * kernels after every CPU event as Kineto writes them: with 4 pages in
+ * memory the same table as with all of them, each op's GPU time the sum of
+ * its kernels. */
+#define AOPS 20000
+static tl_ev *attr_events(size_t *n_out, int64_t *want_dev)
+{
+	tl_ev *v = calloc(3 * AOPS, sizeof *v);
+	assert_non_null(v);
+	size_t n = 0;
+	static const char *const names[] = {"aten::mm", "aten::add", "aten::conv2d"};
+	want_dev[0] = want_dev[1] = want_dev[2] = 0;
+	for (int i = 0; i < AOPS; i++) {
+		int64_t ext = 5 + (int64_t)i * 61, corr = 1000000 + (int64_t)i * 37, ts = (int64_t)i * 10000;
+		tl_ev *e = &v[n++];
+		snprintf(e->args, sizeof e->args, "{\"External id\":%lld}", (long long)ext);
+		e->ev = tl_x(ts, 5000, names[i % 3], "cpu_op", 1, 1);
+		e->ev.args = (tk_sv){e->args, strlen(e->args)};
+		e = &v[n++];
+		snprintf(e->args, sizeof e->args, "{\"External id\":%lld,\"correlation\":%lld}", (long long)ext,
+		         (long long)corr);
+		e->ev = tl_x(ts + 100, 1000, "cudaLaunchKernel", "cuda_runtime", 1, 1);
+		e->ev.args = (tk_sv){e->args, strlen(e->args)};
+	}
+	for (int i = 0; i < AOPS; i++) {
+		int64_t ext = 5 + (int64_t)i * 61, corr = 1000000 + (int64_t)i * 37, dur = 100 + i % 500;
+		tl_ev *e = &v[n++];
+		/* every third kernel has no External id: found through its launch */
+		if (i % 3 == 2)
+			snprintf(e->args, sizeof e->args, "{\"correlation\":%lld}", (long long)corr);
+		else
+			snprintf(e->args, sizeof e->args, "{\"External id\":%lld,\"correlation\":%lld}", (long long)ext,
+			         (long long)corr);
+		e->ev = tl_x((int64_t)i * 10000 + 3000, dur, "gemm", "kernel", 0, 7);
+		e->ev.args = (tk_sv){e->args, strlen(e->args)};
+		want_dev[i % 3] += dur;
+	}
+	*n_out = n;
+	return v;
+}
+
+static tk_stats *attr_stats(const tl_ev *v, size_t n, size_t memory, const char *tmpdir, int *failed)
+{
+	tk_stats_opts o = {0};
+	o.memory_bytes = memory;
+	o.tmpdir = tmpdir;
+	o.max_pending = 4096; /* processed as they come: the kernels find their ops in the maps */
+	tk_stats *s = NULL;
+	assert_int_equal(tk_stats_new(&s, &o), 0);
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = tk_stats_add(s, &v[i].ev);
+	if (!rc)
+		rc = tk_stats_finish(s);
+	*failed = rc;
+	return s;
+}
+
+static void test_attribution_paged(void **st)
+{
+	(void)st;
+	size_t n;
+	int64_t want[3];
+	tl_ev *v = attr_events(&n, want);
+	int rc;
+	tk_stats *a = attr_stats(v, n, 0, NULL, &rc);
+	assert_int_equal(rc, 0);
+	tk_stats *b = attr_stats(v, n, 256 << 10, NULL, &rc); /* 4 pages of each map in memory */
+	assert_int_equal(rc, 0);
+	assert_int_equal(tk_stats_get_info(a)->unattributed, 0);
+	assert_int_equal(tk_stats_get_info(b)->unattributed, 0);
+	assert_int_equal(tk_stats_op_count(a), tk_stats_op_count(b));
+	int found = 0;
+	for (size_t i = 0; i < tk_stats_op_count(a); i++) {
+		const tk_stats_op *x = tk_stats_op_get(a, i), *y = tk_stats_op_get(b, i);
+		assert_string_equal(x->name, y->name);
+		assert_int_equal(x->dev_total, y->dev_total);
+		assert_int_equal(x->self_dev, y->self_dev);
+		for (int k = 0; k < 3; k++)
+			if (!strcmp(x->name, (const char *[]){"aten::mm", "aten::add", "aten::conv2d"}[k])) {
+				assert_int_equal(x->dev_total, want[k]);
+				assert_int_equal(y->self_dev, want[k]);
+				found++;
+			}
+	}
+	assert_int_equal(found, 3);
+	tk_stats_free(a);
+	tk_stats_free(b);
+	/* a page that cannot go out is an error naming the directory */
+	tk_stats *c = attr_stats(v, n, 256 << 10, "/nonexistent/tk_attr", &rc);
+	assert_true(rc < 0);
+	assert_non_null(strstr(tk_stats_error(c), "/nonexistent/tk_attr"));
+	tk_stats_free(c);
+	free(v);
+}
+
 static void test_notes(void **st)
 {
 	(void)st;
@@ -1231,6 +1379,8 @@ int main(void)
 		cmocka_unit_test(test_timeline_bounded),
 		cmocka_unit_test(test_steps_parts),
 		cmocka_unit_test(test_steps_runs),
+		cmocka_unit_test(test_idmap_paged),
+		cmocka_unit_test(test_attribution_paged),
 		cmocka_unit_test(test_memory_bounded),
 		cmocka_unit_test(test_timeline_extremes),
 		cmocka_unit_test(test_notes),

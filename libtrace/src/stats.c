@@ -138,7 +138,13 @@ int tk_stats_new(tk_stats **out, const tk_stats_opts *opts)
 	int rc = tl ? tk__stats_steps_init(s, mem ? total / 9 * 8 : total) : 0;
 	if (!rc && mem)
 		rc = tk__stats_memory_init(s, tl ? total / 9 : total);
-	s->opts.tmpdir = NULL; /* the sorters have their copies */
+	/* the id maps of the GPU attribution: an eighth each in memory, at
+	 * least 4 pages, the rest paged out */
+	if (!rc && s->opts.tmpdir && !(s->tmpdir = tk__strdup(s->opts.tmpdir)))
+		rc = TK_ERR_NOMEM;
+	s->ext_map.max_resident = s->corr_map.max_resident = tk__idmap_pages(total / 8);
+	s->ext_map.tmpdir = s->corr_map.tmpdir = s->tmpdir;
+	s->opts.tmpdir = NULL; /* the sorters and the maps have their copies */
 	if (rc) {
 		tk_stats_free(s);
 		return rc;
@@ -152,6 +158,7 @@ void tk_stats_free(tk_stats *s)
 	if (!s)
 		return;
 	free(s->cats);
+	free(s->tmpdir);
 	tk__strtab_free(&s->strs);
 	free(s->ops);
 	tk__map_free(&s->op_index);
@@ -484,7 +491,7 @@ static void attribute(tk_stats *s, uint32_t c, int64_t dur)
 /* Call path of the launching op: by External id when the trace links it
  * (some Kineto builds write External id == correlation, unlinked), else
  * through the runtime call with the same correlation. */
-static uint32_t resolve(const tk_stats *s, int64_t ext, int64_t corr)
+static uint32_t resolve(tk_stats *s, int64_t ext, int64_t corr)
 {
 	uint32_t c = 0;
 	if (ext > 0 && ext != corr)
@@ -541,10 +548,15 @@ static int process_op(tk_stats *s, tk__thread *t, const tk__pend *p)
 	row->pub.flops += fl;
 	/* an API call adds no level: its kernels belong to the enclosing op */
 	uint32_t chain = p->api ? (par ? par->chain : 0) : chain_of(s, p->key, par ? par->chain : 0);
-	if (!p->api && (!chain || (p->ext > 0 && tk__idmap_put(&s->ext_map, (uint64_t)p->ext, chain))))
+	if (!p->api && !chain)
 		return TK_ERR_NOMEM;
-	if (p->api && chain && p->corr > 0 && tk__idmap_put(&s->corr_map, (uint64_t)p->corr, chain))
-		return TK_ERR_NOMEM;
+	int rc = 0;
+	if (!p->api && p->ext > 0)
+		rc = tk__idmap_put(&s->ext_map, (uint64_t)p->ext, chain);
+	else if (p->api && chain && p->corr > 0)
+		rc = tk__idmap_put(&s->corr_map, (uint64_t)p->corr, chain);
+	if (rc)
+		return rc;
 	if (late) {
 		s->info.late++;
 		return 0;
@@ -566,7 +578,7 @@ static int flush_thread(tk_stats *s, tk__thread *t, size_t n)
 		                                                : "too many pending events on one thread");
 	for (size_t i = 0; i < n; i++) {
 		if ((rc = process_op(s, t, &t->pend[i])) != 0)
-			return tk__err_msg(&s->err, rc, "out of memory");
+			return tk__stats_map_fail(s, rc);
 	}
 	if (t->n_pend > n) /* (a thread with none has no array) */
 		memmove(t->pend, t->pend + n, (t->n_pend - n) * sizeof *t->pend);
@@ -894,6 +906,12 @@ int tk_stats_add_noted(tk_stats *s, const tk_event *ev, const void *note)
 	return rc;
 }
 
+int tk__stats_map_fail(tk_stats *s, int rc)
+{
+	const tk__idmap *m = s->ext_map.err ? &s->ext_map : s->corr_map.err ? &s->corr_map : NULL;
+	return tk__err_msg(&s->err, rc, "%s", m && rc != TK_ERR_NOMEM ? m->msg : "out of memory");
+}
+
 int tk__stats_sort_fail(tk_stats *s, const tk_sorter *so, const char *what, int rc)
 {
 	rc = rc < 0 ? rc : TK_ERR_IO;
@@ -936,6 +954,8 @@ int tk_stats_finish(tk_stats *s)
 	int rc = flush_all(s);
 	if (rc)
 		return rc;
+	if (s->ext_map.err || s->corr_map.err) /* a page that could not be read back */
+		return tk__stats_map_fail(s, s->ext_map.err ? s->ext_map.err : s->corr_map.err);
 	if ((rc = tk__stats_finish_steps(s)) != 0 || (rc = tk__stats_finish_memory(s)) != 0)
 		return rc;
 	if (tk__stats_finish_coll(s) || tk__stats_finish_flame(s))

@@ -8,15 +8,33 @@
 /* ---- small maps (stats_map.c) ---- */
 
 /* Dense ids (External id, correlation) -> u32, in pages of 4096 entries: 4
- * bytes per id when ids are dense, as Kineto's are. */
+ * bytes per id when ids are dense, as Kineto's are. Past max_resident
+ * pages in memory, the least recently used (a clock) go to a file in
+ * tmpdir that has no name, and come back when an id on them is used. */
+typedef struct tk__idpage {
+	uint32_t *v;   /* NULL while the page is in the file only */
+	unsigned char ref, dirty, saved;
+} tk__idpage;
 typedef struct tk__idmap {
 	tk__map dir; /* page number -> page index + 1 */
-	uint32_t **pages;
+	tk__idpage *pages;
 	size_t n_pages, pages_cap;
+	size_t resident, max_resident; /* max 0: no limit */
+	size_t hand;                   /* the clock's */
+	int fd;                        /* the pages' file, 0 until the first one goes */
+	const char *tmpdir;            /* borrowed; NULL: $TMPDIR or /tmp */
+	uint64_t out;                  /* pages written out (tests) */
+	int err;                       /* sticky: TK_ERR_IO or TK_ERR_NOMEM, msg says why */
+	char msg[TK__ERRLEN];
 } tk__idmap;
-uint32_t tk__idmap_get(const tk__idmap *m, uint64_t id);
+/* The value of id, 0 when it has none, or when its page could not be read
+ * back (m->err is then set: check it before the tables are used). */
+uint32_t tk__idmap_get(tk__idmap *m, uint64_t id);
+/* 0, or m->err. */
 int tk__idmap_put(tk__idmap *m, uint64_t id, uint32_t val);
 void tk__idmap_free(tk__idmap *m);
+/* The pages of 16 KiB that fit in bytes, at least 4. */
+size_t tk__idmap_pages(size_t bytes);
 
 /* Durations kept exactly for medians: u32 ns, wider values apart. */
 typedef struct tk__durs {
@@ -136,6 +154,7 @@ typedef struct tk__namec {
 struct tk_stats {
 	tk_stats_opts opts;
 	char *cats; /* owned copy of opts.cats, "a,b" */
+	char *tmpdir; /* owned copy of opts.tmpdir, for the id maps */
 	tk__strtab strs;
 	tk__oprow *ops;
 	size_t n_ops, cap_ops;
@@ -240,6 +259,8 @@ static inline int tk__stats_nomem(tk_stats *s)
 /* s's error for a sorter of its tables that failed with rc, doing what
  * (so may be NULL): rc, or TK_ERR_IO for a code that is not an error. */
 int tk__stats_sort_fail(tk_stats *s, const struct tk_sorter *so, const char *what, int rc);
+/* The error of an id map (a page that could not be written or read back), or out of memory. */
+int tk__stats_map_fail(tk_stats *s, int rc);
 /* The steps object and the sorters of the steps and launch tables, with
  * bytes of memory among them: 0 or an error, its message in s->err. */
 int tk__stats_steps_init(tk_stats *s, size_t bytes);

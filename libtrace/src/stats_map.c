@@ -1,41 +1,169 @@
-/* stats_map.c: the compact maps and duration stores behind tk_stats. */
+/* stats_map.c: the compact maps (paged out to a file past their memory) and duration stores behind tk_stats. */
+#define _GNU_SOURCE /* O_TMPFILE, mkostemp */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "stats_internal.h"
 
 #define TK__PAGE_BITS 12
 #define TK__PAGE (1u << TK__PAGE_BITS)
 
-uint32_t tk__idmap_get(const tk__idmap *m, uint64_t id)
+static int page_fail(tk__idmap *m, int code, const char *what, int e)
 {
+	if (!m->err) {
+		m->err = code;
+		const char *dir = m->tmpdir && *m->tmpdir ? m->tmpdir : getenv("TMPDIR");
+		if (code == TK_ERR_NOMEM)
+			snprintf(m->msg, sizeof m->msg, "out of memory");
+		else
+			snprintf(m->msg, sizeof m->msg, "the GPU attribution's id map: %s in %s: %s", what,
+			         dir && *dir ? dir : "/tmp", strerror(e));
+	}
+	return m->err;
+}
+
+/* The pages' file: made in tmpdir and unlinked at once, so that nothing is
+ * left behind whatever happens to the process. */
+static int pages_file(tk__idmap *m)
+{
+	const char *dir = m->tmpdir && *m->tmpdir ? m->tmpdir : getenv("TMPDIR");
+	if (!dir || !*dir)
+		dir = "/tmp";
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0 && errno != ENOENT && errno != ENOTDIR) { /* no O_TMPFILE there */
+		size_t n = strlen(dir) + 32;
+		char *path = malloc(n);
+		if (!path)
+			return page_fail(m, TK_ERR_NOMEM, "", 0);
+		snprintf(path, n, "%s/tkids-XXXXXX", dir);
+		fd = mkostemp(path, O_CLOEXEC);
+		if (fd >= 0)
+			unlink(path);
+		free(path);
+	}
+	if (fd < 0)
+		return page_fail(m, TK_ERR_IO, "cannot create a file", errno);
+	m->fd = fd + 1;
+	return 0;
+}
+
+/* A page's 16 KiB: a new one while under max_resident, else the one the
+ * clock lets go of, written out first when it changed. NULL: m->err. */
+static uint32_t *page_take(tk__idmap *m)
+{
+	if (!m->max_resident || m->resident < m->max_resident) {
+		uint32_t *v = malloc(TK__PAGE * sizeof *v);
+		if (!v)
+			page_fail(m, TK_ERR_NOMEM, "", 0);
+		else
+			m->resident++;
+		return v;
+	}
+	for (;;) {
+		tk__idpage *g = &m->pages[m->hand];
+		m->hand = (m->hand + 1) % m->n_pages;
+		if (!g->v)
+			continue;
+		if (g->ref) { /* a second chance */
+			g->ref = 0;
+			continue;
+		}
+		if (g->dirty || !g->saved) {
+			if (!m->fd && pages_file(m))
+				return NULL;
+			size_t bytes = TK__PAGE * sizeof *g->v;
+			off_t at = (off_t)(g - m->pages) * (off_t)bytes;
+			ssize_t w = pwrite(m->fd - 1, g->v, bytes, at);
+			if (w != (ssize_t)bytes) {
+				page_fail(m, TK_ERR_IO, "cannot write a page", w < 0 ? errno : ENOSPC);
+				return NULL;
+			}
+			g->saved = 1;
+			g->dirty = 0;
+			m->out++;
+		}
+		uint32_t *v = g->v;
+		g->v = NULL;
+		return v;
+	}
+}
+
+/* The page of id, in memory (add: a new one when it has none). */
+static tk__idpage *page_of(tk__idmap *m, uint64_t id, int add)
+{
+	if (m->err)
+		return NULL;
 	uint64_t p = tk__map_get0(&m->dir, id >> TK__PAGE_BITS);
-	return p ? m->pages[p - 1][id & (TK__PAGE - 1)] : 0;
+	if (!p && !add)
+		return NULL;
+	if (!p) {
+		if (TK__GROW(m->pages, m->pages_cap, m->n_pages + 1)) {
+			page_fail(m, TK_ERR_NOMEM, "", 0);
+			return NULL;
+		}
+		uint32_t *v = page_take(m);
+		if (!v)
+			return NULL;
+		memset(v, 0, TK__PAGE * sizeof *v);
+		m->pages[m->n_pages++] = (tk__idpage){v, 1, 0, 0};
+		p = m->n_pages;
+		if (tk__map_put_int(&m->dir, id >> TK__PAGE_BITS, p)) {
+			page_fail(m, TK_ERR_NOMEM, "", 0);
+			return NULL;
+		}
+		return &m->pages[p - 1];
+	}
+	tk__idpage *g = &m->pages[p - 1];
+	if (!g->v) { /* back from the file */
+		uint32_t *v = page_take(m);
+		if (!v)
+			return NULL;
+		size_t bytes = TK__PAGE * sizeof *v;
+		ssize_t r = pread(m->fd - 1, v, bytes, (off_t)(p - 1) * (off_t)bytes);
+		if (r != (ssize_t)bytes) {
+			free(v);
+			m->resident--;
+			page_fail(m, TK_ERR_IO, "cannot read a page back", r < 0 ? errno : EIO);
+			return NULL;
+		}
+		g->v = v;
+	}
+	g->ref = 1;
+	return g;
+}
+
+uint32_t tk__idmap_get(tk__idmap *m, uint64_t id)
+{
+	tk__idpage *g = page_of(m, id, 0);
+	return g ? g->v[id & (TK__PAGE - 1)] : 0;
 }
 
 int tk__idmap_put(tk__idmap *m, uint64_t id, uint32_t val)
 {
-	uint64_t p = tk__map_get0(&m->dir, id >> TK__PAGE_BITS);
-	if (!p) {
-		if (TK__GROW(m->pages, m->pages_cap, m->n_pages + 1))
-			return TK_ERR_NOMEM;
-		uint32_t *page = calloc(TK__PAGE, sizeof *page);
-		if (!page)
-			return TK_ERR_NOMEM;
-		m->pages[m->n_pages++] = page;
-		p = (uint32_t)m->n_pages;
-		if (tk__map_put_int(&m->dir, id >> TK__PAGE_BITS, p))
-			return TK_ERR_NOMEM;
-	}
-	m->pages[p - 1][id & (TK__PAGE - 1)] = val;
+	tk__idpage *g = page_of(m, id, 1);
+	if (!g)
+		return m->err;
+	g->v[id & (TK__PAGE - 1)] = val;
+	g->dirty = 1;
 	return 0;
+}
+
+size_t tk__idmap_pages(size_t bytes)
+{
+	size_t n = bytes / (TK__PAGE * sizeof(uint32_t));
+	return n > 4 ? n : 4;
 }
 
 void tk__idmap_free(tk__idmap *m)
 {
 	for (size_t i = 0; i < m->n_pages; i++)
-		free(m->pages[i]);
+		free(m->pages[i].v);
 	free(m->pages);
 	tk__map_free(&m->dir);
+	if (m->fd)
+		close(m->fd - 1);
 	memset(m, 0, sizeof *m);
 }
 
