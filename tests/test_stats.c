@@ -1,4 +1,5 @@
 /* test_stats.c: FLOP formulas, self/total times and GPU attribution of libtracekit's stats. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1154,9 +1155,9 @@ static void test_idmap_paged(void **st)
 	assert_non_null(mkdtemp(dir));
 	tk__idmap m;
 	memset(&m, 0, sizeof m);
-	m.max_resident = tk__idmap_pages(0);
-	assert_int_equal(m.max_resident, 4);
-	m.tmpdir = dir;
+	m.pool.max_resident = tk__pool_pages(0);
+	assert_int_equal(m.pool.max_resident, 4);
+	m.pool.tmpdir = dir;
 	uint64_t x = 0x2545f4914f6cdd1dull;
 	for (int i = 0; i < OPS; i++) {
 		/* mostly near a moving front, now and then anywhere, as ids come */
@@ -1168,25 +1169,25 @@ static void test_idmap_paged(void **st)
 		} else {
 			assert_int_equal(tk__idmap_get(&m, id), ref[id]);
 		}
-		assert_true(m.resident <= 4);
+		assert_true(m.pool.resident <= 4);
 	}
 	for (uint64_t id = 0; id < IDS; id += 97) /* a scan from the start, as GPU events come after */
 		assert_int_equal(tk__idmap_get(&m, id), ref[id]);
-	assert_int_equal(m.err, 0);
-	assert_true(m.out > 300);
+	assert_int_equal(m.pool.err, 0);
+	assert_true(m.pool.out > 300);
 	tk__idmap_free(&m);
 	char cmd[64];
 	snprintf(cmd, sizeof cmd, "rmdir %s", dir); /* the file had no name */
 	assert_int_equal(system(cmd), 0);
 	/* no directory: the page that goes out fails, named, and the map stops */
 	memset(&m, 0, sizeof m);
-	m.max_resident = 4;
-	m.tmpdir = "/nonexistent/tk_idmap";
+	m.pool.max_resident = 4;
+	m.pool.tmpdir = "/nonexistent/tk_idmap";
 	int rc = 0;
 	for (uint64_t id = 0; id < 8 * 4096 && !rc; id += 4096)
 		rc = tk__idmap_put(&m, id, 1);
 	assert_int_equal(rc, TK_ERR_IO);
-	assert_non_null(strstr(m.msg, "/nonexistent/tk_idmap"));
+	assert_non_null(strstr(m.pool.msg, "/nonexistent/tk_idmap"));
 	assert_int_equal(tk__idmap_get(&m, 0), 0);
 	tk__idmap_free(&m);
 	free(ref);
@@ -1288,6 +1289,62 @@ static void test_attribution_paged(void **st)
 	free(v);
 }
 
+/* The summaries' durations in pages that go to a file: the median and
+ * deviation of values of three sets together, sorted in memory and
+ * selected by counting, equal those of the test's own sort. */
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static void test_durs_describe(void **st)
+{
+	(void)st;
+	static const size_t sizes[] = {1, 2, 3, 4095, 4096, 4097, 100001, 100002};
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
+		size_t n = sizes[t];
+		int64_t *ref = malloc(n * sizeof *ref), total = 0;
+		tk__pool pool[3];
+		tk__durs d[3];
+		memset(pool, 0, sizeof pool);
+		memset(d, 0, sizeof d);
+		for (int k = 0; k < 3; k++)
+			pool[k].max_resident = 4;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t r = tl_rand(&x);
+			/* mostly small, many equal, now and then wide either way */
+			int64_t v = r % 50 == 0 ? -(int64_t)(r >> 40) : r % 50 == 1 ? (int64_t)(r >> 20) + 5000000000
+			          : r % 3 ? (int64_t)(r % 100000) : (int64_t)(r >> 36);
+			ref[i] = v;
+			total += v;
+			assert_int_equal(tk__durs_add(&pool[i % 3], &d[i % 3], v), 0);
+		}
+		qsort(ref, n, sizeof *ref, cmp_i64);
+		double want = n % 2 ? (double)ref[n / 2] : ((double)ref[n / 2 - 1] + (double)ref[n / 2]) / 2.0;
+		tk__durset sets[3] = {{&pool[0], &d[0]}, {&pool[1], &d[1]}, {&pool[2], &d[2]}};
+		size_t keep = tk__durs_sort_max;
+		double med[2], sd[2];
+		for (int way = 0; way < 2; way++) {
+			tk__durs_sort_max = way ? 0 : SIZE_MAX;
+			assert_int_equal(tk__durs_describe(sets, n < 3 ? n : 3, total, &med[way], &sd[way]), 0);
+			assert_true(med[way] == want);
+		}
+		tk__durs_sort_max = keep;
+		assert_true(fabs(sd[0] - sd[1]) <= 1e-9 * (sd[0] > 1 ? sd[0] : 1));
+		if (n == 1)
+			assert_true(sd[0] == 0 && sd[1] == 0);
+		if (n > 90000)
+			assert_true(pool[0].out > 0); /* the pages went to the file and came back */
+		for (int k = 0; k < 3; k++) {
+			tk__durs_free(&d[k]);
+			tk__pool_free(&pool[k]);
+		}
+		free(ref);
+	}
+}
+
 static void test_notes(void **st)
 {
 	(void)st;
@@ -1381,6 +1438,7 @@ int main(void)
 		cmocka_unit_test(test_steps_runs),
 		cmocka_unit_test(test_idmap_paged),
 		cmocka_unit_test(test_attribution_paged),
+		cmocka_unit_test(test_durs_describe),
 		cmocka_unit_test(test_memory_bounded),
 		cmocka_unit_test(test_timeline_extremes),
 		cmocka_unit_test(test_notes),

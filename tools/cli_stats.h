@@ -26,8 +26,8 @@ int cli_need_rereadable(const cli_tool *t, const char *name);
 #define CLI_STATS_MEMORY_HELP "memory for sorting the events of the steps, launch and memory\n" \
 	"                             tables, per trace; a trace-merge output's ranks share it\n" \
 	"                             (default 128M); with --steps, the launches of the first read"
-#define CLI_STATS_TMPDIR_HELP "where that sorting spills runs, and the ops table's id maps their\n" \
-	"                             pages (default $TMPDIR or /tmp)"
+#define CLI_STATS_TMPDIR_HELP "where that sorting spills runs, and the id maps and durations\n" \
+	"                             their pages (default $TMPDIR or /tmp)"
 
 typedef struct cli_stats_req {
 	tk_stats_opts sopts; /* its window may count from the first event */

@@ -138,12 +138,18 @@ int tk_stats_new(tk_stats **out, const tk_stats_opts *opts)
 	int rc = tl ? tk__stats_steps_init(s, mem ? total / 9 * 8 : total) : 0;
 	if (!rc && mem)
 		rc = tk__stats_memory_init(s, tl ? total / 9 : total);
-	/* the id maps of the GPU attribution: an eighth each in memory, at
-	 * least 4 pages, the rest paged out */
+	/* the id maps of the GPU attribution and the summaries' durations:
+	 * an eighth of the memory each, at least 4 pages, the rest paged out */
 	if (!rc && s->opts.tmpdir && !(s->tmpdir = tk__strdup(s->opts.tmpdir)))
 		rc = TK_ERR_NOMEM;
-	s->ext_map.max_resident = s->corr_map.max_resident = tk__idmap_pages(total / 8);
-	s->ext_map.tmpdir = s->corr_map.tmpdir = s->tmpdir;
+	tk__pool *pools[3] = {&s->ext_map.pool, &s->corr_map.pool, &s->dur_pool};
+	static const char *const whose[3] = {"the GPU attribution's id map", "the GPU attribution's id map",
+	                                     "the durations of the summaries"};
+	for (int i = 0; i < 3; i++) {
+		pools[i]->max_resident = tk__pool_pages(total / 8);
+		pools[i]->tmpdir = s->tmpdir;
+		pools[i]->what = whose[i];
+	}
 	s->opts.tmpdir = NULL; /* the sorters and the maps have their copies */
 	if (rc) {
 		tk_stats_free(s);
@@ -165,6 +171,7 @@ void tk_stats_free(tk_stats *s)
 	for (size_t i = 0; i < s->n_sums; i++)
 		tk__durs_free(&s->sums[i].durs);
 	free(s->sums);
+	tk__pool_free(&s->dur_pool);
 	tk__map_free(&s->sum_index);
 	free(s->chain_key);
 	free(s->chain_parent);
@@ -292,7 +299,7 @@ static int sum_add(tk_stats *s, uint32_t sum, int64_t dur, uint64_t bytes)
 		r->pub.min = dur;
 	if (dur > r->pub.max)
 		r->pub.max = dur;
-	return tk__durs_add(&r->durs, dur);
+	return tk__durs_add(&s->dur_pool, &r->durs, dur);
 }
 
 /* Chain id for (row, parent chain); 0 on allocation failure. */
@@ -785,8 +792,9 @@ static int add_cpu(tk_stats *s, const tk_event *ev, const tk__namec *c, int api)
 	p->api = api;
 	if (api) {
 		s->info.apis++;
-		if (sum_add(s, c->sum, p->dur, 0))
-			return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
+		int rc = sum_add(s, c->sum, p->dur, 0);
+		if (rc)
+			return tk__stats_map_fail(s, rc);
 	} else {
 		s->info.ops++;
 	}
@@ -820,9 +828,8 @@ static int add_device(tk_stats *s, const tk_event *ev, const tk__namec *nc, int 
 	} else {
 		s->info.unattributed++;
 	}
-	if (sum_add(s, nc->sum, dur, bytes > 0 ? (uint64_t)bytes : 0))
-		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
-	return 0;
+	int rc = sum_add(s, nc->sum, dur, bytes > 0 ? (uint64_t)bytes : 0);
+	return rc ? tk__stats_map_fail(s, rc) : 0;
 }
 
 int tk_stats_add(tk_stats *s, const tk_event *ev)
@@ -908,8 +915,9 @@ int tk_stats_add_noted(tk_stats *s, const tk_event *ev, const void *note)
 
 int tk__stats_map_fail(tk_stats *s, int rc)
 {
-	const tk__idmap *m = s->ext_map.err ? &s->ext_map : s->corr_map.err ? &s->corr_map : NULL;
-	return tk__err_msg(&s->err, rc, "%s", m && rc != TK_ERR_NOMEM ? m->msg : "out of memory");
+	const tk__pool *p = s->ext_map.pool.err ? &s->ext_map.pool : s->corr_map.pool.err ? &s->corr_map.pool
+	                  : s->dur_pool.err ? &s->dur_pool : NULL;
+	return tk__err_msg(&s->err, rc, "%s", p && rc != TK_ERR_NOMEM ? p->msg : "out of memory");
 }
 
 int tk__stats_sort_fail(tk_stats *s, const tk_sorter *so, const char *what, int rc)
@@ -954,8 +962,8 @@ int tk_stats_finish(tk_stats *s)
 	int rc = flush_all(s);
 	if (rc)
 		return rc;
-	if (s->ext_map.err || s->corr_map.err) /* a page that could not be read back */
-		return tk__stats_map_fail(s, s->ext_map.err ? s->ext_map.err : s->corr_map.err);
+	if (s->ext_map.pool.err || s->corr_map.pool.err) /* a page that could not be read back */
+		return tk__stats_map_fail(s, s->ext_map.pool.err ? s->ext_map.pool.err : s->corr_map.pool.err);
 	if ((rc = tk__stats_finish_steps(s)) != 0 || (rc = tk__stats_finish_memory(s)) != 0)
 		return rc;
 	if (tk__stats_finish_coll(s) || tk__stats_finish_flame(s))

@@ -7,46 +7,76 @@
 
 /* ---- small maps (stats_map.c) ---- */
 
-/* Dense ids (External id, correlation) -> u32, in pages of 4096 entries: 4
- * bytes per id when ids are dense, as Kineto's are. Past max_resident
- * pages in memory, the least recently used (a clock) go to a file in
- * tmpdir that has no name, and come back when an id on them is used. */
-typedef struct tk__idpage {
+/* Pages of 4096 u32 values (16 KiB). Past max_resident pages in memory,
+ * the least recently used (a clock) go to a file in tmpdir that has no
+ * name, and come back when they are used. */
+#define TK__PAGE_BITS 12
+#define TK__PAGE (1u << TK__PAGE_BITS)
+typedef struct tk__page {
 	uint32_t *v;   /* NULL while the page is in the file only */
 	unsigned char ref, dirty, saved;
-} tk__idpage;
-typedef struct tk__idmap {
-	tk__map dir; /* page number -> page index + 1 */
-	tk__idpage *pages;
+} tk__page;
+typedef struct tk__pool {
+	tk__page *pages;
 	size_t n_pages, pages_cap;
 	size_t resident, max_resident; /* max 0: no limit */
 	size_t hand;                   /* the clock's */
 	int fd;                        /* the pages' file, 0 until the first one goes */
 	const char *tmpdir;            /* borrowed; NULL: $TMPDIR or /tmp */
+	const char *what;              /* whose pages, for messages */
 	uint64_t out;                  /* pages written out (tests) */
 	int err;                       /* sticky: TK_ERR_IO or TK_ERR_NOMEM, msg says why */
 	char msg[TK__ERRLEN];
+} tk__pool;
+/* A new page of zeros: its number + 1, 0 on failure (p->err). */
+uint32_t tk__pool_new(tk__pool *p);
+/* Page n - 1's values in memory (write: they change), valid until the
+ * next call on p; NULL on failure (p->err). */
+uint32_t *tk__pool_at(tk__pool *p, uint32_t n, int write);
+/* The pages of 16 KiB that fit in bytes, at least 4. */
+size_t tk__pool_pages(size_t bytes);
+void tk__pool_free(tk__pool *p);
+
+/* Dense ids (External id, correlation) -> u32, in pages of a pool: 4
+ * bytes per id when ids are dense, as Kineto's are. */
+typedef struct tk__idmap {
+	tk__map dir; /* page number -> pool page number */
+	tk__pool pool;
 } tk__idmap;
 /* The value of id, 0 when it has none, or when its page could not be read
- * back (m->err is then set: check it before the tables are used). */
+ * back (m->pool.err is then set: check it before the tables are used). */
 uint32_t tk__idmap_get(tk__idmap *m, uint64_t id);
-/* 0, or m->err. */
+/* 0, or m->pool.err. */
 int tk__idmap_put(tk__idmap *m, uint64_t id, uint32_t val);
 void tk__idmap_free(tk__idmap *m);
-/* The pages of 16 KiB that fit in bytes, at least 4. */
-size_t tk__idmap_pages(size_t bytes);
 
-/* Durations kept exactly for medians: u32 ns, wider values apart. */
+/* Durations kept exactly for medians: u32 ns, each full 4096 of a row in a
+ * page of a pool that the rows share, the rest in memory; wider values
+ * apart in memory. */
 typedef struct tk__durs {
-	uint32_t *small;
-	size_t n_small, cap_small;
+	uint32_t *pg; /* pool page numbers, 4096 values each */
+	size_t n_pg, cap_pg;
+	uint32_t *tail; /* the values after the pages' */
+	size_t n_tail, cap_tail;
+	size_t n_small; /* n_pg * 4096 + n_tail */
 	int64_t *big;
 	size_t n_big, cap_big;
 } tk__durs;
-int tk__durs_add(tk__durs *d, int64_t v);
-/* All values sorted into a new array of d's count; NULL on failure. */
-int64_t *tk__durs_sorted(const tk__durs *d);
+/* 0, TK_ERR_NOMEM or the pool's error. */
+int tk__durs_add(tk__pool *p, tk__durs *d, int64_t v);
 void tk__durs_free(tk__durs *d);
+/* One row's durations in its pool (a rank's row, when rows are pooled). */
+typedef struct tk__durset {
+	tk__pool *pool;
+	const tk__durs *d;
+} tk__durset;
+/* The exact median and the sample standard deviation of the values of
+ * sets[0..n) together (total: their sum). Up to tk__durs_sort_max values
+ * they are sorted in memory; past it the median is selected by counting
+ * passes over the pages, in bounded memory. 0, TK_ERR_NOMEM, or a pool's
+ * error. */
+int tk__durs_describe(const tk__durset *sets, size_t n, int64_t total, double *med, double *sd);
+extern size_t tk__durs_sort_max;
 
 /* Sorting signed 64-bit values (a radix sort: stats_map.c): 0, or
  * TK_ERR_NOMEM (v is then as it was). */
@@ -167,6 +197,7 @@ struct tk_stats {
 	size_t n_chains, cap_chains;
 	tk__map chain_index;
 	tk__idmap ext_map, corr_map;
+	tk__pool dur_pool; /* the summaries' durations */
 	tk__thread *threads;
 	size_t n_threads, cap_threads;
 	tk__map thread_index;
@@ -259,7 +290,8 @@ static inline int tk__stats_nomem(tk_stats *s)
 /* s's error for a sorter of its tables that failed with rc, doing what
  * (so may be NULL): rc, or TK_ERR_IO for a code that is not an error. */
 int tk__stats_sort_fail(tk_stats *s, const struct tk_sorter *so, const char *what, int rc);
-/* The error of an id map (a page that could not be written or read back), or out of memory. */
+/* s's error for rc from a page pool (the id maps, the durations: a page
+ * that could not be written or read back), or out of memory. */
 int tk__stats_map_fail(tk_stats *s, int rc);
 /* The steps object and the sorters of the steps and launch tables, with
  * bytes of memory among them: 0 or an error, its message in s->err. */

@@ -2,15 +2,13 @@
 #define _GNU_SOURCE /* O_TMPFILE, mkostemp */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "stats_internal.h"
 
-#define TK__PAGE_BITS 12
-#define TK__PAGE (1u << TK__PAGE_BITS)
-
-static int page_fail(tk__idmap *m, int code, const char *what, int e)
+static int pool_fail(tk__pool *m, int code, const char *what, int e)
 {
 	if (!m->err) {
 		m->err = code;
@@ -18,7 +16,7 @@ static int page_fail(tk__idmap *m, int code, const char *what, int e)
 		if (code == TK_ERR_NOMEM)
 			snprintf(m->msg, sizeof m->msg, "out of memory");
 		else
-			snprintf(m->msg, sizeof m->msg, "the GPU attribution's id map: %s in %s: %s", what,
+			snprintf(m->msg, sizeof m->msg, "%s: %s in %s: %s", m->what ? m->what : "pages", what,
 			         dir && *dir ? dir : "/tmp", strerror(e));
 	}
 	return m->err;
@@ -26,7 +24,7 @@ static int page_fail(tk__idmap *m, int code, const char *what, int e)
 
 /* The pages' file: made in tmpdir and unlinked at once, so that nothing is
  * left behind whatever happens to the process. */
-static int pages_file(tk__idmap *m)
+static int pages_file(tk__pool *m)
 {
 	const char *dir = m->tmpdir && *m->tmpdir ? m->tmpdir : getenv("TMPDIR");
 	if (!dir || !*dir)
@@ -36,33 +34,33 @@ static int pages_file(tk__idmap *m)
 		size_t n = strlen(dir) + 32;
 		char *path = malloc(n);
 		if (!path)
-			return page_fail(m, TK_ERR_NOMEM, "", 0);
-		snprintf(path, n, "%s/tkids-XXXXXX", dir);
+			return pool_fail(m, TK_ERR_NOMEM, "", 0);
+		snprintf(path, n, "%s/tkpages-XXXXXX", dir);
 		fd = mkostemp(path, O_CLOEXEC);
 		if (fd >= 0)
 			unlink(path);
 		free(path);
 	}
 	if (fd < 0)
-		return page_fail(m, TK_ERR_IO, "cannot create a file", errno);
+		return pool_fail(m, TK_ERR_IO, "cannot create a file", errno);
 	m->fd = fd + 1;
 	return 0;
 }
 
 /* A page's 16 KiB: a new one while under max_resident, else the one the
  * clock lets go of, written out first when it changed. NULL: m->err. */
-static uint32_t *page_take(tk__idmap *m)
+static uint32_t *page_take(tk__pool *m)
 {
 	if (!m->max_resident || m->resident < m->max_resident) {
 		uint32_t *v = malloc(TK__PAGE * sizeof *v);
 		if (!v)
-			page_fail(m, TK_ERR_NOMEM, "", 0);
+			pool_fail(m, TK_ERR_NOMEM, "", 0);
 		else
 			m->resident++;
 		return v;
 	}
 	for (;;) {
-		tk__idpage *g = &m->pages[m->hand];
+		tk__page *g = &m->pages[m->hand];
 		m->hand = (m->hand + 1) % m->n_pages;
 		if (!g->v)
 			continue;
@@ -77,7 +75,7 @@ static uint32_t *page_take(tk__idmap *m)
 			off_t at = (off_t)(g - m->pages) * (off_t)bytes;
 			ssize_t w = pwrite(m->fd - 1, g->v, bytes, at);
 			if (w != (ssize_t)bytes) {
-				page_fail(m, TK_ERR_IO, "cannot write a page", w < 0 ? errno : ENOSPC);
+				pool_fail(m, TK_ERR_IO, "cannot write a page", w < 0 ? errno : ENOSPC);
 				return NULL;
 			}
 			g->saved = 1;
@@ -90,89 +88,120 @@ static uint32_t *page_take(tk__idmap *m)
 	}
 }
 
-/* The page of id, in memory (add: a new one when it has none). */
-static tk__idpage *page_of(tk__idmap *m, uint64_t id, int add)
+uint32_t tk__pool_new(tk__pool *m)
+{
+	if (m->err || m->n_pages >= UINT32_MAX || TK__GROW(m->pages, m->pages_cap, m->n_pages + 1)) {
+		pool_fail(m, TK_ERR_NOMEM, "", 0);
+		return 0;
+	}
+	uint32_t *v = page_take(m);
+	if (!v)
+		return 0;
+	memset(v, 0, TK__PAGE * sizeof *v);
+	m->pages[m->n_pages++] = (tk__page){v, 1, 0, 0};
+	return (uint32_t)m->n_pages;
+}
+
+uint32_t *tk__pool_at(tk__pool *m, uint32_t n, int write)
 {
 	if (m->err)
 		return NULL;
-	uint64_t p = tk__map_get0(&m->dir, id >> TK__PAGE_BITS);
-	if (!p && !add)
-		return NULL;
-	if (!p) {
-		if (TK__GROW(m->pages, m->pages_cap, m->n_pages + 1)) {
-			page_fail(m, TK_ERR_NOMEM, "", 0);
-			return NULL;
-		}
-		uint32_t *v = page_take(m);
-		if (!v)
-			return NULL;
-		memset(v, 0, TK__PAGE * sizeof *v);
-		m->pages[m->n_pages++] = (tk__idpage){v, 1, 0, 0};
-		p = m->n_pages;
-		if (tk__map_put_int(&m->dir, id >> TK__PAGE_BITS, p)) {
-			page_fail(m, TK_ERR_NOMEM, "", 0);
-			return NULL;
-		}
-		return &m->pages[p - 1];
-	}
-	tk__idpage *g = &m->pages[p - 1];
+	tk__page *g = &m->pages[n - 1];
 	if (!g->v) { /* back from the file */
 		uint32_t *v = page_take(m);
 		if (!v)
 			return NULL;
 		size_t bytes = TK__PAGE * sizeof *v;
-		ssize_t r = pread(m->fd - 1, v, bytes, (off_t)(p - 1) * (off_t)bytes);
+		ssize_t r = pread(m->fd - 1, v, bytes, (off_t)(n - 1) * (off_t)bytes);
 		if (r != (ssize_t)bytes) {
 			free(v);
 			m->resident--;
-			page_fail(m, TK_ERR_IO, "cannot read a page back", r < 0 ? errno : EIO);
+			pool_fail(m, TK_ERR_IO, "cannot read a page back", r < 0 ? errno : EIO);
 			return NULL;
 		}
 		g->v = v;
 	}
 	g->ref = 1;
-	return g;
+	g->dirty |= (unsigned char)(write != 0);
+	return g->v;
 }
 
-uint32_t tk__idmap_get(tk__idmap *m, uint64_t id)
-{
-	tk__idpage *g = page_of(m, id, 0);
-	return g ? g->v[id & (TK__PAGE - 1)] : 0;
-}
-
-int tk__idmap_put(tk__idmap *m, uint64_t id, uint32_t val)
-{
-	tk__idpage *g = page_of(m, id, 1);
-	if (!g)
-		return m->err;
-	g->v[id & (TK__PAGE - 1)] = val;
-	g->dirty = 1;
-	return 0;
-}
-
-size_t tk__idmap_pages(size_t bytes)
+size_t tk__pool_pages(size_t bytes)
 {
 	size_t n = bytes / (TK__PAGE * sizeof(uint32_t));
 	return n > 4 ? n : 4;
 }
 
-void tk__idmap_free(tk__idmap *m)
+void tk__pool_free(tk__pool *m)
 {
 	for (size_t i = 0; i < m->n_pages; i++)
 		free(m->pages[i].v);
 	free(m->pages);
-	tk__map_free(&m->dir);
 	if (m->fd)
 		close(m->fd - 1);
-	memset(m, 0, sizeof *m);
+	m->pages = NULL;
+	m->n_pages = m->pages_cap = m->resident = m->hand = 0;
+	m->fd = 0;
 }
 
-int tk__durs_add(tk__durs *d, int64_t v)
+/* The page of id in memory (add: a new one when it has none). */
+static uint32_t *idmap_page(tk__idmap *m, uint64_t id, int add)
+{
+	if (m->pool.err)
+		return NULL;
+	uint64_t p = tk__map_get0(&m->dir, id >> TK__PAGE_BITS);
+	if (!p && !add)
+		return NULL;
+	if (!p) {
+		if (!(p = tk__pool_new(&m->pool)))
+			return NULL;
+		if (tk__map_put_int(&m->dir, id >> TK__PAGE_BITS, p)) {
+			pool_fail(&m->pool, TK_ERR_NOMEM, "", 0);
+			return NULL;
+		}
+	}
+	return tk__pool_at(&m->pool, (uint32_t)p, add);
+}
+
+uint32_t tk__idmap_get(tk__idmap *m, uint64_t id)
+{
+	uint32_t *v = idmap_page(m, id, 0);
+	return v ? v[id & (TK__PAGE - 1)] : 0;
+}
+
+int tk__idmap_put(tk__idmap *m, uint64_t id, uint32_t val)
+{
+	uint32_t *v = idmap_page(m, id, 1);
+	if (!v)
+		return m->pool.err;
+	v[id & (TK__PAGE - 1)] = val;
+	return 0;
+}
+
+void tk__idmap_free(tk__idmap *m)
+{
+	tk__pool_free(&m->pool);
+	tk__map_free(&m->dir);
+}
+
+int tk__durs_add(tk__pool *p, tk__durs *d, int64_t v)
 {
 	if (v >= 0 && v <= (int64_t)UINT32_MAX) {
-		if (d->n_small == d->cap_small && TK__GROW(d->small, d->cap_small, d->n_small + 1))
+		if (d->n_tail == TK__PAGE) { /* a full page goes to the pool */
+			uint32_t n;
+			uint32_t *page;
+			if (d->n_pg == d->cap_pg && TK__GROW(d->pg, d->cap_pg, d->n_pg + 1))
+				return TK_ERR_NOMEM;
+			if (!(n = tk__pool_new(p)) || !(page = tk__pool_at(p, n, 1)))
+				return p->err;
+			memcpy(page, d->tail, TK__PAGE * sizeof *page);
+			d->pg[d->n_pg++] = n;
+			d->n_tail = 0;
+		}
+		if (d->n_tail == d->cap_tail && TK__GROW(d->tail, d->cap_tail, d->n_tail + 1))
 			return TK_ERR_NOMEM;
-		d->small[d->n_small++] = (uint32_t)v;
+		d->tail[d->n_tail++] = (uint32_t)v;
+		d->n_small++;
 		return 0;
 	}
 	if (d->n_big == d->cap_big && TK__GROW(d->big, d->cap_big, d->n_big + 1))
@@ -261,42 +290,203 @@ int tk__sort_i64(int64_t *v, size_t n)
 	return sort_by_key(v, n, sizeof *v);
 }
 
-int64_t *tk__durs_sorted(const tk__durs *d)
+/* Up to this many values a row is sorted in memory (16 bytes each while
+ * sorting); past it the median is selected by counting. */
+size_t tk__durs_sort_max = (size_t)1 << 20;
+
+/* Exact median and sample standard deviation from every duration, sorted. */
+static void describe_sorted(const int64_t *v, size_t n, int64_t total, double *med, double *sd)
 {
-	size_t n = d->n_small + d->n_big, neg = 0;
-	int64_t *v = malloc((n ? n : 1) * sizeof *v);
-	uint32_t *tmp = malloc((d->n_small ? d->n_small : 1) * 2 * sizeof *tmp);
-	if (!v || !tmp) {
-		free(v);
-		free(tmp);
-		return NULL;
-	}
-	/* wide values are negative or above every u32: they go around the rest */
-	if (d->n_big) {
-		memcpy(v, d->big, d->n_big * sizeof *v);
-		if (tk__sort_i64(v, d->n_big)) {
-			free(v);
-			free(tmp);
-			return NULL;
+	*med = n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2.0;
+	double mean = (double)total / (double)n, acc = 0;
+	for (size_t i = 0; i < n && n > 1; i++)
+		acc += ((double)v[i] - mean) * ((double)v[i] - mean);
+	*sd = n > 1 ? sqrt(acc / (double)(n - 1)) : 0;
+}
+
+/* Calls fn for each page of u32 values of the sets, with its count. */
+static int each_page(const tk__durset *sets, size_t n, void (*fn)(void *ctx, const uint32_t *v, size_t k),
+                     void *ctx)
+{
+	for (size_t i = 0; i < n; i++) {
+		const tk__durs *d = sets[i].d;
+		for (size_t j = 0; j < d->n_pg; j++) {
+			const uint32_t *v = tk__pool_at(sets[i].pool, d->pg[j], 0);
+			if (!v)
+				return sets[i].pool->err;
+			fn(ctx, v, TK__PAGE);
 		}
+		if (d->n_tail)
+			fn(ctx, d->tail, d->n_tail);
 	}
-	while (neg < d->n_big && v[neg] < 0)
-		neg++;
-	memmove(v + neg + d->n_small, v + neg, (d->n_big - neg) * sizeof *v);
-	const uint32_t *sorted = tmp;
-	if (d->n_small) {
-		memcpy(tmp, d->small, d->n_small * sizeof *tmp);
-		sorted = radix(tmp, tmp + d->n_small, d->n_small, sizeof *tmp, 4);
+	return 0;
+}
+
+/* The wide values of the sets, sorted (NULL with *nb 0 when none). */
+static int wide_sorted(const tk__durset *sets, size_t n, int64_t **out, size_t *nb, size_t *neg)
+{
+	size_t c = 0;
+	for (size_t i = 0; i < n; i++)
+		c += sets[i].d->n_big;
+	*out = NULL;
+	*nb = *neg = 0;
+	if (!c)
+		return 0;
+	int64_t *w = malloc(c * sizeof *w);
+	if (!w)
+		return TK_ERR_NOMEM;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < sets[i].d->n_big; j++)
+			w[(*nb)++] = sets[i].d->big[j];
+	if (tk__sort_i64(w, c)) {
+		free(w);
+		return TK_ERR_NOMEM;
 	}
-	for (size_t i = 0; i < d->n_small; i++)
-		v[neg + i] = sorted[i];
+	while (*neg < c && w[*neg] < 0)
+		++*neg;
+	*out = w;
+	return 0;
+}
+
+typedef struct gather {
+	uint32_t *v;
+	size_t n;
+} gather;
+
+static void gather_page(void *ctx, const uint32_t *v, size_t k)
+{
+	gather *g = ctx;
+	memcpy(g->v + g->n, v, k * sizeof *v);
+	g->n += k;
+}
+
+/* Every value sorted, in memory: wide negatives, the u32 values, wide
+ * positives. */
+static int describe_sort(const tk__durset *sets, size_t n, size_t count, size_t small, int64_t total,
+                         double *med, double *sd)
+{
+	int64_t *w = NULL, *v = malloc(count * sizeof *v);
+	uint32_t *tmp = malloc((small ? small : 1) * 2 * sizeof *tmp);
+	size_t nb = 0, neg = 0;
+	int rc = v && tmp ? wide_sorted(sets, n, &w, &nb, &neg) : TK_ERR_NOMEM;
+	gather g = {tmp, 0};
+	if (!rc)
+		rc = each_page(sets, n, gather_page, &g);
+	if (!rc) {
+		const uint32_t *sorted = small ? radix(tmp, tmp + small, small, sizeof *tmp, 4) : tmp;
+		for (size_t i = 0; i < neg; i++)
+			v[i] = w[i];
+		for (size_t i = 0; i < small; i++)
+			v[neg + i] = sorted[i];
+		for (size_t i = neg; i < nb; i++)
+			v[small + i] = w[i];
+		describe_sorted(v, count, total, med, sd);
+	}
+	free(w);
+	free(v);
 	free(tmp);
-	return v;
+	return rc;
+}
+
+/* Counting: the values' top 16 bits, then the low 16 of those in one bin. */
+typedef struct counting {
+	uint64_t *bin; /* 65536 */
+	int second;
+	uint32_t top;
+	double mean, acc;
+} counting;
+
+static void count_page(void *ctx, const uint32_t *v, size_t k)
+{
+	counting *c = ctx;
+	if (!c->second) {
+		for (size_t i = 0; i < k; i++)
+			c->bin[v[i] >> 16]++;
+		return;
+	}
+	for (size_t i = 0; i < k; i++)
+		if (v[i] >> 16 == c->top)
+			c->bin[v[i] & 0xffff]++;
+}
+
+/* The k-th smallest of the sets' u32 values (k below their count). */
+static int select_small(const tk__durset *sets, size_t n, uint64_t k, counting *c, uint32_t *out)
+{
+	uint32_t part[2];
+	for (int pass = 0; pass < 2; pass++) {
+		memset(c->bin, 0, 65536 * sizeof *c->bin);
+		c->second = pass;
+		int rc = each_page(sets, n, count_page, c);
+		if (rc)
+			return rc;
+		uint32_t b = 0;
+		while (k >= c->bin[b])
+			k -= c->bin[b++];
+		part[pass] = b;
+		c->top = b;
+	}
+	*out = part[0] << 16 | part[1];
+	return 0;
+}
+
+static void square_page(void *ctx, const uint32_t *v, size_t k)
+{
+	counting *c = ctx;
+	for (size_t i = 0; i < k; i++)
+		c->acc += ((double)v[i] - c->mean) * ((double)v[i] - c->mean);
+}
+
+/* Past tk__durs_sort_max: the two middle values selected by counting
+ * passes over the pages, the deviation summed in the pages' order. */
+static int describe_count(const tk__durset *sets, size_t n, size_t count, size_t small, int64_t total,
+                          double *med, double *sd)
+{
+	int64_t *w = NULL;
+	size_t nb = 0, neg = 0;
+	counting c = {calloc(65536, sizeof(uint64_t)), 0, 0, (double)total / (double)count, 0};
+	int rc = c.bin ? wide_sorted(sets, n, &w, &nb, &neg) : TK_ERR_NOMEM;
+	double mid[2];
+	for (int i = 0; i < 1 + (count % 2 == 0) && !rc; i++) {
+		size_t k = i ? count / 2 : (count - 1) / 2;
+		uint32_t x;
+		if (k < neg)
+			mid[i] = (double)w[k];
+		else if (k - neg >= small)
+			mid[i] = (double)w[k - small];
+		else if (!(rc = select_small(sets, n, k - neg, &c, &x)))
+			mid[i] = (double)x;
+	}
+	if (!rc) {
+		*med = count % 2 ? mid[0] : (mid[0] + mid[1]) / 2.0;
+		for (size_t i = 0; i < nb; i++)
+			c.acc += ((double)w[i] - c.mean) * ((double)w[i] - c.mean);
+		rc = each_page(sets, n, square_page, &c);
+		*sd = count > 1 ? sqrt(c.acc / (double)(count - 1)) : 0;
+	}
+	free(w);
+	free(c.bin);
+	return rc;
+}
+
+int tk__durs_describe(const tk__durset *sets, size_t n, int64_t total, double *med, double *sd)
+{
+	size_t count = 0, small = 0;
+	for (size_t i = 0; i < n; i++) {
+		count += sets[i].d->n_small + sets[i].d->n_big;
+		small += sets[i].d->n_small;
+	}
+	*med = *sd = 0;
+	if (!count)
+		return 0;
+	if (count <= tk__durs_sort_max)
+		return describe_sort(sets, n, count, small, total, med, sd);
+	return describe_count(sets, n, count, small, total, med, sd);
 }
 
 void tk__durs_free(tk__durs *d)
 {
-	free(d->small);
+	free(d->pg);
+	free(d->tail);
 	free(d->big);
 	memset(d, 0, sizeof *d);
 }

@@ -6,19 +6,6 @@
 
 #include "stats_grid.h"
 
-/* Exact median and sample standard deviation from every duration. */
-static void describe(const int64_t *v, size_t n, int64_t total, double *med, double *sd)
-{
-	*med = *sd = 0;
-	if (!n)
-		return;
-	*med = n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2.0;
-	double mean = (double)total / (double)n, acc = 0;
-	for (size_t i = 0; i < n && n > 1; i++)
-		acc += ((double)v[i] - mean) * ((double)v[i] - mean);
-	*sd = n > 1 ? sqrt(acc / (double)(n - 1)) : 0;
-}
-
 static int cmp_sum(const void *a, const void *b, void *ctx)
 {
 	const tk_stats *st = ctx;
@@ -38,12 +25,11 @@ int tk__stats_finish_sums(tk_stats *s)
 {
 	for (size_t i = 0; i < s->n_sums; i++) {
 		tk__sumrow *r = &s->sums[i];
-		int64_t *v = tk__durs_sorted(&r->durs);
-		if (!v)
-			return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
+		tk__durset set = {&s->dur_pool, &r->durs};
+		int rc = tk__durs_describe(&set, 1, r->pub.total, &r->pub.med, &r->pub.stddev);
+		if (rc)
+			return tk__stats_map_fail(s, rc);
 		r->pub.avg = r->pub.count ? (double)r->pub.total / (double)r->pub.count : 0;
-		describe(v, (size_t)r->pub.count, r->pub.total, &r->pub.med, &r->pub.stddev);
-		free(v);
 		int t = table_of(r->cls);
 		size_t *o = realloc(s->sum_order[t], (s->n_sum_order[t] + 1) * sizeof *o);
 		if (!o)
@@ -78,9 +64,10 @@ typedef struct srow {
 	const tk__sumrow **per; /* per rank */
 } srow;
 
-static int pool(srow *m, size_t n)
+/* The rows of every rank together: their median and deviation. */
+static int pool(srow *m, tk_stats *const *s, size_t n)
 {
-	size_t total = 0, k = 0, ranks = 0, only = 0;
+	size_t total = 0, ranks = 0, only = 0;
 	for (size_t i = 0; i < n; i++) {
 		total += m->per[i] ? m->per[i]->pub.count : 0;
 		if (m->per[i])
@@ -94,29 +81,17 @@ static int pool(srow *m, size_t n)
 		m->sum.stddev = one->stddev;
 		return 0;
 	}
-	int64_t *v = malloc((total ? total : 1) * sizeof *v);
-	if (!v)
+	tk__durset *sets = malloc((n ? n : 1) * sizeof *sets);
+	if (!sets)
 		return TK_ERR_NOMEM;
-	for (size_t i = 0; i < n; i++) {
-		if (!m->per[i])
-			continue;
-		int64_t *p = tk__durs_sorted(&m->per[i]->durs);
-		if (!p) {
-			free(v);
-			return TK_ERR_NOMEM;
-		}
-		memcpy(v + k, p, m->per[i]->pub.count * sizeof *v);
-		k += m->per[i]->pub.count;
-		free(p);
-	}
-	if (tk__sort_i64(v, total)) {
-		free(v);
-		return TK_ERR_NOMEM;
-	}
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (m->per[i])
+			sets[k++] = (tk__durset){&s[i]->dur_pool, &m->per[i]->durs};
 	m->sum.avg = total ? (double)m->sum.total / (double)total : 0;
-	describe(v, total, m->sum.total, &m->sum.med, &m->sum.stddev);
-	free(v);
-	return 0;
+	int rc = tk__durs_describe(sets, k, m->sum.total, &m->sum.med, &m->sum.stddev);
+	free(sets);
+	return rc;
 }
 
 static void add_sum(tk_stats_sum *d, const tk_stats_sum *s)
@@ -163,7 +138,7 @@ static int merge_sums(srow **rows, size_t *n_rows, const tk__sumrow ***store,
 		}
 	}
 	for (size_t i = 0; i < *n_rows && !rc; i++)
-		rc = pool(&(*rows)[i], n);
+		rc = pool(&(*rows)[i], s, n);
 	tk__strtab_free(&keys);
 	tk__map_free(&idx);
 	return rc;

@@ -77,9 +77,10 @@ typedef struct tk_stats_opts {
 	 * all); beyond it sorted runs are spilled to files under tmpdir (NULL
 	 * = $TMPDIR or /tmp; copied) and merged at tk_stats_finish. 0 =
 	 * TK_STATS_MEMORY_DEFAULT. On top of it, the ops table's two id maps
-	 * (External id, correlation: 4 bytes per id) keep an eighth of it each
-	 * in memory (at least 64 KiB) and page the rest out to an unnamed file
-	 * under tmpdir. */
+	 * (External id, correlation: 4 bytes per id) and the summaries'
+	 * durations (4 bytes per instance) keep an eighth of it each in memory
+	 * (at least 64 KiB) and page the rest out to an unnamed file under
+	 * tmpdir. */
 	size_t memory_bytes;
 	const char *tmpdir;
 } tk_stats_opts;
