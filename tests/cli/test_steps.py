@@ -123,6 +123,15 @@ def spilled(tools, tmp, rel, path):
     check("%s: -t steps,launch with --memory 256K equal the tables in memory" % rel, small == whole,
           [k for k in whole if whole[k] != small.get(k)])
     check("%s: the spilled runs are removed" % rel, os.listdir(spill) == [], os.listdir(spill))
+    # the ops table's id maps and the summaries' durations keep 4 pages of
+    # 16 KiB each at 256K and page out the rest
+    targs = ("-t", "ops,kernels,memcpy,api", "-f", "json", "-n", "-1", "-q")
+    whole = json.loads(run(os.path.join(tools, "trace-stats"), path, *targs).stdout)
+    small = json.loads(run(os.path.join(tools, "trace-stats"), path, *targs, "--memory", "256K",
+                           "--tmpdir", spill).stdout)
+    check("%s: the ops and summary tables with --memory 256K equal those in memory" % rel, small == whole,
+          [k for k in whole if whole[k] != small.get(k)])
+    check("%s: the pages leave nothing in --tmpdir" % rel, os.listdir(spill) == [], os.listdir(spill))
     bad = os.path.join(tmp, "no", "such", "dir")
     p = subprocess.run([os.path.join(tools, "trace-stats"), path, *args, "--memory", "256K", "--tmpdir", bad],
                        capture_output=True, text=True)
