@@ -16,6 +16,8 @@ itself (one part). Each case runs through rss_run with the output removed and
   cat FILE > OUT                            baseline: reading and writing as many bytes
   trace-split FILE --max-size 100M          target >= 400 MB/s, peak RSS <= 256 MiB
   trace-split SORTED --max-size 100M        target >= 400 MB/s, peak RSS <= 64 MiB
+  trace-split SORTED --by-step              a part per step, GPU work with its launch
+  trace-split SORTED --by-step --memory 32M the launches' sorting spilled to files
 
 MB/s is input bytes (10^6) per wall-clock second; "vs cat>" is the ratio to the
 second baseline. With --repeat N each case runs N times and the fastest run is
@@ -58,7 +60,7 @@ MISSED=0
 FAILED=0
 COPY_RATE=0
 
-# row NAME BYTES TARGET_MBPS MAX_RSS_MIB CMD...  (a target of 0: a baseline)
+# row NAME BYTES TARGET_MBPS MAX_RSS_MIB CMD...  (a target of 0: a baseline; -: none)
 row() {
 	local name=$1 bytes=$2 tmbps=$3 tmib=$4
 	shift 4
@@ -74,7 +76,8 @@ row() {
 	rate=$(mbps "$bytes" "$WALL")
 	med=$(mbps "$bytes" "$MED")
 	[[ $COPY_RATE != 0 ]] && ratio=$(awk -v r="$rate" -v c="$COPY_RATE" 'BEGIN { printf "%.2fx", r / c }')
-	if [[ $tmbps != 0 ]]; then
+	[[ $tmbps == - ]] && status=""
+	if [[ $tmbps != 0 && $tmbps != - ]]; then
 		target=">= $tmbps MB/s, <= $tmib MiB"
 		status=ok
 		awk -v r="$rate" -v t="$tmbps" 'BEGIN { exit !(r >= t) }' || status=MISS
@@ -124,6 +127,11 @@ row "trace-split unsorted --max-size" "$IN_BYTES" 400 256 "$SPLIT" "$TRACE" -o "
 check_split u
 row "trace-split sorted --max-size" "$SORTED_BYTES" 400 64 "$SPLIT" "$SORTED" -o "$OUT" --max-size "$MAXSIZE" -q --name s
 check_split s
+row "trace-split sorted --by-step" "$SORTED_BYTES" - - "$SPLIT" "$SORTED" -o "$OUT" --by-step -q --name b
+check_split b
+row "trace-split sorted --by-step 32M" "$SORTED_BYTES" - - "$SPLIT" "$SORTED" -o "$OUT" --by-step \
+	--memory 32M -q --name m
+check_split m
 echo
 ((MISSED)) && echo "some targets were missed (MISS)"
 ((FAILED)) && exit 1

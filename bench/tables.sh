@@ -12,6 +12,8 @@ run through rss_run (best of --repeat runs, median beside it):
 
   cat TRACE.json                              baseline: reading the bytes
   trace-stats TRACE.json -t ops,kernels,memcpy,api     the streaming tables
+  trace-stats TRACE.json -t ops,kernels,memcpy,api --memory 256K
+                                              the same, the id maps and durations paged out
   trace-stats TRACE.json -t steps,launch      the GPU time line (docs/steps.md)
   trace-stats TRACE.json -t steps,launch --memory 8M
                                               the same, its sorting spilled to files
@@ -38,7 +40,7 @@ bench_convert_setup tktables
 bench_table_head
 OUT=/dev/null
 measure cat "$IN"; bench_row "cat (baseline)"
-for t in ops,kernels,memcpy,api steps,launch "steps,launch --memory 8M" memory collectives \
+for t in ops,kernels,memcpy,api "ops,kernels,memcpy,api --memory 256K" steps,launch "steps,launch --memory 8M" memory collectives \
 	ops,kernels,memcpy,api,steps,launch,collectives ops,kernels,memcpy,api,steps,launch,memory,collectives; do
 	OUT=$WORK/t.txt
 	# shellcheck disable=SC2086 # "TABLES --memory 8M" splits into its words
