@@ -944,9 +944,6 @@ static void test_timeline_extremes(void **st)
 	tk_stats_free(s);
 }
 
-/* Notes (tk_stats_note) read on a reader's threads: the tables are those
- * of tk_stats_add; a note is used (a forged one shows in the table), and
- * one written for other options is not. */
 /* ---- tk_steps: launches sorted in bounded memory, kept as runs ---- */
 
 typedef struct lkey {
@@ -1081,12 +1078,31 @@ static void test_steps_parts(void **st)
 	snprintf(cmd, sizeof cmd, "rmdir %s", dir); /* fails unless the runs were removed */
 	assert_int_equal(system(cmd), 0);
 
-	/* a spill that cannot be written is an error naming the directory */
+	/* a window that misses the steps (it ends before it starts, as --steps
+	 * and --window make it then) holds nothing */
+	c = steps_of(v, n, 0, NULL, &rc);
+	assert_int_equal(rc, 0);
+	tk_stats_opts o = {0};
+	o.steps = c;
+	o.window = (tk_window){1, 5000000, 4000000, 0, 0};
+	tk_stats *ss = NULL;
+	assert_int_equal(tk_stats_new(&ss, &o), 0);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(tk_stats_add(ss, &v[i].ev), 0);
+	assert_int_equal(tk_stats_finish(ss), 0);
+	assert_int_equal(tk_stats_get_info(ss)->events, 0);
+	tk_stats_free(ss);
+	tk_steps_free(c);
+
+	/* a spill that cannot be written is an error naming the directory,
+	 * and stays one */
 	c = steps_of(v, n, 16 << 10, "/nonexistent/tk_steps", &rc);
 	if (!rc)
 		rc = tk_steps_parts(c, starts, ns, NULL);
 	assert_true(rc < 0);
 	assert_non_null(strstr(tk_steps_error(c), "/nonexistent/tk_steps"));
+	tk_steps_finish(c); /* (when an event failed) */
+	assert_int_equal(tk_steps_parts(c, starts, ns, NULL), rc);
 	tk_steps_free(c);
 	free(l);
 	free(v);
@@ -1137,6 +1153,59 @@ static void test_steps_runs(void **st)
 		assert_int_equal(tk_steps_part(s, &v[i + 1].ev, &by), want);
 		assert_int_equal(by, 1);
 	}
+	tk_steps_free(s);
+	free(v);
+}
+
+/* Twenty ranks of a merged trace share every correlation id: each rank's
+ * kernels go to the part of its own rank's launch (past the first few
+ * groups of an id, they are found through a map). */
+static void test_steps_ranks(void **st)
+{
+	(void)st;
+	enum { RANKS = 20, IDS = 1000 };
+	tl_ev *v = calloc(2 * RANKS * IDS, sizeof *v);
+	assert_non_null(v);
+	size_t n = 0;
+	for (int r = 0; r < RANKS; r++)
+		for (int i = 0; i < IDS; i++) {
+			int64_t lts = (int64_t)i * 1000 + (int64_t)r * 37000;
+			for (int k = 0; k < 2; k++) {
+				tl_ev *e = &v[n++];
+				snprintf(e->args, sizeof e->args, "{\"correlation\":%d}", i);
+				e->ev = k ? tl_x(lts + 5000, 100, "gemm", "kernel", (int64_t)r * 1000000, 7)
+				          : tl_x(lts, 100, "cudaLaunchKernel", "cuda_runtime", (int64_t)r * 1000000 + 1, 1);
+				e->ev.args = (tk_sv){e->args, strlen(e->args)};
+			}
+		}
+	uint64_t x = 0x243f6a8885a308d3ull;
+	for (size_t i = n; i > 1; i--) { /* shuffled: the ranks' records of an id interleave */
+		size_t j = tl_rand(&x) % i;
+		tl_ev t = v[i - 1];
+		v[i - 1] = v[j];
+		v[j] = t;
+	}
+	for (size_t i = 0; i < n; i++)
+		v[i].ev.args.ptr = v[i].args;
+	static const int64_t starts[] = {INT64_MIN, 250000, 500000, 750000};
+	int rc;
+	tk_steps *s = steps_of(v, n, 64 << 10, NULL, &rc);
+	assert_int_equal(rc, 0);
+	assert_int_equal(tk_steps_parts(s, starts, 4, NULL), 0);
+	for (size_t i = 0; i < n; i++) {
+		if (!is_gpu(&v[i].ev))
+			continue;
+		int by;
+		int64_t lts = v[i].ev.ts - 5000;
+		assert_int_equal(tk_steps_part(s, &v[i].ev, &by), part_at(starts, 4, lts));
+		assert_int_equal(by, 1);
+	}
+	/* each rank's ids, in call order, make one run per part they reach */
+	size_t want = 0;
+	for (int r = 0; r < RANKS; r++)
+		want += (size_t)(part_at(starts, 4, (IDS - 1) * 1000 + r * 37000) -
+		                 part_at(starts, 4, r * 37000) + 1);
+	assert_int_equal(tk__steps_runs(s), want);
 	tk_steps_free(s);
 	free(v);
 }
@@ -1323,6 +1392,10 @@ static void test_durs_describe(void **st)
 		}
 		qsort(ref, n, sizeof *ref, cmp_i64);
 		double want = n % 2 ? (double)ref[n / 2] : ((double)ref[n / 2 - 1] + (double)ref[n / 2]) / 2.0;
+		double mean = (double)total / (double)n, acc = 0;
+		for (size_t i = 0; i < n; i++)
+			acc += ((double)ref[i] - mean) * ((double)ref[i] - mean);
+		double want_sd = n > 1 ? sqrt(acc / (double)(n - 1)) : 0;
 		tk__durset sets[3] = {{&pool[0], &d[0]}, {&pool[1], &d[1]}, {&pool[2], &d[2]}};
 		size_t keep = tk__durs_sort_max;
 		double med[2], sd[2];
@@ -1332,7 +1405,8 @@ static void test_durs_describe(void **st)
 			assert_true(med[way] == want);
 		}
 		tk__durs_sort_max = keep;
-		assert_true(fabs(sd[0] - sd[1]) <= 1e-9 * (sd[0] > 1 ? sd[0] : 1));
+		assert_true(sd[0] == want_sd); /* sorted: the same sums in the same order */
+		assert_true(fabs(sd[1] - want_sd) <= 1e-9 * (want_sd > 1 ? want_sd : 1));
 		if (n == 1)
 			assert_true(sd[0] == 0 && sd[1] == 0);
 		if (n > 90000)
@@ -1345,6 +1419,9 @@ static void test_durs_describe(void **st)
 	}
 }
 
+/* Notes (tk_stats_note) read on a reader's threads: the tables are those
+ * of tk_stats_add; a note is used (a forged one shows in the table), and
+ * one written for other options is not. */
 static void test_notes(void **st)
 {
 	(void)st;
@@ -1436,6 +1513,7 @@ int main(void)
 		cmocka_unit_test(test_timeline_bounded),
 		cmocka_unit_test(test_steps_parts),
 		cmocka_unit_test(test_steps_runs),
+		cmocka_unit_test(test_steps_ranks),
 		cmocka_unit_test(test_idmap_paged),
 		cmocka_unit_test(test_attribution_paged),
 		cmocka_unit_test(test_durs_describe),

@@ -108,7 +108,7 @@ static int first_pass(const char *tool, const cli_stats_req *q, const char *name
 	so->window = (tk_window){1, lo > wlo ? lo : wlo, hi < whi ? hi : whi, 0, 0};
 	so->steps = *steps;
 	/* the launches, read back from their sort: in the window or not */
-	int64_t parts[3] = {INT64_MIN, so->window.lo, so->window.hi};
+	int64_t parts[3] = {INT64_MIN, so->window.lo, so->window.hi < so->window.lo ? so->window.lo : so->window.hi};
 	if ((rc = tk_steps_parts(*steps, parts, 3, NULL)) != 0) {
 		cli_err(tool, "%s: %s", name, *tk_steps_error(*steps) ? tk_steps_error(*steps) : tk_strerror(rc));
 		return 1;

@@ -124,7 +124,9 @@ int tk_stats_new(tk_stats **out, const tk_stats_opts *opts)
 	/* GPU work in the window by its launch: part 1 of the steps' parts */
 	int rc0 = 0;
 	if (s->opts.steps && s->opts.window.set) {
-		int64_t parts[3] = {INT64_MIN, s->opts.window.lo, s->opts.window.hi};
+		/* a window that ends before it starts holds nothing, by launch or not */
+		tk_window w = s->opts.window;
+		int64_t parts[3] = {INT64_MIN, w.lo, w.hi < w.lo ? w.lo : w.hi};
 		rc0 = tk_steps_parts(s->opts.steps, parts, 3, NULL);
 	}
 	if (rc0) {

@@ -139,9 +139,9 @@ void tk__pool_free(tk__pool *m)
 	free(m->pages);
 	if (m->fd)
 		close(m->fd - 1);
-	m->pages = NULL;
-	m->n_pages = m->pages_cap = m->resident = m->hand = 0;
-	m->fd = 0;
+	/* empty, with its settings */
+	tk__pool keep = {.max_resident = m->max_resident, .tmpdir = m->tmpdir, .what = m->what};
+	*m = keep;
 }
 
 /* The page of id in memory (add: a new one when it has none). */

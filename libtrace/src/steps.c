@@ -344,21 +344,34 @@ static int place_all(tk_steps *s)
 	one *o = NULL;
 	size_t n = 0, cap = 0;
 	int64_t key = 0, corr;
-	uint64_t tag;
+	uint64_t tag, stamp = 1;
 	int64_t ts;
+	/* a key's groups: the first FEW found by looking, the others (the
+	 * ranks of a merged trace) through gx: group -> stamp << 24 | index,
+	 * stamp counting the keys so that gx is never cleared */
+	enum { FEW = 8 };
+	tk__map gx = {0};
 	while ((rc = tk__sorter_next_rec(s->so, &corr, &ts, sizeof ts, &tag)) == 1) {
 		if (n && corr != key) {
 			if ((rc = place_key(s, key, o, n)) != 0)
 				break;
 			n = 0;
+			stamp++;
 		}
 		key = corr;
 		int32_t group = (int32_t)(uint32_t)(tag >> 1);
-		size_t i = 0;
-		while (i < n && o[i].group != group)
+		size_t i = 0, few = n < FEW ? n : FEW;
+		while (i < few && o[i].group != group)
 			i++;
-		if (i == n) {
-			if (TK__GROW(o, cap, n + 1)) {
+		if (i == few) { /* not among the first few */
+			i = n;
+			uint64_t *x = n > FEW ? tk__map_get_int(&gx, (uint32_t)group) : NULL;
+			if (x && *x >> 24 == stamp)
+				i = (size_t)(*x & 0xffffff);
+		}
+		if (i == n) { /* the key's first record of this group */
+			if (n >= 0xffffff || TK__GROW(o, cap, n + 1) ||
+			    (n >= FEW && tk__map_put_int(&gx, (uint32_t)group, stamp << 24 | n))) {
 				rc = TK_ERR_NOMEM;
 				break;
 			}
@@ -377,6 +390,7 @@ static int place_all(tk_steps *s)
 	if (rc == 0 && n)
 		rc = place_key(s, key, o, n);
 	free(o);
+	tk__map_free(&gx);
 	if (rc == TK_ERR_NOMEM)
 		return tk__err_set(&s->err, rc, "the launches of the steps: out of memory");
 	return rc ? sort_fail(s, rc) : 0;
@@ -389,13 +403,13 @@ int tk_steps_parts(tk_steps *s, const int64_t *starts, size_t n, int64_t *late)
 	for (size_t i = 1; i < n; i++)
 		if (starts[i] < starts[i - 1])
 			return TK_ERR_ARG;
+	if (s->err.code) /* the launches were lost: no answer, now or later */
+		return s->err.code;
 	if (s->starts) {
 		/* once: the runs are the launches' only record */
 		if (n != s->n_starts || memcmp(starts, s->starts, n * sizeof *starts) != 0)
 			return TK_ERR_ARG;
 	} else {
-		if (s->err.code)
-			return s->err.code;
 		s->starts = malloc(n * sizeof *s->starts);
 		s->late = malloc(n * sizeof *s->late);
 		if (!s->starts || !s->late) {

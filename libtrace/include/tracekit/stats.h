@@ -41,7 +41,8 @@ typedef struct tk_stats_opts {
 	 * CPU launch starts in it, rather than when it starts itself
 	 * (trace-stats --steps; docs/steps.md). A finished tk_steps of the
 	 * same trace: tk_stats_new() gives it the parts {INT64_MIN, window.lo,
-	 * window.hi} by tk_steps_parts() (TK_ERR_ARG if it has others).
+	 * window.hi} by tk_steps_parts() (window.lo twice for a window that
+	 * ends before it starts; TK_ERR_ARG if it has other parts).
 	 * Borrowed: it must live until the last tk_stats_add(). NULL = by start. */
 	tk_steps *steps;
 	/* Build the steps table (tk_stats_step_get, tk_stats_format_steps):
@@ -78,9 +79,11 @@ typedef struct tk_stats_opts {
 	 * = $TMPDIR or /tmp; copied) and merged at tk_stats_finish. 0 =
 	 * TK_STATS_MEMORY_DEFAULT. On top of it, the ops table's two id maps
 	 * (External id, correlation: 4 bytes per id) and the summaries'
-	 * durations (4 bytes per instance) keep an eighth of it each in memory
-	 * (at least 64 KiB) and page the rest out to an unnamed file under
-	 * tmpdir. */
+	 * durations (4 bytes per instance) keep an eighth of it each in pages
+	 * of 16 KiB in memory (at least 4 pages) and page the rest out to an
+	 * unnamed file under tmpdir. Outside that: each row's last, partial
+	 * page of durations (under 16 KiB a row), durations that do not fit
+	 * 32 bits, and 16 bytes of bookkeeping per page. */
 	size_t memory_bytes;
 	const char *tmpdir;
 } tk_stats_opts;

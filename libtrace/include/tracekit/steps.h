@@ -27,8 +27,8 @@ typedef struct tk_step {
 typedef struct tk_steps tk_steps;
 TK_API int tk_steps_new(tk_steps **out);
 /* Memory for sorting the launches (0: TK_STEPS_MEMORY_DEFAULT) and where
- * it spills (NULL: $TMPDIR or /tmp; copied). Before the first event:
- * TK_ERR_ARG after. */
+ * it spills (NULL: $TMPDIR or /tmp; copied). Before the first launch or
+ * GPU event is added: TK_ERR_ARG after, and after tk_steps_finish. */
 TK_API int tk_steps_set_memory(tk_steps *s, size_t bytes, const char *tmpdir);
 /* A merged trace's pid scheme rank*span+pid (trace-merge's tracekitMerge
  * metadata): correlation ids are then per rank. Set before adding events;
