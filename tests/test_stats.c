@@ -666,6 +666,23 @@ static tk_event tl_x(int64_t ts, int64_t dur, const char *name, const char *cat,
 	return ev;
 }
 
+/* v[0..n) in a random order, each event's strings its own again. */
+static void tl_shuffle(tl_ev *v, size_t n, uint64_t *x)
+{
+	for (size_t i = n; i > 1; i--) {
+		size_t j = tl_rand(x) % i;
+		tl_ev t = v[i - 1];
+		v[i - 1] = v[j];
+		v[j] = t;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].ev.args.ptr)
+			v[i].ev.args.ptr = v[i].args;
+		if (v[i].ev.name.ptr && v[i].name[0])
+			v[i].ev.name.ptr = v[i].name;
+	}
+}
+
 static tl_ev *timeline_events(size_t *n_out, int64_t *want_launched, int64_t *want_dmin, int64_t *want_dmax)
 {
 	size_t cap = NOPS * 3 + 64, n = 0;
@@ -709,18 +726,7 @@ static tl_ev *timeline_events(size_t *n_out, int64_t *want_launched, int64_t *wa
 		e->ev = tl_x(ts, dur, e->name, cat, rank * 1000000, 7 + i % 3);
 		e->ev.args = (tk_sv){e->args, strlen(e->args)};
 	}
-	for (size_t i = n; i > 1; i--) { /* shuffled */
-		size_t j = tl_rand(&x) % i;
-		tl_ev t = v[i - 1];
-		v[i - 1] = v[j];
-		v[j] = t;
-	}
-	for (size_t i = 0; i < n; i++) { /* the copies' pointers into their own strings */
-		if (v[i].ev.args.ptr)
-			v[i].ev.args.ptr = v[i].args;
-		if (v[i].ev.name.ptr && v[i].name[0])
-			v[i].ev.name.ptr = v[i].name;
-	}
+	tl_shuffle(v, n, &x);
 	*n_out = n;
 	return v;
 }
@@ -1179,14 +1185,7 @@ static void test_steps_ranks(void **st)
 			}
 		}
 	uint64_t x = 0x243f6a8885a308d3ull;
-	for (size_t i = n; i > 1; i--) { /* shuffled: the ranks' records of an id interleave */
-		size_t j = tl_rand(&x) % i;
-		tl_ev t = v[i - 1];
-		v[i - 1] = v[j];
-		v[j] = t;
-	}
-	for (size_t i = 0; i < n; i++)
-		v[i].ev.args.ptr = v[i].args;
+	tl_shuffle(v, n, &x); /* the ranks' records of an id interleave */
 	static const int64_t starts[] = {INT64_MIN, 250000, 500000, 750000};
 	int rc;
 	tk_steps *s = steps_of(v, n, 64 << 10, NULL, &rc);
@@ -1361,11 +1360,6 @@ static void test_attribution_paged(void **st)
 /* The summaries' durations in pages that go to a file: the median and
  * deviation of values of three sets together, sorted in memory and
  * selected by counting, equal those of the test's own sort. */
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
 
 static void test_durs_describe(void **st)
 {
@@ -1390,7 +1384,7 @@ static void test_durs_describe(void **st)
 			total += v;
 			assert_int_equal(tk__durs_add(&pool[i % 3], &d[i % 3], v), 0);
 		}
-		qsort(ref, n, sizeof *ref, cmp_i64);
+		qsort(ref, n, sizeof *ref, cmp_i64_ref);
 		double want = n % 2 ? (double)ref[n / 2] : ((double)ref[n / 2 - 1] + (double)ref[n / 2]) / 2.0;
 		double mean = (double)total / (double)n, acc = 0;
 		for (size_t i = 0; i < n; i++)

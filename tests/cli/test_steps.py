@@ -117,21 +117,20 @@ def spilled(tools, tmp, rel, path):
     args = ("-t", "steps,launch", "-f", "json", "-n", "-1", "-q")
     spill = os.path.join(tmp, "spill")
     os.makedirs(spill, exist_ok=True)
-    whole = json.loads(run(os.path.join(tools, "trace-stats"), path, *args).stdout)
-    small = json.loads(run(os.path.join(tools, "trace-stats"), path, *args, "--memory", "256K",
-                           "--tmpdir", spill).stdout)
-    check("%s: -t steps,launch with --memory 256K equal the tables in memory" % rel, small == whole,
-          [k for k in whole if whole[k] != small.get(k)])
-    check("%s: the spilled runs are removed" % rel, os.listdir(spill) == [], os.listdir(spill))
+
+    def at_256k(tables, what, left):
+        targs = ("-t", tables) + args[2:]
+        whole = json.loads(run(os.path.join(tools, "trace-stats"), path, *targs).stdout)
+        small = json.loads(run(os.path.join(tools, "trace-stats"), path, *targs, "--memory", "256K",
+                               "--tmpdir", spill).stdout)
+        check("%s: %s with --memory 256K equal those in memory" % (rel, what), small == whole,
+              [k for k in whole if whole[k] != small.get(k)])
+        check("%s: %s" % (rel, left), os.listdir(spill) == [], os.listdir(spill))
+
+    at_256k("steps,launch", "-t steps,launch", "the spilled runs are removed")
     # the ops table's id maps and the summaries' durations keep 4 pages of
     # 16 KiB each at 256K and page out the rest
-    targs = ("-t", "ops,kernels,memcpy,api", "-f", "json", "-n", "-1", "-q")
-    whole = json.loads(run(os.path.join(tools, "trace-stats"), path, *targs).stdout)
-    small = json.loads(run(os.path.join(tools, "trace-stats"), path, *targs, "--memory", "256K",
-                           "--tmpdir", spill).stdout)
-    check("%s: the ops and summary tables with --memory 256K equal those in memory" % rel, small == whole,
-          [k for k in whole if whole[k] != small.get(k)])
-    check("%s: the pages leave nothing in --tmpdir" % rel, os.listdir(spill) == [], os.listdir(spill))
+    at_256k("ops,kernels,memcpy,api", "the ops and summary tables", "the pages leave nothing in --tmpdir")
     bad = os.path.join(tmp, "no", "such", "dir")
     p = subprocess.run([os.path.join(tools, "trace-stats"), path, *args, "--memory", "256K", "--tmpdir", bad],
                        capture_output=True, text=True)
