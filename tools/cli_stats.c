@@ -106,13 +106,7 @@ static int first_pass(const char *tool, const cli_stats_req *q, const char *name
 	hi = hi < INT64_MAX ? hi + 1 : hi;
 	int64_t wlo = so->window.set ? so->window.lo : INT64_MIN, whi = so->window.set ? so->window.hi : INT64_MAX;
 	so->window = (tk_window){1, lo > wlo ? lo : wlo, hi < whi ? hi : whi, 0, 0};
-	so->steps = *steps;
-	/* the launches, read back from their sort: in the window or not */
-	int64_t parts[3] = {INT64_MIN, so->window.lo, so->window.hi < so->window.lo ? so->window.lo : so->window.hi};
-	if ((rc = tk_steps_parts(*steps, parts, 3, NULL)) != 0) {
-		cli_err(tool, "%s: %s", name, *tk_steps_error(*steps) ? tk_steps_error(*steps) : tk_strerror(rc));
-		return 1;
-	}
+	so->steps = *steps; /* tk_stats_new gives it the window's parts */
 	return 0;
 }
 
@@ -292,18 +286,20 @@ int cli_stats_read(const char *tool, const char *name, tk_reader *r, const cli_s
 	for (size_t i = 0; !rc && i < out->n; i++)
 		if ((rc = tk_stats_finish(out->s[i])) != 0)
 			err = tk_stats_error(out->s[i]);
-	tk_steps_free(steps);
 	int mem = 0;
 	for (size_t i = 0; !rc && i < out->n; i++)
 		mem |= tk_stats_memory_count(out->s[i]) != 0;
 	if (!rc && mem && q->peak_op && (rc = memory_ops(tool, q, name, out, span)) != 0)
 		err = ""; /* said */
+	if (rc && !err && steps && *tk_steps_error(steps)) /* reading the launches back for the window */
+		err = tk_steps_error(steps);
 	if (rc && !err)
 		err = tk_strerror(rc);
 	if (rc && strncmp(err, name, strlen(name)) == 0) /* a reader's error names its input */
 		cli_err(tool, "%s", err);
 	else if (rc && *err)
 		cli_err(tool, "%s: %s", name, err);
+	tk_steps_free(steps);
 	for (size_t i = 0; !q->quiet && tk_reader_warning(r, i); i++)
 		cli_warn(tool, "%s", tk_reader_warning(r, i));
 	if (rc) {

@@ -16,11 +16,7 @@ static int make_dir(tk_sorter *s)
 {
 	if (s->dir)
 		return 0;
-	const char *base = s->tmpdir;
-	if (!base || !*base)
-		base = getenv("TMPDIR");
-	if (!base || !*base)
-		base = "/tmp";
+	const char *base = tk__tmp_base(s->tmpdir);
 	size_t n = strlen(base) + 32;
 	s->dir = malloc(n);
 	if (!s->dir)

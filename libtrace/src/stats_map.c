@@ -12,12 +12,11 @@ static int pool_fail(tk__pool *m, int code, const char *what, int e)
 {
 	if (!m->err) {
 		m->err = code;
-		const char *dir = m->tmpdir && *m->tmpdir ? m->tmpdir : getenv("TMPDIR");
 		if (code == TK_ERR_NOMEM)
 			snprintf(m->msg, sizeof m->msg, "out of memory");
 		else
 			snprintf(m->msg, sizeof m->msg, "%s: %s in %s: %s", m->what ? m->what : "pages", what,
-			         dir && *dir ? dir : "/tmp", strerror(e));
+			         tk__tmp_base(m->tmpdir), strerror(e));
 	}
 	return m->err;
 }
@@ -26,9 +25,7 @@ static int pool_fail(tk__pool *m, int code, const char *what, int e)
  * left behind whatever happens to the process. */
 static int pages_file(tk__pool *m)
 {
-	const char *dir = m->tmpdir && *m->tmpdir ? m->tmpdir : getenv("TMPDIR");
-	if (!dir || !*dir)
-		dir = "/tmp";
+	const char *dir = tk__tmp_base(m->tmpdir);
 	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd < 0 && errno != ENOENT && errno != ENOTDIR) { /* no O_TMPFILE there */
 		size_t n = strlen(dir) + 32;

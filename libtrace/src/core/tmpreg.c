@@ -24,6 +24,13 @@
 static _Atomic(char *) slots[SLOTS];
 static atomic_int cleaning; /* cleanups under way (a second signal may interrupt the first) */
 
+const char *tk__tmp_base(const char *dir)
+{
+	if (!dir || !*dir)
+		dir = getenv("TMPDIR");
+	return dir && *dir ? dir : "/tmp";
+}
+
 int tk__tmp_hold(const char *path, int dir)
 {
 	size_t n = strlen(path);

@@ -9,5 +9,7 @@
 int tk__tmp_hold(const char *path, int dir);
 /* Forget it (the file was renamed into place or removed); 0 is a no-op. */
 void tk__tmp_release(int hold);
+/* Where temporaries go: dir when given, else $TMPDIR when set, else /tmp. */
+const char *tk__tmp_base(const char *dir);
 
 #endif
