@@ -1413,6 +1413,141 @@ static void test_durs_describe(void **st)
 	}
 }
 
+/* The collectives' starts through the sorter and the pages: 3 ranks of
+ * 30,000 NCCL kernels in 3 rows (kind, group), shuffled, with starts that
+ * need all 64 bits (negative, past 2^32) and ties; rank 2 misses the last
+ * 50 of one row. The rows' sums and the stragglers, at the default memory
+ * and at 256K (the sorter spills, the pages go to the file), equal the
+ * test's own matching of the k-th start of each rank. */
+#define NCOLL 30000
+static void test_collectives_paged(void **st)
+{
+	(void)st;
+	static const char *const kinds[3] = {"allreduce", "allgather", "allreduce"};
+	static const char *const groups[3] = {"0", "0", "1"};
+	static const int64_t base[3] = {-5000000000000ll, 4300000000ll, 9000000000000000ll};
+	enum { RANKS = 3, PER = NCOLL / 3 };
+	static int64_t want_ts[RANKS][3][PER];
+	static tl_ev v[NCOLL];
+	size_t len[RANKS][3];
+	int64_t want_bytes[RANKS][3], want_time[RANKS][3];
+	uint64_t x = 0x243f6a8885a308d3ull;
+	char dir[] = "/tmp/tk_coll_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	tk_stats *s[2][RANKS];
+	for (int rank = 0; rank < RANKS; rank++) {
+		size_t n = 0;
+		for (int r = 0; r < 3; r++) {
+			len[rank][r] = rank == 2 && r == 1 ? PER - 50 : PER;
+			want_bytes[rank][r] = want_time[rank][r] = 0;
+			for (size_t j = 0; j < len[rank][r]; j++) {
+				/* 1 us apart, a rank's jitter below that (ties now and then) */
+				int64_t ts = base[r] + (int64_t)j * 1000 + (int64_t)(tl_rand(&x) % 40) * 20;
+				int64_t dur = 100 + (int64_t)(tl_rand(&x) % 900), elems = (int64_t)(tl_rand(&x) % 100000);
+				want_ts[rank][r][j] = ts;
+				want_bytes[rank][r] += elems * 4;
+				want_time[rank][r] += dur;
+				tl_ev *e = &v[n++];
+				snprintf(e->args, sizeof e->args,
+				         "{\"Collective name\":\"%s\",\"Process Group Name\":\"%s\",\"%s msg nelems\":%lld,"
+				         "\"dtype\":\"Float\",\"Group size\":3}",
+				         kinds[r], groups[r], r == 1 ? "Out" : "In", (long long)elems);
+				snprintf(e->name, sizeof e->name, "ncclDevKernel_Generic");
+				e->ev = tl_x(ts, dur, e->name, "kernel", rank, 7 + r);
+				e->ev.args = (tk_sv){e->args, strlen(e->args)};
+			}
+		}
+		tl_shuffle(v, n, &x);
+		for (int k = 0; k < 2; k++) {
+			tk_stats_opts o = {0};
+			o.collective_table = 1;
+			o.step_table = k; /* the sorter's sixteenth with another table */
+			o.memory_bytes = k ? 256 << 10 : 0;
+			o.tmpdir = dir;
+			assert_int_equal(tk_stats_new(&s[k][rank], &o), 0);
+			for (size_t i = 0; i < n; i++)
+				assert_int_equal(tk_stats_add(s[k][rank], &v[i].ev), 0);
+			assert_int_equal(tk_stats_finish(s[k][rank]), 0);
+			if (k)
+				assert_true(s[k][rank]->coll_pool.out > 0); /* pages went to the file */
+			assert_int_equal(tk_stats_collective_count(s[k][rank]), 3);
+			for (size_t i = 0; i < 3; i++) {
+				const tk_stats_collective *c = tk_stats_collective_get(s[k][rank], i);
+				int r = strcmp(c->kind, "allgather") == 0 ? 1 : strcmp(c->group, "1") == 0 ? 2 : 0;
+				assert_string_equal(c->kind, kinds[r]);
+				assert_string_equal(c->group, groups[r]);
+				assert_int_equal(c->count, len[rank][r]);
+				assert_int_equal(c->bytes, want_bytes[rank][r]);
+				assert_int_equal(c->time, want_time[rank][r]);
+				assert_int_equal(c->ranks, 3);
+			}
+		}
+	}
+	/* the test's own matching: per row, the j-th start of each rank by time */
+	tk_stats_straggler want[RANKS], want_r[RANKS];
+	uint64_t want_inst = 0, want_inst_r = 0;
+	int64_t want_skew = 0, want_skew_r = 0;
+	memset(want, 0, sizeof want);
+	memset(want_r, 0, sizeof want_r);
+	for (int r = 0; r < 3; r++) {
+		for (int rank = 0; rank < RANKS; rank++)
+			qsort(want_ts[rank][r], len[rank][r], sizeof(int64_t), cmp_i64_ref);
+		for (size_t j = 0; j < PER; j++) {
+			int64_t lo = INT64_MAX, hi = INT64_MIN;
+			int last = 0;
+			for (int rank = 0; rank < RANKS; rank++)
+				if (j < len[rank][r]) {
+					int64_t t = want_ts[rank][r][j];
+					lo = t < lo ? t : lo;
+					if (t > hi)
+						hi = t, last = rank;
+				}
+			for (int pass = 0; pass < 1 + (r == 0 || r == 2); pass++) {
+				/* pass 1: the allreduce rows alone (tk_stats_stragglers_of) */
+				tk_stats_straggler *w = pass ? want_r : want;
+				++*(pass ? &want_inst_r : &want_inst);
+				int64_t *sk = pass ? &want_skew_r : &want_skew;
+				*sk = hi - lo > *sk ? hi - lo : *sk;
+				w[last].last++;
+				for (int rank = 0; rank < RANKS; rank++)
+					if (j < len[rank][r]) {
+						int64_t late = want_ts[rank][r][j] - lo;
+						w[rank].instances++;
+						w[rank].late_total += late;
+						w[rank].late_max = late > w[rank].late_max ? late : w[rank].late_max;
+					}
+			}
+		}
+	}
+	assert_true(want_skew > 0 && want_skew < 1000);
+	for (int k = 0; k < 2; k++) {
+		tk_stats_straggler got[RANKS];
+		uint64_t inst;
+		int64_t skew;
+		for (int pass = 0; pass < 2; pass++) {
+			tk_stats_straggler *w = pass ? want_r : want;
+			if (pass)
+				assert_int_equal(tk_stats_stragglers_of(s[k], RANKS, "allreduce", NULL, got, &inst, &skew), 0);
+			else
+				assert_int_equal(tk_stats_stragglers(s[k], RANKS, got, &inst, &skew), 0);
+			assert_int_equal(inst, pass ? want_inst_r : want_inst);
+			assert_int_equal(skew, pass ? want_skew_r : want_skew);
+			for (int rank = 0; rank < RANKS; rank++) {
+				assert_int_equal(got[rank].instances, w[rank].instances);
+				assert_int_equal(got[rank].last, w[rank].last);
+				assert_int_equal(got[rank].late_total, w[rank].late_total);
+				assert_int_equal(got[rank].late_max, w[rank].late_max);
+			}
+		}
+	}
+	for (int k = 0; k < 2; k++)
+		for (int rank = 0; rank < RANKS; rank++)
+			tk_stats_free(s[k][rank]);
+	char cmd[64];
+	snprintf(cmd, sizeof cmd, "rmdir %s", dir); /* no run or page file is left */
+	assert_int_equal(system(cmd), 0);
+}
+
 /* Notes (tk_stats_note) read on a reader's threads: the tables are those
  * of tk_stats_add; a note is used (a forged one shows in the table), and
  * one written for other options is not. */
@@ -1511,6 +1646,7 @@ int main(void)
 		cmocka_unit_test(test_idmap_paged),
 		cmocka_unit_test(test_attribution_paged),
 		cmocka_unit_test(test_durs_describe),
+		cmocka_unit_test(test_collectives_paged),
 		cmocka_unit_test(test_memory_bounded),
 		cmocka_unit_test(test_timeline_extremes),
 		cmocka_unit_test(test_notes),

@@ -20,11 +20,11 @@ int cli_reads_twice(long step_a, const tk_stats_opts *so);
 int cli_need_rereadable(const cli_tool *t, const char *name);
 
 /* --memory (default TK_STATS_MEMORY_DEFAULT): the sorting of the steps,
- * launch and memory tables per trace; the ranks of a trace-merge output
+ * launch, memory and collectives tables per trace; the ranks of a trace-merge output
  * share it, with at least CLI_STATS_RANK_MIN each. */
 #define CLI_STATS_RANK_MIN ((size_t)2 << 20)
-#define CLI_STATS_MEMORY_HELP "memory for sorting the events of the steps, launch and memory\n" \
-	"                             tables, per trace; a trace-merge output's ranks share it\n" \
+#define CLI_STATS_MEMORY_HELP "memory for sorting the events of the steps, launch, memory and\n" \
+	"                             collectives tables, per trace; a trace-merge output's ranks share it\n" \
 	"                             (default 128M); with --steps, the launches of the first read"
 #define CLI_STATS_TMPDIR_HELP "where that sorting spills runs, and the id maps and durations\n" \
 	"                             their pages (default $TMPDIR or /tmp)"

@@ -133,22 +133,28 @@ int tk_stats_new(tk_stats **out, const tk_stats_opts *opts)
 		tk_stats_free(s);
 		return rc0;
 	}
-	/* the sorters' memory: the GPU time line's 8 ninths and the memory
-	 * table's one when both are built */
+	/* the sorters' memory: the collectives' a sixteenth when others are
+	 * built too, then the GPU time line's 8 ninths of the rest and the
+	 * memory table's one when both are built */
 	size_t total = s->opts.memory_bytes ? s->opts.memory_bytes : TK_STATS_MEMORY_DEFAULT;
 	int tl = s->opts.step_table || s->opts.launch_table, mem = s->opts.memory_table;
-	int rc = tl ? tk__stats_steps_init(s, mem ? total / 9 * 8 : total) : 0;
+	int coll = s->opts.collective_table;
+	size_t rest = coll && (tl || mem) ? total - total / 16 : total;
+	int rc = coll ? tk__stats_coll_init(s, tl || mem ? total / 16 : total) : 0;
+	if (!rc && tl)
+		rc = tk__stats_steps_init(s, mem ? rest / 9 * 8 : rest);
 	if (!rc && mem)
-		rc = tk__stats_memory_init(s, tl ? total / 9 : total);
+		rc = tk__stats_memory_init(s, tl ? rest / 9 : rest);
 	/* the id maps of the GPU attribution and the summaries' durations:
 	 * an eighth of the memory each, at least 4 pages, the rest paged out */
 	if (!rc && s->opts.tmpdir && !(s->tmpdir = tk__strdup(s->opts.tmpdir)))
 		rc = TK_ERR_NOMEM;
-	tk__pool *pools[3] = {&s->ext_map.pool, &s->corr_map.pool, &s->dur_pool};
-	static const char *const whose[3] = {"the GPU attribution's id map", "the GPU attribution's id map",
-	                                     "the durations of the summaries"};
-	for (int i = 0; i < 3; i++) {
-		pools[i]->max_resident = tk__pool_pages(total / 8);
+	tk__pool *pools[4] = {&s->ext_map.pool, &s->corr_map.pool, &s->dur_pool, &s->coll_pool};
+	static const char *const whose[4] = {"the GPU attribution's id map", "the GPU attribution's id map",
+	                                     "the durations of the summaries", "the starts of the collectives"};
+	for (int i = 0; i < 4; i++) {
+		/* the collectives' starts are read in order: a few pages do */
+		pools[i]->max_resident = tk__pool_pages(i == 3 ? 0 : total / 8);
 		pools[i]->tmpdir = s->tmpdir;
 		pools[i]->what = whose[i];
 	}
@@ -197,8 +203,7 @@ void tk_stats_free(tk_stats *s)
 	free(s->stream_names);
 	free(s->launch_rows);
 	tk__stats_free_memory(s);
-	free(s->coll);
-	free(s->coll_rows);
+	tk__stats_free_coll(s);
 	for (int i = 0; i < 6; i++)
 		free(s->sum_order[i]);
 	tk__buf_free(&s->scratch);
@@ -846,8 +851,8 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 		return 0;
 	if (s->opts.memory_table && tk__stats_memory_cpu(s, ev))
 		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
-	if (s->opts.collective_table && tk__stats_coll_add(s, ev))
-		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
+	if (s->opts.collective_table && (rc = tk__stats_coll_add(s, ev)) != 0)
+		return rc;
 	int cls = classify(s, ev);
 	/* the steps table sees every step and launch, and the GPU ops of the
 	 * categories counted, in the window or not */
@@ -968,7 +973,9 @@ int tk_stats_finish(tk_stats *s)
 		return tk__stats_map_fail(s, s->ext_map.pool.err ? s->ext_map.pool.err : s->corr_map.pool.err);
 	if ((rc = tk__stats_finish_steps(s)) != 0 || (rc = tk__stats_finish_memory(s)) != 0)
 		return rc;
-	if (tk__stats_finish_coll(s) || tk__stats_finish_flame(s))
+	if ((rc = tk__stats_finish_coll(s)) != 0)
+		return rc;
+	if (tk__stats_finish_flame(s))
 		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 	s->finished = 1;
 	/* rows in torch's order: by the first event's (start, -end); the

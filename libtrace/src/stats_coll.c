@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 
+#include "sort_int.h"
 #include "stats_grid.h"
 
 static int starts(tk_sv s, const char *p)
@@ -28,14 +29,6 @@ int tk__coll_key(const tk_event *ev, char *buf, size_t cap, size_t *len)
 	buf[*len] = 0;
 	return 1;
 }
-
-/* One collective kernel: 40 bytes. */
-typedef struct tk__collev {
-	int64_t ts, dur, bytes;
-	uint32_t row; /* index into coll_rows */
-	uint32_t ranks; /* group size, 0 unknown */
-	uint32_t seq;
-} tk__collev;
 
 /* Bytes per element of torch's dtype names as the profiler writes them. */
 static int64_t dtype_size(const char *d)
@@ -100,17 +93,42 @@ static int row_of(tk_stats *s, const char *key, size_t klen, const char *pg, uin
 			*idx = (uint32_t)i;
 			return 0;
 		}
-	if (s->n_coll_rows >= 65536 || TK__GROW(s->coll_rows, s->cap_coll_rows, s->n_coll_rows + 1))
+	if (s->n_coll_rows >= 65536 || TK__GROW(s->coll_rows, s->cap_coll_rows, s->n_coll_rows + 1) ||
+	    TK__GROW(s->coll_ts, s->cap_coll_ts, s->n_coll_rows + 1))
 		return TK_ERR_NOMEM;
 	tk_sv k = tk__strtab_intern(&s->strs, key, klen), g = tk__strtab_intern(&s->strs, pg, strlen(pg));
 	if (!k.ptr || !g.ptr)
 		return TK_ERR_NOMEM;
 	tk_stats_collective *r = &s->coll_rows[s->n_coll_rows];
 	memset(r, 0, sizeof *r);
+	memset(&s->coll_ts[s->n_coll_rows], 0, sizeof *s->coll_ts);
 	r->kind = k.ptr;
 	r->group = g.ptr;
 	*idx = (uint32_t)s->n_coll_rows++;
 	return 0;
+}
+
+static const char coll_what[] = "the collectives table, sorting the NCCL kernels";
+
+int tk__stats_coll_init(tk_stats *s, size_t bytes)
+{
+	tk_sorter_opts so = {bytes, s->opts.tmpdir};
+	int rc = tk_sorter_new(&s->coll_sort, &so);
+	return rc ? tk__stats_sort_fail(s, s->coll_sort, coll_what, rc) : 0;
+}
+
+void tk__stats_free_coll(tk_stats *s)
+{
+	tk_sorter_free(s->coll_sort);
+	s->coll_sort = NULL;
+	for (size_t i = 0; i < s->n_coll_rows; i++)
+		tk__u32s_free(&s->coll_ts[i]);
+	free(s->coll_ts);
+	s->coll_ts = NULL;
+	tk__pool_free(&s->coll_pool);
+	free(s->coll_rows);
+	s->coll_rows = NULL;
+	s->n_coll_rows = s->cap_coll_rows = s->cap_coll_ts = 0;
 }
 
 int tk__stats_coll_add(tk_stats *s, const tk_event *ev)
@@ -133,42 +151,48 @@ int tk__stats_coll_add(tk_stats *s, const tk_event *ev)
 			gs = 0;
 	}
 	uint32_t row;
-	if (row_of(s, key, len, pg, &row) || TK__GROW(s->coll, s->cap_coll, s->n_coll + 1))
-		return TK_ERR_NOMEM;
+	if (row_of(s, key, len, pg, &row))
+		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
 	int kind = kind_of(key);
 	/* nccl-tests' size: the output of a gather, the input of the others */
 	int64_t n = kind == K_ALLGATHER ? out : in, b;
 	if (__builtin_mul_overflow(n, dtype_size(dt), &b))
 		b = INT64_MAX;
-	s->coll[s->n_coll] = (tk__collev){ev->ts, (ev->has & TK_HAS_DUR) && ev->dur > 0 ? ev->dur : 0, b, row,
-	                                  (uint32_t)gs, (uint32_t)s->n_coll};
+	/* the sums do not depend on the order (saturating, of values >= 0) */
+	tk_stats_collective *r = &s->coll_rows[row];
+	r->count++;
+	r->bytes = tk__sat_add(r->bytes, b);
+	r->time = tk__sat_add(r->time, (ev->has & TK_HAS_DUR) && ev->dur > 0 ? ev->dur : 0);
+	if ((uint32_t)gs > r->ranks)
+		r->ranks = (uint32_t)gs;
+	/* the start, for the straggler view: by time, ties in the order read */
+	int rc = tk__sorter_add_rec(s->coll_sort, ev->ts, &row, sizeof row, 0);
+	if (rc)
+		return tk__stats_sort_fail(s, s->coll_sort, coll_what, rc);
 	s->n_coll++;
 	return 0;
 }
 
-static int cmp_coll(const void *a, const void *b)
-{
-	const tk__collev *x = a, *y = b;
-	if (x->row != y->row)
-		return x->row < y->row ? -1 : 1;
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	return (x->seq > y->seq) - (x->seq < y->seq);
-}
-
+/* Each row's starts in time order, from the sorter into the pages. */
 int tk__stats_finish_coll(tk_stats *s)
 {
-	if (s->n_coll)
-		qsort(s->coll, s->n_coll, sizeof *s->coll, cmp_coll);
-	for (size_t i = 0; i < s->n_coll; i++) {
-		const tk__collev *c = &s->coll[i];
-		tk_stats_collective *r = &s->coll_rows[c->row];
-		r->count++;
-		r->bytes = tk__sat_add(r->bytes, c->bytes);
-		r->time = tk__sat_add(r->time, c->dur);
-		if (c->ranks > r->ranks)
-			r->ranks = c->ranks;
+	int rc = s->n_coll ? tk_sorter_finish(s->coll_sort) : 0;
+	int64_t ts;
+	uint32_t row;
+	while (!rc && s->n_coll && (rc = tk__sorter_next_rec(s->coll_sort, &ts, &row, sizeof row, NULL)) == 1) {
+		if (row >= s->n_coll_rows)
+			return tk__err_msg(&s->err, TK_ERR_IO, "%s: a record read back is damaged", coll_what);
+		tk__u32s *l = &s->coll_ts[row];
+		if ((rc = tk__u32s_add(&s->coll_pool, l, (uint32_t)((uint64_t)ts >> 32))) == 0)
+			rc = tk__u32s_add(&s->coll_pool, l, (uint32_t)ts);
+		if (rc)
+			return tk__err_msg(&s->err, rc, "%s", rc == TK_ERR_NOMEM ? "out of memory" : s->coll_pool.msg);
+		rc = 0;
 	}
+	if (rc)
+		return tk__stats_sort_fail(s, s->coll_sort, coll_what, rc);
+	tk_sorter_free(s->coll_sort);
+	s->coll_sort = NULL;
 	for (size_t i = 0; i < s->n_coll_rows; i++) {
 		tk_stats_collective *r = &s->coll_rows[i];
 		r->avg = r->count ? (double)r->time / (double)r->count : 0;
@@ -190,22 +214,27 @@ const tk_stats_collective *tk_stats_collective_get(const tk_stats *s, size_t i)
 
 /* ---- across ranks ---- */
 
-/* The starts of row r's kernels on one rank, in time order. */
-static const tk__collev *starts_of(const tk_stats *s, const char *kind, const char *group, size_t *n)
+/* The row of (kind, group) of one rank, or -1. */
+static long row_named(const tk_stats *s, const char *kind, const char *group)
 {
-	*n = 0;
 	for (size_t i = 0; i < s->n_coll_rows; i++)
-		if (strcmp(s->coll_rows[i].kind, kind) == 0 && strcmp(s->coll_rows[i].group, group) == 0) {
-			size_t lo = 0;
-			while (lo < s->n_coll && s->coll[lo].row != i)
-				lo++;
-			size_t hi = lo;
-			while (hi < s->n_coll && s->coll[hi].row == i)
-				hi++;
-			*n = hi - lo;
-			return s->coll + lo;
-		}
-	return NULL;
+		if (strcmp(s->coll_rows[i].kind, kind) == 0 && strcmp(s->coll_rows[i].group, group) == 0)
+			return (long)i;
+	return -1;
+}
+
+/* The j-th start in time order of row r of rank s: 0 or an error, its
+ * message in s->err. */
+static int start_at(tk_stats *s, long r, size_t j, int64_t *ts)
+{
+	uint32_t hi, lo;
+	int rc = tk__u32s_get(&s->coll_pool, &s->coll_ts[r], 2 * j, &hi);
+	if (!rc)
+		rc = tk__u32s_get(&s->coll_pool, &s->coll_ts[r], 2 * j + 1, &lo);
+	if (rc)
+		return tk__err_msg(&s->err, rc, "%s", rc == TK_ERR_NOMEM ? "out of memory" : s->coll_pool.msg);
+	*ts = (int64_t)((uint64_t)hi << 32 | lo);
+	return 0;
 }
 
 int tk_stats_stragglers(tk_stats *const *s, size_t n, tk_stats_straggler *out, uint64_t *instances,
@@ -222,42 +251,38 @@ int tk_stats_stragglers_of(tk_stats *const *s, size_t n, const char *kind, const
 	memset(out, 0, n * sizeof *out);
 	*instances = 0;
 	*max_skew = 0;
-	const tk__collev **lists = calloc(n ? n : 1, sizeof *lists);
+	long *rows = calloc(n ? n : 1, sizeof *rows);
 	size_t *lens = calloc(n ? n : 1, sizeof *lens);
-	if (!lists || !lens) {
-		free(lists);
-		free(lens);
-		return TK_ERR_NOMEM;
-	}
+	int64_t *at = calloc(n ? n : 1, sizeof *at);
+	int rc = rows && lens && at ? 0 : TK_ERR_NOMEM;
 	/* every (kind, group) of any rank, once: the first rank that has it */
-	for (size_t a = 0; a < n; a++)
-		for (size_t k = 0; k < s[a]->n_coll_rows; k++) {
+	for (size_t a = 0; a < n && !rc; a++)
+		for (size_t k = 0; k < s[a]->n_coll_rows && !rc; k++) {
 			const tk_stats_collective *row = &s[a]->coll_rows[k];
 			if ((kind && strcmp(row->kind, kind) != 0) || (group && strcmp(row->group, group) != 0))
 				continue;
 			int seen = 0;
-			for (size_t b = 0; b < a && !seen; b++) {
-				size_t m;
-				seen = starts_of(s[b], row->kind, row->group, &m) != NULL;
-			}
+			for (size_t b = 0; b < a && !seen; b++)
+				seen = row_named(s[b], row->kind, row->group) >= 0;
 			if (seen)
 				continue;
 			size_t most = 0, ranks = 0;
 			for (size_t b = 0; b < n; b++) {
-				lists[b] = starts_of(s[b], row->kind, row->group, &lens[b]);
+				rows[b] = row_named(s[b], row->kind, row->group);
+				lens[b] = rows[b] >= 0 ? s[b]->coll_ts[rows[b]].n / 2 : 0;
 				most = lens[b] > most ? lens[b] : most;
 				ranks += lens[b] > 0;
 			}
 			if (ranks < 2)
 				continue;
 			/* the j-th of each rank that has one is one instance */
-			for (size_t j = 0; j < most; j++) {
+			for (size_t j = 0; j < most && !rc; j++) {
 				int64_t lo = INT64_MAX, hi = INT64_MIN;
 				size_t last = 0, have = 0;
-				for (size_t b = 0; b < n; b++) {
-					if (j >= lens[b])
+				for (size_t b = 0; b < n && !rc; b++) {
+					if (j >= lens[b] || (rc = start_at(s[b], rows[b], j, &at[b])) != 0)
 						continue;
-					int64_t t = lists[b][j].ts;
+					int64_t t = at[b];
 					have++;
 					lo = t < lo ? t : lo;
 					if (t > hi) {
@@ -265,7 +290,7 @@ int tk_stats_stragglers_of(tk_stats *const *s, size_t n, const char *kind, const
 						last = b;
 					}
 				}
-				if (have < 2)
+				if (rc || have < 2)
 					continue;
 				(*instances)++;
 				int64_t skew = tk__sat_sub(hi, lo);
@@ -274,16 +299,17 @@ int tk_stats_stragglers_of(tk_stats *const *s, size_t n, const char *kind, const
 				for (size_t b = 0; b < n; b++) {
 					if (j >= lens[b])
 						continue;
-					int64_t late = tk__sat_sub(lists[b][j].ts, lo);
+					int64_t late = tk__sat_sub(at[b], lo);
 					out[b].instances++;
 					out[b].late_total = tk__sat_add(out[b].late_total, late);
 					out[b].late_max = late > out[b].late_max ? late : out[b].late_max;
 				}
 			}
 		}
-	free(lists);
+	free(rows);
 	free(lens);
-	return 0;
+	free(at);
+	return rc;
 }
 
 /* ---- the tables ---- */

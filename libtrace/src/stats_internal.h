@@ -50,15 +50,25 @@ uint32_t tk__idmap_get(tk__idmap *m, uint64_t id);
 int tk__idmap_put(tk__idmap *m, uint64_t id, uint32_t val);
 void tk__idmap_free(tk__idmap *m);
 
-/* Durations kept exactly for medians: u32 ns, each full 4096 of a row in a
- * page of a pool that the rows share, the rest in memory; wider values
- * apart in memory. */
-typedef struct tk__durs {
+/* An ordered list of u32 values: each full 4096 in a page of a pool that
+ * several lists may share, the rest in memory (under 16 KiB). */
+typedef struct tk__u32s {
 	uint32_t *pg; /* pool page numbers, 4096 values each */
 	size_t n_pg, cap_pg;
 	uint32_t *tail; /* the values after the pages' */
 	size_t n_tail, cap_tail;
-	size_t n_small; /* n_pg * 4096 + n_tail */
+	size_t n; /* n_pg * 4096 + n_tail */
+} tk__u32s;
+/* 0, TK_ERR_NOMEM or the pool's error. */
+int tk__u32s_add(tk__pool *p, tk__u32s *l, uint32_t v);
+/* Value i (below l->n) into *v: 0 or the pool's error. */
+int tk__u32s_get(tk__pool *p, const tk__u32s *l, size_t i, uint32_t *v);
+void tk__u32s_free(tk__u32s *l);
+
+/* Durations kept exactly for medians: u32 ns in a list of a pool that the
+ * rows share; wider values apart in memory. */
+typedef struct tk__durs {
+	tk__u32s small;
 	int64_t *big;
 	size_t n_big, cap_big;
 } tk__durs;
@@ -235,11 +245,16 @@ struct tk_stats {
 	tk__map mthread_index;   /* thread hash -> index + 1 */
 	unsigned char *peak_done; /* per device: the op at the peak is known */
 	size_t peak_left;        /* devices with events whose op is not known yet */
-	/* the collectives table (stats_coll.c) */
-	struct tk__collev *coll;
-	size_t n_coll, cap_coll;
+	/* the collectives table (stats_coll.c): the kernels' starts in a
+	 * sorter until tk_stats_finish, then per row in time order (two u32
+	 * each: high, low) in pages of coll_pool */
+	struct tk_sorter *coll_sort;
+	uint64_t n_coll;
+	tk__pool coll_pool;
 	tk_stats_collective *coll_rows;
 	size_t n_coll_rows, cap_coll_rows;
+	tk__u32s *coll_ts; /* per row */
+	size_t cap_coll_ts;
 	/* the call paths of CPU time (stats_flame.c): path i = (fl_name[i],
 	 * fl_parent[i]), 0 none; its self time */
 	tk__strtab fl_names;
@@ -315,8 +330,14 @@ int tk__stats_memory_cpu(tk_stats *s, const tk_event *ev);
 void tk__stats_free_memory(tk_stats *s);
 /* 0 or an error, its message in s->err. */
 int tk__stats_finish_memory(tk_stats *s);
-/* An NCCL kernel, when opts.collective_table: 0 or TK_ERR_NOMEM. */
+/* The collectives' sorter, with bytes of memory: 0 or an error, its
+ * message in s->err. */
+int tk__stats_coll_init(tk_stats *s, size_t bytes);
+/* An NCCL kernel, when opts.collective_table: 0 or an error (TK_ERR_NOMEM,
+ * or the sorter's), its message in s->err. */
 int tk__stats_coll_add(tk_stats *s, const tk_event *ev);
+/* 0 or an error, its message in s->err. */
 int tk__stats_finish_coll(tk_stats *s);
+void tk__stats_free_coll(tk_stats *s);
 
 #endif

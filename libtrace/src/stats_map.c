@@ -181,26 +181,51 @@ void tk__idmap_free(tk__idmap *m)
 	tk__map_free(&m->dir);
 }
 
-int tk__durs_add(tk__pool *p, tk__durs *d, int64_t v)
+int tk__u32s_add(tk__pool *p, tk__u32s *l, uint32_t v)
 {
-	if (v >= 0 && v <= (int64_t)UINT32_MAX) {
-		if (d->n_tail == TK__PAGE) { /* a full page goes to the pool */
-			uint32_t n;
-			uint32_t *page;
-			if (d->n_pg == d->cap_pg && TK__GROW(d->pg, d->cap_pg, d->n_pg + 1))
-				return TK_ERR_NOMEM;
-			if (!(n = tk__pool_new(p)) || !(page = tk__pool_at(p, n, 1)))
-				return p->err;
-			memcpy(page, d->tail, TK__PAGE * sizeof *page);
-			d->pg[d->n_pg++] = n;
-			d->n_tail = 0;
-		}
-		if (d->n_tail == d->cap_tail && TK__GROW(d->tail, d->cap_tail, d->n_tail + 1))
+	if (l->n_tail == TK__PAGE) { /* a full page goes to the pool */
+		uint32_t n;
+		uint32_t *page;
+		if (l->n_pg == l->cap_pg && TK__GROW(l->pg, l->cap_pg, l->n_pg + 1))
 			return TK_ERR_NOMEM;
-		d->tail[d->n_tail++] = (uint32_t)v;
-		d->n_small++;
+		if (!(n = tk__pool_new(p)) || !(page = tk__pool_at(p, n, 1)))
+			return p->err;
+		memcpy(page, l->tail, TK__PAGE * sizeof *page);
+		l->pg[l->n_pg++] = n;
+		l->n_tail = 0;
+	}
+	if (l->n_tail == l->cap_tail && TK__GROW(l->tail, l->cap_tail, l->n_tail + 1))
+		return TK_ERR_NOMEM;
+	l->tail[l->n_tail++] = v;
+	l->n++;
+	return 0;
+}
+
+int tk__u32s_get(tk__pool *p, const tk__u32s *l, size_t i, uint32_t *v)
+{
+	size_t g = i >> TK__PAGE_BITS;
+	if (g == l->n_pg) {
+		*v = l->tail[i & (TK__PAGE - 1)];
 		return 0;
 	}
+	const uint32_t *page = tk__pool_at(p, l->pg[g], 0);
+	if (!page)
+		return p->err;
+	*v = page[i & (TK__PAGE - 1)];
+	return 0;
+}
+
+void tk__u32s_free(tk__u32s *l)
+{
+	free(l->pg);
+	free(l->tail);
+	memset(l, 0, sizeof *l);
+}
+
+int tk__durs_add(tk__pool *p, tk__durs *d, int64_t v)
+{
+	if (v >= 0 && v <= (int64_t)UINT32_MAX)
+		return tk__u32s_add(p, &d->small, (uint32_t)v);
 	if (d->n_big == d->cap_big && TK__GROW(d->big, d->cap_big, d->n_big + 1))
 		return TK_ERR_NOMEM;
 	d->big[d->n_big++] = v;
@@ -306,7 +331,7 @@ static int each_page(const tk__durset *sets, size_t n, void (*fn)(void *ctx, con
                      void *ctx)
 {
 	for (size_t i = 0; i < n; i++) {
-		const tk__durs *d = sets[i].d;
+		const tk__u32s *d = &sets[i].d->small;
 		for (size_t j = 0; j < d->n_pg; j++) {
 			const uint32_t *v = tk__pool_at(sets[i].pool, d->pg[j], 0);
 			if (!v)
@@ -469,8 +494,8 @@ int tk__durs_describe(const tk__durset *sets, size_t n, int64_t total, double *m
 {
 	size_t count = 0, small = 0;
 	for (size_t i = 0; i < n; i++) {
-		count += sets[i].d->n_small + sets[i].d->n_big;
-		small += sets[i].d->n_small;
+		count += sets[i].d->small.n + sets[i].d->n_big;
+		small += sets[i].d->small.n;
 	}
 	*med = *sd = 0;
 	if (!count)
@@ -482,8 +507,7 @@ int tk__durs_describe(const tk__durset *sets, size_t n, int64_t total, double *m
 
 void tk__durs_free(tk__durs *d)
 {
-	free(d->pg);
-	free(d->tail);
+	tk__u32s_free(&d->small);
 	free(d->big);
 	memset(d, 0, sizeof *d);
 }

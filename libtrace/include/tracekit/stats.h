@@ -58,7 +58,11 @@ typedef struct tk_stats_opts {
 	 * bounded memory (memory_bytes) until tk_stats_finish. */
 	int memory_table;
 	/* Build the collectives table (tk_stats_collective_get,
-	 * tk_stats_format_collectives): 40 bytes per NCCL kernel. */
+	 * tk_stats_format_collectives): the rows' sums as the kernels are
+	 * read; their starts, for the stragglers, through a sorter of bounded
+	 * memory (memory_bytes) until tk_stats_finish, then 8 bytes each in
+	 * pages of 16 KiB that page out to an unnamed file under tmpdir past
+	 * the first 4. */
 	int collective_table;
 	/* With memory_table: keep the allocation time line for
 	 * tk_stats_memory_point() after tk_stats_finish (48 bytes per event). */
@@ -73,9 +77,10 @@ typedef struct tk_stats_opts {
 	 * from the ops (max_pending more events), so the other tables are the
 	 * same with it or without; memory grows with the distinct paths. */
 	int flame;
-	/* Memory for the sorting of the steps and launch tables (8/9 of it
-	 * when the memory table is built too) and of the memory table (1/9, or
-	 * all); beyond it sorted runs are spilled to files under tmpdir (NULL
+	/* Memory for the sorting of the collectives' starts (1/16 of it when
+	 * another sorted table is built too, else all), of the steps and
+	 * launch tables (8/9 of the rest when the memory table is built too)
+	 * and of the memory table (1/9 of the rest, or all); beyond it sorted runs are spilled to files under tmpdir (NULL
 	 * = $TMPDIR or /tmp; copied) and merged at tk_stats_finish. 0 =
 	 * TK_STATS_MEMORY_DEFAULT. On top of it, the ops table's two id maps
 	 * (External id, correlation: 4 bytes per id) and the summaries'
@@ -250,7 +255,9 @@ typedef struct tk_stats_straggler {
 	uint64_t instances, last;
 	int64_t late_total, late_max; /* ns */
 } tk_stats_straggler;
-/* out: n records. *instances: collectives matched; *max_skew: ns. */
+/* out: n records. *instances: collectives matched; *max_skew: ns. 0,
+ * TK_ERR_NOMEM, or the error of a page of starts that could not be read
+ * back (its message in that rank's tk_stats_error()). */
 TK_API int tk_stats_stragglers(tk_stats *const *s, size_t n, tk_stats_straggler *out, uint64_t *instances,
                                int64_t *max_skew);
 /* The same over the collectives of one kind (and group, NULL: any). */
