@@ -20,6 +20,8 @@ run through rss_run (best of --repeat runs, median beside it):
   trace-stats TRACE.json -t memory            [memory] events: one pass, and a second for
                                               the op at each peak
   trace-stats TRACE.json -t collectives       NCCL kernels
+  trace-stats TRACE.json -t collectives --memory 256K
+                                              the same, the starts' sorting spilled to files
   trace-stats TRACE.json -t all but memory    target >= 600 MB/s (one pass)
   trace-stats TRACE.json -t all eight         (two passes)
 
@@ -40,7 +42,7 @@ bench_convert_setup tktables
 bench_table_head
 OUT=/dev/null
 measure cat "$IN"; bench_row "cat (baseline)"
-for t in ops,kernels,memcpy,api "ops,kernels,memcpy,api --memory 256K" steps,launch "steps,launch --memory 8M" memory collectives \
+for t in ops,kernels,memcpy,api "ops,kernels,memcpy,api --memory 256K" steps,launch "steps,launch --memory 8M" memory collectives "collectives --memory 256K" \
 	ops,kernels,memcpy,api,steps,launch,collectives ops,kernels,memcpy,api,steps,launch,memory,collectives; do
 	OUT=$WORK/t.txt
 	# shellcheck disable=SC2086 # "TABLES --memory 8M" splits into its words

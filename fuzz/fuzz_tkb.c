@@ -2,12 +2,18 @@
  *
  * Each input is read as a trace (any format tracekit detects; the corpus
  * holds .tkb files). Every event read is written again as .tkb into a
- * memory file, which must read back to the same events. */
+ * memory file, which must read back to the same events. The input is also
+ * read on one thread and on several (the chunks decoded on other threads)
+ * in lockstep: the same events, end, error, warnings, counts, metadata and
+ * file details. */
 #define _GNU_SOURCE
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "fuzz_reencode.h"
 #include "tracekit/tkb.h"
+#include "../libtrace/src/internal.h"
 
 #define MAX_EVENTS 4096
 
@@ -15,6 +21,55 @@ static void reencode(tk_reader *r, int compress)
 {
 	tk_writer_opts wo = {TK_FORMAT_TKB, compress, 1, 0};
 	tk_fuzz_reencode("fuzz_tkb", r, &wo, MAX_EVENTS, 1, 0);
+}
+
+static void threads_lockstep(const uint8_t *data, size_t size, const tk_reader_opts *ro)
+{
+	tk_reader_opts o1 = *ro, o2 = *ro;
+	o1.threads = 1;
+	o2.threads = 2 + (unsigned)(size % 3);
+	tk__no_threads = size % 7 == 0; /* none started: the caller decodes every chunk */
+	tk_reader *a = NULL, *b = NULL;
+	int ra = tk_reader_open_memory(&a, data, size, "fuzz", &o1);
+	int rb = tk_reader_open_memory(&b, data, size, "fuzz", &o2);
+	if (ra != rb)
+		abort();
+	while (!ra) {
+		const tk_event *ea, *eb;
+		ra = tk_reader_next(a, &ea);
+		rb = tk_reader_next(b, &eb);
+		if (ra != rb || (ra == TK_OK && !tk_event_equal(ea, eb)))
+			abort(); /* an event, or the end, differs from the one thread's */
+		if (ra != TK_OK)
+			break;
+	}
+	if (a && b) {
+		const tk_reader_stats *x = tk_reader_get_stats(a), *y = tk_reader_get_stats(b);
+		tk_tkb_info ia = {0}, ib = {0};
+		if (strcmp(tk_reader_error(a), tk_reader_error(b)) != 0 || x->events != y->events ||
+		    x->truncated != y->truncated || x->dropped_bytes != y->dropped_bytes ||
+		    tk_reader_meta_count(a) != tk_reader_meta_count(b) ||
+		    tk_reader_tkb_info(a, &ia) != tk_reader_tkb_info(b, &ib) || ia.bad_chunks != ib.bad_chunks ||
+		    ia.skipped_bytes != ib.skipped_bytes || ia.lost_events != ib.lost_events ||
+		    ia.complete != ib.complete || ia.has_end != ib.has_end)
+			abort();
+		for (size_t i = 0; tk_reader_warning(a, i) || tk_reader_warning(b, i); i++)
+			if (!tk_reader_warning(a, i) || !tk_reader_warning(b, i) ||
+			    strcmp(tk_reader_warning(a, i), tk_reader_warning(b, i)) != 0)
+				abort();
+		for (size_t i = 0; i < tk_reader_meta_count(a); i++) {
+			tk_sv ka, ja, kb, jb;
+			int fa, fb;
+			tk_reader_meta_get(a, i, &ka, &ja, &fa);
+			tk_reader_meta_get(b, i, &kb, &jb, &fb);
+			if (ka.len != kb.len || ja.len != jb.len || fa != fb || memcmp(ka.ptr, kb.ptr, ka.len) ||
+			    memcmp(ja.ptr, jb.ptr, ja.len))
+				abort();
+		}
+	}
+	tk_reader_free(a);
+	tk_reader_free(b);
+	tk__no_threads = 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -27,6 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		reencode(r, size & 1);
 	}
 	tk_reader_free(r);
+	threads_lockstep(data, size, &o);
 	return 0;
 }
 

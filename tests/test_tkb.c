@@ -15,6 +15,7 @@
 
 #include "tracekit/tkb.h"
 #include "tracekit/tracekit.h"
+#include "../libtrace/src/tkb_int.h"
 
 #ifndef TK_REALTRACES_DIR
 #define TK_REALTRACES_DIR "../shared/realtraces"
@@ -766,6 +767,105 @@ static void test_buf_limits(void **state)
 
 /* ---- the real traces: JSON -> .tkb -> events, compared in lockstep ---- */
 
+/* ---- one thread against several ---- */
+
+/* Reads p[0..n) on one thread and on `threads` in lockstep: every event,
+ * the end, the error, the warnings, the counts, the metadata and the
+ * file's details the same. Returns the chunks decoded on other threads. */
+static uint64_t both(const unsigned char *p, size_t n, unsigned threads, int strict)
+{
+	tk_reader_opts o1 = {.strict = strict, .threads = 1}, o2 = o1;
+	o2.threads = threads;
+	tk_reader *a = NULL, *b = NULL;
+	int ra = tk_reader_open_memory(&a, p, n, "t.tkb", &o1);
+	int rb = tk_reader_open_memory(&b, p, n, "t.tkb", &o2);
+	assert_int_equal(ra, rb);
+	uint64_t k = 0;
+	while (!ra) {
+		const tk_event *ea, *eb;
+		ra = tk_reader_next(a, &ea);
+		rb = tk_reader_next(b, &eb);
+		if (ra != rb)
+			fail_msg("event %llu: %d on one thread, %d on %u (%s | %s)", (unsigned long long)k, ra, rb, threads,
+			         tk_reader_error(a), tk_reader_error(b));
+		if (ra != TK_OK)
+			break;
+		if (!tk_event_equal(ea, eb))
+			fail_msg("event %llu differs on %u threads", (unsigned long long)k, threads);
+		k++;
+	}
+	uint64_t batched = 0;
+	if (a && b) {
+		const tk_reader_stats *x = tk_reader_get_stats(a), *y = tk_reader_get_stats(b);
+		assert_int_equal(x->events, y->events);
+		assert_int_equal(x->truncated, y->truncated);
+		assert_int_equal(x->dropped_bytes, y->dropped_bytes);
+		if (ra == TK_EOF)
+			assert_int_equal(x->bytes_in, y->bytes_in);
+		assert_string_equal(tk_reader_error(a), tk_reader_error(b));
+		for (size_t i = 0; tk_reader_warning(a, i) || tk_reader_warning(b, i); i++) {
+			assert_non_null(tk_reader_warning(a, i));
+			assert_non_null(tk_reader_warning(b, i));
+			assert_string_equal(tk_reader_warning(a, i), tk_reader_warning(b, i));
+		}
+		assert_int_equal(tk_reader_meta_count(a), tk_reader_meta_count(b));
+		for (size_t i = 0; i < tk_reader_meta_count(a); i++) {
+			tk_sv ka, ja, kb, jb;
+			int fa, fb;
+			assert_int_equal(tk_reader_meta_get(a, i, &ka, &ja, &fa), 0);
+			assert_int_equal(tk_reader_meta_get(b, i, &kb, &jb, &fb), 0);
+			assert_true(ka.len == kb.len && memcmp(ka.ptr, kb.ptr, ka.len) == 0);
+			assert_true(ja.len == jb.len && memcmp(ja.ptr, jb.ptr, ja.len) == 0);
+			assert_int_equal(fa, fb);
+		}
+		tk_tkb_info ia = {0}, ib = {0}; /* a damaged magic is no .tkb */
+		assert_int_equal(tk_reader_tkb_info(a, &ia), tk_reader_tkb_info(b, &ib));
+		assert_int_equal(ia.bad_chunks, ib.bad_chunks);
+		assert_int_equal(ia.skipped_bytes, ib.skipped_bytes);
+		assert_int_equal(ia.lost_events, ib.lost_events);
+		assert_int_equal(ia.complete, ib.complete);
+		assert_int_equal(ia.has_end, ib.has_end);
+		assert_int_equal(ia.end.gpu_ns, ib.end.gpu_ns);
+		assert_int_equal(tk__tkb_batched(a), 0);
+		batched = tk__tkb_batched(b);
+	}
+	tk_reader_free(a);
+	tk_reader_free(b);
+	return batched;
+}
+
+/* The chunks decoded on 2, 3 and 8 threads and handed out in order: whole
+ * files (plain, compressed, with a lost dictionary), cut and damaged at
+ * many places, strict and not, read the same as on one thread. */
+static void test_threads_lockstep(void **state)
+{
+	(void)state;
+	uint64_t batched = 0;
+	for (int c = 0; c < 3; c++) {
+		tfile f;
+		make_file(&f, 3000, 60, c == 1, c == 2 ? tweak_new_dict : NULL);
+		unsigned char *p = malloc(f.n);
+		static const unsigned th[] = {2, 3, 8};
+		for (int t = 0; t < 3; t++)
+			batched += both(f.p, f.n, th[t], 0);
+		for (size_t at = 0; at < f.n; at += 97 + at % 13) {
+			unsigned th1 = th[at % 3];
+			int strict = (at / 97) % 4 == 0;
+			batched += both(f.p, at, th1, strict); /* cut */
+			memcpy(p, f.p, f.n);
+			p[at] ^= (unsigned char)(0x5a + at % 5); /* damaged */
+			batched += both(p, f.n, th1, strict);
+		}
+		for (size_t bi = 0; bi < f.n_bounds; bi++) /* at and next to chunk ends */
+			for (size_t d = 0; d < 3; d++)
+				if (f.bounds[bi] + d >= 1 && f.bounds[bi] + d - 1 <= f.n)
+					batched += both(f.p, f.bounds[bi] + d - 1, 2 + (unsigned)d, (int)(bi & 1));
+		free(p);
+		free_file(&f);
+	}
+	assert_true(batched > 1000); /* the threads did decode */
+}
+
 static int compare_readers(tk_reader *a, tk_reader *b, const char *f)
 {
 	const tk_event *ea, *eb;
@@ -876,6 +976,7 @@ int main(int argc, char **argv)
 		    cmocka_unit_test(test_lost_dictionary),     cmocka_unit_test(test_resync_garbage),
 		    cmocka_unit_test(test_writer_meta),         cmocka_unit_test(test_args_values), cmocka_unit_test(test_crafted_keys),
 		    cmocka_unit_test(test_threads),             cmocka_unit_test(test_buf_limits),
+		    cmocka_unit_test(test_threads_lockstep),
 		};
 		rc = cmocka_run_group_tests(tests, NULL, NULL);
 	}

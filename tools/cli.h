@@ -65,11 +65,12 @@ int cli_parse_to(const cli_tool *t, const char *arg, tk_writer_opts *o);
 /* --memory SIZE: everything the operation holds, at least 256K. */
 int cli_parse_memory(const cli_tool *t, const char *arg, size_t *bytes);
 
-/* --threads N: the threads that parse one JSON trace (tk_reader_opts.threads).
+/* --threads N: the threads that parse one JSON trace or decode the chunks of
+ * one .tkb (tk_reader_opts.threads).
  * Every tool that reads traces takes it, with this help line. */
 #define CLI_THREADS_MAX 64
-#define CLI_THREADS_HELP "threads that parse each JSON trace (default: the processors\n" \
-	"                             available, at most 64; 1: none besides the main one)"
+#define CLI_THREADS_HELP "threads that parse each JSON or .tkb trace (default: the\n" \
+	"                             processors available, at most 64; 1: none besides the main one)"
 /* The processors this process may run on, 1 to CLI_THREADS_MAX. */
 unsigned cli_threads_default(void);
 /* --threads N: 0 with *n set, or 2 after a usage error. */

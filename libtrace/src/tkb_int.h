@@ -36,6 +36,10 @@ enum { TK__ID_ABSENT = 0, TK__ID_SAME = 1, TK__ID_INT = 2, TK__ID_STR = 3 };
 enum { TK__V_INT = 0, TK__V_STR = 1, TK__V_JSON = 2, TK__V_RAW = 3, TK__V_DEC = 4,
        TK__V_NULL = 5, TK__V_TRUE = 6, TK__V_FALSE = 7, TK__V_MAX = 7 };
 
+/* Tests: the chunks of a reader's events decoded on another thread
+ * (tk_reader_opts.threads > 1) and handed out so far. */
+uint64_t tk__tkb_batched(const tk_reader *r);
+
 /* ---- the encoder: dictionaries, events, chunk framing (tkb_enc.c) ---- */
 typedef struct tk__tkb_slot {
 	const char *key, *val;

@@ -2,7 +2,8 @@
 # test_threads.sh: every tool gives the same output, byte for byte, the same messages and the same
 # exit status with --threads 1 and --threads 8 (docs/threads.md): on generated traces of several
 # MiB (so that the input is cut into many blocks) in three layouts, with strings that hold "},{"
-# and "},\n{", gzip, damaged and cut; and on the largest real traces when they are there.
+# and "},\n{", gzip, damaged and cut; .tkb files (plain, compressed, cut, damaged); and on the largest
+# real traces (and their .tkb) when they are there.
 # usage: test_threads.sh TOOLS-DIR TESTS-DIR [REALTRACES-DIR]
 set -u
 BIN=${1:?usage: test_threads.sh TOOLS-DIR TESTS-DIR [REALTRACES-DIR]}
@@ -69,7 +70,19 @@ same() {
 	check "$tag: the same with --threads 1 and 8 (status $(cat o1/status))" [ "$ok" = 1 ]
 }
 
-for in in min.json kineto.json fakes.json kineto.json.gz bad.json cut.json cut.json.gz; do
+# .tkb: the chunks' event records decoded on the threads; plain, compressed, cut and damaged
+"$BIN/trace-convert" kineto.json -o kineto.tkb --threads 1 >/dev/null 2>&1
+"$BIN/trace-convert" fakes.json -o fakes.tkb --threads 1 --compress >/dev/null 2>&1
+size=$(stat -c %s kineto.tkb)
+head -c $((size * 3 / 5)) kineto.tkb > cut.tkb
+python3 - kineto.tkb bad.tkb <<'PY' || exit 1
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+b[len(b) * 2 // 3] ^= 0x5a
+open(sys.argv[2], "wb").write(b)
+PY
+
+for in in min.json kineto.json fakes.json kineto.json.gz bad.json cut.json cut.json.gz kineto.tkb fakes.tkb cut.tkb bad.tkb; do
 	same "convert $in to json" "$BIN/trace-convert" "$in" -o OUT.json
 	same "convert $in to json.gz" "$BIN/trace-convert" "$in" -o OUT.json.gz
 	same "convert $in to tkb" "$BIN/trace-convert" "$in" -o OUT.tkb
@@ -101,6 +114,9 @@ if [ -n "$REAL" ] && [ -f "$REAL/index.tsv" ]; then
 	for rel in $(sort -t"$(printf '\t')" -k4 -n "$REAL/index.tsv" | awk -F'\t' '$4 > 20000000 {print $1}' | tail -4); do
 		same "real $rel: convert" "$BIN/trace-convert" "$REAL/$rel" -o OUT.json
 		same "real $rel: stats" "$BIN/trace-stats" "$REAL/$rel" -t ops,kernels,memcpy,api,steps,launch -f json
+		"$BIN/trace-convert" "$REAL/$rel" -o real.tkb --threads 1 >/dev/null 2>&1
+		same "real $rel: stats of its .tkb" "$BIN/trace-stats" real.tkb -t ops,kernels,memcpy,api,steps,launch -f json
+		same "real $rel: its .tkb to json" "$BIN/trace-convert" real.tkb -o OUT.json
 	done
 else
 	echo "note: no real traces (../shared/realtraces or \$TK_REALTRACES): generated traces only"

@@ -1,5 +1,6 @@
-/* tkb.c: the .tkb format: a reader (file header, chunk framing with CRC checks and resync, dictionaries, event records) and the tk_writer format on the encoder of tkb_enc.c. */
+/* tkb.c: the .tkb format: a reader (file header, chunk framing with CRC checks and resync, dictionaries, event records; with opts.threads > 1 the event records of the chunks read ahead are decoded on other threads and handed out in file order) and the tk_writer format on the encoder of tkb_enc.c. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "formats/formats.h"
@@ -9,12 +10,12 @@
 
 #define TK__TKB_HDR_MAX (1u << 20)  /* largest file header body accepted */
 #define TK__TKB_GAP_MAX (1u << 22)  /* most dictionary ids a lost chunk may have held */
+#define TK__TKB_THREADS 64          /* most decoding threads */
 
 enum { ST_CHUNKS, ST_EVENTS, ST_END };
 
 typedef struct tshape {
 	uint32_t n, first; /* slots[first .. first+n) */
-	uint32_t epoch;
 	int missing; /* 1: uses a string of a lost chunk; 2: defined in one (types unknown) */
 	int unsafe;  /* a key is not a canonical JSON string body */
 } tshape;
@@ -25,31 +26,107 @@ enum { TK__OK_BODY = 1, TK__OK_VALUE = 2, TK__OK_MEMBERS = 4 };
 typedef struct tslot {
 	uint32_t pre_off, pre_len; /* "{\"key\":" or ",\"key\":" in prefixes */
 	int type;
-	int missing;
 } tslot;
+
+/* The dictionaries as a chunk's events see them: the entries below the
+ * counts never change, and the arrays stay where they are (an array that
+ * grows is copied, the old one kept until the reader is freed), so a
+ * decoder on another thread reads them while later chunks add entries. */
+typedef struct tdict {
+	const tk_sv *strs;
+	const unsigned char *sok; /* per string: TK__OK_* (checked once, when it is added) */
+	size_t n_strs;
+	const tshape *shapes;
+	size_t n_shapes;
+	const tslot *slots;
+	size_t n_slots;
+	const char *prefixes;
+} tdict;
+
+/* A decoder of one chunk's event records: the delta state, the buffers of
+ * the event it gives, the args values of each shape in this chunk. */
+typedef struct tdec {
+	tdict d;
+	const unsigned char *p, *e;
+	uint32_t chunk_no;
+	int64_t prev_ts, last_int[3];
+	tk_id prev_ids[3];
+	int suspect; /* this event's args/extra use text that is not canonical JSON */
+	uint32_t *epoch; /* per shape: the chunk its values in prev belong to */
+	size_t epoch_cap;
+	int64_t *prev; /* per slot */
+	size_t prev_cap;
+	tk_event ev;
+	tk__buf args, extra, scratch;
+	const char *bad; /* DEC_BAD: what */
+} tdec;
+
+enum { DEC_OK = 0, DEC_MISS = 1, DEC_REST = 2, DEC_BAD = 3, DEC_DONE = 4 };
+
+/* A chunk read (framed, checked, inflated, its dictionaries added), or
+ * what was found instead, waiting to be handed out in file order. */
+enum { J_EVENTS, J_META, J_ANCHOR, J_END, J_TRUNC, J_FAIL };
+enum { J_READ, J_TAKEN, J_DONE };
+typedef struct tjob {
+	struct tjob *next;
+	int kind;
+	tk__buf pay; /* the payload */
+	size_t ev_off; /* J_EVENTS: where the event records start in pay */
+	uint32_t count, chunk_no;
+	uint64_t at; /* the chunk's offset; J_TRUNC: where the input ends */
+	tdict d;
+	tk__err err; /* the warnings found reading it; J_FAIL: the error */
+	uint64_t bad_chunks, skipped_bytes, lost_events; /* found reading it */
+	size_t tail; /* J_TRUNC: the bytes dropped */
+	const char *where;
+	/* J_EVENTS decoded on a thread (batch): the events, their args and
+	 * extra text, their notes, and how the chunk ended */
+	int status, batch;
+	tk_event *ev;
+	size_t n, ev_cap, idx;
+	tk__buf text;
+	unsigned char *notes;
+	size_t notes_cap;
+	int end;          /* DEC_OK (every record read), DEC_REST, DEC_BAD or TK_ERR_NOMEM */
+	const char *bad;  /* DEC_BAD: what */
+	uint64_t missed;  /* events dropped for a string of a lost chunk */
+	uint32_t rest;    /* DEC_REST: the events left, that one included */
+} tjob;
+
+typedef struct tpool tpool;
 
 typedef struct tstate {
 	int st;
 	tk_tkb_info info;
-	tk__buf chunk; /* payload of the current chunk, decompressed */
-	const unsigned char *p, *e;
-	uint32_t ev_left, chunk_no;
-	uint64_t chunk_at;
+	tk__buf chunk; /* payload of the chunk being read, decompressed */
+	const unsigned char *p, *e; /* the dictionaries' reading */
+	uint32_t chunk_no;
+	uint64_t chunk_at; /* the chunk whose events are handed out */
+	/* the dictionaries (tdict) */
 	tk_sv *strs;
-	unsigned char *sok; /* per string: TK__OK_* (checked once, when it is added) */
+	unsigned char *sok;
 	size_t n_strs, strs_cap, sok_cap;
-	int suspect; /* this event's args/extra use text that is not canonical JSON */
 	tshape *shapes;
 	size_t n_shapes, shapes_cap;
 	tslot *slots;
-	int64_t *prev;
 	size_t n_slots, slots_cap;
-	tk__buf prefixes;
-	int64_t prev_ts, last_int[3];
-	tk_id prev_ids[3];
+	char *prefixes;
+	size_t prefixes_len, prefixes_cap;
+	void **old; /* the arrays' earlier copies */
+	size_t n_old, old_cap;
 	z_stream z;
 	int z_init;
 	uint64_t lost_strings; /* events dropped for a string of a lost chunk */
+	/* reading ahead: jobs in file order, the counts found since the last */
+	tjob *head, *tail, *spare;
+	size_t n_jobs, max_jobs;
+	int rd_end; /* the last job is read */
+	uint64_t pend_bad, pend_skipped, pend_lost;
+	tjob *cur;  /* the J_EVENTS job being handed out */
+	tdec dec;   /* the caller's decoder */
+	tpool *pool; /* the decoding threads, NULL when none */
+	int pool_tried;
+	uint64_t batched; /* chunks handed out that a thread decoded (tests) */
 } tstate;
 
 static int tkb_bid(const unsigned char *p, size_t n)
@@ -58,18 +135,57 @@ static int tkb_bid(const unsigned char *p, size_t n)
 	return k >= 4 && memcmp(p, TK__TKB_MAGIC, k) == 0 ? 100 : 0;
 }
 
+static void dec_free(tdec *d)
+{
+	free(d->epoch);
+	free(d->prev);
+	tk__buf_free(&d->args);
+	tk__buf_free(&d->extra);
+	tk__buf_free(&d->scratch);
+	memset(d, 0, sizeof *d);
+}
+
+static void job_free(tjob *j)
+{
+	if (!j)
+		return;
+	tk__buf_free(&j->pay);
+	tk__err_free(&j->err);
+	free(j->ev);
+	tk__buf_free(&j->text);
+	free(j->notes);
+	free(j);
+}
+
+static void pool_free(tstate *s);
+
 static void tkb_free(tk_reader *r)
 {
 	tstate *s = r->fs;
 	if (!s)
 		return;
+	pool_free(s);
+	while (s->head) {
+		tjob *j = s->head;
+		s->head = j->next;
+		job_free(j);
+	}
+	while (s->spare) {
+		tjob *j = s->spare;
+		s->spare = j->next;
+		job_free(j);
+	}
+	job_free(s->cur);
+	dec_free(&s->dec);
 	tk__buf_free(&s->chunk);
-	tk__buf_free(&s->prefixes);
+	free(s->prefixes);
 	free(s->strs);
 	free(s->sok);
 	free(s->shapes);
 	free(s->slots);
-	free(s->prev);
+	for (size_t i = 0; i < s->n_old; i++)
+		free(s->old[i]);
+	free(s->old);
 	if (s->z_init)
 		inflateEnd(&s->z);
 	free(s);
@@ -82,10 +198,9 @@ static int nomem(tk_reader *r)
 }
 
 /* The input stops early: keep what came before (non-strict) or fail. */
-static int truncated(tk_reader *r, size_t tail, const char *where)
+static int truncated_at(tk_reader *r, uint64_t at, size_t tail, const char *where)
 {
 	tstate *s = r->fs;
-	uint64_t at = r->base + r->pos;
 	s->st = ST_END;
 	if (r->opts.strict)
 		return tk__err_set(&r->err, TK_ERR_TRUNCATED,
@@ -100,8 +215,15 @@ static int truncated(tk_reader *r, size_t tail, const char *where)
 	                    r->name, where, (unsigned long long)(at + tail),
 	                    (unsigned long long)r->stats.events, (unsigned long long)tail))
 		return TK_ERR_NOMEM;
-	r->pos += tail;
 	return TK_EOF;
+}
+
+static int truncated(tk_reader *r, size_t tail, const char *where)
+{
+	int rc = truncated_at(r, r->base + r->pos, tail, where);
+	if (rc == TK_EOF)
+		r->pos += tail;
+	return rc;
 }
 
 /* ---- file header ---- */
@@ -246,8 +368,8 @@ static int resync(tk_reader *r)
 		r->pos++;
 	}
 	uint64_t skipped = r->base + r->pos - from;
-	s->info.bad_chunks++;
-	s->info.skipped_bytes += skipped;
+	s->pend_bad++;
+	s->pend_skipped += skipped;
 	return tk__err_warn(&r->err,
 	                       "%s: chunk at byte %llu is damaged (bad chunk header): skipped %llu bytes "
 	                       "to the next chunk; the events it held are lost",
@@ -264,9 +386,9 @@ static int bad_payload(tk_reader *r, const unsigned char *h, const char *why)
 	size_t len = TK__TKB_CHDR + tk__get_le32(h + 8);
 	if (r->opts.strict)
 		return tk__reader_fail_at(r, TK_ERR_FORMAT, at, "chunk %s", why);
-	s->info.bad_chunks++;
-	s->info.skipped_bytes += len;
-	s->info.lost_events += count;
+	s->pend_bad++;
+	s->pend_skipped += len;
+	s->pend_lost += count;
 	r->pos += len;
 	return tk__err_warn(&r->err, "%s: chunk at byte %llu (type %u, %zu bytes) %s: skipped it, %lu events lost",
 	                       r->name, (unsigned long long)at, h[4], len, why, (unsigned long)count)
@@ -307,27 +429,25 @@ static int load_payload(tk_reader *r, const unsigned char *h)
 	return 0;
 }
 
-static int chunk_bad(tk_reader *r, const char *what)
+static int chunk_bad(tk_reader *r, uint64_t at, const char *what)
 {
-	tstate *s = r->fs;
-	return tk__reader_fail_at(r, TK_ERR_FORMAT, s->chunk_at, "chunk is malformed: %s", what);
+	return tk__reader_fail_at(r, TK_ERR_FORMAT, at, "chunk is malformed: %s", what);
 }
 
-static int read_meta(tk_reader *r, uint32_t count)
+static int read_meta(tk_reader *r, const tjob *j)
 {
-	tstate *s = r->fs;
-	const unsigned char *p = (unsigned char *)s->chunk.p, *e = p + s->chunk.len;
-	for (uint32_t i = 0; i < count; i++) {
+	const unsigned char *p = (unsigned char *)j->pay.p, *e = p + j->pay.len;
+	for (uint32_t i = 0; i < j->count; i++) {
 		int bad = p >= e;
 		int after = bad ? 0 : *p++ & 1;
 		uint64_t kl = tk__get_varint(&p, e, &bad);
 		if (bad || kl > (uint64_t)(e - p))
-			return chunk_bad(r, "metadata key");
+			return chunk_bad(r, j->at, "metadata key");
 		const unsigned char *k = p;
 		p += kl;
 		uint64_t vl = tk__get_varint(&p, e, &bad);
 		if (bad || vl > (uint64_t)(e - p))
-			return chunk_bad(r, "metadata value");
+			return chunk_bad(r, j->at, "metadata value");
 		if (tk__reader_add_meta(r, (const char *)k, kl, (const char *)p, vl, after))
 			return r->err.code;
 		p += vl;
@@ -335,10 +455,10 @@ static int read_meta(tk_reader *r, uint32_t count)
 	return 0;
 }
 
-static int read_anchor(tk_reader *r)
+static int read_anchor(tk_reader *r, const tjob *j)
 {
 	tstate *s = r->fs;
-	const unsigned char *p = (unsigned char *)s->chunk.p, *e = p + s->chunk.len;
+	const unsigned char *p = (unsigned char *)j->pay.p, *e = p + j->pay.len;
 	int bad = p >= e;
 	unsigned kind = bad ? 0 : *p++;
 	tk_tkb_anchor a;
@@ -346,7 +466,7 @@ static int read_anchor(tk_reader *r)
 	a.realtime_ns = tk__unzz(tk__get_varint(&p, e, &bad));
 	a.monotonic_ns = tk__unzz(tk__get_varint(&p, e, &bad));
 	if (bad)
-		return chunk_bad(r, "anchor");
+		return chunk_bad(r, j->at, "anchor");
 	if (kind == 2) {
 		s->info.end = a;
 		s->info.has_end = 1;
@@ -357,11 +477,9 @@ static int read_anchor(tk_reader *r)
 	return 0;
 }
 
-static int read_end(tk_reader *r)
+/* After the end chunk: the bytes that follow are ignored, with a warning. */
+static int after_end(tk_reader *r)
 {
-	tstate *s = r->fs;
-	s->info.complete = 1;
-	s->st = ST_END;
 	int rc = tk__reader_fill(r, 1);
 	if (rc || r->end == r->pos)
 		return rc;
@@ -376,37 +494,22 @@ static int read_end(tk_reader *r)
 	return 0;
 }
 
-static int read_dicts(tk_reader *r);
+static int read_dicts(tk_reader *r, uint64_t at);
 
-/* Dispatches a verified chunk whose payload is in s->chunk. */
-static int chunk_body(tk_reader *r, unsigned type, uint32_t count)
+/* The input ends early: a job that says so when it is handed out. */
+static int trunc_job(tk_reader *r, tjob *j, size_t tail, const char *where)
 {
-	tstate *s = r->fs;
-	switch (type) {
-	case TK__C_META: return read_meta(r, count);
-	case TK__C_ANCHOR: return read_anchor(r);
-	case TK__C_END: return read_end(r);
-	case TK__C_EVENTS: {
-		int rc = read_dicts(r);
-		if (rc)
-			return rc;
-		int bad = 0;
-		if (tk__get_varint(&s->p, s->e, &bad) != count || bad)
-			return chunk_bad(r, "event count differs from the chunk header");
-		s->ev_left = count;
-		s->st = count ? ST_EVENTS : ST_CHUNKS;
-		s->chunk_no++;
-		s->prev_ts = 0;
-		memset(s->last_int, 0, sizeof s->last_int);
-		memset(s->prev_ids, 0, sizeof s->prev_ids);
-		return 0;
-	}
-	default: return 0; /* a chunk type added by a later minor version */
-	}
+	j->kind = J_TRUNC;
+	j->at = r->base + r->pos;
+	j->tail = tail;
+	j->where = where;
+	if (!r->opts.strict)
+		r->pos += tail;
+	return 0;
 }
 
-/* Reads the next chunk. Returns 0 (events may be ready), TK_EOF or an error. */
-static int next_chunk(tk_reader *r)
+/* Reads the next chunk into j: 0 with j->kind set, or an error. */
+static int next_chunk(tk_reader *r, tjob *j)
 {
 	tstate *s = r->fs;
 	for (;;) {
@@ -415,9 +518,9 @@ static int next_chunk(tk_reader *r)
 			return rc;
 		size_t avail = r->end - r->pos;
 		if (avail == 0)
-			return truncated(r, 0, "without its end chunk");
+			return trunc_job(r, j, 0, "without its end chunk");
 		if (avail < TK__TKB_CHDR)
-			return truncated(r, avail, "inside a chunk header");
+			return trunc_job(r, j, avail, "inside a chunk header");
 		const unsigned char *h = r->buf + r->pos;
 		if (!header_ok(h, r->opts.max_value_bytes)) {
 			if ((rc = resync(r)))
@@ -428,7 +531,7 @@ static int next_chunk(tk_reader *r)
 		if ((rc = tk__reader_fill(r, len)))
 			return rc;
 		if (r->end - r->pos < len)
-			return truncated(r, r->end - r->pos, "inside a chunk");
+			return trunc_job(r, j, r->end - r->pos, "inside a chunk");
 		h = r->buf + r->pos;
 		if (crc_differs(crc32(0, h + TK__TKB_CHDR, (uInt)(len - TK__TKB_CHDR)), tk__get_le32(h + 20))) {
 			if ((rc = bad_payload(r, h, "fails its CRC")))
@@ -442,53 +545,87 @@ static int next_chunk(tk_reader *r)
 				return rc;
 			continue;
 		}
-		s->chunk_at = r->base + r->pos;
 		unsigned type = h[4];
-		uint32_t count = tk__get_le32(h + 16);
+		j->at = r->base + r->pos;
+		j->count = tk__get_le32(h + 16);
 		r->pos += len;
-		if ((rc = chunk_body(r, type, count)))
-			return rc;
-		if (s->st != ST_CHUNKS)
-			return s->st == ST_END ? TK_EOF : 0;
+		switch (type) {
+		case TK__C_META: j->kind = J_META; break;
+		case TK__C_ANCHOR: j->kind = J_ANCHOR; break;
+		case TK__C_END:
+			j->kind = J_END;
+			return after_end(r);
+		case TK__C_EVENTS: {
+			if ((rc = read_dicts(r, j->at)) != 0)
+				return rc;
+			int bad = 0;
+			if (tk__get_varint(&s->p, s->e, &bad) != j->count || bad)
+				return chunk_bad(r, j->at, "event count differs from the chunk header");
+			j->kind = J_EVENTS;
+			j->chunk_no = ++s->chunk_no;
+			j->ev_off = (size_t)(s->p - (const unsigned char *)s->chunk.p);
+			j->d = (tdict){s->strs, s->sok, s->n_strs, s->shapes, s->n_shapes, s->slots, s->n_slots, s->prefixes};
+			break;
+		}
+		default: continue; /* a chunk type added by a later minor version */
+		}
+		/* the payload goes with the job; its old buffer serves the next chunk */
+		tk__buf t = j->pay;
+		j->pay = s->chunk;
+		s->chunk = t;
+		return 0;
 	}
 }
 
 /* ---- dictionaries ---- */
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
+/* Room for need elements in *p: a larger array holds a copy, the old one
+ * is kept (tdict). */
+static int grow(tstate *s, void **p, size_t *cap, size_t need, size_t size)
 {
 	if (need <= *cap)
 		return 0;
 	size_t nc = *cap ? *cap : 256;
 	while (nc < need)
 		nc *= 2;
-	void *np = realloc(*p, nc * size);
+	if (s->n_old == s->old_cap) {
+		size_t oc = s->old_cap ? 2 * s->old_cap : 16;
+		void **no = realloc(s->old, oc * sizeof *no);
+		if (!no)
+			return TK_ERR_NOMEM;
+		s->old = no;
+		s->old_cap = oc;
+	}
+	void *np = malloc(nc * size);
 	if (!np)
 		return TK_ERR_NOMEM;
+	if (*p)
+		memcpy(np, *p, *cap * size);
+	s->old[s->n_old++] = *p;
 	*p = np;
 	*cap = nc;
 	return 0;
 }
 
 /* Ids below `first` that we never saw came in a lost chunk: mark them missing. */
-static int fill_gap(tk_reader *r, size_t *n, uint64_t first, const char *what)
+static int fill_gap(tk_reader *r, uint64_t at, size_t *n, uint64_t first, const char *what)
 {
 	if (first < *n)
-		return chunk_bad(r, what);
+		return chunk_bad(r, at, what);
 	if (first - *n > TK__TKB_GAP_MAX)
-		return chunk_bad(r, what);
+		return chunk_bad(r, at, what);
 	return 0;
 }
 
-static int read_strings(tk_reader *r)
+static int read_strings(tk_reader *r, uint64_t at)
 {
 	tstate *s = r->fs;
 	int bad = 0;
 	uint64_t first = tk__get_varint(&s->p, s->e, &bad), n = tk__get_varint(&s->p, s->e, &bad);
-	if (bad || n > (uint64_t)(s->e - s->p) || fill_gap(r, &s->n_strs, first, "string ids out of order"))
-		return r->err.code ? r->err.code : chunk_bad(r, "string table");
-	if (grow((void **)&s->strs, &s->strs_cap, (size_t)(first + n), sizeof *s->strs) ||
-	    grow((void **)&s->sok, &s->sok_cap, (size_t)(first + n), 1))
+	if (bad || n > (uint64_t)(s->e - s->p) || fill_gap(r, at, &s->n_strs, first, "string ids out of order"))
+		return r->err.code ? r->err.code : chunk_bad(r, at, "string table");
+	if (grow(s, (void **)&s->strs, &s->strs_cap, (size_t)(first + n), sizeof *s->strs) ||
+	    grow(s, (void **)&s->sok, &s->sok_cap, (size_t)(first + n), 1))
 		return nomem(r);
 	while (s->n_strs < first) {
 		s->sok[s->n_strs] = 0;
@@ -497,7 +634,7 @@ static int read_strings(tk_reader *r)
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t len = tk__get_varint(&s->p, s->e, &bad);
 		if (bad || len > (uint64_t)(s->e - s->p))
-			return chunk_bad(r, "string table entry");
+			return chunk_bad(r, at, "string table entry");
 		tk_sv v = tk__strtab_intern(&r->strs, (const char *)s->p, (size_t)len);
 		if (!v.ptr)
 			return nomem(r);
@@ -511,23 +648,12 @@ static int read_strings(tk_reader *r)
 	return 0;
 }
 
-static int grow_slots(tstate *s, size_t need)
-{
-	size_t cap = s->slots_cap, pcap = s->slots_cap;
-	if (grow((void **)&s->slots, &cap, need, sizeof *s->slots))
-		return TK_ERR_NOMEM;
-	if (grow((void **)&s->prev, &pcap, need, sizeof *s->prev))
-		return TK_ERR_NOMEM;
-	s->slots_cap = cap;
-	return 0;
-}
-
 /* One slot of a new shape: its rendered key prefix and value type. */
-static int add_slot(tk_reader *r, tshape *sh, uint32_t i, uint64_t key, unsigned type)
+static int add_slot(tk_reader *r, uint64_t at, tshape *sh, uint32_t i, uint64_t key, unsigned type)
 {
 	tstate *s = r->fs;
 	if (key >= s->n_strs || type > TK__V_MAX)
-		return chunk_bad(r, "shape slot");
+		return chunk_bad(r, at, "shape slot");
 	tk_sv k = s->strs[key];
 	tk__buf esc = {0};
 	if (k.ptr && !(s->sok[key] & TK__OK_BODY)) {
@@ -544,44 +670,44 @@ static int add_slot(tk_reader *r, tshape *sh, uint32_t i, uint64_t key, unsigned
 	}
 	tslot *sl = &s->slots[sh->first + i];
 	sl->type = (int)type;
-	sl->pre_off = (uint32_t)s->prefixes.len;
+	sl->pre_off = (uint32_t)s->prefixes_len;
 	sl->pre_len = (uint32_t)(k.len + 4);
 	if (!k.ptr) {
 		sh->missing = 1;
 		k.len = 0;
 	}
-	if (tk__buf_reserve(&s->prefixes, k.len + 4)) {
+	if (grow(s, (void **)&s->prefixes, &s->prefixes_cap, s->prefixes_len + k.len + 4, 1)) {
 		tk__buf_free(&esc);
 		return nomem(r);
 	}
-	char *d = s->prefixes.p + s->prefixes.len;
+	char *d = s->prefixes + s->prefixes_len;
 	d[0] = i ? ',' : '{';
 	d[1] = '"';
 	if (k.len)
 		memcpy(d + 2, k.ptr, k.len);
 	d[k.len + 2] = '"';
 	d[k.len + 3] = ':';
-	s->prefixes.len += k.len + 4;
+	s->prefixes_len += k.len + 4;
 	tk__buf_free(&esc);
 	return 0;
 }
 
-static int read_shape(tk_reader *r)
+static int read_shape(tk_reader *r, uint64_t at)
 {
 	tstate *s = r->fs;
 	int bad = 0;
 	uint64_t n = tk__get_varint(&s->p, s->e, &bad);
 	if (bad || n > (uint64_t)(s->e - s->p) / 2)
-		return chunk_bad(r, "shape");
-	if (grow_slots(s, s->n_slots + n))
+		return chunk_bad(r, at, "shape");
+	if (grow(s, (void **)&s->slots, &s->slots_cap, s->n_slots + n, sizeof *s->slots))
 		return nomem(r);
 	tshape *sh = &s->shapes[s->n_shapes];
-	*sh = (tshape){(uint32_t)n, (uint32_t)s->n_slots, UINT32_MAX, 0, 0};
+	*sh = (tshape){(uint32_t)n, (uint32_t)s->n_slots, 0, 0};
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t key = tk__get_varint(&s->p, s->e, &bad);
 		if (bad || s->p >= s->e)
-			return chunk_bad(r, "shape slot");
-		int rc = add_slot(r, sh, i, key, *s->p++);
+			return chunk_bad(r, at, "shape slot");
+		int rc = add_slot(r, at, sh, i, key, *s->p++);
 		if (rc)
 			return rc;
 	}
@@ -590,58 +716,46 @@ static int read_shape(tk_reader *r)
 	return 0;
 }
 
-static int read_dicts(tk_reader *r)
+static int read_dicts(tk_reader *r, uint64_t at)
 {
 	tstate *s = r->fs;
 	s->p = (unsigned char *)s->chunk.p;
 	s->e = s->p + s->chunk.len;
-	int rc = read_strings(r), bad = 0;
+	int rc = read_strings(r, at), bad = 0;
 	if (rc)
 		return rc;
 	uint64_t first = tk__get_varint(&s->p, s->e, &bad), n = tk__get_varint(&s->p, s->e, &bad);
-	if (bad || n > (uint64_t)(s->e - s->p) || fill_gap(r, &s->n_shapes, first, "shape ids out of order"))
-		return r->err.code ? r->err.code : chunk_bad(r, "shape table");
-	if (grow((void **)&s->shapes, &s->shapes_cap, (size_t)(first + n), sizeof *s->shapes))
+	if (bad || n > (uint64_t)(s->e - s->p) || fill_gap(r, at, &s->n_shapes, first, "shape ids out of order"))
+		return r->err.code ? r->err.code : chunk_bad(r, at, "shape table");
+	if (grow(s, (void **)&s->shapes, &s->shapes_cap, (size_t)(first + n), sizeof *s->shapes))
 		return nomem(r);
 	while (s->n_shapes < first)
-		s->shapes[s->n_shapes++] = (tshape){0, 0, 0, 2, 0};
+		s->shapes[s->n_shapes++] = (tshape){0, 0, 2, 0};
 	for (uint64_t i = 0; i < n; i++)
-		if ((rc = read_shape(r)))
+		if ((rc = read_shape(r, at)))
 			return rc;
 	return 0;
 }
 
 /* ---- events ---- */
 
-enum { DEC_OK = 0, DEC_MISS = 1, DEC_REST = 2 };
-
 /* String `id` of the dictionary; `kind` (TK__OK_*, 0 for none) is what the
  * string must be valid as when it goes into JSON text unchecked. */
-static inline tk_sv str_ref(tstate *s, const unsigned char **p, int *bad, int *miss, int kind)
+static inline tk_sv str_ref(tdec *d, const unsigned char **p, int *bad, int *miss, int kind)
 {
-	uint64_t id = tk__get_varint(p, s->e, bad);
-	if (id >= s->n_strs) {
+	uint64_t id = tk__get_varint(p, d->e, bad);
+	if (id >= d->d.n_strs) {
 		*bad = 1;
 		return (tk_sv){"", 0};
 	}
-	if (kind && !(s->sok[id] & kind))
-		s->suspect = 1;
-	tk_sv v = s->strs[id];
+	if (kind && !(d->d.sok[id] & kind))
+		d->suspect = 1;
+	tk_sv v = d->d.strs[id];
 	if (!v.ptr) {
 		*miss = 1;
 		v = (tk_sv){"", 0};
 	}
 	return v;
-}
-
-static inline tk_sv get_str(tstate *s, const unsigned char **p, int *bad, int *miss)
-{
-	return str_ref(s, p, bad, miss, 0);
-}
-
-static inline tk_sv get_json(tstate *s, const unsigned char **p, int *bad, int *miss, int kind)
-{
-	return str_ref(s, p, bad, miss, kind);
 }
 
 static void put_i64(tk__buf *o, int64_t v)
@@ -683,20 +797,19 @@ static int put_sv(tk__buf *o, tk_sv v, int quote)
 }
 
 /* One value of a shaped args object (after its key prefix). */
-static int put_value(tstate *s, tk__buf *o, int type, int64_t *prev, const unsigned char **p,
-                     int *bad, int *miss)
+static int put_value(tdec *d, tk__buf *o, int type, int64_t *prev, const unsigned char **p, int *bad, int *miss)
 {
 	switch (type) {
 	case TK__V_INT:
-		*prev = (int64_t)((uint64_t)*prev + (uint64_t)tk__unzz(tk__get_varint(p, s->e, bad)));
+		*prev = (int64_t)((uint64_t)*prev + (uint64_t)tk__unzz(tk__get_varint(p, d->e, bad)));
 		put_i64(o, *prev);
 		return 0;
 	case TK__V_STR: {
-		int was = s->suspect;
-		s->suspect = 0;
-		tk_sv v = get_json(s, p, bad, miss, TK__OK_BODY);
-		int raw = s->suspect;
-		s->suspect = was;
+		int was = d->suspect;
+		d->suspect = 0;
+		tk_sv v = str_ref(d, p, bad, miss, TK__OK_BODY);
+		int raw = d->suspect;
+		d->suspect = was;
 		if (!raw)
 			return put_sv(o, v, 1);
 		/* not the body of a JSON string (a crafted file): escaped as raw text,
@@ -706,11 +819,11 @@ static int put_value(tstate *s, tk__buf *o, int type, int64_t *prev, const unsig
 		           : 0;
 	}
 	case TK__V_JSON:
-		return put_sv(o, get_json(s, p, bad, miss, TK__OK_VALUE), 0);
+		return put_sv(o, str_ref(d, p, bad, miss, TK__OK_VALUE), 0);
 	case TK__V_RAW: {
-		s->suspect = 1; /* raw text is checked by whoever writes it as JSON */
-		uint64_t n = tk__get_varint(p, s->e, bad);
-		if (n > (uint64_t)(s->e - *p)) {
+		d->suspect = 1; /* raw text is checked by whoever writes it as JSON */
+		uint64_t n = tk__get_varint(p, d->e, bad);
+		if (n > (uint64_t)(d->e - *p)) {
 			*bad = 1;
 			return 0;
 		}
@@ -718,8 +831,8 @@ static int put_value(tstate *s, tk__buf *o, int type, int64_t *prev, const unsig
 		return put_sv(o, (tk_sv){(const char *)*p - n, (size_t)n}, 0);
 	}
 	case TK__V_DEC: {
-		int64_t m = tk__unzz(tk__get_varint(p, s->e, bad));
-		unsigned sc = *p < s->e ? *(*p)++ : 0;
+		int64_t m = tk__unzz(tk__get_varint(p, d->e, bad));
+		unsigned sc = *p < d->e ? *(*p)++ : 0;
 		if (sc < 1 || sc > 18)
 			*bad = 1;
 		else
@@ -732,27 +845,27 @@ static int put_value(tstate *s, tk__buf *o, int type, int64_t *prev, const unsig
 	}
 }
 
-static int render_args(tk_reader *r, tshape *sh, const unsigned char **p, int *bad, int *miss)
+static int render_args(tdec *d, size_t shape, const unsigned char **p, int *bad, int *miss)
 {
-	tstate *s = r->fs;
-	tk__buf *o = &r->args;
+	const tshape *sh = &d->d.shapes[shape];
+	tk__buf *o = &d->args;
 	o->len = 0;
 	if (!sh->n)
 		return put_sv(o, (tk_sv){"{}", 2}, 0);
-	int64_t *prev = s->prev + sh->first;
-	if (sh->epoch != s->chunk_no) {
+	int64_t *prev = d->prev + sh->first;
+	if (d->epoch[shape] != d->chunk_no) { /* the values of the chunk's first use start at 0 */
 		memset(prev, 0, sh->n * sizeof *prev);
-		sh->epoch = s->chunk_no;
+		d->epoch[shape] = d->chunk_no;
 	}
 	*miss |= sh->missing;
-	s->suspect |= sh->unsafe;
-	const tslot *sl = s->slots + sh->first;
+	d->suspect |= sh->unsafe;
+	const tslot *sl = d->d.slots + sh->first;
 	for (uint32_t i = 0; i < sh->n && !*bad; i++) {
 		if (tk__buf_reserve(o, sl[i].pre_len + 48))
 			return TK_ERR_NOMEM;
-		memcpy(o->p + o->len, s->prefixes.p + sl[i].pre_off, sl[i].pre_len);
+		memcpy(o->p + o->len, d->d.prefixes + sl[i].pre_off, sl[i].pre_len);
 		o->len += sl[i].pre_len;
-		if (put_value(s, o, sl[i].type, &prev[i], p, bad, miss))
+		if (put_value(d, o, sl[i].type, &prev[i], p, bad, miss))
 			return TK_ERR_NOMEM;
 	}
 	return tk__buf_putc(o, '}');
@@ -764,11 +877,10 @@ static int render_args(tk_reader *r, tshape *sh, const unsigned char **p, int *b
  * the same after it is written again; where one is not JSON at all it is
  * left as it is and the event stays without TK_HAS_VALID_JSON (a JSON
  * writer then refuses it with a message). Returns TK_ERR_NOMEM or 0. */
-static int canon_event(tk_reader *r)
+static int canon_event(tdec *d)
 {
-	tstate *s = r->fs;
-	tk_event *ev = &r->ev;
-	tk__buf *c = &r->scratch;
+	tk_event *ev = &d->ev;
+	tk__buf *c = &d->scratch;
 	size_t args_len = 0;
 	c->len = 0;
 	int rc = ev->args.ptr ? tk__json_canon_text(c, ev->args.ptr, ev->args.len, 0, NULL) : 0;
@@ -779,111 +891,453 @@ static int canon_event(tk_reader *r)
 	args_len = c->len;
 	if (ev->extra.ptr && ev->extra.len && (rc = tk__json_canon_text(c, ev->extra.ptr, ev->extra.len, 1, NULL)))
 		return rc == TK_ERR_NOMEM ? rc : 0;
-	/* both canonical: args to r->args, extra to r->extra */
+	/* both canonical: args to d->args, extra to d->extra */
 	if (ev->args.ptr) {
-		r->args.len = 0;
-		if (tk__buf_append(&r->args, c->p, args_len) || tk__buf_putc(&r->args, 0))
+		d->args.len = 0;
+		if (tk__buf_append(&d->args, c->p, args_len) || tk__buf_putc(&d->args, 0))
 			return TK_ERR_NOMEM;
-		ev->args = (tk_sv){r->args.p, args_len};
+		ev->args = (tk_sv){d->args.p, args_len};
 	}
 	if (ev->extra.ptr && ev->extra.len) {
-		r->extra.len = 0;
-		if (tk__buf_append(&r->extra, c->p + args_len, c->len - args_len) || tk__buf_putc(&r->extra, 0))
+		d->extra.len = 0;
+		if (tk__buf_append(&d->extra, c->p + args_len, c->len - args_len) || tk__buf_putc(&d->extra, 0))
 			return TK_ERR_NOMEM;
-		ev->extra = (tk_sv){r->extra.p, c->len - args_len};
+		ev->extra = (tk_sv){d->extra.p, c->len - args_len};
 	}
-	s->suspect = 0;
+	d->suspect = 0;
 	return 0;
 }
 
-static int decode_args(tk_reader *r, const unsigned char **p, int *bad, int *miss)
+static int decode_args(tdec *d, const unsigned char **p, int *bad, int *miss)
 {
-	tstate *s = r->fs;
-	uint64_t ref = tk__get_varint(p, s->e, bad);
+	uint64_t ref = tk__get_varint(p, d->e, bad);
 	int rc = 0;
 	if (ref == 0) {
-		s->suspect = 1;
-		r->args.len = 0;
-		uint64_t n = tk__get_varint(p, s->e, bad);
-		if (n > (uint64_t)(s->e - *p)) {
+		d->suspect = 1;
+		d->args.len = 0;
+		uint64_t n = tk__get_varint(p, d->e, bad);
+		if (n > (uint64_t)(d->e - *p)) {
 			*bad = 1;
 			return 0;
 		}
-		rc = tk__buf_append(&r->args, *p, (size_t)n);
+		rc = tk__buf_append(&d->args, *p, (size_t)n);
 		*p += n;
-	} else if (ref > s->n_shapes) {
+	} else if (ref > d->d.n_shapes) {
 		*bad = 1;
-	} else if (s->shapes[ref - 1].missing == 2) {
+	} else if (d->d.shapes[ref - 1].missing == 2) {
 		return DEC_REST;
 	} else {
-		rc = render_args(r, &s->shapes[ref - 1], p, bad, miss);
+		rc = render_args(d, (size_t)(ref - 1), p, bad, miss);
 	}
-	if (rc || tk__buf_reserve(&r->args, 1))
+	if (rc || tk__buf_reserve(&d->args, 1))
 		return TK_ERR_NOMEM;
-	r->args.p[r->args.len] = 0;
-	r->ev.args = (tk_sv){r->args.p, r->args.len};
+	d->args.p[d->args.len] = 0;
+	d->ev.args = (tk_sv){d->args.p, d->args.len};
 	return 0;
 }
 
-static void decode_id(tstate *s, int i, unsigned mode, tk_id *id, const unsigned char **p, int *bad,
-                      int *miss)
+static void decode_id(tdec *d, int i, unsigned mode, tk_id *id, const unsigned char **p, int *bad, int *miss)
 {
-	tk_id *pv = &s->prev_ids[i];
+	tk_id *pv = &d->prev_ids[i];
 	if (mode == TK__ID_SAME) {
 		*bad |= pv->kind == TK_ID_NONE;
 		*id = *pv;
 	} else if (mode == TK__ID_INT) {
-		s->last_int[i] =
-		    (int64_t)((uint64_t)s->last_int[i] + (uint64_t)tk__unzz(tk__get_varint(p, s->e, bad)));
-		*id = *pv = (tk_id){TK_ID_INT, s->last_int[i], {NULL, 0}};
+		d->last_int[i] =
+		    (int64_t)((uint64_t)d->last_int[i] + (uint64_t)tk__unzz(tk__get_varint(p, d->e, bad)));
+		*id = *pv = (tk_id){TK_ID_INT, d->last_int[i], {NULL, 0}};
 	} else if (mode == TK__ID_STR) {
-		*id = *pv = (tk_id){TK_ID_STR, 0, get_str(s, p, bad, miss)};
+		*id = *pv = (tk_id){TK_ID_STR, 0, str_ref(d, p, bad, miss, 0)};
 	} else {
 		*id = (tk_id){TK_ID_NONE, 0, {NULL, 0}};
 	}
 }
 
-/* Decodes one event record into r->ev: DEC_OK, DEC_MISS (it used a string
- * of a lost chunk), DEC_REST (the rest of the chunk cannot be decoded) or
- * an error. */
-static int decode_event(tk_reader *r)
+/* Decodes one event record into d->ev: DEC_OK, DEC_MISS (it used a string
+ * of a lost chunk), DEC_REST (the rest of the chunk cannot be decoded),
+ * DEC_BAD (d->bad says what) or TK_ERR_NOMEM. */
+static int decode_event(tdec *d)
 {
-	tstate *s = r->fs;
-	tk_event *ev = &r->ev;
-	const unsigned char *p = s->p;
+	tk_event *ev = &d->ev;
+	const unsigned char *p = d->p;
 	int bad = 0, miss = 0, rc = 0;
-	uint64_t f = tk__get_varint(&p, s->e, &bad);
-	if (f >> 13)
-		return chunk_bad(r, "unknown event flags");
+	uint64_t f = tk__get_varint(&p, d->e, &bad);
+	if (f >> 13) {
+		d->bad = "unknown event flags";
+		return DEC_BAD;
+	}
 	memset(ev, 0, sizeof *ev);
-	s->suspect = 0;
+	d->suspect = 0;
 	ev->has = (unsigned)(f & 31);
 	if (f & TK__E_PH)
-		ev->ph = p < s->e ? (char)*p++ : (bad = 1, 0);
+		ev->ph = p < d->e ? (char)*p++ : (bad = 1, 0);
 	if (f & TK__E_TS)
-		ev->ts = s->prev_ts =
-		    (int64_t)((uint64_t)s->prev_ts + (uint64_t)tk__unzz(tk__get_varint(&p, s->e, &bad)));
+		ev->ts = d->prev_ts =
+		    (int64_t)((uint64_t)d->prev_ts + (uint64_t)tk__unzz(tk__get_varint(&p, d->e, &bad)));
 	if (f & TK__E_DUR)
-		ev->dur = tk__unzz(tk__get_varint(&p, s->e, &bad));
+		ev->dur = tk__unzz(tk__get_varint(&p, d->e, &bad));
 	if (f & TK__E_NAME)
-		ev->name = get_str(s, &p, &bad, &miss);
+		ev->name = str_ref(d, &p, &bad, &miss, 0);
 	if (f & TK__E_CAT)
-		ev->cat = get_str(s, &p, &bad, &miss);
-	decode_id(s, 0, (f >> TK__E_PID) & 3, &ev->pid, &p, &bad, &miss);
-	decode_id(s, 1, (f >> TK__E_TID) & 3, &ev->tid, &p, &bad, &miss);
-	decode_id(s, 2, (f >> TK__E_ID) & 3, &ev->id, &p, &bad, &miss);
-	if ((f & TK__E_ARGS) && !bad && (rc = decode_args(r, &p, &bad, &miss)) != 0)
-		return rc < 0 ? nomem(r) : rc;
+		ev->cat = str_ref(d, &p, &bad, &miss, 0);
+	decode_id(d, 0, (f >> TK__E_PID) & 3, &ev->pid, &p, &bad, &miss);
+	decode_id(d, 1, (f >> TK__E_TID) & 3, &ev->tid, &p, &bad, &miss);
+	decode_id(d, 2, (f >> TK__E_ID) & 3, &ev->id, &p, &bad, &miss);
+	if ((f & TK__E_ARGS) && !bad && (rc = decode_args(d, &p, &bad, &miss)) != 0)
+		return rc;
 	if (f & TK__E_EXTRA)
-		ev->extra = get_json(s, &p, &bad, &miss, TK__OK_MEMBERS);
-	if (s->suspect && !bad && (rc = canon_event(r)) != 0)
-		return nomem(r);
-	if (!s->suspect)
+		ev->extra = str_ref(d, &p, &bad, &miss, TK__OK_MEMBERS);
+	if (d->suspect && !bad && canon_event(d))
+		return TK_ERR_NOMEM;
+	if (!d->suspect)
 		ev->has |= TK_HAS_VALID_JSON;
-	if (bad)
-		return chunk_bad(r, "event record");
-	s->p = p;
+	if (bad) {
+		d->bad = "event record";
+		return DEC_BAD;
+	}
+	d->p = p;
 	return miss ? DEC_MISS : DEC_OK;
+}
+
+/* The decoder at the start of job j's event records: 0 or TK_ERR_NOMEM. */
+static int dec_start(tdec *d, const tjob *j)
+{
+	if (d->epoch_cap < j->d.n_shapes) {
+		size_t nc = j->d.n_shapes + j->d.n_shapes / 2 + 16;
+		uint32_t *ne = realloc(d->epoch, nc * sizeof *ne);
+		if (!ne)
+			return TK_ERR_NOMEM;
+		memset(ne + d->epoch_cap, 0, (nc - d->epoch_cap) * sizeof *ne); /* 0: no chunk */
+		d->epoch = ne;
+		d->epoch_cap = nc;
+	}
+	if (d->prev_cap < j->d.n_slots) {
+		size_t nc = j->d.n_slots + j->d.n_slots / 2 + 16;
+		int64_t *np = realloc(d->prev, nc * sizeof *np);
+		if (!np)
+			return TK_ERR_NOMEM;
+		d->prev = np;
+		d->prev_cap = nc;
+	}
+	d->d = j->d;
+	d->p = (const unsigned char *)j->pay.p + j->ev_off;
+	d->e = (const unsigned char *)j->pay.p + j->pay.len;
+	d->chunk_no = j->chunk_no;
+	d->prev_ts = 0;
+	memset(d->last_int, 0, sizeof d->last_int);
+	memset(d->prev_ids, 0, sizeof d->prev_ids);
+	return 0;
+}
+
+/* Decodes the next event of j (at j->idx of j->count) into d->ev: DEC_OK,
+ * DEC_MISS (dropped), DEC_DONE when the chunk is done (DEC_REST: j->rest set),
+ * DEC_BAD or TK_ERR_NOMEM. The same steps whoever decodes. */
+static int dec_next(tdec *d, tjob *j)
+{
+	if (j->idx == j->count)
+		return DEC_DONE;
+	int rc = decode_event(d);
+	if (rc < 0 || rc == DEC_BAD)
+		return rc;
+	if (rc == DEC_REST) {
+		j->rest = j->count - (uint32_t)j->idx;
+		j->idx = j->count;
+		j->end = DEC_REST;
+		return DEC_DONE;
+	}
+	if (++j->idx == j->count && d->p != d->e) {
+		d->bad = "bytes after the last event";
+		return DEC_BAD;
+	}
+	return rc;
+}
+
+/* Decodes all of j into its batch (a thread's work), notes included. */
+static void decode_batch(tdec *d, tjob *j, const tk_reader_opts *o)
+{
+	j->n = j->idx = 0;
+	j->text.len = 0;
+	j->missed = 0;
+	j->end = DEC_OK;
+	int rc = dec_start(d, j);
+	while (!rc) {
+		rc = dec_next(d, j);
+		if (rc == DEC_MISS) {
+			j->missed++;
+			rc = 0;
+		} else if (rc == DEC_OK) {
+			if (tk__grow(&j->ev, &j->ev_cap, j->n + 1, sizeof *j->ev, 1024) ||
+			    tk__batch_copy(&j->ev[j->n], &d->ev, &j->text))
+				rc = TK_ERR_NOMEM;
+			else
+				j->n++;
+		}
+	}
+	if (rc != DEC_DONE) {
+		j->end = rc;
+		j->bad = d->bad;
+	}
+	tk__batch_fix(j->ev, j->n, &j->text);
+	if (o->note_fn && j->n > j->notes_cap) {
+		free(j->notes);
+		j->notes_cap = 0;
+		if ((j->notes = malloc(j->n * o->note_size)) != NULL)
+			j->notes_cap = j->n;
+	}
+	for (size_t i = 0; o->note_fn && j->notes && i < j->n; i++)
+		o->note_fn(o->note_ctx, &j->ev[i], j->notes + i * o->note_size);
+	j->idx = 0;
+	j->batch = 1;
+}
+
+/* ---- the jobs, in file order, and the threads that decode them ---- */
+
+typedef struct targ {
+	struct tpool *P;
+	int i;
+} targ;
+
+struct tpool {
+	pthread_mutex_t mu;
+	pthread_cond_t cv_w; /* the threads: a job to decode */
+	pthread_cond_t cv_m; /* the caller: a job decoded */
+	int quit, n_th;
+	tstate *s;
+	const tk_reader_opts *o;
+	pthread_t th[TK__TKB_THREADS];
+	tdec dec[TK__TKB_THREADS];
+	targ arg[TK__TKB_THREADS];
+};
+
+/* The first job no thread has taken (P->mu held). */
+static tjob *first_free(tstate *s)
+{
+	for (tjob *j = s->head; j; j = j->next)
+		if (j->kind == J_EVENTS && j->count && j->status == J_READ)
+			return j;
+	return NULL;
+}
+
+/* Decodes j into its batch here (P->mu held, let go of meanwhile). */
+static void decode_here(tpool *P, tdec *d, tjob *j)
+{
+	j->status = J_TAKEN;
+	pthread_mutex_unlock(&P->mu);
+	decode_batch(d, j, P->o);
+	pthread_mutex_lock(&P->mu);
+	j->status = J_DONE;
+	pthread_cond_broadcast(&P->cv_m);
+}
+
+static void *pool_main(void *arg)
+{
+	const targ *a = arg;
+	tpool *P = a->P;
+	pthread_mutex_lock(&P->mu);
+	while (!P->quit) {
+		tjob *j = first_free(P->s);
+		if (j)
+			decode_here(P, &P->dec[a->i], j);
+		else
+			pthread_cond_wait(&P->cv_w, &P->mu);
+	}
+	pthread_mutex_unlock(&P->mu);
+	return NULL;
+}
+
+static void pool_free(tstate *s)
+{
+	tpool *P = s->pool;
+	if (!P)
+		return;
+	pthread_mutex_lock(&P->mu);
+	P->quit = 1;
+	pthread_cond_broadcast(&P->cv_w);
+	pthread_mutex_unlock(&P->mu);
+	for (int i = 0; i < P->n_th; i++) {
+		pthread_join(P->th[i], NULL);
+		dec_free(&P->dec[i]);
+	}
+	pthread_mutex_destroy(&P->mu);
+	pthread_cond_destroy(&P->cv_w);
+	pthread_cond_destroy(&P->cv_m);
+	free(P);
+	s->pool = NULL;
+}
+
+/* With opts.threads > 1: threads - 1 threads decode the chunks read ahead
+ * while the caller hands events out (and decodes too while it waits).
+ * None started: the caller decodes every chunk itself, in the same order. */
+static void pool_start(tk_reader *r)
+{
+	tstate *s = r->fs;
+	s->pool_tried = 1;
+	s->max_jobs = 1;
+	unsigned nth = r->opts.threads > TK__TKB_THREADS ? TK__TKB_THREADS : r->opts.threads;
+	if (nth < 2)
+		return;
+	tpool *P = calloc(1, sizeof *P);
+	if (!P)
+		return;
+	P->s = s;
+	P->o = &r->opts;
+	pthread_mutex_init(&P->mu, NULL);
+	pthread_cond_init(&P->cv_w, NULL);
+	pthread_cond_init(&P->cv_m, NULL);
+	for (unsigned i = 0; i + 1 < nth; i++) {
+		P->arg[P->n_th] = (targ){P, P->n_th};
+		if (tk__thread_start(&P->th[P->n_th], pool_main, &P->arg[P->n_th]))
+			break;
+		P->n_th++;
+	}
+	if (!P->n_th) {
+		pthread_mutex_destroy(&P->mu);
+		pthread_cond_destroy(&P->cv_w);
+		pthread_cond_destroy(&P->cv_m);
+		free(P);
+		return;
+	}
+	s->pool = P;
+	s->max_jobs = nth + 2;
+}
+
+/* A job to read into: a spare one, or a new one. */
+static tjob *job_take(tstate *s)
+{
+	tjob *j = s->spare;
+	if (j)
+		s->spare = j->next;
+	else if (!(j = calloc(1, sizeof *j)))
+		return NULL;
+	j->next = NULL;
+	j->status = J_READ;
+	j->batch = 0;
+	j->n = j->idx = 0;
+	j->end = DEC_OK;
+	j->missed = j->rest = 0;
+	j->bad_chunks = j->skipped_bytes = j->lost_events = 0;
+	return j;
+}
+
+/* Done with j: kept for the next, or freed. */
+static void job_recycle(tstate *s, tjob *j)
+{
+	tk__err_free(&j->err);
+	size_t n = 0;
+	for (tjob *k = s->spare; k; k = k->next)
+		n++;
+	if (n >= 2) {
+		job_free(j);
+		return;
+	}
+	j->next = s->spare;
+	s->spare = j;
+}
+
+/* Reads the next chunk into j on the caller's thread. The warnings found
+ * on the way, an error, and the counts of damaged chunks go with j: they
+ * are the reader's when j is handed out, in file order. */
+static void read_job(tk_reader *r, tjob *j)
+{
+	tstate *s = r->fs;
+	tk__err keep = r->err;
+	memset(&r->err, 0, sizeof r->err);
+	int rc = next_chunk(r, j);
+	if (rc < 0) {
+		if (!r->err.code)
+			tk__err_set(&r->err, rc, "%s: %s", r->name, tk_strerror(rc));
+		j->kind = J_FAIL;
+	}
+	j->err = r->err;
+	r->err = keep;
+	j->bad_chunks = s->pend_bad;
+	j->skipped_bytes = s->pend_skipped;
+	j->lost_events = s->pend_lost;
+	s->pend_bad = s->pend_skipped = s->pend_lost = 0;
+	if (j->kind == J_FAIL || j->kind == J_END || j->kind == J_TRUNC)
+		s->rd_end = 1;
+}
+
+/* The next job in file order, taken off the queue, after reading ahead
+ * to fill it. A J_EVENTS job that no thread took is the caller's to
+ * decode as it hands the events out; one a thread took is waited for,
+ * while the caller decodes another. NULL: out of memory. */
+static tjob *next_job(tk_reader *r)
+{
+	tstate *s = r->fs;
+	tpool *P = s->pool;
+	if (P)
+		pthread_mutex_lock(&P->mu);
+	while (!s->rd_end && s->n_jobs < s->max_jobs) {
+		tjob *j = job_take(s);
+		if (!j)
+			break;
+		if (P)
+			pthread_mutex_unlock(&P->mu);
+		read_job(r, j);
+		if (P)
+			pthread_mutex_lock(&P->mu);
+		if (s->tail)
+			s->tail->next = j;
+		else
+			s->head = j;
+		s->tail = j;
+		s->n_jobs++;
+		if (P)
+			pthread_cond_broadcast(&P->cv_w);
+	}
+	tjob *j = s->head;
+	while (P && j && j->status == J_TAKEN) {
+		tjob *u = first_free(s);
+		if (u)
+			decode_here(P, &s->dec, u);
+		else
+			pthread_cond_wait(&P->cv_m, &P->mu);
+	}
+	if (j) {
+		if (j->status == J_READ)
+			j->status = J_TAKEN; /* the caller's */
+		s->head = j->next;
+		if (!s->head)
+			s->tail = NULL;
+		s->n_jobs--;
+	}
+	if (P)
+		pthread_mutex_unlock(&P->mu);
+	return j;
+}
+
+/* A job's turn: what was found reading it becomes the reader's; then what
+ * it is. 0: events follow (s->cur) or the next job; else TK_EOF or an
+ * error. */
+static int begin_job(tk_reader *r, tjob *j)
+{
+	tstate *s = r->fs;
+	if (tk__err_take_warnings(&r->err, &j->err))
+		return nomem(r);
+	s->info.bad_chunks += j->bad_chunks;
+	s->info.skipped_bytes += j->skipped_bytes;
+	s->info.lost_events += j->lost_events;
+	switch (j->kind) {
+	case J_FAIL: return tk__err_copy(&r->err, &j->err);
+	case J_TRUNC: return truncated_at(r, j->at, j->tail, j->where);
+	case J_END:
+		s->info.complete = 1;
+		s->st = ST_END;
+		return 0;
+	case J_META: return read_meta(r, j);
+	case J_ANCHOR: return read_anchor(r, j);
+	default: break;
+	}
+	if (!j->count)
+		return 0;
+	s->chunk_at = j->at;
+	s->batched += (uint64_t)j->batch;
+	s->cur = j;
+	s->st = ST_EVENTS;
+	if (!j->batch && dec_start(&s->dec, j))
+		return nomem(r);
+	return 0;
 }
 
 static int finish(tk_reader *r)
@@ -899,39 +1353,71 @@ static int finish(tk_reader *r)
 	return TK_EOF;
 }
 
+/* The next event of the job being handed out: TK_OK, DEC_DONE, or an error. */
+static int job_event(tk_reader *r, tjob *j, const tk_event **ev)
+{
+	tstate *s = r->fs;
+	if (j->batch) {
+		if (j->idx < j->n) {
+			if (j->notes)
+				r->note_par = j->notes + j->idx * r->opts.note_size;
+			*ev = &j->ev[j->idx++];
+			return TK_OK;
+		}
+		s->lost_strings += j->missed;
+		s->info.lost_events += j->missed;
+	} else {
+		for (;;) {
+			int rc = dec_next(&s->dec, j);
+			if (rc == DEC_OK) {
+				*ev = &s->dec.ev;
+				return TK_OK;
+			}
+			if (rc != DEC_MISS) {
+				if (rc != DEC_DONE)
+					j->end = rc, j->bad = s->dec.bad;
+				break;
+			}
+			s->lost_strings++;
+			s->info.lost_events++;
+		}
+	}
+	if (j->end == DEC_REST) {
+		s->lost_strings += j->rest;
+		s->info.lost_events += j->rest;
+	} else if (j->end == DEC_BAD) {
+		return chunk_bad(r, j->at, j->bad);
+	} else if (j->end < 0) {
+		return nomem(r);
+	}
+	return DEC_DONE;
+}
+
 static int tkb_next(tk_reader *r, const tk_event **ev)
 {
 	tstate *s = r->fs;
+	if (!s->pool_tried)
+		pool_start(r);
 	for (;;) {
 		if (s->st == ST_END)
 			return finish(r);
-		if (s->st == ST_CHUNKS) {
-			int rc = next_chunk(r);
-			if (rc < 0)
+		if (s->cur) {
+			int rc = job_event(r, s->cur, ev);
+			if (rc != DEC_DONE)
 				return rc;
+			job_recycle(s, s->cur);
+			s->cur = NULL;
+			s->st = ST_CHUNKS;
 			continue;
 		}
-		int rc = decode_event(r);
-		if (rc < 0)
+		tjob *j = next_job(r);
+		if (!j)
+			return nomem(r);
+		int rc = begin_job(r, j);
+		if (j != s->cur)
+			job_recycle(s, j);
+		if (rc)
 			return rc;
-		if (rc == DEC_REST) {
-			s->lost_strings += s->ev_left;
-			s->info.lost_events += s->ev_left;
-			s->st = ST_CHUNKS;
-			continue;
-		}
-		if (--s->ev_left == 0) {
-			if (s->p != s->e)
-				return chunk_bad(r, "bytes after the last event");
-			s->st = ST_CHUNKS;
-		}
-		if (rc == DEC_MISS) {
-			s->lost_strings++;
-			s->info.lost_events++;
-			continue;
-		}
-		*ev = &r->ev;
-		return TK_OK;
 	}
 }
 
@@ -941,6 +1427,11 @@ int tk_reader_tkb_info(const tk_reader *r, tk_tkb_info *out)
 		return TK_ERR_ARG;
 	*out = ((const tstate *)r->fs)->info;
 	return 0;
+}
+
+uint64_t tk__tkb_batched(const tk_reader *r)
+{
+	return r && r->fmt == &tk__format_tkb && r->fs ? ((const tstate *)r->fs)->batched : 0;
 }
 
 static const tk__fmt tkb_rd = {tkb_bid, tkb_open, tkb_next, tkb_free};
