@@ -490,6 +490,13 @@ static void test_lost_dictionary(void **state)
 	assert_int_equal(in.lost_events, f.evs.n - k);
 	ev_free(&got);
 	tk_reader_free(r);
+	/* cut inside the last events chunk as well: both are said */
+	assert_int_equal(tk_reader_open_memory(&r, p, f.bounds[f.n_bounds - 4] + 40, "lost.tkb", NULL), TK_OK);
+	assert_int_equal(read_all(r, &got), TK_EOF);
+	assert_true(has_warning(r, "were dropped"));
+	assert_true(has_warning(r, "input ends early"));
+	ev_free(&got);
+	tk_reader_free(r);
 	free(idx);
 	free(p);
 	free_file(&f);

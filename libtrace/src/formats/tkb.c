@@ -1396,7 +1396,7 @@ static int job_event(tk_reader *r, tjob *j, const tk_event **ev)
 static int tkb_next(tk_reader *r, const tk_event **ev)
 {
 	tstate *s = r->fs;
-	if (!s->pool_tried)
+	if (!s->pool_tried && s->st != ST_END)
 		pool_start(r);
 	for (;;) {
 		if (s->st == ST_END)
@@ -1416,7 +1416,7 @@ static int tkb_next(tk_reader *r, const tk_event **ev)
 		int rc = begin_job(r, j);
 		if (j != s->cur)
 			job_recycle(s, j);
-		if (rc)
+		if (rc && rc != TK_EOF) /* at TK_EOF the reader has ended (finish) */
 			return rc;
 	}
 }
