@@ -16,8 +16,11 @@ case through rss_run (best of --repeat runs, median beside it) with --threads 1,
   trace-stats    -t ops,kernels,memcpy,api on TRACE.json and TRACE.json.gz
   trace-convert  TRACE.json -o OUT.json (json -> json), TRACE.json.gz -o OUT.json,
                  and TRACE.json -o OUT.json.gz (gzip output, level 6)
+  .tkb           parse_only and trace-stats on TRACE.tkb and on TRACE.z.tkb (its
+                 chunks compressed), both converted from TRACE.json once
 
-MB/s counts the uncompressed bytes; "x1" is the speed against the same case on
+MB/s counts the uncompressed bytes (the JSON's for the .tkb rows, which hold the
+same events); "x1" is the speed against the same case on
 one thread, measured in the same go; "peak MiB" is the run's peak RSS. The last
 lines hold the issue's targets against what was measured.
 Files go to a temporary directory (under $TK_BENCH_DIR when set) removed at exit.
@@ -48,6 +51,10 @@ THREADS=(1)
 for ((t = 2; t <= CPUS; t *= 2)); do THREADS+=("$t"); done
 ((THREADS[-1] == CPUS)) || THREADS+=("$CPUS")
 echo "threads: ${THREADS[*]} (processors: $(nproc))"
+TKB=$WORK/trace.tkb
+ZTKB=$WORK/trace.z.tkb
+"$CONVERT" -q --threads 1 "$IN" -o "$TKB"
+"$CONVERT" -q --threads 1 "$IN" -o "$ZTKB" --compress
 
 declare -A SPEED PEAK
 row() { # NAME THREADS WALL MED KIB
@@ -78,6 +85,10 @@ for t in "${THREADS[@]}"; do
 	run "parse_only json.gz" "$t" "$PARSE" --threads "$t" "$GZ"
 	run "trace-stats json" "$t" "$STATS" -q -t ops,kernels,memcpy,api --threads "$t" "$IN"
 	run "trace-stats json.gz" "$t" "$STATS" -q -t ops,kernels,memcpy,api --threads "$t" "$GZ"
+	run "parse_only tkb" "$t" "$PARSE" --threads "$t" "$TKB"
+	run "parse_only tkb (compressed)" "$t" "$PARSE" --threads "$t" "$ZTKB"
+	run "trace-stats tkb" "$t" "$STATS" -q -t ops,kernels,memcpy,api --threads "$t" "$TKB"
+	run "trace-stats tkb (compressed)" "$t" "$STATS" -q -t ops,kernels,memcpy,api --threads "$t" "$ZTKB"
 	OUT=$WORK/out.json
 	run "trace-convert json -> json" "$t" "$CONVERT" -q --threads "$t" "$IN" -o "$OUT"
 	run "trace-convert json.gz -> json" "$t" "$CONVERT" -q --threads "$t" "$GZ" -o "$OUT"

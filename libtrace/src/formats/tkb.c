@@ -57,7 +57,11 @@ typedef struct tdec {
 	int64_t *prev; /* per slot */
 	size_t prev_cap;
 	tk_event ev;
+	/* args text: of this event from abase on; in a batch (append) the
+	 * events' text, one after another */
 	tk__buf args, extra, scratch;
+	size_t abase;
+	int append;
 	const char *bad; /* DEC_BAD: what */
 } tdec;
 
@@ -849,7 +853,7 @@ static int render_args(tdec *d, size_t shape, const unsigned char **p, int *bad,
 {
 	const tshape *sh = &d->d.shapes[shape];
 	tk__buf *o = &d->args;
-	o->len = 0;
+	o->len = d->abase;
 	if (!sh->n)
 		return put_sv(o, (tk_sv){"{}", 2}, 0);
 	int64_t *prev = d->prev + sh->first;
@@ -893,10 +897,10 @@ static int canon_event(tdec *d)
 		return rc == TK_ERR_NOMEM ? rc : 0;
 	/* both canonical: args to d->args, extra to d->extra */
 	if (ev->args.ptr) {
-		d->args.len = 0;
+		d->args.len = d->abase;
 		if (tk__buf_append(&d->args, c->p, args_len) || tk__buf_putc(&d->args, 0))
 			return TK_ERR_NOMEM;
-		ev->args = (tk_sv){d->args.p, args_len};
+		ev->args = (tk_sv){d->args.p + d->abase, args_len};
 	}
 	if (ev->extra.ptr && ev->extra.len) {
 		d->extra.len = 0;
@@ -914,7 +918,7 @@ static int decode_args(tdec *d, const unsigned char **p, int *bad, int *miss)
 	int rc = 0;
 	if (ref == 0) {
 		d->suspect = 1;
-		d->args.len = 0;
+		d->args.len = d->abase;
 		uint64_t n = tk__get_varint(p, d->e, bad);
 		if (n > (uint64_t)(d->e - *p)) {
 			*bad = 1;
@@ -932,7 +936,7 @@ static int decode_args(tdec *d, const unsigned char **p, int *bad, int *miss)
 	if (rc || tk__buf_reserve(&d->args, 1))
 		return TK_ERR_NOMEM;
 	d->args.p[d->args.len] = 0;
-	d->ev.args = (tk_sv){d->args.p, d->args.len};
+	d->ev.args = (tk_sv){d->args.p + d->abase, d->args.len - d->abase};
 	return 0;
 }
 
@@ -968,6 +972,7 @@ static int decode_event(tdec *d)
 	}
 	memset(ev, 0, sizeof *ev);
 	d->suspect = 0;
+	d->abase = d->append ? d->args.len : 0;
 	ev->has = (unsigned)(f & 31);
 	if (f & TK__E_PH)
 		ev->ph = p < d->e ? (char)*p++ : (bad = 1, 0);
@@ -1052,31 +1057,60 @@ static int dec_next(tdec *d, tjob *j)
 	return rc;
 }
 
+/* An event decoded in a batch: its args stay where they were rendered in
+ * the batch's text, its extra is copied after them; both as offsets until
+ * tk__batch_fix(). */
+static int batch_keep(tdec *d, tjob *j)
+{
+	tk_event *ev = &d->ev;
+	tk__buf *t = &d->args;
+	if (tk__grow(&j->ev, &j->ev_cap, j->n + 1, sizeof *j->ev, 1024))
+		return TK_ERR_NOMEM;
+	if (ev->args.ptr) {
+		t->len = d->abase + ev->args.len + 1; /* and its NUL */
+		ev->args.ptr = (const char *)(uintptr_t)(d->abase + 1);
+	} else {
+		t->len = d->abase;
+	}
+	if (ev->extra.ptr) {
+		size_t at = t->len;
+		if (tk__buf_append(t, ev->extra.ptr, ev->extra.len) || tk__buf_putc(t, 0))
+			return TK_ERR_NOMEM;
+		ev->extra.ptr = (const char *)(uintptr_t)(at + 1);
+	}
+	j->ev[j->n++] = *ev;
+	return 0;
+}
+
 /* Decodes all of j into its batch (a thread's work), notes included. */
 static void decode_batch(tdec *d, tjob *j, const tk_reader_opts *o)
 {
 	j->n = j->idx = 0;
-	j->text.len = 0;
 	j->missed = 0;
 	j->end = DEC_OK;
+	/* the decoder renders the args into the batch's text */
+	tk__buf own = d->args;
+	d->args = j->text;
+	d->args.len = 0;
+	d->append = 1;
 	int rc = dec_start(d, j);
 	while (!rc) {
 		rc = dec_next(d, j);
 		if (rc == DEC_MISS) {
+			d->args.len = d->abase;
 			j->missed++;
 			rc = 0;
 		} else if (rc == DEC_OK) {
-			if (tk__grow(&j->ev, &j->ev_cap, j->n + 1, sizeof *j->ev, 1024) ||
-			    tk__batch_copy(&j->ev[j->n], &d->ev, &j->text))
-				rc = TK_ERR_NOMEM;
-			else
-				j->n++;
+			rc = batch_keep(d, j);
 		}
 	}
 	if (rc != DEC_DONE) {
 		j->end = rc;
 		j->bad = d->bad;
 	}
+	j->text = d->args;
+	d->args = own;
+	d->append = 0;
 	tk__batch_fix(j->ev, j->n, &j->text);
 	if (o->note_fn && j->n > j->notes_cap) {
 		free(j->notes);
