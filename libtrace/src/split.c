@@ -795,7 +795,7 @@ static int pass_unsorted(tk_split *s, const char *path)
 	prefix p = {0};
 	int rc = tk_sorter_finish(so);
 	if (rc)
-		fail(s, rc, "%s", tk_sorter_error(so));
+		fail(s, rc, "%s: " TK__SPLIT_ORDERING ": %s", path, tk_sorter_error(so));
 	else
 		rc = prefix_open(s, &p, path);
 	const tk_event *ev = NULL;
@@ -813,7 +813,7 @@ static int pass_unsorted(tk_split *s, const char *path)
 		progress(s, "writing", 0, ++n);
 	}
 	if (rc < 0 && !s->err.msg[0])
-		fail(s, rc, "%s", tk_sorter_error(so));
+		fail(s, rc, "%s: " TK__SPLIT_ORDERING ": %s", path, tk_sorter_error(so));
 	s->st.sorter_runs = tk_sorter_runs(so);
 	tk_sorter_free(so);
 	tk__pump_free(p.p);

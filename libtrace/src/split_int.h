@@ -33,6 +33,8 @@ void tk__flowtab_free(tk__flowtab *t);
 /* Weight (input bytes) over time in a fixed number of bins that double
  * their width as the range grows: --parts cuts at its quantiles. */
 #define TK__HIST_BINS 4096
+/* What a failure of the sorter that orders an unsorted input was doing. */
+#define TK__SPLIT_ORDERING "ordering the events by time"
 typedef struct tk__hist {
 	int64_t lo, width; /* width 0 = empty */
 	uint64_t bin[TK__HIST_BINS];

@@ -305,7 +305,7 @@ static int feed_prefix(tk_sorter *so, const char *path, const tk_split_opts *o, 
 		if ((rc = tk_reader_next(r, &ev)) == TK_EOF)
 			rc = TK_ERR_IO; /* the file changed under us */
 		else if (!rc && i >= from && ev->ph != 'M' && (rc = tk_sorter_add(so, ev, 0)))
-			tk__err_msg(err, 0, "%s", tk_sorter_error(so));
+			tk__err_msg(err, 0, "%s: " TK__SPLIT_ORDERING ": %s", path, tk_sorter_error(so));
 	}
 	if (rc && !err->msg[0])
 		tk__err_msg(err, 0, "%s: %s", path, r && *tk_reader_error(r) ? tk_reader_error(r) :
@@ -326,12 +326,12 @@ static size_t launch_memory(const tk__scan *sc, const tk_split_opts *o)
 	return sc->attr ? memory_total(o) / 4 : 0;
 }
 
-static int new_sorter(tk__scan *sc, const tk_split_opts *o, tk__err *err)
+static int new_sorter(tk__scan *sc, const char *path, const tk_split_opts *o, tk__err *err)
 {
 	tk_sorter_opts so = {tk__sorter_share(memory_total(o) - launch_memory(sc, o)), o->tmpdir};
 	int rc = tk_sorter_new(&sc->sorter, &so);
 	if (rc)
-		tk__err_msg(err, 0, "cannot start the sorter: %s",
+		tk__err_msg(err, 0, "%s: " TK__SPLIT_ORDERING ": cannot start the sorter: %s", path,
 		         sc->sorter ? tk_sorter_error(sc->sorter) : "out of memory");
 	return rc;
 }
@@ -362,7 +362,7 @@ static void strict_order(tk__scan *sc, const tk_event *ev, uint64_t idx)
 static int start_sorter(tk__scan *sc, const char *path, const tk_split_opts *o, uint64_t idx,
                         tk__err *err)
 {
-	int rc = new_sorter(sc, o, err);
+	int rc = new_sorter(sc, path, o, err);
 	if (!rc && sc->n_prefix < idx)
 		rc = feed_prefix(sc->sorter, path, o, sc->n_prefix, idx, err);
 	return rc;
@@ -401,7 +401,7 @@ static int scan_loop(tk__scan *sc, tk__pump *p, const char *path, const tk_split
 			return TK_ERR_ARG;
 		}
 		if (sc->sorter && ev->ph != 'M' && (rc = tk_sorter_add(sc->sorter, ev, 0))) {
-			tk__err_msg(err, 0, "%s", tk_sorter_error(sc->sorter));
+			tk__err_msg(err, 0, "%s: " TK__SPLIT_ORDERING ": %s", path, tk_sorter_error(sc->sorter));
 			return rc;
 		}
 		if (o->progress && (n & 0xffff) == 0)

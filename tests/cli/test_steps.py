@@ -145,8 +145,8 @@ def split_spilled(tools, tmp, rel, path, whole, launches):
     """trace-split --by-step with 256 KiB of --memory: the launches' sorter
     (a quarter of it) spills runs to --tmpdir, and the parts are those of the
     default run byte for byte; a --tmpdir that cannot be made is then an
-    error naming it (the launches' sorter's, or on an input out of time
-    order the ordering's), and no part is left."""
+    error naming it and the input (the launches' sorter's, or on an input
+    out of time order the ordering's), and no part is left."""
     spill, out = os.path.join(tmp, "spill"), os.path.join(tmp, "real_small")
     os.makedirs(spill, exist_ok=True)
     split(tools, path, out, "--by-step", "--memory", "256K", "--tmpdir", spill)
@@ -158,8 +158,8 @@ def split_spilled(tools, tmp, rel, path, whole, launches):
     bad, out = os.path.join(tmp, "no", "such", "dir"), os.path.join(tmp, "real_bad")
     p = subprocess.run([os.path.join(tools, "trace-split"), path, "-o", out, "--name", "p", "-q", "--by-step",
                         "--memory", "256K", "--tmpdir", bad], capture_output=True, text=True)
-    check("%s: --by-step, --tmpdir that cannot be made: exit 1 naming it, no part" % rel,
-          p.returncode == 1 and bad in p.stderr and not (os.path.isdir(out) and os.listdir(out)),
+    check("%s: --by-step, --tmpdir that cannot be made: exit 1 naming it and the input, no part" % rel,
+          p.returncode == 1 and bad in p.stderr and path in p.stderr and not (os.path.isdir(out) and os.listdir(out)),
           (p.returncode, p.stderr.strip()[-300:]))
 
 
