@@ -799,6 +799,20 @@ static uint64_t both(const unsigned char *p, size_t n, unsigned threads, int str
 			break;
 		if (!tk_event_equal(ea, eb))
 			fail_msg("event %llu differs on %u threads", (unsigned long long)k, threads);
+		/* the counters and the warnings grow at the same events */
+		tk_tkb_info ia = {0}, ib = {0};
+		tk_reader_tkb_info(a, &ia);
+		tk_reader_tkb_info(b, &ib);
+		size_t wa = 0, wb = 0;
+		while (tk_reader_warning(a, wa))
+			wa++;
+		while (tk_reader_warning(b, wb))
+			wb++;
+		if (ia.lost_events != ib.lost_events || ia.bad_chunks != ib.bad_chunks ||
+		    ia.skipped_bytes != ib.skipped_bytes || wa != wb)
+			fail_msg("event %llu: counters or warnings differ on %u threads (lost %llu/%llu, warnings %zu/%zu)",
+			         (unsigned long long)k, threads, (unsigned long long)ia.lost_events,
+			         (unsigned long long)ib.lost_events, wa, wb);
 		k++;
 	}
 	uint64_t batched = 0;
@@ -871,6 +885,28 @@ static void test_threads_lockstep(void **state)
 		free_file(&f);
 	}
 	assert_true(batched > 1000); /* the threads did decode */
+	/* an error after the end chunk (the bytes after it are over the value
+	 * limit) leaves the file complete, on any number of threads */
+	tfile f;
+	make_file(&f, 500, 60, 0, NULL);
+	size_t n = f.n + (3u << 20);
+	unsigned char *p = calloc(1, n);
+	memcpy(p, f.p, f.n);
+	for (unsigned t = 1; t <= 3; t += 2) {
+		tk_reader_opts o = {.threads = t, .max_value_bytes = 1u << 20};
+		tk_reader *r;
+		assert_int_equal(tk_reader_open_memory(&r, p, n, "tail.tkb", &o), TK_OK);
+		evlist got = {0};
+		assert_true(read_all(r, &got) < 0);
+		assert_int_equal(got.n, 500);
+		tk_tkb_info in;
+		assert_int_equal(tk_reader_tkb_info(r, &in), 0);
+		assert_true(in.complete);
+		ev_free(&got);
+		tk_reader_free(r);
+	}
+	free(p);
+	free_file(&f);
 }
 
 static int compare_readers(tk_reader *a, tk_reader *b, const char *f)

@@ -11,6 +11,7 @@
 #define TK__TKB_HDR_MAX (1u << 20)  /* largest file header body accepted */
 #define TK__TKB_GAP_MAX (1u << 22)  /* most dictionary ids a lost chunk may have held */
 #define TK__TKB_THREADS 64          /* most decoding threads */
+#define TK__TKB_AHEAD (1u << 20)    /* payload bytes read ahead per thread, past the first chunk */
 
 enum { ST_CHUNKS, ST_EVENTS, ST_END };
 
@@ -94,6 +95,10 @@ typedef struct tjob {
 	int end;          /* DEC_OK (every record read), DEC_REST, DEC_BAD or TK_ERR_NOMEM */
 	const char *bad;  /* DEC_BAD: what */
 	uint64_t missed;  /* events dropped for a string of a lost chunk */
+	uint32_t *before; /* per event kept: the events dropped before it */
+	size_t before_cap;
+	uint64_t counted; /* of missed, those counted as the events were handed out */
+	int complete;     /* the END chunk was read (J_END, or J_FAIL after it) */
 	uint32_t rest;    /* DEC_REST: the events left, that one included */
 } tjob;
 
@@ -105,7 +110,6 @@ typedef struct tstate {
 	tk__buf chunk; /* payload of the chunk being read, decompressed */
 	const unsigned char *p, *e; /* the dictionaries' reading */
 	uint32_t chunk_no;
-	uint64_t chunk_at; /* the chunk whose events are handed out */
 	/* the dictionaries (tdict) */
 	tk_sv *strs;
 	unsigned char *sok;
@@ -124,6 +128,7 @@ typedef struct tstate {
 	/* reading ahead: jobs in file order, the counts found since the last */
 	tjob *head, *tail, *spare;
 	size_t n_jobs, max_jobs;
+	size_t ahead, max_ahead; /* the queued chunks' payload bytes, and their most */
 	int rd_end; /* the last job is read */
 	uint64_t pend_bad, pend_skipped, pend_lost;
 	tjob *cur;  /* the J_EVENTS job being handed out */
@@ -158,6 +163,7 @@ static void job_free(tjob *j)
 	free(j->ev);
 	tk__buf_free(&j->text);
 	free(j->notes);
+	free(j->before);
 	free(j);
 }
 
@@ -558,6 +564,7 @@ static int next_chunk(tk_reader *r, tjob *j)
 		case TK__C_ANCHOR: j->kind = J_ANCHOR; break;
 		case TK__C_END:
 			j->kind = J_END;
+			j->complete = 1;
 			return after_end(r);
 		case TK__C_EVENTS: {
 			if ((rc = read_dicts(r, j->at)) != 0)
@@ -1064,8 +1071,10 @@ static int batch_keep(tdec *d, tjob *j)
 {
 	tk_event *ev = &d->ev;
 	tk__buf *t = &d->args;
-	if (tk__grow(&j->ev, &j->ev_cap, j->n + 1, sizeof *j->ev, 1024))
+	if (tk__grow(&j->ev, &j->ev_cap, j->n + 1, sizeof *j->ev, 1024) ||
+	    tk__grow(&j->before, &j->before_cap, j->n + 1, sizeof *j->before, 1024))
 		return TK_ERR_NOMEM;
+	j->before[j->n] = (uint32_t)j->missed;
 	if (ev->args.ptr) {
 		t->len = d->abase + ev->args.len + 1; /* and its NUL */
 		ev->args.ptr = (const char *)(uintptr_t)(d->abase + 1);
@@ -1233,6 +1242,7 @@ static void pool_start(tk_reader *r)
 	}
 	s->pool = P;
 	s->max_jobs = nth + 2;
+	s->max_ahead = (size_t)nth * TK__TKB_AHEAD;
 }
 
 /* A job to read into: a spare one, or a new one. */
@@ -1244,11 +1254,13 @@ static tjob *job_take(tstate *s)
 	else if (!(j = calloc(1, sizeof *j)))
 		return NULL;
 	j->next = NULL;
+	j->pay.len = 0;
 	j->status = J_READ;
 	j->batch = 0;
 	j->n = j->idx = 0;
 	j->end = DEC_OK;
-	j->missed = j->rest = 0;
+	j->missed = j->rest = j->counted = 0;
+	j->complete = 0;
 	j->bad_chunks = j->skipped_bytes = j->lost_events = 0;
 	return j;
 }
@@ -1302,7 +1314,7 @@ static tjob *next_job(tk_reader *r)
 	tpool *P = s->pool;
 	if (P)
 		pthread_mutex_lock(&P->mu);
-	while (!s->rd_end && s->n_jobs < s->max_jobs) {
+	while (!s->rd_end && s->n_jobs < s->max_jobs && (!s->n_jobs || s->ahead < s->max_ahead)) {
 		tjob *j = job_take(s);
 		if (!j)
 			break;
@@ -1317,6 +1329,7 @@ static tjob *next_job(tk_reader *r)
 			s->head = j;
 		s->tail = j;
 		s->n_jobs++;
+		s->ahead += j->pay.len;
 		if (P)
 			pthread_cond_broadcast(&P->cv_w);
 	}
@@ -1335,6 +1348,7 @@ static tjob *next_job(tk_reader *r)
 		if (!s->head)
 			s->tail = NULL;
 		s->n_jobs--;
+		s->ahead -= j->pay.len;
 	}
 	if (P)
 		pthread_mutex_unlock(&P->mu);
@@ -1352,11 +1366,12 @@ static int begin_job(tk_reader *r, tjob *j)
 	s->info.bad_chunks += j->bad_chunks;
 	s->info.skipped_bytes += j->skipped_bytes;
 	s->info.lost_events += j->lost_events;
+	if (j->complete) /* an error after the end chunk leaves the file complete */
+		s->info.complete = 1;
 	switch (j->kind) {
 	case J_FAIL: return tk__err_copy(&r->err, &j->err);
 	case J_TRUNC: return truncated_at(r, j->at, j->tail, j->where);
 	case J_END:
-		s->info.complete = 1;
 		s->st = ST_END;
 		return 0;
 	case J_META: return read_meta(r, j);
@@ -1365,7 +1380,6 @@ static int begin_job(tk_reader *r, tjob *j)
 	}
 	if (!j->count)
 		return 0;
-	s->chunk_at = j->at;
 	s->batched += (uint64_t)j->batch;
 	s->cur = j;
 	s->st = ST_EVENTS;
@@ -1392,14 +1406,18 @@ static int job_event(tk_reader *r, tjob *j, const tk_event **ev)
 {
 	tstate *s = r->fs;
 	if (j->batch) {
+		/* the events dropped before each kept one are counted as it is
+		 * handed out, as on one thread */
+		uint64_t upto = j->idx < j->n ? j->before[j->idx] : j->missed;
+		s->lost_strings += upto - j->counted;
+		s->info.lost_events += upto - j->counted;
+		j->counted = upto;
 		if (j->idx < j->n) {
 			if (j->notes)
 				r->note_par = j->notes + j->idx * r->opts.note_size;
 			*ev = &j->ev[j->idx++];
 			return TK_OK;
 		}
-		s->lost_strings += j->missed;
-		s->info.lost_events += j->missed;
 	} else {
 		for (;;) {
 			int rc = dec_next(&s->dec, j);
@@ -1427,7 +1445,17 @@ static int job_event(tk_reader *r, tjob *j, const tk_event **ev)
 	return DEC_DONE;
 }
 
+static int tkb_next1(tk_reader *r, const tk_event **ev);
+
 static int tkb_next(tk_reader *r, const tk_event **ev)
+{
+	int rc = tkb_next1(r, ev);
+	if (rc != TK_OK)
+		pool_free(r->fs); /* the reader has ended: its threads too */
+	return rc;
+}
+
+static int tkb_next1(tk_reader *r, const tk_event **ev)
 {
 	tstate *s = r->fs;
 	if (!s->pool_tried && s->st != ST_END)
