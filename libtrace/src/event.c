@@ -149,3 +149,17 @@ void tk__batch_fix(tk_event *ev, size_t n, const tk__buf *text)
 				sv[k]->ptr = text->p + ((uintptr_t)sv[k]->ptr - 1);
 	}
 }
+
+void tk__batch_notes(const tk_reader_opts *o, const tk_event *ev, size_t n, unsigned char **notes, size_t *cap)
+{
+	if (!o->note_fn)
+		return;
+	if (n > *cap) {
+		free(*notes);
+		*cap = 0;
+		if ((*notes = malloc(n * o->note_size)) != NULL)
+			*cap = n;
+	}
+	for (size_t i = 0; *notes && i < n; i++)
+		o->note_fn(o->note_ctx, &ev[i], *notes + i * o->note_size);
+}

@@ -307,6 +307,11 @@ int tk__coll_key(const tk_event *ev, char *buf, size_t cap, size_t *len);
  * pointers again. 0 or TK_ERR_NOMEM. */
 int tk__batch_copy(tk_event *dst, const tk_event *ev, tk__buf *text);
 void tk__batch_fix(tk_event *ev, size_t n, const tk__buf *text);
+/* The reader's note (opts->note_fn) on each of a batch's n events, on the
+ * thread that parsed them, into *notes (room for *cap events, grown as
+ * needed). Without room (out of memory) *notes is NULL and the reader
+ * writes each note as it hands the event out. */
+void tk__batch_notes(const tk_reader_opts *o, const tk_event *ev, size_t n, unsigned char **notes, size_t *cap);
 
 /* 1 if both ids have the same kind and value. */
 int tk__id_eq(const tk_id *a, const tk_id *b);

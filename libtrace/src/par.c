@@ -262,15 +262,7 @@ static void parse_block(tk__par *P, tk_reader *w, blk *b)
 	tk__batch_fix(b->ev, b->n, &b->text);
 	/* the caller's notes on the events, here on the parsing thread (without
 	 * room for them, the reader writes each as it hands the event out) */
-	const tk_reader_opts *o = &P->r->opts;
-	if (o->note_fn && b->n > b->notes_cap) {
-		free(b->notes);
-		b->notes_cap = 0;
-		if ((b->notes = malloc(b->n * o->note_size)) != NULL)
-			b->notes_cap = b->n;
-	}
-	for (size_t i = 0; o->note_fn && b->notes && i < b->n; i++)
-		o->note_fn(o->note_ctx, &b->ev[i], b->notes + i * o->note_size);
+	tk__batch_notes(&P->r->opts, b->ev, b->n, &b->notes, &b->notes_cap);
 	b->nl = tk__count_nl(b->p, b->len);
 	const unsigned char *nl = b->nl ? memrchr(b->p, '\n', b->len) : NULL;
 	b->last_nl = nl ? (size_t)(nl - b->p) + 1 : 0;

@@ -1121,14 +1121,7 @@ static void decode_batch(tdec *d, tjob *j, const tk_reader_opts *o)
 	d->args = own;
 	d->append = 0;
 	tk__batch_fix(j->ev, j->n, &j->text);
-	if (o->note_fn && j->n > j->notes_cap) {
-		free(j->notes);
-		j->notes_cap = 0;
-		if ((j->notes = malloc(j->n * o->note_size)) != NULL)
-			j->notes_cap = j->n;
-	}
-	for (size_t i = 0; o->note_fn && j->notes && i < j->n; i++)
-		o->note_fn(o->note_ctx, &j->ev[i], j->notes + i * o->note_size);
+	tk__batch_notes(o, j->ev, j->n, &j->notes, &j->notes_cap);
 	j->idx = 0;
 	j->batch = 1;
 }
