@@ -1,4 +1,4 @@
-/* stats_caller.c: the time trace-stats' tables take on the caller's thread, with and without the args members read ahead on the parse threads (tk_stats_note). */
+/* stats_caller.c: the time trace-stats' tables take on the caller's thread, with and without the args members read ahead on the parse threads (tk_stats_note) and the ops' nesting on a thread of its own. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +22,8 @@ static int usage(void)
 	      "caller's thread: what bounds trace-stats when enough threads parse. MODE:\n"
 	      "  read   the caller reads each event's args members itself (tk_stats_add)\n"
 	      "  notes  the parse threads read them (tk_stats_note, tk_stats_add_noted)\n"
+	      "  nest   as notes, with the ops' nesting on a thread of its own\n"
+	      "         (tk_stats_opts.threads = N), as the tools build them\n"
 	      "  none   no tables: the cost of the timing alone, to subtract\n",
 	      stderr);
 	return 2;
@@ -38,11 +40,13 @@ int main(int argc, char **argv)
 	if (argc - i != 2)
 		return usage();
 	const char *mode = argv[i], *path = argv[i + 1];
-	int notes = strcmp(mode, "notes") == 0, none = strcmp(mode, "none") == 0;
+	int nest = strcmp(mode, "nest") == 0;
+	int notes = nest || strcmp(mode, "notes") == 0, none = strcmp(mode, "none") == 0;
 	if (!notes && !none && strcmp(mode, "read") != 0)
 		return usage();
 	tk_stats_opts so = {0};
 	so.flops = TK_FLOPS_TORCH;
+	so.threads = nest ? threads : 0;
 	tk_reader_opts ro = {0};
 	ro.threads = threads;
 	if (notes) {

@@ -9,7 +9,9 @@
  *       with the args members read ahead as the reader's notes
  *       (tk_stats_note, tk_stats_add_noted);
  *   S2  from the same events written as .tkb into a memory file and read
- *       back (other string pointers, other interning);
+ *       back (other string pointers, other interning), with the CPU ops'
+ *       nesting and the GPU attribution on a thread of its own
+ *       (tk_stats_opts.threads);
  *   S3  from copies of the events with a pending budget of 1 to 4 CPU ops,
  *       so that every thread is flushed over and over, and 16 KiB for
  *       the sorting of the steps and launch tables, which spill runs.
@@ -615,8 +617,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		     tk_writer_write(w, ev) == TK_OK;
 	}
 	ok = ok && tk_writer_close(w) == TK_OK;
-	/* S2: the .tkb read back */
-	if (ok && (s2 = new_stats(&so))) {
+	/* S2: the .tkb read back, the nesting on its thread */
+	tk_stats_opts so2 = so;
+	so2.threads = 2;
+	if (ok && (s2 = new_stats(&so2))) {
 		tk_reader *r2 = NULL;
 		lseek(fd, 0, SEEK_SET);
 		FZ_CHECK(WHO, tk_reader_open_fd(&r2, fd, "(tkb)", &ro) == TK_OK, "the .tkb copy does not open");

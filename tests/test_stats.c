@@ -1302,12 +1302,14 @@ static tl_ev *attr_events(size_t *n_out, int64_t *want_dev)
 	return v;
 }
 
-static tk_stats *attr_stats(const tl_ev *v, size_t n, size_t memory, const char *tmpdir, int *failed)
+static tk_stats *attr_stats_n(const tl_ev *v, size_t n, size_t memory, const char *tmpdir, int *failed,
+                              size_t max_pending, unsigned threads)
 {
 	tk_stats_opts o = {0};
 	o.memory_bytes = memory;
 	o.tmpdir = tmpdir;
-	o.max_pending = 4096; /* processed as they come: the kernels find their ops in the maps */
+	o.max_pending = max_pending;
+	o.threads = threads;
 	tk_stats *s = NULL;
 	assert_int_equal(tk_stats_new(&s, &o), 0);
 	int rc = 0;
@@ -1317,6 +1319,99 @@ static tk_stats *attr_stats(const tl_ev *v, size_t n, size_t memory, const char 
 		rc = tk_stats_finish(s);
 	*failed = rc;
 	return s;
+}
+
+static tk_stats *attr_stats(const tl_ev *v, size_t n, size_t memory, const char *tmpdir, int *failed)
+{
+	/* processed as they come: the kernels find their ops in the maps */
+	return attr_stats_n(v, n, memory, tmpdir, failed, 4096, 0);
+}
+
+/* Every op row and count of a and b the same. */
+static void same_ops(const tk_stats *a, const tk_stats *b)
+{
+	assert_int_equal(tk_stats_op_count(a), tk_stats_op_count(b));
+	for (size_t i = 0; i < tk_stats_op_count(a); i++) {
+		const tk_stats_op *x = tk_stats_op_get(a, i), *y = tk_stats_op_get(b, i);
+		assert_string_equal(x->name, y->name);
+		assert_int_equal(x->is_device, y->is_device);
+		assert_int_equal(x->count, y->count);
+		assert_int_equal(x->self_cpu, y->self_cpu);
+		assert_int_equal(x->cpu_total, y->cpu_total);
+		assert_int_equal(x->self_dev, y->self_dev);
+		assert_int_equal(x->dev_total, y->dev_total);
+		assert_int_equal(x->flops, y->flops);
+	}
+	const tk_stats_info *p = tk_stats_get_info(a), *q = tk_stats_get_info(b);
+	assert_int_equal(p->unattributed, q->unattributed);
+	assert_int_equal(p->late, q->late);
+	assert_int_equal(p->ops, q->ops);
+	assert_int_equal(p->apis, q->apis);
+	assert_int_equal(p->device, q->device);
+}
+
+/* The nesting and the attribution on a thread of their own (threads 2),
+ * and on the caller's when that thread cannot start: the same tables as
+ * on the caller's thread, with the pending events flushed early (late ops,
+ * GPU time deferred and retried) and the events past one block of
+ * records; an error found there comes back with its message. */
+static void test_nest_thread(void **st)
+{
+	(void)st;
+	size_t n;
+	int64_t want[3];
+	tl_ev *v = attr_events(&n, want);
+	/* the kernels first: deferred, retried at each flush; every 7th op
+	 * moved back in time, to come late after a flush */
+	tl_ev *w = malloc(n * sizeof *w);
+	assert_non_null(w);
+	size_t k = 0;
+	for (size_t i = 2 * AOPS; i < n; i++)
+		w[k++] = v[i];
+	for (size_t i = 0; i < 2 * AOPS; i++) {
+		w[k] = v[i]; /* (its args still v's) */
+		if (i % 14 == 0)
+			w[k].ev.ts -= 300000;
+		k++;
+	}
+	static const size_t budgets[] = {4096, 100, 3};
+	for (int t = 0; t < 2; t++)
+		for (size_t b = 0; b < 3; b++) {
+			const tl_ev *in = t ? w : v;
+			int rc;
+			tk_stats *a = attr_stats_n(in, n, 0, NULL, &rc, budgets[b], 0);
+			assert_int_equal(rc, 0);
+			tk_stats *c = attr_stats_n(in, n, 0, NULL, &rc, budgets[b], 2);
+			assert_int_equal(rc, 0);
+			same_ops(a, c);
+			tk_stats_free(c);
+			tk__no_threads = 1;
+			c = attr_stats_n(in, n, 0, NULL, &rc, budgets[b], 2);
+			tk__no_threads = 0;
+			assert_int_equal(rc, 0);
+			same_ops(a, c);
+			if (t && b == 1) /* what this test means to cover happened */
+				assert_true(tk_stats_get_info(a)->late > 0);
+			if (!t)
+				assert_int_equal(tk_stats_get_info(a)->unattributed, 0);
+			tk_stats_free(a);
+			tk_stats_free(c);
+		}
+	/* a page of the id maps that cannot go out: the thread's error, named */
+	int rc;
+	tk_stats *c = attr_stats_n(v, n, 256 << 10, "/nonexistent/tk_nest", &rc, 4096, 2);
+	assert_true(rc < 0);
+	assert_non_null(strstr(tk_stats_error(c), "/nonexistent/tk_nest"));
+	tk_stats_free(c);
+	/* freed while the thread has records, without tk_stats_finish */
+	tk_stats_opts o = {0};
+	o.threads = 2;
+	assert_int_equal(tk_stats_new(&c, &o), 0);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(tk_stats_add(c, &v[i].ev), 0);
+	tk_stats_free(c);
+	free(w);
+	free(v);
 }
 
 static void test_attribution_paged(void **st)
@@ -1645,6 +1740,7 @@ int main(void)
 		cmocka_unit_test(test_steps_ranks),
 		cmocka_unit_test(test_idmap_paged),
 		cmocka_unit_test(test_attribution_paged),
+		cmocka_unit_test(test_nest_thread),
 		cmocka_unit_test(test_durs_describe),
 		cmocka_unit_test(test_collectives_paged),
 		cmocka_unit_test(test_memory_bounded),

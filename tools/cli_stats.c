@@ -157,6 +157,9 @@ static int add_all(tk_reader *r, const cli_stats_req *q, const tk_stats_opts *so
 	int rc = 0, whole = 0;
 	*span = 0;
 	so = &rso;
+	/* the ops' nesting on a thread of its own beside the parse threads;
+	 * not for each rank of a merged trace (one thread per rank) */
+	rso.threads = q->ropts.threads;
 	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK) {
 		tick(prog, r, NULL);
 		if (whole) {
@@ -168,6 +171,7 @@ static int add_all(tk_reader *r, const cli_stats_req *q, const tk_stats_opts *so
 		size_t ranks;
 		if (!out->n && tk_merge_pid_span(r, &sp) == 0 && q->per_rank) {
 			*span = sp;
+			rso.threads = 0;
 			/* the ranks share the memory of the GPU time line's sorting */
 			if (tk_merge_rank_count(r, &ranks) == 0 && ranks > 1) {
 				rso.memory_bytes = (rso.memory_bytes ? rso.memory_bytes : TK_STATS_MEMORY_DEFAULT) / ranks;

@@ -113,9 +113,7 @@ int tk_stats_new(tk_stats **out, const tk_stats_opts *opts)
 		}
 		s->opts.cats = NULL;
 	}
-	s->n_chains = 1; /* chain 0 = no op */
-	if (tk__grow(&s->chain_key, &s->cap_chains, 1024, sizeof *s->chain_key, 16) ||
-	    !(s->chain_parent = malloc(s->cap_chains * sizeof *s->chain_parent))) {
+	if (tk__nest_init(&s->nest, &s->opts, s->opts.max_pending)) {
 		tk_stats_free(s);
 		return TK_ERR_NOMEM;
 	}
@@ -149,7 +147,7 @@ int tk_stats_new(tk_stats **out, const tk_stats_opts *opts)
 	 * an eighth of the memory each, at least 4 pages, the rest paged out */
 	if (!rc && s->opts.tmpdir && !(s->tmpdir = tk__strdup(s->opts.tmpdir)))
 		rc = TK_ERR_NOMEM;
-	tk__pool *pools[4] = {&s->ext_map.pool, &s->corr_map.pool, &s->dur_pool, &s->coll_pool};
+	tk__pool *pools[4] = {&s->nest.ext_map.pool, &s->nest.corr_map.pool, &s->dur_pool, &s->coll_pool};
 	static const char *const whose[4] = {"the GPU attribution's id map", "the GPU attribution's id map",
 	                                     "the durations of the summaries", "the starts of the collectives"};
 	for (int i = 0; i < 4; i++) {
@@ -181,19 +179,10 @@ void tk_stats_free(tk_stats *s)
 	free(s->sums);
 	tk__pool_free(&s->dur_pool);
 	tk__map_free(&s->sum_index);
-	free(s->chain_key);
-	free(s->chain_parent);
-	tk__map_free(&s->chain_index);
-	tk__idmap_free(&s->ext_map);
-	tk__idmap_free(&s->corr_map);
+	tk__nest_free(&s->nest);
 	tk__stats_free_flame(s);
-	for (size_t i = 0; i < s->n_threads; i++) {
-		free(s->threads[i].pend);
-		free(s->threads[i].stack);
-	}
 	free(s->threads);
 	tk__map_free(&s->thread_index);
-	free(s->defer);
 	tk_steps_free(s->st_steps);
 	tk__stats_free_steps(s);
 	free(s->step_rows);
@@ -266,14 +255,6 @@ static uint32_t op_row(tk_stats *s, tk_sv name, tk_sv shapes, int dev)
 	return (uint32_t)s->n_ops;
 }
 
-static void first_seen(tk__oprow *row, int64_t ts, int64_t dur)
-{
-	if (ts < row->first_ts || (ts == row->first_ts && tk__sat_add(ts, dur) > row->first_end)) {
-		row->first_ts = ts;
-		row->first_end = tk__sat_add(ts, dur);
-	}
-}
-
 static tk__sumrow *sum_row(tk_stats *s, tk_sv name, int cls)
 {
 	tk_sv nm = intern(s, name.ptr, name.len);
@@ -307,28 +288,6 @@ static int sum_add(tk_stats *s, uint32_t sum, int64_t dur, uint64_t bytes)
 	if (dur > r->pub.max)
 		r->pub.max = dur;
 	return tk__durs_add(&s->dur_pool, &r->durs, dur);
-}
-
-/* Chain id for (row, parent chain); 0 on allocation failure. */
-static uint32_t chain_of(tk_stats *s, uint32_t row, uint32_t parent)
-{
-	uint64_t key = (uint64_t)row << 32 | parent;
-	uint32_t c = (uint32_t)tk__map_get0(&s->chain_index, key);
-	if (c)
-		return c;
-	size_t cap = s->cap_chains;
-	if (tk__grow(&s->chain_key, &s->cap_chains, s->n_chains + 1, sizeof *s->chain_key, 16))
-		return 0;
-	if (cap != s->cap_chains) {
-		uint32_t *np = realloc(s->chain_parent, s->cap_chains * sizeof *np);
-		if (!np)
-			return 0;
-		s->chain_parent = np;
-	}
-	c = (uint32_t)s->n_chains++;
-	s->chain_key[c] = row;
-	s->chain_parent[c] = parent;
-	return tk__map_put_int(&s->chain_index, key, c) ? 0 : c;
 }
 
 /* ---- CPU ops: per-thread time order and nesting ---- */
@@ -445,9 +404,17 @@ static void pend_sort_ix(const tk__pend *v, uint32_t *ix, size_t n, uint32_t *tm
  * extra memory well under the events' own. */
 int tk__pend_sort(tk__pend *v, size_t n, size_t n_sorted)
 {
-	size_t n_new = n - n_sorted, n_tmp = n_sorted > n_new / 2 ? n_sorted : n_new / 2;
-	if (n < 2 || !n_new)
+	if (n < 2 || n_sorted >= n)
 		return 0;
+	/* a thread's events mostly come in time order: the sorted prefix is
+	 * extended over them, and when it covers all nothing moves */
+	if (!n_sorted)
+		n_sorted = 1;
+	while (n_sorted < n && !pend_before(&v[n_sorted], &v[n_sorted - 1]))
+		n_sorted++;
+	if (n_sorted == n)
+		return 0;
+	size_t n_new = n - n_sorted, n_tmp = n_sorted > n_new / 2 ? n_sorted : n_new / 2;
 	if (n > UINT32_MAX)
 		return TK_ERR_LIMIT;
 	uint32_t *ix = malloc((n + n_tmp) * sizeof *ix);
@@ -492,138 +459,6 @@ tk__frame *tk__parent_frame(tk__thread *t, const tk__pend *p, int late)
 			return top;
 	}
 	return NULL;
-}
-
-/* Attribute a GPU activity's time to the ops on call path `c`. */
-static void attribute(tk_stats *s, uint32_t c, int64_t dur)
-{
-	s->ops[s->chain_key[c] - 1].pub.self_dev += dur;
-	for (; c; c = s->chain_parent[c])
-		s->ops[s->chain_key[c] - 1].pub.dev_total += dur;
-}
-
-/* Call path of the launching op: by External id when the trace links it
- * (some Kineto builds write External id == correlation, unlinked), else
- * through the runtime call with the same correlation. */
-static uint32_t resolve(tk_stats *s, int64_t ext, int64_t corr)
-{
-	uint32_t c = 0;
-	if (ext > 0 && ext != corr)
-		c = tk__idmap_get(&s->ext_map, (uint64_t)ext);
-	if (!c && corr > 0)
-		c = tk__idmap_get(&s->corr_map, (uint64_t)corr);
-	return c;
-}
-
-/* Retry deferred GPU activities; with `final`, the rest are unattributed. */
-static void retry_deferred(tk_stats *s, int final)
-{
-	size_t k = 0;
-	for (size_t i = 0; i < s->n_defer; i++) {
-		tk__defer *d = &s->defer[i];
-		uint32_t c = resolve(s, d->ext, d->corr);
-		if (c)
-			attribute(s, c, d->dur);
-		else if (final)
-			s->info.unattributed++;
-		else
-			s->defer[k++] = *d;
-	}
-	s->n_defer = k;
-}
-
-/* An API call processed after later ops: its op is found by External id. */
-static tk__frame *late_api_parent(tk_stats *s, const tk__pend *p, tk__frame *tmp)
-{
-	uint32_t c = p->ext > 0 && p->ext != p->corr ? tk__idmap_get(&s->ext_map, (uint64_t)p->ext) : 0;
-	if (!c)
-		return NULL;
-	*tmp = (tk__frame){0, 0, s->chain_key[c], c, 0};
-	return tmp;
-}
-
-static int process_op(tk_stats *s, tk__thread *t, const tk__pend *p)
-{
-	int late = t->started && p->ts < t->frontier;
-	tk__frame tmp, *par = tk__parent_frame(t, p, late);
-	if (late && p->api && !par)
-		par = late_api_parent(s, p, &tmp);
-	tk__oprow *row = &s->ops[p->key - 1];
-	row->pub.count++;
-	row->pub.cpu_total += p->dur;
-	row->pub.self_cpu += p->dur;
-	first_seen(row, p->ts, p->dur);
-	if (par)
-		s->ops[par->key - 1].pub.self_cpu -= p->dur;
-	uint64_t fl = p->flops;
-	int counted = par && par->counted;
-	if (s->opts.flops == TK_FLOPS_EXTENDED && counted)
-		fl = 0; /* the outermost counted op has these FLOPs already */
-	row->pub.flops += fl;
-	/* an API call adds no level: its kernels belong to the enclosing op */
-	uint32_t chain = p->api ? (par ? par->chain : 0) : chain_of(s, p->key, par ? par->chain : 0);
-	if (!p->api && !chain)
-		return TK_ERR_NOMEM;
-	int rc = 0;
-	if (!p->api && p->ext > 0)
-		rc = tk__idmap_put(&s->ext_map, (uint64_t)p->ext, chain);
-	else if (p->api && chain && p->corr > 0)
-		rc = tk__idmap_put(&s->corr_map, (uint64_t)p->corr, chain);
-	if (rc)
-		return rc;
-	if (late) {
-		s->info.late++;
-		return 0;
-	}
-	t->started = 1;
-	t->frontier = p->ts;
-	if (tk__grow(&t->stack, &t->cap_stack, t->depth + 1, sizeof *t->stack, 16))
-		return TK_ERR_NOMEM;
-	t->stack[t->depth++] = (tk__frame){p->ts, tk__sat_add(p->ts, p->dur), p->key, chain, counted || fl > 0};
-	return 0;
-}
-
-/* Sort a thread's pending events and process the first `n` of them. */
-static int flush_thread(tk_stats *s, tk__thread *t, size_t n)
-{
-	int rc = tk__pend_sort(t->pend, t->n_pend, t->n_sorted);
-	if (rc)
-		return tk__err_msg(&s->err, rc, rc == TK_ERR_NOMEM ? "out of memory"
-		                                                : "too many pending events on one thread");
-	for (size_t i = 0; i < n; i++) {
-		if ((rc = process_op(s, t, &t->pend[i])) != 0)
-			return tk__stats_map_fail(s, rc);
-	}
-	if (t->n_pend > n) /* (a thread with none has no array) */
-		memmove(t->pend, t->pend + n, (t->n_pend - n) * sizeof *t->pend);
-	t->n_pend -= n;
-	t->n_sorted = t->n_pend;
-	s->n_pending -= n;
-	return 0;
-}
-
-/* Process every pending event; deferred GPU activities that still find no
- * op will not find one later (Kineto writes CPU events first). */
-static int flush_all(tk_stats *s)
-{
-	for (size_t i = 0; i < s->n_threads; i++) {
-		int rc = flush_thread(s, &s->threads[i], s->threads[i].n_pend);
-		if (rc)
-			return rc;
-	}
-	retry_deferred(s, 1);
-	return 0;
-}
-
-/* Keep memory bounded: process the older half of the fullest thread, or
- * everything when deferred GPU activities fill the budget. */
-static int over_budget(tk_stats *s, tk__thread *t)
-{
-	if (s->n_defer > s->opts.max_pending / 2 || !t)
-		return flush_all(s);
-	int rc = flush_thread(s, t, t->n_pend / 2 + 1);
-	retry_deferred(s, 0);
-	return rc;
 }
 
 /* ---- args: one pass over the object for every member the stats read ---- */
@@ -779,6 +614,32 @@ static void members(const tk_stats *s, const tk_event *ev, unsigned need, unsign
 		read_members(ev, need, fl, s->opts.flops, m);
 }
 
+/* The record to the nesting: 0 or its error, in s->err. */
+static int nest_add(tk_stats *s, const tk__nrec *r)
+{
+	int rc = tk__nest_add(&s->nest, r);
+	return rc ? tk__err_msg(&s->err, rc, "%s", tk__nest_error(&s->nest)) : 0;
+}
+
+/* What the nesting added to the rows, and its counts. */
+static void merge_nest(tk_stats *s)
+{
+	const tk__nest *n = &s->nest;
+	for (size_t i = 0; i < n->n_rows && i < s->n_ops; i++) {
+		const tk__nrow *d = &n->rows[i];
+		tk_stats_op *o = &s->ops[i].pub;
+		o->count += d->count;
+		o->flops += d->flops;
+		o->self_cpu += d->self_cpu;
+		o->cpu_total += d->cpu_total;
+		o->self_dev += d->self_dev;
+		o->dev_total += d->dev_total;
+		tk__first_seen(&s->ops[i].first_ts, &s->ops[i].first_end, d->first_ts, d->first_end);
+	}
+	s->info.late += n->late;
+	s->info.unattributed += n->unattributed;
+}
+
 /* CPU ops and API calls wait on their thread to be nested by time. */
 static int add_cpu(tk_stats *s, const tk_event *ev, const tk__namec *c, int api)
 {
@@ -787,27 +648,21 @@ static int add_cpu(tk_stats *s, const tk_event *ev, const tk__namec *c, int api)
 	members(s, ev, need, c->flops, &a);
 	uint32_t key = op_key(s, a.dims, c);
 	tk__thread *t = key ? thread_of(s, ev) : NULL;
-	if (!t || tk__grow(&t->pend, &t->cap_pend, t->n_pend + 1, sizeof *t->pend, 16))
-		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
-	tk__pend *p = &t->pend[t->n_pend++];
-	p->ts = ev->ts;
-	p->dur = ev->has & TK_HAS_DUR ? ev->dur : 0;
-	p->ext = a.ext_id;
-	p->corr = api ? a.corr_id : 0; /* ops are found by External id */
-	p->flops = a.flops;
-	p->key = key;
-	p->api = api;
+	if (!t)
+		return tk__stats_nomem(s);
+	int64_t dur = ev->has & TK_HAS_DUR ? ev->dur : 0;
 	if (api) {
 		s->info.apis++;
-		int rc = sum_add(s, c->sum, p->dur, 0);
+		int rc = sum_add(s, c->sum, dur, 0);
 		if (rc)
 			return tk__stats_map_fail(s, rc);
 	} else {
 		s->info.ops++;
 	}
-	if (++s->n_pending + s->n_defer > s->opts.max_pending)
-		return over_budget(s, t);
-	return 0;
+	/* ops are found by External id */
+	tk__nrec r = {ev->ts, dur, a.ext_id, api ? a.corr_id : 0, a.flops, key, (uint32_t)(t - s->threads),
+	              api ? TK__NREC_API : TK__NREC_OP};
+	return nest_add(s, &r);
 }
 
 static int add_device(tk_stats *s, const tk_event *ev, const tk__namec *nc, int cls)
@@ -821,21 +676,13 @@ static int add_device(tk_stats *s, const tk_event *ev, const tk__namec *nc, int 
 	row->pub.count++;
 	row->pub.self_dev += dur;
 	row->pub.dev_total += dur;
-	first_seen(row, ev->ts, dur);
+	tk__first_seen(&row->first_ts, &row->first_end, ev->ts, tk__sat_add(ev->ts, dur));
 	s->info.device++;
-	uint32_t c = resolve(s, ext, corr);
-	if (c) {
-		attribute(s, c, dur);
-	} else if (s->n_pending) {
-		if (tk__grow(&s->defer, &s->cap_defer, s->n_defer + 1, sizeof *s->defer, 16))
-			return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
-		s->defer[s->n_defer++] = (tk__defer){dur, ext, corr};
-		if (s->n_pending + s->n_defer > s->opts.max_pending && over_budget(s, NULL))
-			return TK_ERR_NOMEM;
-	} else {
-		s->info.unattributed++;
-	}
-	int rc = sum_add(s, nc->sum, dur, bytes > 0 ? (uint64_t)bytes : 0);
+	tk__nrec r = {ev->ts, dur, ext, corr, 0, 0, 0, TK__NREC_DEV};
+	int rc = nest_add(s, &r);
+	if (rc)
+		return rc;
+	rc = sum_add(s, nc->sum, dur, bytes > 0 ? (uint64_t)bytes : 0);
 	return rc ? tk__stats_map_fail(s, rc) : 0;
 }
 
@@ -922,8 +769,7 @@ int tk_stats_add_noted(tk_stats *s, const tk_event *ev, const void *note)
 
 int tk__stats_map_fail(tk_stats *s, int rc)
 {
-	const tk__pool *p = s->ext_map.pool.err ? &s->ext_map.pool : s->corr_map.pool.err ? &s->corr_map.pool
-	                  : s->dur_pool.err ? &s->dur_pool : NULL;
+	const tk__pool *p = s->dur_pool.err ? &s->dur_pool : NULL;
 	return tk__err_msg(&s->err, rc, "%s", p && rc != TK_ERR_NOMEM ? p->msg : "out of memory");
 }
 
@@ -966,11 +812,10 @@ int tk_stats_finish(tk_stats *s)
 {
 	if (!s || s->finished)
 		return TK_ERR_ARG;
-	int rc = flush_all(s);
+	int rc = tk__nest_finish(&s->nest);
 	if (rc)
-		return rc;
-	if (s->ext_map.pool.err || s->corr_map.pool.err) /* a page that could not be read back */
-		return tk__stats_map_fail(s, s->ext_map.pool.err ? s->ext_map.pool.err : s->corr_map.pool.err);
+		return tk__err_msg(&s->err, rc, "%s", tk__nest_error(&s->nest));
+	merge_nest(s);
 	if ((rc = tk__stats_finish_steps(s)) != 0 || (rc = tk__stats_finish_memory(s)) != 0)
 		return rc;
 	if ((rc = tk__stats_finish_coll(s)) != 0)
@@ -985,9 +830,7 @@ int tk_stats_finish(tk_stats *s)
 	for (size_t i = 0; i < s->n_ops; i++)
 		s->ops[i].pub.first = i;
 	tk__map_free(&s->op_index);
-	tk__map_free(&s->chain_index);
-	tk__idmap_free(&s->ext_map);
-	tk__idmap_free(&s->corr_map);
+	tk__nest_free(&s->nest);
 	return tk__stats_finish_sums(s);
 }
 

@@ -180,6 +180,67 @@ typedef struct tk__thread {
 	struct tk__thread *fl; /* the call paths' own (stats_flame.c), NULL until used */
 } tk__thread;
 
+/* ---- the ops' nesting and the GPU attribution (stats_nest.c) ---- */
+
+/* What the nesting takes of an event, in arrival order: a CPU op or API
+ * call (key: its op row + 1, thread: its trace thread's index), or a GPU
+ * activity (dur, ext, corr). */
+enum { TK__NREC_OP, TK__NREC_API, TK__NREC_DEV };
+typedef struct tk__nrec {
+	int64_t ts, dur, ext, corr;
+	uint64_t flops;
+	uint32_t key, thread;
+	int kind;
+} tk__nrec;
+
+/* What the nesting adds to an op row (by key - 1), summed into the rows at
+ * tk_stats_finish. */
+typedef struct tk__nrow {
+	uint64_t count, flops;
+	int64_t self_cpu, cpu_total, self_dev, dev_total;
+	int64_t first_ts, first_end; /* INT64_MAX, 0 until an op is seen */
+} tk__nrow;
+
+typedef struct tk__nblk tk__nblk;
+typedef struct tk__nest {
+	size_t max_pending;
+	int extended; /* TK_FLOPS_EXTENDED */
+	tk__nrow *rows;
+	size_t n_rows, cap_rows;
+	/* call paths: chain i = (chain_key[i], chain_parent[i]); 0 = none */
+	uint32_t *chain_key, *chain_parent;
+	size_t n_chains, cap_chains;
+	tk__map chain_index;
+	tk__idmap ext_map, corr_map;
+	tk__thread *threads; /* by the trace thread's index */
+	size_t n_threads, cap_threads;
+	size_t n_pending;
+	tk__defer *defer;
+	size_t n_defer, cap_defer;
+	uint64_t late, unattributed;
+	int rc; /* the error that ended the processing, its message in err */
+	tk__err err;
+	/* the thread, when running: blocks of records handed over in order */
+	int sync, running, done, stop;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	tk__nblk *cur, *queue, *queue_tail, *spare;
+	size_t n_blocks;
+} tk__nest;
+/* 0 or TK_ERR_NOMEM; with o->threads >= 2 a thread of its own processes
+ * the records (the caller does when it cannot start). */
+int tk__nest_init(tk__nest *n, const tk_stats_opts *o, size_t max_pending);
+/* 0, or the error that ended the processing (tk__nest_error), which on a
+ * thread may come some records after the one it was found at. */
+int tk__nest_add(tk__nest *n, const tk__nrec *r);
+/* Processes the rest, the thread ended: 0 or the error. */
+int tk__nest_finish(tk__nest *n);
+const char *tk__nest_error(const tk__nest *n);
+void tk__nest_free(tk__nest *n);
+/* Keeps the earliest (start, -end). */
+void tk__first_seen(int64_t *first_ts, int64_t *first_end, int64_t ts, int64_t end);
+
 /* A name's rows, cached by the event's name pointer (stats.c name_of). */
 typedef struct tk__namec {
 	const char *src, *name; /* the event's pointer; the interned copy */
@@ -202,20 +263,13 @@ struct tk_stats {
 	tk__sumrow *sums;
 	size_t n_sums, cap_sums;
 	tk__map sum_index;
-	/* call paths: chain i = (chain_key[i], chain_parent[i]); 0 = none */
-	uint32_t *chain_key, *chain_parent;
-	size_t n_chains, cap_chains;
-	tk__map chain_index;
-	tk__idmap ext_map, corr_map;
+	tk__nest nest; /* the ops' nesting and the GPU attribution */
 	tk__pool dur_pool; /* the summaries' durations */
-	tk__thread *threads;
+	tk__thread *threads; /* the call paths' (fl) */
 	size_t n_threads, cap_threads;
 	tk__map thread_index;
 	tk_id last_pid, last_tid; /* strings held in strs */
 	size_t last_thread;       /* index + 1 of the thread of the last CPU event */
-	size_t n_pending;
-	tk__defer *defer;
-	size_t n_defer, cap_defer;
 	/* the steps and launch tables (stats_steps.c): the steps; the launches
 	 * and GPU ops, in sorters until tk_stats_finish */
 	struct tk_steps *st_steps;

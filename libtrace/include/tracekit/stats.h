@@ -91,6 +91,15 @@ typedef struct tk_stats_opts {
 	 * 32 bits, and 16 bytes of bookkeeping per page. */
 	size_t memory_bytes;
 	const char *tmpdir;
+	/* 0 or 1: every table is built on the thread that adds the events.
+	 * 2 or more: the CPU ops' nesting by time and the GPU time attributed
+	 * to the ops that launched it are built on a thread of the stats
+	 * object's own, from records handed over in blocks (at most about
+	 * 2 MiB in flight): the same tables, with less work on the caller's
+	 * thread. An error found there (out of memory, an id map's page that
+	 * could not be read back) is returned by a later tk_stats_add or by
+	 * tk_stats_finish, with the same message. */
+	unsigned threads;
 } tk_stats_opts;
 
 typedef struct tk_stats tk_stats;
