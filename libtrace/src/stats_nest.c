@@ -392,8 +392,7 @@ const char *tk__nest_error(const tk__nest *n)
 void tk__nest_free(tk__nest *n)
 {
 	join(n, 1);
-	for (tk__nblk *b = n->cur; b; b = NULL)
-		free(b);
+	free(n->cur);
 	for (tk__nblk *b = n->queue, *nx; b; b = nx) {
 		nx = b->next;
 		free(b);

@@ -286,6 +286,7 @@ TK_API int tk_memory_event(const tk_event *ev, tk_memory_info *m);
 /* Counters a caller may want to warn about. */
 typedef struct tk_stats_info {
 	uint64_t events, ops, apis, device;
+	/* these two are counted at tk_stats_finish: */
 	uint64_t unattributed; /* GPU activities whose launching op was not found */
 	uint64_t late;         /* ops that arrived after their time was processed */
 	int64_t ts_min, ts_max;
