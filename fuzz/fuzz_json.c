@@ -107,6 +107,7 @@ static void par_lockstep(const uint8_t *data, size_t size, const tk_reader_opts 
 	tk_reader_opts o1 = *ro, o2 = *ro;
 	o1.threads = 1;
 	o2.threads = 2 + (unsigned)(size % 3);
+	o2.render_json = 1; /* the events' JSON written ahead too */
 	tk__par_block_bytes = 16 + size % 113;
 	tk__no_threads = size % 5 == 0;
 	tk_reader *a = NULL, *b = NULL;

@@ -3,17 +3,54 @@
 #ifndef TK_FUZZ_LOCKSTEP_H
 #define TK_FUZZ_LOCKSTEP_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tracekit/tracekit.h"
 
+/* A JSON writer into a temporary file, or NULL (f too) when none opens. */
+static tk_writer *tk_fuzz_json_out(FILE **f)
+{
+	tk_writer_opts wo = {TK_FORMAT_JSON, 0, 0, 0};
+	tk_writer *w = NULL;
+	if ((*f = tmpfile()) != NULL && tk_writer_open_fd(&w, fileno(*f), "out.json", &wo) == TK_OK)
+		return w;
+	tk_writer_free(w);
+	if (*f)
+		fclose(*f);
+	*f = NULL;
+	return NULL;
+}
+
+/* 1 if the two files hold the same bytes. */
+static int tk_fuzz_same_file(FILE *x, FILE *y)
+{
+	char bx[4096], by[4096];
+	rewind(x);
+	rewind(y);
+	for (;;) {
+		size_t nx = fread(bx, 1, sizeof bx, x), ny = fread(by, 1, sizeof by, y);
+		if (nx != ny || memcmp(bx, by, nx) != 0)
+			return 0;
+		if (nx < sizeof bx)
+			return 1;
+	}
+}
+
 /* Reads a and b to their end in lockstep and aborts unless they give the
  * same events in the same order, the same end, error, warnings, counts and
- * metadata, and (read to the end) the same input bytes. Returns the end. */
+ * metadata, and (read to the end) the same input bytes. Each event is also
+ * written as JSON: a's by the writer (tk_writer_write), b's from the text
+ * b's threads wrote ahead where b was opened with render_json
+ * (tk_writer_write_from); the same result for each event, the same
+ * output. Returns the end. */
 static int tk_fuzz_lockstep(tk_reader *a, tk_reader *b)
 {
 	int ra = 0, rb = 0;
+	FILE *outa = NULL, *outb = NULL;
+	tk_writer *wa = tk_fuzz_json_out(&outa), *wb = wa ? tk_fuzz_json_out(&outb) : NULL;
+	int writing = wa && wb;
 	for (;;) {
 		const tk_event *ea, *eb;
 		ra = tk_reader_next(a, &ea);
@@ -22,7 +59,25 @@ static int tk_fuzz_lockstep(tk_reader *a, tk_reader *b)
 			abort(); /* an event, or the end, differs */
 		if (ra != TK_OK)
 			break;
+		if (writing) {
+			int xa = tk_writer_write(wa, ea), xb = tk_writer_write_from(wb, b, eb);
+			if (xa != xb || strcmp(tk_writer_error(wa), tk_writer_error(wb)) != 0)
+				abort(); /* written ahead, an event comes out otherwise */
+			writing = !xa;
+		}
 	}
+	if (writing) {
+		int xa = tk_writer_close(wa), xb = tk_writer_close(wb);
+		if (xa != xb || tk_writer_repaired_strings(wa) != tk_writer_repaired_strings(wb) ||
+		    (!xa && !tk_fuzz_same_file(outa, outb)))
+			abort();
+	}
+	tk_writer_free(wa);
+	tk_writer_free(wb);
+	if (outa)
+		fclose(outa);
+	if (outb)
+		fclose(outb);
 	const tk_reader_stats *x = tk_reader_get_stats(a), *y = tk_reader_get_stats(b);
 	if (strcmp(tk_reader_error(a), tk_reader_error(b)) != 0 || x->events != y->events ||
 	    x->repaired_strings != y->repaired_strings || x->truncated != y->truncated ||

@@ -1,10 +1,13 @@
 /* test_par.c: one JSON trace parsed on several threads (par.c): the same events, metadata, warnings, errors and counts as on one thread, wherever the blocks are cut. */
+#define _GNU_SOURCE
 #include <archive.h>
 #include <archive_entry.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "../libtrace/src/internal.h"
@@ -538,6 +541,190 @@ static void test_notes(void **state)
 	tk__buf_free(&b);
 }
 
+/* ---- the events' JSON text written ahead (render_json) ---- */
+
+/* The JSON written by w into fd, closed: its bytes (a NUL after). */
+static char *memfd_text(int fd, size_t *len)
+{
+	off_t end = lseek(fd, 0, SEEK_END);
+	assert_true(end >= 0);
+	char *p = malloc((size_t)end + 1);
+	assert_non_null(p);
+	assert_int_equal(pread(fd, p, (size_t)end, 0), end);
+	p[end] = 0;
+	*len = (size_t)end;
+	return p;
+}
+
+typedef struct wrote {
+	char *text;
+	size_t len;
+	int rc;          /* the writer's last */
+	char err[256];   /* its error */
+	uint64_t events; /* written */
+	uint64_t repaired;
+	uint64_t ahead; /* events that had their text written ahead */
+} wrote;
+
+/* p[0..n) read on `threads` (render_json when ahead) and written as JSON
+ * with tk_writer_write_from (ahead) or tk_writer_write. */
+static wrote convert(const char *p, size_t n, unsigned threads, int ahead, uint64_t max_bytes)
+{
+	tk_reader_opts o = {0};
+	o.threads = threads;
+	o.render_json = ahead;
+	tk_reader *r = NULL;
+	assert_int_equal(tk_reader_open_memory(&r, p, n, "t.json", &o), 0);
+	int fd = memfd_create("render", 0);
+	assert_true(fd >= 0);
+	tk_writer_opts wo = {TK_FORMAT_JSON, 0, 0, 0};
+	tk_writer *w = NULL;
+	assert_int_equal(tk_writer_open_fd(&w, fd, "out.json", &wo), 0);
+	assert_int_equal(tk_writer_set_max_bytes(w, max_bytes), 0);
+	wrote out = {0};
+	const tk_event *ev;
+	size_t copied = 0;
+	while (!out.rc && tk_reader_next(r, &ev) == TK_OK) {
+		if (!copied)
+			assert_int_equal(tk_copy_meta(w, r, &copied), 0);
+		tk_sv t;
+		uint32_t rep;
+		out.ahead += (uint64_t)tk__reader_text(r, ev, &t, &rep);
+		out.rc = ahead ? tk_writer_write_from(w, r, ev) : tk_writer_write(w, ev);
+		out.events += !out.rc;
+	}
+	snprintf(out.err, sizeof out.err, "%s", out.rc ? tk_writer_error(w) : "");
+	/* a refused event leaves the writer to be closed, as trace-split does */
+	int rc = !out.rc || out.rc == TK_ERR_LIMIT ? tk_writer_close(w) : out.rc;
+	if (!out.rc)
+		out.rc = rc;
+	out.repaired = tk_writer_repaired_strings(w);
+	if (!rc)
+		out.text = memfd_text(fd, &out.len);
+	tk_writer_free(w);
+	tk_reader_free(r);
+	close(fd);
+	return out;
+}
+
+/* Kineto's layout with args that need care, a name with an escape and a
+ * control character, an event with no args and one with no name: the
+ * output written from the texts the threads wrote equals the writer's own,
+ * byte for byte; under a byte budget both refuse the same event. */
+static void test_render(void **state)
+{
+	(void)state;
+	size_t n;
+	char *p = make_trace(3000, L_KINETO, &n);
+	/* a few events of other shapes in front of the closing bracket */
+	char *close = strstr(p, "\n  ],\n  \"traceName\"");
+	assert_non_null(close);
+	tk__buf b = {0};
+	assert_int_equal(tk__buf_append(&b, p, (size_t)(close - p)), 0);
+	assert_int_equal(tk__buf_puts(&b, ",\n  {\"ph\": \"i\", \"name\": \"tab\\there \\u0001\", \"pid\": \"p\", \"ts\": 1, \"id\": 5}"
+	                                  ",\n  {\"ph\": \"X\", \"ts\": 2.5, \"dur\": 0.001, \"s\": \"g\", \"args\": {\"a\": [1,2]}}"
+	                                  ",\n  {\"ph\": \"C\", \"name\": \"c\", \"ts\": -3, \"tid\": -1}"),
+	                 0);
+	assert_int_equal(tk__buf_puts(&b, close), 0);
+	tk__par_block_bytes = 4096;
+	wrote a = convert(b.p, b.len, 1, 0, 0), c = convert(b.p, b.len, 3, 1, 0);
+	assert_int_equal(a.rc, 0);
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(a.events, 3003);
+	assert_int_equal(c.events, 3003);
+	assert_int_equal(a.len, c.len);
+	assert_memory_equal(a.text, c.text, a.len);
+	assert_int_equal(a.repaired, c.repaired);
+	assert_int_equal(a.ahead, 0);
+	assert_true(c.ahead > 2000); /* (which thread parsed a block is the scheduler's choice) */
+	/* without render_json the threads write no text */
+	wrote d = convert(b.p, b.len, 3, 0, 0);
+	assert_int_equal(d.ahead, 0);
+	assert_memory_equal(a.text, d.text, a.len);
+	/* a budget of half the output: the same event refused, the same part */
+	uint64_t half = a.len / 2;
+	free(a.text);
+	free(c.text);
+	free(d.text);
+	a = convert(b.p, b.len, 1, 0, half);
+	c = convert(b.p, b.len, 3, 1, half);
+	assert_int_equal(a.rc, TK_ERR_LIMIT);
+	assert_int_equal(c.rc, TK_ERR_LIMIT);
+	assert_true(a.events > 1000 && a.events < 3000);
+	assert_int_equal(a.events, c.events);
+	assert_int_equal(a.len, c.len);
+	assert_memory_equal(a.text, c.text, a.len);
+	assert_true(c.ahead > 500);
+	free(a.text);
+	free(c.text);
+	tk__par_block_bytes = 0;
+	tk__buf_free(&b);
+	free(p);
+}
+
+/* Events the JSON reader does not give (strings that are not UTF-8, args
+ * and extra members that are not canonical or not JSON): the texts a batch
+ * gets are the writer's bytes, or none where the writer reports an error. */
+static void test_render_odd_events(void **state)
+{
+	(void)state;
+	tk_event ev[6];
+	memset(ev, 0, sizeof ev);
+	for (int i = 0; i < 6; i++) {
+		ev[i].ph = 'X';
+		ev[i].has = TK_HAS_PH | TK_HAS_NAME | TK_HAS_TS;
+		ev[i].ts = 1000 * i + 7;
+		ev[i].name = (tk_sv){"op", 2};
+	}
+	ev[0].name = (tk_sv){"bad\xff\xfeutf", 8};
+	ev[1].args = (tk_sv){"{ \"b\" : [ 1 , 2 ] }", 19};   /* not canonical */
+	ev[2].args = (tk_sv){"{\"b\": nope}", 11};            /* not JSON */
+	ev[3].extra = (tk_sv){"\"x\" : 1", 7};                 /* members, not canonical */
+	ev[3].args = (tk_sv){"{}", 2};
+	ev[4].ph = 1;                                          /* a control character */
+	ev[5].extra = (tk_sv){"\"args\":{\"a\":1}", 14};       /* args twice */
+	ev[5].args = (tk_sv){"{\"z\":2}", 7};
+	ev[5].has |= TK_HAS_VALID_JSON;
+	tk_reader_opts o = {0};
+	o.render_json = 1;
+	tk__buf text = {0};
+	tk__rend *rend = NULL;
+	size_t cap = 0;
+	tk__batch_render(&o, ev, 6, &text, &rend, &cap);
+	assert_non_null(rend);
+	assert_true(cap >= 6);
+	for (int i = 0; i < 6; i++) {
+		int fd = memfd_create("odd", 0);
+		tk_writer_opts wo = {TK_FORMAT_JSON, 0, 0, 0};
+		tk_writer *w = NULL;
+		assert_int_equal(tk_writer_open_fd(&w, fd, "odd.json", &wo), 0);
+		int rc = tk_writer_write(w, &ev[i]);
+		if (i == 2 || i == 4) { /* the writer's error: no text */
+			assert_true(rc < 0);
+			assert_int_equal(rend[i].len, TK__NO_TEXT);
+		} else {
+			assert_int_equal(rc, 0);
+			assert_int_equal(tk_writer_close(w), 0);
+			size_t len;
+			char *out = memfd_text(fd, &len);
+			char *at = strstr(out, "[\n{");
+			assert_non_null(at);
+			at += 3;
+			assert_true(rend[i].len != TK__NO_TEXT);
+			assert_memory_equal(at, text.p + rend[i].off, rend[i].len);
+			assert_memory_equal(at + rend[i].len, "}\n]", 3);
+			assert_int_equal(rend[i].repaired, tk_writer_repaired_strings(w));
+			if (i == 0)
+				assert_int_equal(rend[i].repaired, 1);
+			free(out);
+		}
+		tk_writer_free(w);
+		close(fd);
+	}
+	free(rend);
+	tk__buf_free(&text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -553,6 +740,8 @@ int main(void)
 		cmocka_unit_test(test_archive_moved_on),
 		cmocka_unit_test(test_skip_args),
 		cmocka_unit_test(test_notes),
+		cmocka_unit_test(test_render),
+		cmocka_unit_test(test_render_odd_events),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

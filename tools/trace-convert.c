@@ -139,7 +139,7 @@ static int copy_events(const convert_opts *o, tk_reader *r, tk_writer *w)
 	while ((rc = tk_reader_next(r, &ev)) == TK_OK) {
 		if (!copied && tk_copy_meta(w, r, &copied) && !copied)
 			break;
-		if ((werr = tk_writer_write(w, ev)) != 0)
+		if ((werr = tk_writer_write_from(w, r, ev)) != 0)
 			break;
 		int c = o->mem_counters ? mem_counter(&mc, ev, &counter) : 0;
 		if (c < 0 || (c > 0 && (werr = tk_writer_write(w, &counter)) != 0)) {
@@ -207,6 +207,12 @@ static int resolve_format(convert_opts *o)
 		o->wopts.format = TK_FORMAT_TKB;
 		o->wopts.gzip = o->compress;
 	}
+	/* JSON out (the default for a name of no format): the parse threads
+	 * write each event's text too */
+	named.format = TK_FORMAT_AUTO;
+	o->ropts.render_json = o->wopts.format == TK_FORMAT_JSON ||
+	                       (o->wopts.format == TK_FORMAT_AUTO &&
+	                        (tk_format_from_name(o->out, &named) || named.format == TK_FORMAT_JSON));
 	return 0;
 }
 

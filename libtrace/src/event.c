@@ -163,3 +163,31 @@ void tk__batch_notes(const tk_reader_opts *o, const tk_event *ev, size_t n, unsi
 	for (size_t i = 0; *notes && i < n; i++)
 		o->note_fn(o->note_ctx, &ev[i], *notes + i * o->note_size);
 }
+
+void tk__batch_render(const tk_reader_opts *o, const tk_event *ev, size_t n, tk__buf *text, tk__rend **rend,
+                      size_t *cap)
+{
+	if (!o->render_json)
+		return;
+	if (n > *cap) {
+		free(*rend);
+		*cap = 0;
+		if ((*rend = malloc(n * sizeof **rend)) != NULL)
+			*cap = n;
+	}
+	text->len = 0;
+	for (size_t i = 0; *rend && i < n; i++) {
+		tk__rend *x = &(*rend)[i];
+		uint64_t repaired = 0;
+		x->off = text->len;
+		x->len = TK__NO_TEXT;
+		x->repaired = 0;
+		if (tk__json_event_text(text, &ev[i], &repaired) == 0 && text->len - x->off < TK__NO_TEXT &&
+		    repaired < UINT32_MAX) {
+			x->len = (uint32_t)(text->len - x->off);
+			x->repaired = (uint32_t)repaired;
+		} else {
+			text->len = x->off;
+		}
+	}
+}

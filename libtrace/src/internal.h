@@ -145,6 +145,11 @@ struct tk_reader {
 	 * (par.c sets note_par) or written here into note_buf */
 	const void *note_par, *note;
 	unsigned char *note_buf;
+	/* opts.render_json: the text of the event handed out last, written on
+	 * the thread that parsed it (par.c, tkb.c set both), else NULL */
+	const struct tk__rend *rend_par;
+	const char *rend_text;
+	const tk_event *last_ev;
 
 	tk_reader_stats stats;
 };
@@ -312,6 +317,29 @@ void tk__batch_fix(tk_event *ev, size_t n, const tk__buf *text);
  * needed). Without room (out of memory) *notes is NULL and the reader
  * writes each note as it hands the event out. */
 void tk__batch_notes(const tk_reader_opts *o, const tk_event *ev, size_t n, unsigned char **notes, size_t *cap);
+
+/* An event's JSON text as the JSON writer writes it, written ahead on the
+ * thread that parsed it (opts.render_json): at text + off, len bytes, with
+ * `repaired` strings repaired; len TK__NO_TEXT where the writer formats
+ * the event itself (an error to report at its place, out of memory). */
+typedef struct tk__rend {
+	uint64_t off;
+	uint32_t len, repaired;
+} tk__rend;
+#define TK__NO_TEXT UINT32_MAX
+/* The JSON members of ev as the JSON writer writes them, without braces
+ * (formats/json.c), appended to o: 0, or an error (o as it was), where the
+ * writer would stop or report; the strings repaired in *repaired. */
+int tk__json_event_text(tk__buf *o, const tk_event *ev, uint64_t *repaired);
+/* With opts->render_json, the texts of a batch's n events into *text
+ * (emptied first) and (*rend)[0, n) (room for *cap, grown as needed).
+ * Without room for the table (out of memory) *rend is NULL, and the
+ * writer formats the events itself. */
+void tk__batch_render(const tk_reader_opts *o, const tk_event *ev, size_t n, tk__buf *text, tk__rend **rend,
+                      size_t *cap);
+/* The text written ahead for ev, the event r handed out last: 1 with it in
+ * *t and *repaired, else 0. */
+int tk__reader_text(const tk_reader *r, const tk_event *ev, tk_sv *t, uint32_t *repaired);
 
 /* 1 if both ids have the same kind and value. */
 int tk__id_eq(const tk_id *a, const tk_id *b);

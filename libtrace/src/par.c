@@ -30,6 +30,9 @@ typedef struct blk {
 	tk__buf text; /* the events' args and extra */
 	unsigned char *notes; /* opts.note_fn: a note per event, NULL when they could not be had */
 	size_t notes_cap;     /* events they have room for */
+	tk__buf rtext;        /* opts.render_json: the events' JSON texts */
+	tk__rend *rend;       /* where each is, NULL when that could not be had */
+	size_t rend_cap;
 	size_t stop;  /* where the parse stopped: len when it ended clean */
 	uint64_t counts[TK__PAR_COUNTS];
 	uint64_t nl;    /* newlines in p[0..len) */
@@ -83,6 +86,8 @@ static void blk_free(blk *b)
 	free(b->p);
 	free(b->ev);
 	free(b->notes);
+	free(b->rend);
+	tk__buf_free(&b->rtext);
 	tk__buf_free(&b->text);
 	free(b);
 }
@@ -263,6 +268,7 @@ static void parse_block(tk__par *P, tk_reader *w, blk *b)
 	/* the caller's notes on the events, here on the parsing thread (without
 	 * room for them, the reader writes each as it hands the event out) */
 	tk__batch_notes(&P->r->opts, b->ev, b->n, &b->notes, &b->notes_cap);
+	tk__batch_render(&P->r->opts, b->ev, b->n, &b->rtext, &b->rend, &b->rend_cap);
 	b->nl = tk__count_nl(b->p, b->len);
 	const unsigned char *nl = b->nl ? memrchr(b->p, '\n', b->len) : NULL;
 	b->last_nl = nl ? (size_t)(nl - b->p) + 1 : 0;
@@ -359,6 +365,10 @@ int tk__par_next(tk_reader *r, const tk_event **ev)
 		if (b && P->idx < b->n) {
 			if (b->notes)
 				r->note_par = b->notes + P->idx * r->opts.note_size;
+			if (b->rend) {
+				r->rend_par = &b->rend[P->idx];
+				r->rend_text = b->rtext.p;
+			}
 			*ev = &b->ev[P->idx++];
 			P->handed++;
 			return TK_OK;

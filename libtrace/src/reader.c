@@ -446,7 +446,9 @@ int tk_reader_next(tk_reader *r, const tk_event **ev)
 	if (!r->fmt)
 		return TK_ERR_ARG;
 	r->note_par = NULL;
+	r->rend_par = NULL;
 	int rc = r->fmt->rd->next(r, ev);
+	r->last_ev = rc == TK_OK ? *ev : NULL;
 	if (rc != TK_OK && r->par)
 		tk__par_finish(r->par); /* the threads end; the strings stay */
 	if (rc == TK_OK && r->opts.note_fn) {
@@ -464,6 +466,16 @@ int tk_reader_next(tk_reader *r, const tk_event **ev)
 		r->err.code = rc;
 	r->stats.bytes_in = r->par ? tk__par_bytes_in(r->par) : tk__src_bytes_in(&r->src);
 	return rc;
+}
+
+int tk__reader_text(const tk_reader *r, const tk_event *ev, tk_sv *t, uint32_t *repaired)
+{
+	const tk__rend *x = r ? r->rend_par : NULL;
+	if (!x || !ev || ev != r->last_ev || x->len == TK__NO_TEXT)
+		return 0;
+	*t = (tk_sv){r->rend_text + x->off, x->len};
+	*repaired = x->repaired;
+	return 1;
 }
 
 const void *tk_reader_event_note(const tk_reader *r)

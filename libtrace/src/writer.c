@@ -126,8 +126,9 @@ static int fits_after_sync(tk_writer *w, size_t *mark)
 	return fits(w);
 }
 
-/* Writes a group; under a budget a refused group is taken back whole. */
-int tk_writer_write_group(tk_writer *w, const tk_event *const *evs, size_t n)
+/* Writes a group (of one event written ahead as text, with t); under a
+ * budget a refused group is taken back whole. */
+static int write_n(tk_writer *w, const tk_event *const *evs, size_t n, const tk_sv *t, uint32_t t_repaired)
 {
 	if (!w || (!evs && n))
 		return TK_ERR_ARG;
@@ -142,7 +143,7 @@ int tk_writer_write_group(tk_writer *w, const tk_event *const *evs, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		if (!evs[i])
 			return TK_ERR_ARG;
-		int rc = w->fmt->wr->write(w, evs[i]);
+		int rc = t ? w->fmt->wr->write_text(w, t->ptr, t->len, t_repaired) : w->fmt->wr->write(w, evs[i]);
 		if (rc)
 			return w->err.code ? w->err.code : tk__err_set(&w->err, rc, "out of memory");
 	}
@@ -163,9 +164,23 @@ int tk_writer_write_group(tk_writer *w, const tk_event *const *evs, size_t n)
 	return 0;
 }
 
+int tk_writer_write_group(tk_writer *w, const tk_event *const *evs, size_t n)
+{
+	return write_n(w, evs, n, NULL, 0);
+}
+
 int tk_writer_write(tk_writer *w, const tk_event *ev)
 {
-	return tk_writer_write_group(w, &ev, 1);
+	return write_n(w, &ev, 1, NULL, 0);
+}
+
+int tk_writer_write_from(tk_writer *w, const tk_reader *r, const tk_event *ev)
+{
+	tk_sv t;
+	uint32_t repaired;
+	if (w && w->fmt->wr->write_text && tk__reader_text(r, ev, &t, &repaired))
+		return write_n(w, &ev, 1, &t, repaired);
+	return write_n(w, &ev, 1, NULL, 0);
 }
 
 int tk_writer_close(tk_writer *w)

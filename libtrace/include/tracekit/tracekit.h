@@ -121,6 +121,13 @@ typedef struct tk_reader_opts {
 	tk_event_note_fn note_fn;
 	const void *note_ctx;
 	size_t note_size; /* bytes of a note, at most 4096 */
+	/* JSON output: when the events are parsed on several threads (JSON,
+	 * .tkb), the thread that parsed each event also writes its JSON text as
+	 * the JSON writer would, and tk_writer_write_from() copies that text
+	 * instead of formatting the event on the caller's thread: the same
+	 * output, with the formatting spread over the threads. The texts take
+	 * about as much memory as the blocks in flight. */
+	int render_json;
 } tk_reader_opts;
 
 typedef struct tk_reader_stats {
@@ -274,6 +281,11 @@ TK_API int tk_writer_write(tk_writer *w, const tk_event *ev);
 /* Write n events together: under a byte budget (tk_writer_set_max_bytes)
  * either all of them are written or none. */
 TK_API int tk_writer_write_group(tk_writer *w, const tk_event *const *evs, size_t n);
+/* tk_writer_write(w, ev) for ev, the event tk_reader_next(r) gave last:
+ * JSON output copies the text r's threads wrote for it ahead
+ * (tk_reader_opts.render_json) where there is one. The same output, byte
+ * for byte, and the same errors as tk_writer_write. */
+TK_API int tk_writer_write_from(tk_writer *w, const tk_reader *r, const tk_event *ev);
 /* Byte budget for the finished output, measured as written (the compressed
  * size with gzip), closing bytes included. A write that could make the
  * finished output larger fails with TK_ERR_LIMIT, writes nothing and leaves

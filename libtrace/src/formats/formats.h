@@ -28,6 +28,10 @@ typedef struct tk__wfmt {
 	int (*write)(tk_writer *w, const tk_event *ev);
 	int (*close)(tk_writer *w);
 	void (*free)(tk_writer *w);
+	/* an event as its text was written ahead (tk__json_event_text, on a
+	 * reader's thread), with the strings repaired on the way; NULL: the
+	 * format has no such text */
+	int (*write_text)(tk_writer *w, const char *p, size_t n, uint64_t repaired);
 } tk__wfmt;
 
 enum {

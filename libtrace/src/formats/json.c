@@ -755,29 +755,38 @@ static void jw_free(tk_writer *w)
 	w->fs = NULL;
 }
 
-static int put_str(tk_writer *w, tk__buf *o, const char *s, size_t n)
+/* What formats an event's text: the writer (NULL when it is formatted
+ * ahead, on a reader's thread, where an error only says "not here") and
+ * the strings repaired on the way. */
+typedef struct jm {
+	tk_writer *w;
+	uint64_t repaired;
+} jm;
+
+static int put_str(jm *m, tk__buf *o, const char *s, size_t n)
 {
 	if (tk__buf_putc(o, '"'))
 		return TK_ERR_NOMEM;
 	int rc = tk__json_escape(o, s, n);
 	if (rc < 0)
 		return rc;
-	w->repaired += (uint64_t)rc;
+	m->repaired += (uint64_t)rc;
 	return tk__buf_putc(o, '"');
 }
 
 /* Canonicalize caller-supplied JSON text (members: an object's, without
  * braces); 0 or an error naming the output, the event (ev; NULL for
  * metadata) and the byte of the text where it goes wrong. */
-static int canon(tk_writer *w, tk__buf *o, const char *s, size_t n, int members, const char *what,
+static int canon(jm *m, tk__buf *o, const char *s, size_t n, int members, const char *what,
                  const tk_event *ev)
 {
 	int repaired = 0;
 	size_t at = 0;
 	const char *why = "";
 	int rc = tk__json_canon_text_at(o, s, n, members, &repaired, &at, &why);
-	w->repaired += (uint64_t)repaired;
-	if (rc != TK_ERR_ARG)
+	m->repaired += (uint64_t)repaired;
+	tk_writer *w = m->w;
+	if (rc != TK_ERR_ARG || !w)
 		return rc;
 	char where[200] = "";
 	if (ev)
@@ -791,15 +800,17 @@ static int canon(tk_writer *w, tk__buf *o, const char *s, size_t n, int members,
 static int jw_add_meta(tk_writer *w, tk_sv key, tk_sv json, int after)
 {
 	tk__buf b = {0};
-	int rc = put_str(w, &b, key.ptr, key.len);
+	jm m = {w, 0};
+	int rc = put_str(&m, &b, key.ptr, key.len);
 	if (!rc)
 		rc = tk__buf_putc(&b, ':');
 	if (!rc) {
 		char what[120];
 		snprintf(what, sizeof what, "value of metadata member '%.*s'", (int)(key.len < 80 ? key.len : 80),
 		         key.ptr);
-		rc = canon(w, &b, json.ptr, json.len, 0, what, NULL);
+		rc = canon(&m, &b, json.ptr, json.len, 0, what, NULL);
 	}
+	w->repaired += m.repaired;
 	if (rc) {
 		tk__buf_free(&b);
 		return rc;
@@ -858,7 +869,7 @@ static int put_us(tk__buf *o, int64_t ns)
 	return tk__buf_append(o, p, (size_t)(e - p));
 }
 
-static int put_id(tk_writer *w, tk__buf *o, const char *key, size_t kn, const tk_id *id)
+static int put_id(jm *m, tk__buf *o, const char *key, size_t kn, const tk_id *id)
 {
 	if (id->kind == TK_ID_NONE)
 		return 0;
@@ -866,7 +877,7 @@ static int put_id(tk_writer *w, tk__buf *o, const char *key, size_t kn, const tk
 		return TK_ERR_NOMEM;
 	if (id->kind == TK_ID_INT)
 		return put_int(o, id->num);
-	return put_str(w, o, id->str.ptr ? id->str.ptr : "", id->str.ptr ? id->str.len : 0);
+	return put_str(m, o, id->str.ptr ? id->str.ptr : "", id->str.ptr ? id->str.len : 0);
 }
 
 /* Appends the event's members; `first` tracks the comma. */
@@ -890,7 +901,7 @@ static int extra_has_args(const tk_event *ev)
 	return found;
 }
 
-static int put_args(tk_writer *w, tk__buf *o, const tk_event *ev)
+static int put_args(jm *m, tk__buf *o, const tk_event *ev)
 {
 	int rc;
 	if (tk__buf_append(o, "\"args\":", 7))
@@ -898,54 +909,55 @@ static int put_args(tk_writer *w, tk__buf *o, const tk_event *ev)
 	if (ev->has & TK_HAS_VALID_JSON)
 		rc = tk__buf_append(o, ev->args.ptr, ev->args.len);
 	else
-		rc = canon(w, o, ev->args.ptr, ev->args.len, 0, "args", ev);
+		rc = canon(m, o, ev->args.ptr, ev->args.len, 0, "args", ev);
 	if (rc || tk__buf_putc(o, ','))
 		return rc ? rc : TK_ERR_NOMEM;
 	return 0;
 }
 
-static int members(tk_writer *w, tk__buf *o, const tk_event *ev)
+static int members(jm *m, tk__buf *o, const tk_event *ev)
 {
 	int rc = 0;
 	if (ev->has & TK_HAS_PH) {
 		char ph[8] = {'"', 'p', 'h', '"', ':', '"', ev->ph, '"'};
 		if (ev->ph == '"' || ev->ph == '\\' || (unsigned char)ev->ph < 0x20 ||
 		    (unsigned char)ev->ph >= 0x80)
-			return tk__err_set(&w->err, TK_ERR_ARG, "event phase must be a printable ASCII character");
+			return m->w ? tk__err_set(&m->w->err, TK_ERR_ARG, "event phase must be a printable ASCII character")
+			            : TK_ERR_ARG;
 		rc = tk__buf_append(o, ph, 8) || tk__buf_putc(o, ',');
 	}
 	if (!rc && (ev->has & TK_HAS_CAT))
-		rc = tk__buf_append(o, "\"cat\":", 6) || put_str(w, o, ev->cat.ptr, ev->cat.len) ||
+		rc = tk__buf_append(o, "\"cat\":", 6) || put_str(m, o, ev->cat.ptr, ev->cat.len) ||
 		     tk__buf_putc(o, ',');
 	if (!rc && (ev->has & TK_HAS_NAME))
-		rc = tk__buf_append(o, "\"name\":", 7) || put_str(w, o, ev->name.ptr, ev->name.len) ||
+		rc = tk__buf_append(o, "\"name\":", 7) || put_str(m, o, ev->name.ptr, ev->name.len) ||
 		     tk__buf_putc(o, ',');
 	if (!rc && ev->pid.kind)
-		rc = put_id(w, o, "\"pid\":", 6, &ev->pid) || tk__buf_putc(o, ',');
+		rc = put_id(m, o, "\"pid\":", 6, &ev->pid) || tk__buf_putc(o, ',');
 	if (!rc && ev->tid.kind)
-		rc = put_id(w, o, "\"tid\":", 6, &ev->tid) || tk__buf_putc(o, ',');
+		rc = put_id(m, o, "\"tid\":", 6, &ev->tid) || tk__buf_putc(o, ',');
 	if (!rc && (ev->has & TK_HAS_TS))
 		rc = tk__buf_append(o, "\"ts\":", 5) || put_us(o, ev->ts) || tk__buf_putc(o, ',');
 	if (!rc && (ev->has & TK_HAS_DUR))
 		rc = tk__buf_append(o, "\"dur\":", 6) || put_us(o, ev->dur) || tk__buf_putc(o, ',');
 	if (!rc && ev->id.kind)
-		rc = put_id(w, o, "\"id\":", 5, &ev->id) || tk__buf_putc(o, ',');
+		rc = put_id(m, o, "\"id\":", 5, &ev->id) || tk__buf_putc(o, ',');
 	if (rc)
 		return TK_ERR_NOMEM;
 	int args_first = ev->args.ptr && ev->extra.ptr && ev->extra.len && extra_has_args(ev);
-	if (args_first && (rc = put_args(w, o, ev)))
+	if (args_first && (rc = put_args(m, o, ev)))
 		return rc;
 	if (ev->extra.ptr && ev->extra.len) {
 		if (ev->has & TK_HAS_VALID_JSON) {
 			rc = tk__buf_append(o, ev->extra.ptr, ev->extra.len);
 		} else {
-			rc = canon(w, o, ev->extra.ptr, ev->extra.len, 1, "extra members", ev);
+			rc = canon(m, o, ev->extra.ptr, ev->extra.len, 1, "extra members", ev);
 		}
 		if (rc || tk__buf_putc(o, ','))
 			return rc ? rc : TK_ERR_NOMEM;
 	}
 	if (ev->args.ptr && !args_first) {
-		if ((rc = put_args(w, o, ev)))
+		if ((rc = put_args(m, o, ev)))
 			return rc;
 	}
 	return 0;
@@ -960,7 +972,9 @@ static int jw_write(tk_writer *w, const tk_event *ev)
 	if (tk__buf_append(o, s->n_written ? ",\n{" : "\n{", s->n_written ? 3 : 2))
 		return TK_ERR_NOMEM;
 	size_t start = o->len;
-	int rc = members(w, o, ev);
+	jm m = {w, 0};
+	int rc = members(&m, o, ev);
+	w->repaired += m.repaired;
 	if (rc) {
 		o->len = start;
 		return rc;
@@ -969,6 +983,36 @@ static int jw_write(tk_writer *w, const tk_event *ev)
 		o->len--; /* the last comma */
 	s->n_written++;
 	return tk__buf_putc(o, '}');
+}
+
+int tk__json_event_text(tk__buf *o, const tk_event *ev, uint64_t *repaired)
+{
+	size_t start = o->len;
+	jm m = {NULL, 0};
+	int rc = members(&m, o, ev);
+	*repaired = m.repaired;
+	if (rc) {
+		o->len = start;
+		return rc;
+	}
+	if (o->len > start)
+		o->len--; /* the last comma */
+	return 0;
+}
+
+/* An event as tk__json_event_text wrote it (ahead, on a reader's thread). */
+static int jw_write_text(tk_writer *w, const char *p, size_t n, uint64_t repaired)
+{
+	jw *s = w->fs;
+	tk__buf *o = &w->out;
+	if (!s->header_done && header(w))
+		return TK_ERR_NOMEM;
+	if (tk__buf_append(o, s->n_written ? ",\n{" : "\n{", s->n_written ? 3 : 2) || tk__buf_append(o, p, n) ||
+	    tk__buf_putc(o, '}'))
+		return TK_ERR_NOMEM;
+	s->n_written++;
+	w->repaired += repaired;
+	return 0;
 }
 
 static int jw_close(tk_writer *w)
@@ -998,7 +1042,8 @@ static uint64_t jw_close_bytes(const tk_writer *w)
 	return n;
 }
 
-static const tk__wfmt json_wr = {sizeof(jw), jw_open, jw_add_meta, jw_close_bytes, jw_write, jw_close, jw_free};
+static const tk__wfmt json_wr = {sizeof(jw), jw_open, jw_add_meta, jw_close_bytes, jw_write, jw_close, jw_free,
+                                 jw_write_text};
 
 static const char *const json_suffixes[] = {".json", NULL};
 

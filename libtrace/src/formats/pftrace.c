@@ -1440,7 +1440,7 @@ static int pw_close(tk_writer *w)
 	return 0;
 }
 
-static const tk__wfmt pftrace_wr = {0, pw_open, pw_add_meta, NULL, pw_write, pw_close, pw_free};
+static const tk__wfmt pftrace_wr = {0, pw_open, pw_add_meta, NULL, pw_write, pw_close, pw_free, NULL};
 
 /* ---- reading ---------------------------------------------------------- */
 

@@ -962,7 +962,7 @@ static int sq_open(tk_writer *w)
 	return 0;
 }
 
-static const tk__wfmt sqlite_wr = {0, sq_open, sq_add_meta, NULL, sq_write, sq_close, sq_free};
+static const tk__wfmt sqlite_wr = {0, sq_open, sq_add_meta, NULL, sq_write, sq_close, sq_free, NULL};
 
 static const char *const sqlite_suffixes[] = {".sqlite", ".sqlite3", ".db", NULL};
 

@@ -92,6 +92,9 @@ typedef struct tjob {
 	tk__buf text;
 	unsigned char *notes;
 	size_t notes_cap;
+	tk__buf rtext; /* opts.render_json: the events' JSON texts, and where */
+	tk__rend *rend;
+	size_t rend_cap;
 	int end;          /* DEC_OK (every record read), DEC_REST, DEC_BAD or TK_ERR_NOMEM */
 	const char *bad;  /* DEC_BAD: what */
 	uint64_t missed;  /* events dropped for a string of a lost chunk */
@@ -163,6 +166,8 @@ static void job_free(tjob *j)
 	free(j->ev);
 	tk__buf_free(&j->text);
 	free(j->notes);
+	tk__buf_free(&j->rtext);
+	free(j->rend);
 	free(j->before);
 	free(j);
 }
@@ -1122,6 +1127,7 @@ static void decode_batch(tdec *d, tjob *j, const tk_reader_opts *o)
 	d->append = 0;
 	tk__batch_fix(j->ev, j->n, &j->text);
 	tk__batch_notes(o, j->ev, j->n, &j->notes, &j->notes_cap);
+	tk__batch_render(o, j->ev, j->n, &j->rtext, &j->rend, &j->rend_cap);
 	j->idx = 0;
 	j->batch = 1;
 }
@@ -1408,6 +1414,10 @@ static int job_event(tk_reader *r, tjob *j, const tk_event **ev)
 		if (j->idx < j->n) {
 			if (j->notes)
 				r->note_par = j->notes + j->idx * r->opts.note_size;
+			if (j->rend) {
+				r->rend_par = &j->rend[j->idx];
+				r->rend_text = j->rtext.p;
+			}
 			*ev = &j->ev[j->idx++];
 			return TK_OK;
 		}
@@ -1542,7 +1552,7 @@ static int tw_close(tk_writer *w)
 
 /* state_size 0: the encoder's state cannot be rolled back, so byte budgets
  * (tk_writer_set_max_bytes) are refused for .tkb output */
-static const tk__wfmt tkb_wr = {0, tw_open, tw_add_meta, NULL, tw_write, tw_close, tw_free};
+static const tk__wfmt tkb_wr = {0, tw_open, tw_add_meta, NULL, tw_write, tw_close, tw_free, NULL};
 
 
 static const char *const tkb_suffixes[] = {".tkb", NULL};
