@@ -107,7 +107,8 @@ static void par_lockstep(const uint8_t *data, size_t size, const tk_reader_opts 
 	tk_reader_opts o1 = *ro, o2 = *ro;
 	o1.threads = 1;
 	o2.threads = 2 + (unsigned)(size % 3);
-	o2.render_json = 1; /* the events' JSON written ahead too */
+	o2.render_json = 1; /* the events' JSON written ahead too: by every thread, or as the tools run */
+	tk__render_always = size % 2;
 	tk__par_block_bytes = 16 + size % 113;
 	tk__no_threads = size % 5 == 0;
 	tk_reader *a = NULL, *b = NULL;
@@ -121,6 +122,7 @@ static void par_lockstep(const uint8_t *data, size_t size, const tk_reader_opts 
 	tk_reader_free(b);
 	tk__par_block_bytes = 0;
 	tk__no_threads = 0;
+	tk__render_always = 0;
 }
 
 /* skip_args: every event the full reader gives, without its args, in the

@@ -29,7 +29,8 @@ static void threads_lockstep(const uint8_t *data, size_t size, const tk_reader_o
 	tk_reader_opts o1 = *ro, o2 = *ro;
 	o1.threads = 1;
 	o2.threads = 2 + (unsigned)(size % 3);
-	o2.render_json = 1; /* the events' JSON written ahead too */
+	o2.render_json = 1; /* the events' JSON written ahead too: by every thread, or as the tools run */
+	tk__render_always = size % 2;
 	tk__no_threads = size % 7 == 0; /* none started: the caller decodes every chunk */
 	tk_reader *a = NULL, *b = NULL;
 	int ra = tk_reader_open_memory(&a, data, size, "fuzz", &o1);
@@ -47,6 +48,7 @@ static void threads_lockstep(const uint8_t *data, size_t size, const tk_reader_o
 	tk_reader_free(a);
 	tk_reader_free(b);
 	tk__no_threads = 0;
+	tk__render_always = 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

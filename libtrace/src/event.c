@@ -164,6 +164,13 @@ void tk__batch_notes(const tk_reader_opts *o, const tk_event *ev, size_t n, unsi
 		o->note_fn(o->note_ctx, &ev[i], *notes + i * o->note_size);
 }
 
+int tk__render_always;
+
+int tk__render_now(const tk_reader_opts *o, int on_caller, size_t done)
+{
+	return o->render_json && (tk__render_always || (!on_caller && done >= 2));
+}
+
 void tk__batch_render(const tk_reader_opts *o, const tk_event *ev, size_t n, tk__buf *text, tk__rend **rend,
                       size_t *cap)
 {

@@ -30,7 +30,8 @@ typedef struct blk {
 	tk__buf text; /* the events' args and extra */
 	unsigned char *notes; /* opts.note_fn: a note per event, NULL when they could not be had */
 	size_t notes_cap;     /* events they have room for */
-	tk__buf rtext;        /* opts.render_json: the events' JSON texts */
+	int render;           /* the texts are written (tk__render_now) */
+	tk__buf rtext;        /* the events' JSON texts */
 	tk__rend *rend;       /* where each is, NULL when that could not be had */
 	size_t rend_cap;
 	size_t stop;  /* where the parse stopped: len when it ended clean */
@@ -268,7 +269,8 @@ static void parse_block(tk__par *P, tk_reader *w, blk *b)
 	/* the caller's notes on the events, here on the parsing thread (without
 	 * room for them, the reader writes each as it hands the event out) */
 	tk__batch_notes(&P->r->opts, b->ev, b->n, &b->notes, &b->notes_cap);
-	tk__batch_render(&P->r->opts, b->ev, b->n, &b->rtext, &b->rend, &b->rend_cap);
+	if (b->render)
+		tk__batch_render(&P->r->opts, b->ev, b->n, &b->rtext, &b->rend, &b->rend_cap);
 	b->nl = tk__count_nl(b->p, b->len);
 	const unsigned char *nl = b->nl ? memrchr(b->p, '\n', b->len) : NULL;
 	b->last_nl = nl ? (size_t)(nl - b->p) + 1 : 0;
@@ -277,6 +279,10 @@ static void parse_block(tk__par *P, tk_reader *w, blk *b)
 /* Parses b on this thread (mu held, let go of meanwhile). */
 static void parse_here(tk__par *P, tk_reader *w, blk *b)
 {
+	size_t done = 0;
+	for (const blk *x = P->head; x; x = x->next)
+		done += x->status == B_DONE;
+	b->render = tk__render_now(&P->r->opts, w == P->mainw, done);
 	b->status = B_PARSING;
 	pthread_mutex_unlock(&P->mu);
 	parse_block(P, w, b);
@@ -365,7 +371,7 @@ int tk__par_next(tk_reader *r, const tk_event **ev)
 		if (b && P->idx < b->n) {
 			if (b->notes)
 				r->note_par = b->notes + P->idx * r->opts.note_size;
-			if (b->rend) {
+			if (b->render && b->rend) {
 				r->rend_par = &b->rend[P->idx];
 				r->rend_text = b->rtext.p;
 			}

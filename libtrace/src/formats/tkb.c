@@ -92,7 +92,8 @@ typedef struct tjob {
 	tk__buf text;
 	unsigned char *notes;
 	size_t notes_cap;
-	tk__buf rtext; /* opts.render_json: the events' JSON texts, and where */
+	int render;    /* the events' JSON texts are written (tk__render_now) */
+	tk__buf rtext; /* the texts, and where each is */
 	tk__rend *rend;
 	size_t rend_cap;
 	int end;          /* DEC_OK (every record read), DEC_REST, DEC_BAD or TK_ERR_NOMEM */
@@ -1127,7 +1128,8 @@ static void decode_batch(tdec *d, tjob *j, const tk_reader_opts *o)
 	d->append = 0;
 	tk__batch_fix(j->ev, j->n, &j->text);
 	tk__batch_notes(o, j->ev, j->n, &j->notes, &j->notes_cap);
-	tk__batch_render(o, j->ev, j->n, &j->rtext, &j->rend, &j->rend_cap);
+	if (j->render)
+		tk__batch_render(o, j->ev, j->n, &j->rtext, &j->rend, &j->rend_cap);
 	j->idx = 0;
 	j->batch = 1;
 }
@@ -1163,6 +1165,10 @@ static tjob *first_free(tstate *s)
 /* Decodes j into its batch here (P->mu held, let go of meanwhile). */
 static void decode_here(tpool *P, tdec *d, tjob *j)
 {
+	size_t done = 0;
+	for (const tjob *x = P->s->head; x; x = x->next)
+		done += x->status == J_DONE;
+	j->render = tk__render_now(P->o, d == &P->s->dec, done);
 	j->status = J_TAKEN;
 	pthread_mutex_unlock(&P->mu);
 	decode_batch(d, j, P->o);
@@ -1414,7 +1420,7 @@ static int job_event(tk_reader *r, tjob *j, const tk_event **ev)
 		if (j->idx < j->n) {
 			if (j->notes)
 				r->note_par = j->notes + j->idx * r->opts.note_size;
-			if (j->rend) {
+			if (j->render && j->rend) {
 				r->rend_par = &j->rend[j->idx];
 				r->rend_text = j->rtext.p;
 			}
