@@ -166,9 +166,9 @@ void tk__batch_notes(const tk_reader_opts *o, const tk_event *ev, size_t n, unsi
 
 int tk__render_always;
 
-int tk__render_now(const tk_reader_opts *o, int on_caller, size_t done)
+int tk__render_now(const tk_reader_opts *o, int on_caller, size_t done, size_t waiting)
 {
-	return o->render_json && (tk__render_always || (!on_caller && done >= 2));
+	return o->render_json && (tk__render_always || (!on_caller && done >= 2 && !waiting));
 }
 
 void tk__batch_render(const tk_reader_opts *o, const tk_event *ev, size_t n, tk__buf *text, tk__rend **rend,

@@ -340,9 +340,10 @@ void tk__batch_render(const tk_reader_opts *o, const tk_event *ev, size_t n, tk_
 /* Whether a reader's thread writes the texts of the batch it starts on
  * (opts.render_json): only while the caller is behind, with `done` batches
  * parsed and not handed out yet, the current one counted (2 or more), and
- * never on the caller's own thread (it would only format them twice). The
- * output is the same either way. Tests set tk__render_always. */
-int tk__render_now(const tk_reader_opts *o, int on_caller, size_t done);
+ * the threads ahead, with no other batch waiting to be parsed (`waiting`
+ * 0); never on the caller's own thread (it would only format them twice).
+ * The output is the same either way. Tests set tk__render_always. */
+int tk__render_now(const tk_reader_opts *o, int on_caller, size_t done, size_t waiting);
 extern int tk__render_always;
 /* The text written ahead for ev, the event r handed out last: 1 with it in
  * *t and *repaired, else 0. */

@@ -279,10 +279,12 @@ static void parse_block(tk__par *P, tk_reader *w, blk *b)
 /* Parses b on this thread (mu held, let go of meanwhile). */
 static void parse_here(tk__par *P, tk_reader *w, blk *b)
 {
-	size_t done = 0;
-	for (const blk *x = P->head; x; x = x->next)
+	size_t done = 0, waiting = 0;
+	for (const blk *x = P->head; x; x = x->next) {
 		done += x->status == B_DONE;
-	b->render = tk__render_now(&P->r->opts, w == P->mainw, done);
+		waiting += x->status == B_READ && x != b;
+	}
+	b->render = tk__render_now(&P->r->opts, w == P->mainw, done, waiting);
 	b->status = B_PARSING;
 	pthread_mutex_unlock(&P->mu);
 	parse_block(P, w, b);

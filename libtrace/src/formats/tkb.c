@@ -1165,10 +1165,12 @@ static tjob *first_free(tstate *s)
 /* Decodes j into its batch here (P->mu held, let go of meanwhile). */
 static void decode_here(tpool *P, tdec *d, tjob *j)
 {
-	size_t done = 0;
-	for (const tjob *x = P->s->head; x; x = x->next)
+	size_t done = 0, waiting = 0;
+	for (const tjob *x = P->s->head; x; x = x->next) {
 		done += x->status == J_DONE;
-	j->render = tk__render_now(P->o, d == &P->s->dec, done);
+		waiting += x->kind == J_EVENTS && x->count && x->status == J_READ && x != j;
+	}
+	j->render = tk__render_now(P->o, d == &P->s->dec, done, waiting);
 	j->status = J_TAKEN;
 	pthread_mutex_unlock(&P->mu);
 	decode_batch(d, j, P->o);
