@@ -295,21 +295,27 @@ int tk__nest_init(tk__nest *n, const tk_stats_opts *o, size_t max_pending)
 	return 0;
 }
 
+/* The caller's block, if it holds records, to the end of the queue (mu held). */
+static void push(tk__nest *n)
+{
+	if (!n->cur || !n->cur->n)
+		return;
+	n->cur->next = NULL;
+	if (n->queue_tail)
+		n->queue_tail->next = n->cur;
+	else
+		n->queue = n->cur;
+	n->queue_tail = n->cur;
+	n->cur = NULL;
+	pthread_cond_broadcast(&n->cv);
+}
+
 /* Hands the caller's block to the thread and takes an empty one: 0, or the
  * thread's error, or TK_ERR_NOMEM. */
 static int hand_over(tk__nest *n)
 {
 	pthread_mutex_lock(&n->mu);
-	if (n->cur && n->cur->n) {
-		n->cur->next = NULL;
-		if (n->queue_tail)
-			n->queue_tail->next = n->cur;
-		else
-			n->queue = n->cur;
-		n->queue_tail = n->cur;
-		n->cur = NULL;
-		pthread_cond_broadcast(&n->cv);
-	}
+	push(n);
 	while (!n->cur && !n->rc) {
 		if (n->spare) {
 			n->cur = n->spare;
@@ -357,15 +363,8 @@ static void join(tk__nest *n, int stop)
 	if (!n->running)
 		return;
 	pthread_mutex_lock(&n->mu);
-	if (!stop && n->cur && n->cur->n && !n->rc) {
-		n->cur->next = NULL;
-		if (n->queue_tail)
-			n->queue_tail->next = n->cur;
-		else
-			n->queue = n->cur;
-		n->queue_tail = n->cur;
-		n->cur = NULL;
-	}
+	if (!stop && !n->rc)
+		push(n);
 	n->done = 1;
 	n->stop = stop;
 	pthread_cond_broadcast(&n->cv);
