@@ -675,12 +675,13 @@ static void test_render(void **state)
 }
 
 /* Events the JSON reader does not give (strings that are not UTF-8, args
- * and extra members that are not canonical or not JSON): the texts a batch
- * gets are the writer's bytes, or none where the writer reports an error. */
+ * and extra members that are not canonical or not JSON, no member at all):
+ * the texts a batch gets are the writer's bytes, or none where the writer
+ * reports an error. */
 static void test_render_odd_events(void **state)
 {
 	(void)state;
-	tk_event ev[6];
+	tk_event ev[7];
 	memset(ev, 0, sizeof ev);
 	for (int i = 0; i < 6; i++) {
 		ev[i].ph = 'X';
@@ -697,15 +698,17 @@ static void test_render_odd_events(void **state)
 	ev[5].extra = (tk_sv){"\"args\":{\"a\":1}", 14};       /* args twice */
 	ev[5].args = (tk_sv){"{\"z\":2}", 7};
 	ev[5].has |= TK_HAS_VALID_JSON;
+	/* ev[6]: no member at all, an empty text */
 	tk_reader_opts o = {0};
 	o.render_json = 1;
 	tk__buf text = {0};
 	tk__rend *rend = NULL;
 	size_t cap = 0;
-	tk__batch_render(&o, ev, 6, &text, &rend, &cap);
+	tk__batch_render(&o, ev, 7, &text, &rend, &cap);
 	assert_non_null(rend);
-	assert_true(cap >= 6);
-	for (int i = 0; i < 6; i++) {
+	assert_true(cap >= 7);
+	assert_int_equal(rend[6].len, 0);
+	for (int i = 0; i < 7; i++) {
 		int fd = memfd_create("odd", 0);
 		tk_writer_opts wo = {TK_FORMAT_JSON, 0, 0, 0};
 		tk_writer *w = NULL;

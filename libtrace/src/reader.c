@@ -473,7 +473,8 @@ int tk__reader_text(const tk_reader *r, const tk_event *ev, tk_sv *t, uint32_t *
 	const tk__rend *x = r ? r->rend_par : NULL;
 	if (!x || !ev || ev != r->last_ev || x->len == TK__NO_TEXT)
 		return 0;
-	*t = (tk_sv){r->rend_text + x->off, x->len};
+	/* an event with no members has an empty text, maybe in no buffer */
+	*t = x->len ? (tk_sv){r->rend_text + x->off, x->len} : (tk_sv){"", 0};
 	*repaired = x->repaired;
 	return 1;
 }
