@@ -113,7 +113,7 @@ int tk_stats_new(tk_stats **out, const tk_stats_opts *opts)
 		}
 		s->opts.cats = NULL;
 	}
-	if (tk__nest_init(&s->nest, &s->opts, s->opts.max_pending)) {
+	if (tk__nest_init(&s->nest, &s->opts)) {
 		tk_stats_free(s);
 		return TK_ERR_NOMEM;
 	}

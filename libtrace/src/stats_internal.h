@@ -228,9 +228,10 @@ typedef struct tk__nest {
 	tk__nblk *cur, *queue, *queue_tail, *spare;
 	size_t n_blocks;
 } tk__nest;
-/* 0 or TK_ERR_NOMEM; with o->threads >= 2 a thread of its own processes
- * the records (the caller does when it cannot start). */
-int tk__nest_init(tk__nest *n, const tk_stats_opts *o, size_t max_pending);
+/* 0 or TK_ERR_NOMEM; o->max_pending set (its default applied); with
+ * o->threads >= 2 a thread of its own processes the records (the caller
+ * does when it cannot start). */
+int tk__nest_init(tk__nest *n, const tk_stats_opts *o);
 /* 0, or the error that ended the processing (tk__nest_error), which on a
  * thread may come some records after the one it was found at. */
 int tk__nest_add(tk__nest *n, const tk__nrec *r);

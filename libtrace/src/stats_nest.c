@@ -272,10 +272,10 @@ static void *nest_main(void *arg)
 	return NULL;
 }
 
-int tk__nest_init(tk__nest *n, const tk_stats_opts *o, size_t max_pending)
+int tk__nest_init(tk__nest *n, const tk_stats_opts *o)
 {
 	memset(n, 0, sizeof *n);
-	n->max_pending = max_pending;
+	n->max_pending = o->max_pending;
 	n->extended = o->flops == TK_FLOPS_EXTENDED;
 	n->n_chains = 1; /* chain 0 = no op */
 	if (tk__grow(&n->chain_key, &n->cap_chains, 1024, sizeof *n->chain_key, 16) ||

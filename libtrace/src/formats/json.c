@@ -963,34 +963,22 @@ static int members(jm *m, tk__buf *o, const tk_event *ev)
 	return 0;
 }
 
-static int jw_write(tk_writer *w, const tk_event *ev)
+/* The header when it is due, then the separator before an event. */
+static int event_start(tk_writer *w)
 {
 	jw *s = w->fs;
 	tk__buf *o = &w->out;
 	if (!s->header_done && header(w))
 		return TK_ERR_NOMEM;
-	if (tk__buf_append(o, s->n_written ? ",\n{" : "\n{", s->n_written ? 3 : 2))
-		return TK_ERR_NOMEM;
-	size_t start = o->len;
-	jm m = {w, 0};
-	int rc = members(&m, o, ev);
-	w->repaired += m.repaired;
-	if (rc) {
-		o->len = start;
-		return rc;
-	}
-	if (o->len > start)
-		o->len--; /* the last comma */
-	s->n_written++;
-	return tk__buf_putc(o, '}');
+	return tk__buf_append(o, s->n_written ? ",\n{" : "\n{", s->n_written ? 3 : 2) ? TK_ERR_NOMEM : 0;
 }
 
-int tk__json_event_text(tk__buf *o, const tk_event *ev, uint64_t *repaired)
+/* ev's members without the last comma appended to o: 0, or an error with o
+ * as it was. */
+static int event_text(jm *m, tk__buf *o, const tk_event *ev)
 {
 	size_t start = o->len;
-	jm m = {NULL, 0};
-	int rc = members(&m, o, ev);
-	*repaired = m.repaired;
+	int rc = members(m, o, ev);
 	if (rc) {
 		o->len = start;
 		return rc;
@@ -1000,15 +988,33 @@ int tk__json_event_text(tk__buf *o, const tk_event *ev, uint64_t *repaired)
 	return 0;
 }
 
+static int jw_write(tk_writer *w, const tk_event *ev)
+{
+	jw *s = w->fs;
+	if (event_start(w))
+		return TK_ERR_NOMEM;
+	jm m = {w, 0};
+	int rc = event_text(&m, &w->out, ev);
+	w->repaired += m.repaired;
+	if (rc)
+		return rc;
+	s->n_written++;
+	return tk__buf_putc(&w->out, '}');
+}
+
+int tk__json_event_text(tk__buf *o, const tk_event *ev, uint64_t *repaired)
+{
+	jm m = {NULL, 0};
+	int rc = event_text(&m, o, ev);
+	*repaired = m.repaired;
+	return rc;
+}
+
 /* An event as tk__json_event_text wrote it (ahead, on a reader's thread). */
 static int jw_write_text(tk_writer *w, const char *p, size_t n, uint64_t repaired)
 {
 	jw *s = w->fs;
-	tk__buf *o = &w->out;
-	if (!s->header_done && header(w))
-		return TK_ERR_NOMEM;
-	if (tk__buf_append(o, s->n_written ? ",\n{" : "\n{", s->n_written ? 3 : 2) || tk__buf_append(o, p, n) ||
-	    tk__buf_putc(o, '}'))
+	if (event_start(w) || tk__buf_append(&w->out, p, n) || tk__buf_putc(&w->out, '}'))
 		return TK_ERR_NOMEM;
 	s->n_written++;
 	w->repaired += repaired;
