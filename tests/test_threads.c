@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
 
 #include "testutil.h"
 #include "../libtrace/src/internal.h"
@@ -154,6 +155,56 @@ static void test_gzip_same_bytes_without_threads(void **state)
 	free(text);
 	free(file[0]);
 	free(file[1]);
+	tu_events_free(&in);
+}
+
+/* The threads of this process (Linux: /proc/self/task). */
+static int task_count(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	assert_non_null(d);
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* gzip output deflated on the threads asked for (tk_writer_opts.threads;
+ * 0: one per processor) is the same bytes with any count. */
+static void test_gzip_threads_asked(void **state)
+{
+	(void)state;
+	tu_events in = trace_events(60000);
+	const unsigned asked[] = {1, 3, 0};
+	char *first = NULL;
+	size_t first_n = 0;
+	int base = task_count();
+	for (size_t k = 0; k < sizeof asked / sizeof *asked; k++) {
+		const char *path = tu_path("asked.json.gz");
+		tk_writer_opts o = {TK_FORMAT_AUTO, -1, 0, 0, asked[k]};
+		tk_writer *w = NULL;
+		assert_int_equal(tk_writer_open_path(&w, path, &o), 0);
+		for (size_t i = 0; i < in.n; i++)
+			assert_int_equal(tk_writer_write(w, in.ev[i]), 0);
+		int cpus = tk__cpus() > TK__SINK_MAX_THREADS ? TK__SINK_MAX_THREADS : tk__cpus();
+		assert_int_equal(task_count() - base, asked[k] ? (int)asked[k] : cpus);
+		assert_int_equal(tk_writer_close(w), 0);
+		tk_writer_free(w);
+		assert_int_equal(task_count(), base);
+		size_t n;
+		char *file = tu_read_file(path, &n);
+		if (!first) {
+			first = file;
+			first_n = n;
+			expect_file_events(path, &in, in.n);
+			continue;
+		}
+		assert_int_equal(n, first_n);
+		assert_memory_equal(file, first, n);
+		free(file);
+	}
+	free(first);
 	tu_events_free(&in);
 }
 
@@ -602,6 +653,7 @@ int main(void)
 		cmocka_unit_test(test_large_output_through_thread),
 		cmocka_unit_test(test_gzip_budget_through_thread),
 		cmocka_unit_test(test_gzip_same_bytes_without_threads),
+		cmocka_unit_test(test_gzip_threads_asked),
 		cmocka_unit_test(test_gzip_read_ahead),
 		cmocka_unit_test(test_thread_write_error),
 		cmocka_unit_test(test_free_without_close),

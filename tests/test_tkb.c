@@ -942,7 +942,7 @@ static int convert(const char *in, const char *out, int compress, uint64_t *byte
 {
 	tk_reader *r = NULL;
 	tk_writer *w = NULL;
-	tk_writer_opts wo = {TK_FORMAT_TKB, compress, 0, 0};
+	tk_writer_opts wo = {TK_FORMAT_TKB, compress, 0, 0, 0};
 	int rc = tk_reader_open_path(&r, in, NULL);
 	rc = rc ? rc : tk_writer_open_path(&w, out, &wo);
 	const tk_event *ev;

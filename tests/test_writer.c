@@ -478,7 +478,7 @@ static void test_open_errors(void **state)
 static void test_sqlite_output(void **state)
 {
 	(void)state;
-	tk_writer_opts o = {TK_FORMAT_AUTO, -1, 0, 0};
+	tk_writer_opts o = {TK_FORMAT_AUTO, -1, 0, 0, 0};
 	assert_int_equal(tk_format_from_name("x.sqlite", &o), 0);
 	assert_int_equal(o.format, TK_FORMAT_SQLITE);
 	assert_int_equal(tk_format_from_name("sqlite", &o), 0);
@@ -615,7 +615,7 @@ static void test_gzip_output(void **state)
 	} cases[] = {{"a.json.gz", -1, 0, 1}, {"b.json.gz", 0, 0, 0}, {"c.json", 1, 0, 1},
 	             {"d.json.gz", -1, 1, 1}, {"e.json.gz", -1, 9, 1}};
 	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-		tk_writer_opts o = {TK_FORMAT_AUTO, cases[c].gzip, cases[c].level, 0};
+		tk_writer_opts o = {TK_FORMAT_AUTO, cases[c].gzip, cases[c].level, 0, 0};
 		const char *path = tu_path(cases[c].name);
 		write_sample(path, &o);
 		assert_int_equal(is_gzip(path), cases[c].want_gz);
@@ -650,7 +650,7 @@ static void test_write_to_fd(void **state)
 		const char *path = tu_path(gz ? "fd.json.gz" : "fd.json");
 		int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 		assert_true(fd >= 0);
-		tk_writer_opts o = {TK_FORMAT_JSON, gz, 0, 0};
+		tk_writer_opts o = {TK_FORMAT_JSON, gz, 0, 0, 0};
 		tk_writer *w = NULL;
 		assert_int_equal(tk_writer_open_fd(&w, fd, "fd-out", &o), 0);
 		tk_event e = base_event('X');

@@ -17,7 +17,7 @@ static const cli_opt opts[] = {
 	{O_LEVEL, 0, "gzip-level", "N", "compression level 1-9 (default: gzip 6, tkb chunks 1)"},
 	{O_MEMORY, 0, "memory", "SIZE", "pftrace, sqlite output: memory to order events in (default 256M, sqlite 64M)"},
 	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
-	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP},
+	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP_OUT},
 	{O_MEM_COUNTERS, 0, "memory-counters", NULL, "add a counter event after each [memory] event: the\n"
 	 "                             device's allocated and reserved bytes (docs/steps.md)"},
 	{O_LIST, 0, "list", NULL, "list the traces IN stands for (archive members) and exit"},
@@ -193,7 +193,7 @@ out:
 /* .tkb compresses its chunks with zlib instead of a gzip layer. */
 static int resolve_format(convert_opts *o)
 {
-	tk_writer_opts named = {TK_FORMAT_AUTO, -1, 0, 0};
+	tk_writer_opts named = {TK_FORMAT_AUTO, -1, 0, 0, 0};
 	if (cli_check_output(&tool, o->out, &o->wopts))
 		return 2;
 	int tkb = o->wopts.format == TK_FORMAT_TKB ||
@@ -256,6 +256,7 @@ static int parse_args(int argc, char **argv, convert_opts *o)
 		return 2;
 	}
 	o->in = argv[ind];
+	o->wopts.threads = o->ropts.threads; /* gzip output deflated on as many */
 	if (o->list)
 		return 0;
 	if (!o->out) {

@@ -42,7 +42,7 @@ static const cli_opt opts[] = {
 	{O_FORMAT, 0, "to", "FORMAT", "output format (listed below; default: from OUT's name)"},
 	{O_LEVEL, 0, "gzip-level", "N", "gzip compression level 1-9 (default 6)"},
 	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
-	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP},
+	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP_OUT},
 	{O_LIST, 0, "list", NULL, "list the traces the inputs stand for (archive members) and exit"},
 	{O_QUIET, 'q', "quiet", NULL, "no progress, no offset report, no warnings"},
 	{0, 0, NULL, NULL, NULL},
@@ -441,6 +441,7 @@ static int parse_args(int argc, char **argv, merge_cli *o)
 	}
 	if (!o->list && cli_check_output(&tool, o->out, &o->mo.wopts))
 		return 2;
+	o->mo.wopts.threads = o->mo.ropts.threads; /* gzip output deflated on as many */
 	for (int i = ind; i < argc; i++)
 		if (expand(o, argv[i]))
 			return 1;

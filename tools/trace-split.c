@@ -53,7 +53,7 @@ static const cli_opt opts[] = {
 	 "                             (default 128M)"},
 	{O_TMPDIR, 0, "tmpdir", "DIR", "where ordering spills runs (default $TMPDIR or /tmp)"},
 	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
-	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP},
+	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP_OUT},
 	{O_LIST, 0, "list", NULL, "list the traces IN stands for (archive members) and exit"},
 	{O_QUIET, 'q', "quiet", NULL, "no progress, warnings or summary"},
 	{0, 0, NULL, NULL, NULL},
@@ -240,6 +240,7 @@ static int parse_args(int argc, char **argv, split_args *a)
 		return 2;
 	}
 	a->in = argv[ind];
+	a->so.wopts.threads = a->so.ropts.threads; /* gzip parts deflated on as many */
 	if (a->list)
 		return 0;
 	if (!a->so.dir) {

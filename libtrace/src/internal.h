@@ -248,17 +248,20 @@ typedef struct tk__sink {
 	uint64_t raw_synced; /* raw_in then */
 	struct tk__aio *aio; /* threads that encode and write; NULL = the caller does */
 	int may_aio;         /* start them with the first full block */
+	unsigned threads;    /* how many (tk__sink_async) */
 	char err[TK__ERRLEN];
 } tk__sink;
 /* f: an output filter or NULL; level: the filter's (0 = its default). */
 int tk__sink_open_path(tk__sink *s, const char *path, const struct tk__ofilter *f, int level);
 int tk__sink_open_fd(tk__sink *s, int fd, const char *name, const struct tk__ofilter *f, int level);
-/* Move encoding and write() to threads of the sink's own (a filter: one
- * per processor, at most 8), so that they overlap with the caller's work;
- * they start with the first block of 1 MiB, so small outputs never have
- * them. Without threads the caller encodes and writes, to the same bytes:
- * nothing fails. */
-void tk__sink_async(tk__sink *s);
+/* Move encoding and write() to threads of the sink's own (a filter:
+ * `threads` of them, 0 = one per processor, at most TK__SINK_MAX_THREADS;
+ * without one, a single thread), so that they overlap with the caller's
+ * work; they start with the first block of 1 MiB, so small outputs never
+ * have them. Without threads the caller encodes and writes, to the same
+ * bytes: nothing fails. */
+#define TK__SINK_MAX_THREADS 64
+void tk__sink_async(tk__sink *s, unsigned threads);
 int tk__sink_write(tk__sink *s, const void *p, size_t n);
 /* Appends b's bytes and takes its memory: b comes back empty, possibly
  * with the capacity of an earlier buffer. */

@@ -14,7 +14,6 @@
  * block is prepared in order (its context), encoded by any thread and
  * written in order; see tk__ofilter. */
 #define TK__BLOCK (1024 * 1024)
-#define TK__MAX_WORKERS 8
 
 enum { J_FREE, J_QUEUED, J_BUSY, J_DONE };
 
@@ -28,7 +27,7 @@ typedef struct job {
  * oldest block done writes the blocks that are done, in order. The caller
  * blocks only when every slot of the ring is taken. */
 typedef struct tk__aio {
-	pthread_t th[TK__MAX_WORKERS];
+	pthread_t th[TK__SINK_MAX_THREADS];
 	int n_th;
 	pthread_mutex_t mu;
 	pthread_cond_t work, done;
@@ -185,17 +184,17 @@ static void aio_stop(tk__sink *s)
 }
 
 /* The threads start with the first full block: small outputs never need
- * them. A filter gets an encoding thread per processor (at most 8), plain
- * output one writing thread. */
+ * them. A filter gets the encoding threads asked for (0: one per
+ * processor), plain output one writing thread. */
 static void aio_start(tk__sink *s)
 {
 	s->may_aio = 0;
 	if (s->aio || s->fd < 0)
 		return;
 	tk__aio *a = calloc(1, sizeof *a);
-	int want = s->f ? tk__cpus() : 1;
-	if (want > TK__MAX_WORKERS)
-		want = TK__MAX_WORKERS;
+	int want = !s->f ? 1 : s->threads ? (int)s->threads : tk__cpus();
+	if (want > TK__SINK_MAX_THREADS)
+		want = TK__SINK_MAX_THREADS;
 	size_t n_ring = (size_t)(2 * want + 2);
 	if (a)
 		a->ring = calloc(n_ring, sizeof *a->ring);
@@ -223,9 +222,10 @@ static void aio_start(tk__sink *s)
 	}
 }
 
-void tk__sink_async(tk__sink *s)
+void tk__sink_async(tk__sink *s, unsigned threads)
 {
 	s->may_aio = 1;
+	s->threads = threads;
 }
 
 /* ---- blocks ---- */

@@ -239,6 +239,9 @@ typedef struct tk_writer_opts {
 	 * slices that nest), in this much memory, spilling sorted runs to
 	 * $TMPDIR beyond it; 0 = 256 MiB */
 	size_t memory_bytes;
+	/* gzip output: the threads that deflate its blocks of about 1 MiB
+	 * (the same bytes with any count); 0 = one per processor. At most 64. */
+	unsigned threads;
 } tk_writer_opts;
 
 /* The output a name stands for, as every tool's --to and -o read it: a
@@ -263,8 +266,8 @@ TK_API const char *tk_format_suffixes(void);
 /* Write to `path` ("-" = standard output). A file is written under a
  * temporary name beside it and renamed on tk_writer_close(); a writer freed
  * without a successful close leaves nothing behind. From the first MiB on,
- * compression and write() run on threads of the writer's own (gzip: one per
- * processor, at most 8), in blocks of about 1 MiB, so they overlap with the
+ * compression and write() run on threads of the writer's own (gzip:
+ * opts->threads of them), in blocks of about 1 MiB, so they overlap with the
  * caller's work; an error there is returned by the next call. */
 TK_API int tk_writer_open_path(tk_writer **out, const char *path, const tk_writer_opts *opts);
 /* Write to an fd that the writer does not close; `name` for messages. */
