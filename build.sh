@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-PKGS="build-essential cmake pkg-config zlib1g-dev libsqlite3-dev libarchive-dev libcmocka-dev libisal-dev python3 jq"
+PKGS="build-essential cmake pkg-config zlib1g-dev libsqlite3-dev libarchive-dev libcmocka-dev libisal-dev libdeflate-dev python3 jq"
 missing=()
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

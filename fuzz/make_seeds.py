@@ -12,6 +12,10 @@
   draw their options from an FNV-1a hash of the whole input
   (fuzz_events.h), so a seed alone tries one set of them. The option each
   variant is picked for is decoded here as the harness decodes it.
+- fuzz/corpus/deflate/: raw deflate streams of zlib's (python's zlib) at
+  levels 0, 1, 6 and 9 and with each strategy (fixed, Huffman only, RLE,
+  filtered) of a few texts, empty to 20 KB; one in two blocks, one that
+  does not end, one with bytes after its end.
 - with --bin DIR (a plain build's fuzz/ directory, e.g. build/fuzz): the
   binary seeds that the harnesses make themselves: fuzz_merge's run files
   (the sorter's spill format) and fuzz_collector's CUPTI records.
@@ -21,10 +25,13 @@ The output is deterministic: running it again rewrites the same bytes.
     python3 fuzz/make_seeds.py [--bin build/fuzz]
 """
 import gzip
+import hashlib
 import itertools
 import os
+import random
 import subprocess
 import sys
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "corpus")
@@ -142,9 +149,38 @@ def binary_seeds(bindir):
         subprocess.run([collector, "--make-seeds", os.path.join(CORPUS, "collector")], check=True)
 
 
+def deflate_seeds():
+    out = os.path.join(CORPUS, "deflate")
+    os.makedirs(out, exist_ok=True)
+    rnd = random.Random(7)
+    lines = b"".join(b'{"name": "k%d", "ts": %d, "args": {"External id": %d}},\n' % (i % 13, i * 7, i)
+                     for i in range(300))
+    texts = [b"", b"a", b'{"ph": "X", "name": "aten::mm", "ts": 12.5, "dur": 3}\n' * 40,
+             bytes(rnd.getrandbits(8) for _ in range(3000)), lines, testdata("example_kineto.json")[:20000]]
+
+    def raw(level=6, strategy=zlib.Z_DEFAULT_STRATEGY):
+        return zlib.compressobj(level, zlib.DEFLATED, -15, 8, strategy)
+
+    seeds = []
+    for t in texts:
+        for level, strategy in ((0, 0), (1, 0), (6, 0), (9, 0), (6, zlib.Z_FIXED), (6, zlib.Z_HUFFMAN_ONLY),
+                                (6, zlib.Z_RLE), (6, zlib.Z_FILTERED)):
+            c = raw(level, strategy)
+            seeds.append(c.compress(t) + c.flush())
+    c = raw()
+    seeds.append(c.compress(lines[:5000]) + c.flush(zlib.Z_FULL_FLUSH) + c.compress(lines[5000:]) + c.flush())
+    c = raw()
+    seeds.append(c.compress(lines) + c.flush(zlib.Z_SYNC_FLUSH))
+    c = raw()
+    seeds.append(c.compress(lines) + c.flush() + b"trailing")
+    for d in seeds:
+        write(os.path.join(out, hashlib.sha1(d).hexdigest()), d)
+
+
 def main():
     args = sys.argv[1:]
     json_seeds()
+    deflate_seeds()
     option_variants()
     if args[:1] == ["--bin"] and len(args) == 2:
         binary_seeds(args[1])

@@ -158,6 +158,64 @@ static void test_gzip_same_bytes_without_threads(void **state)
 	tu_events_free(&in);
 }
 
+/* path written by the writer at gzip level 6, with nothing else set. */
+static char *gzip_file(const tu_events *in, const char *path, size_t *n)
+{
+	tk_writer *w = NULL;
+	assert_int_equal(tk_writer_open_path(&w, path, NULL), 0);
+	for (size_t i = 0; i < in->n; i++)
+		assert_int_equal(tk_writer_write(w, in->ev[i]), 0);
+	assert_int_equal(tk_writer_close(w), 0);
+	tk_writer_free(w);
+	return tu_read_file(path, n);
+}
+
+/* gzip level 6 through libdeflate where it is built in (docs/gzip.md):
+ * other bytes than zlib's, the same text, about the same size; where the
+ * walk of its blocks refuses them, zlib deflates each, to zlib's own
+ * bytes. Without libdeflate, the three are zlib's. */
+static void test_gzip_libdeflate(void **state)
+{
+	(void)state;
+	tu_events in = trace_events(60000);
+	int ld = strstr(tk_dependency_versions(), "libdeflate") != NULL;
+	const char *env = getenv("TK_GZIP");
+	char *keep = env ? strdup(env) : NULL;
+	size_t n_best, n_walk, n_zlib, t_best, t_zlib;
+	unsetenv("TK_GZIP");
+	char *best = gzip_file(&in, tu_path("best.json.gz"), &n_best);
+	tk__gzip_no_walk = 1;
+	char *nowalk = gzip_file(&in, tu_path("nowalk.json.gz"), &n_walk);
+	tk__gzip_no_walk = 0;
+	setenv("TK_GZIP", "zlib", 1);
+	char *zl = gzip_file(&in, tu_path("zlib.json.gz"), &n_zlib);
+	if (keep)
+		setenv("TK_GZIP", keep, 1);
+	else
+		unsetenv("TK_GZIP");
+	free(keep);
+	assert_int_equal(n_walk, n_zlib);
+	assert_memory_equal(nowalk, zl, n_zlib);
+	if (ld) {
+		assert_true(n_best != n_zlib || memcmp(best, zl, n_zlib) != 0);
+		assert_true(n_best < n_zlib + n_zlib / 10 && n_zlib < n_best + n_best / 10);
+	} else {
+		assert_int_equal(n_best, n_zlib);
+		assert_memory_equal(best, zl, n_zlib);
+	}
+	char *text_best = tu_gunzip(best, n_best, &t_best), *text_zlib = tu_gunzip(zl, n_zlib, &t_zlib);
+	assert_true(t_zlib > 4 * TK__BLOCK_TEST);
+	assert_int_equal(t_best, t_zlib);
+	assert_memory_equal(text_best, text_zlib, t_zlib);
+	expect_file_events(tu_path("best.json.gz"), &in, in.n);
+	free(text_best);
+	free(text_zlib);
+	free(best);
+	free(nowalk);
+	free(zl);
+	tu_events_free(&in);
+}
+
 /* The threads of this process (Linux: /proc/self/task). */
 static int task_count(void)
 {
@@ -654,6 +712,7 @@ int main(void)
 		cmocka_unit_test(test_gzip_budget_through_thread),
 		cmocka_unit_test(test_gzip_same_bytes_without_threads),
 		cmocka_unit_test(test_gzip_threads_asked),
+		cmocka_unit_test(test_gzip_libdeflate),
 		cmocka_unit_test(test_gzip_read_ahead),
 		cmocka_unit_test(test_thread_write_error),
 		cmocka_unit_test(test_free_without_close),

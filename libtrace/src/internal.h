@@ -203,6 +203,9 @@ size_t tk__sorter_share(size_t total);
  * so that the paths without one (the caller does the work) are exercised. */
 extern int tk__no_threads;
 int tk__thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
+/* Tests set this to make the gzip writer's walk of libdeflate's blocks
+ * refuse every one, so that its way out (zlib deflates them) is exercised. */
+extern int tk__gzip_no_walk;
 /* Processors this process may run on (its affinity mask), at least 1. */
 int tk__cpus(void);
 

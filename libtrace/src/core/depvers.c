@@ -11,10 +11,16 @@ const char *tk_dependency_versions(void)
 {
 	static char v[256];
 	if (!v[0])
-		snprintf(v, sizeof v, "zlib %s, sqlite %s, %s%s", zlibVersion(), sqlite3_libversion(),
+		snprintf(v, sizeof v, "zlib %s, sqlite %s, %s%s%s", zlibVersion(), sqlite3_libversion(),
 		         archive_version_string(),
 #ifdef TK_HAVE_ISAL
 		         ", isa-l " TK_ISAL_VERSION
+#else
+		         ""
+#endif
+		         ,
+#ifdef TK_HAVE_LIBDEFLATE
+		         ", libdeflate " TK_LIBDEFLATE_VERSION
 #else
 		         ""
 #endif

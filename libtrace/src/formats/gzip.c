@@ -1,4 +1,4 @@
-/* gzip.c: the gzip filter: inflating input (one member after another, as `cat a.gz b.gz`), and output deflated in independent blocks that threads compress in parallel. Built with ISA-L (TK_HAVE_ISAL), inflating and the fast levels 1-3 go through it, the rest through zlib; TK_GZIP=zlib in the environment picks zlib for everything. */
+/* gzip.c: the gzip filter: inflating input (one member after another, as `cat a.gz b.gz`), and output deflated in independent blocks that threads compress in parallel. Built with ISA-L (TK_HAVE_ISAL), inflating and the fast levels 1-3 go through it; built with libdeflate (TK_HAVE_LIBDEFLATE), levels 4-9 go through it; the rest through zlib. TK_GZIP=zlib in the environment picks zlib for everything. */
 #include <stdlib.h>
 
 #include "formats/formats.h"
@@ -7,14 +7,27 @@
 #include <isa-l/crc.h>
 #include <isa-l/igzip_lib.h>
 #endif
+#ifdef TK_HAVE_LIBDEFLATE
+#include <libdeflate.h>
 
-/* 1 when ISA-L does the work it can: built with it, and TK_GZIP is not
- * "zlib" (read at each open: tests and users compare the two). */
+#include "core/deflate_scan.h"
+#endif
+
+#if defined(TK_HAVE_ISAL) || defined(TK_HAVE_LIBDEFLATE)
+/* 1 unless TK_GZIP is "zlib" (read at each open: tests and users compare
+ * the libraries). */
+static int fast_libs(void)
+{
+	const char *e = getenv("TK_GZIP");
+	return !(e && strcmp(e, "zlib") == 0);
+}
+#endif
+
+/* 1 when ISA-L does the work it can: built with it, and TK_GZIP allows. */
 static int use_isal(void)
 {
 #ifdef TK_HAVE_ISAL
-	const char *e = getenv("TK_GZIP");
-	return !(e && strcmp(e, "zlib") == 0);
+	return fast_libs();
 #else
 	return 0;
 #endif
@@ -307,6 +320,7 @@ const tk__ifilter tk__ifilter_gzip = {"gzip", 0, ".gz", gz_bid, gz_open, gz_read
 typedef struct gz_out {
 	int level;
 	int isal; /* blocks go through ISA-L (levels 1-3 where it is built in) */
+	int ld;   /* blocks go through libdeflate (levels 4-9 where it is built in) */
 	unsigned char dict[TK__DICT]; /* the next block's dictionary: the last 32 KiB handed over */
 	size_t dict_len;
 	uint32_t crc; /* of the blocks written */
@@ -320,7 +334,13 @@ typedef struct gz_ctx {
 
 /* One thread's encoder. */
 typedef struct gz_enc {
-	z_stream z; /* zlib's, initialized when isal is NULL */
+	int level;
+	z_stream z; /* zlib's, initialized when z_ready */
+	int z_ready;
+#ifdef TK_HAVE_LIBDEFLATE
+	struct libdeflate_compressor *ld;
+	tk__dscan *scan;
+#endif
 #ifdef TK_HAVE_ISAL
 	struct isal_zstream *isal;
 	unsigned char *lvl_buf;
@@ -338,6 +358,9 @@ static void *gzo_open(int level, tk__buf *hdr, char *err)
 	}
 	g->level = level > 0 && level <= 9 ? level : 6;
 	g->isal = g->level <= 3 && use_isal();
+#ifdef TK_HAVE_LIBDEFLATE
+	g->ld = g->level >= 4 && fast_libs();
+#endif
 	/* the header as zlib writes it: no name, no time, Unix */
 	unsigned char h[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, g->level == 9 ? 2 : g->level == 1 ? 4 : 0, 3};
 	if (tk__buf_append(hdr, h, sizeof h)) {
@@ -359,15 +382,31 @@ static void gzo_enc_free(void *enc)
 	if (!e)
 		return;
 #ifdef TK_HAVE_ISAL
-	if (e->isal) {
-		free(e->isal);
-		free(e->lvl_buf);
-		free(e);
-		return;
-	}
+	free(e->isal);
+	free(e->lvl_buf);
 #endif
-	deflateEnd(&e->z);
+#ifdef TK_HAVE_LIBDEFLATE
+	if (e->ld)
+		libdeflate_free_compressor(e->ld);
+	tk__dscan_free(e->scan);
+#endif
+	if (e->z_ready)
+		deflateEnd(&e->z);
 	free(e);
+}
+
+/* zlib's deflate for the encoder (libdeflate's encoders start it when a
+ * block needs it). */
+static int z_start(gz_enc *e, char *err)
+{
+	if (e->z_ready)
+		return 0;
+	if (deflateInit2(&e->z, e->level, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		snprintf(err, TK__ERRLEN, "zlib deflate init failed");
+		return TK_ERR_NOMEM;
+	}
+	e->z_ready = 1;
+	return 0;
 }
 
 static void *gzo_enc_new(void *st, char *err)
@@ -378,6 +417,17 @@ static void *gzo_enc_new(void *st, char *err)
 		snprintf(err, TK__ERRLEN, "out of memory");
 		return NULL;
 	}
+	e->level = g->level;
+#ifdef TK_HAVE_LIBDEFLATE
+	if (g->ld) {
+		if (!(e->ld = libdeflate_alloc_compressor(g->level)) || !(e->scan = tk__dscan_new())) {
+			gzo_enc_free(e);
+			snprintf(err, TK__ERRLEN, "out of memory");
+			return NULL;
+		}
+		return e;
+	}
+#endif
 #ifdef TK_HAVE_ISAL
 	if (g->isal) {
 		static const size_t lvl[] = {ISAL_DEF_LVL1_DEFAULT, ISAL_DEF_LVL2_DEFAULT, ISAL_DEF_LVL3_DEFAULT};
@@ -392,9 +442,8 @@ static void *gzo_enc_new(void *st, char *err)
 		return e;
 	}
 #endif
-	if (deflateInit2(&e->z, g->level, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+	if (z_start(e, err)) {
 		free(e);
-		snprintf(err, TK__ERRLEN, "zlib deflate init failed");
 		return NULL;
 	}
 	return e;
@@ -418,7 +467,7 @@ static void gzo_prepare(void *st, void *ctx, const tk__buf *raw)
 	g->dict_len = keep + raw->len;
 }
 
-#ifdef TK_HAVE_ISAL
+#if defined(TK_HAVE_ISAL) || defined(TK_HAVE_LIBDEFLATE)
 /* raw as stored blocks (not final): what a block that would not compress
  * becomes, so that it never grows past gzo_bound(). */
 static int put_stored(const tk__buf *raw, tk__buf *out, char *err)
@@ -443,6 +492,49 @@ static int put_stored(const tk__buf *raw, tk__buf *out, char *err)
 	return 0;
 }
 
+/* The bytes of raw stored, with the 5 bytes of each stored block's header. */
+static size_t stored_size(const tk__buf *raw)
+{
+	return raw->len + 5 * (raw->len / 65535 + 1);
+}
+#endif
+
+int tk__gzip_no_walk;
+
+#ifdef TK_HAVE_LIBDEFLATE
+/* libdeflate: the block deflated on its own (libdeflate takes no
+ * dictionary) into one whole stream, which ends with a final block. A walk
+ * of that stream finds the final block's flag, which is cleared, and the
+ * stream's end, where an empty stored block follows: the sync flush zlib
+ * writes. 1 where the walk does not confirm the stream, or the block's
+ * length (never seen): the caller deflates the block with zlib instead. */
+static int ld_encode(gz_enc *e, const tk__buf *raw, tk__buf *out, char *err)
+{
+	out->len = 0;
+	size_t bound = libdeflate_deflate_compress_bound(e->ld, raw->len);
+	if (tk__buf_reserve(out, bound + 8)) {
+		snprintf(err, TK__ERRLEN, "out of memory");
+		return TK_ERR_NOMEM;
+	}
+	unsigned char *q = (unsigned char *)out->p;
+	size_t k = libdeflate_deflate_compress(e->ld, raw->p, raw->len, q, bound);
+	tk__dscan_result r;
+	if (!k || tk__gzip_no_walk || tk__dscan_stream(e->scan, q, k, &r) || r.out_len != raw->len)
+		return 1;
+	q[r.final_bit / 8] &= (unsigned char)~(1u << (r.final_bit % 8));
+	/* from the end: three zero bits (not final, stored), zeros to the
+	 * byte, LEN 0 and NLEN 0xffff */
+	size_t at = (size_t)(r.end_bit / 8), end = (size_t)((r.end_bit + 3 + 7) / 8);
+	q[at] &= (unsigned char)((1u << (r.end_bit % 8)) - 1);
+	for (size_t i = at + 1; i < end; i++)
+		q[i] = 0;
+	memcpy(q + end, "\0\0\xff\xff", 4);
+	out->len = end + 4;
+	return out->len > stored_size(raw) ? put_stored(raw, out, err) : 0;
+}
+#endif
+
+#ifdef TK_HAVE_ISAL
 /* ISA-L: the block deflated after the dictionary, ended by a sync flush. */
 static int isal_encode(gz_enc *e, int level, gz_ctx *c, const tk__buf *raw, tk__buf *out, char *err)
 {
@@ -459,7 +551,7 @@ static int isal_encode(gz_enc *e, int level, gz_ctx *c, const tk__buf *raw, tk__
 		return TK_ERR_IO;
 	}
 	out->len = 0;
-	size_t stored = raw->len + 5 * (raw->len / 65535 + 1);
+	size_t stored = stored_size(raw);
 	if (tk__buf_reserve(out, stored + 1024)) {
 		snprintf(err, TK__ERRLEN, "out of memory");
 		return TK_ERR_NOMEM;
@@ -494,6 +586,15 @@ static int gzo_encode(void *enc, void *ctx, const tk__buf *raw, tk__buf *out, ch
 #ifdef TK_HAVE_ISAL
 	if (e->isal)
 		return isal_encode(e, e->isal_level, c, raw, out, err);
+#endif
+#ifdef TK_HAVE_LIBDEFLATE
+	if (e->ld) {
+		int rc = ld_encode(e, raw, out, err);
+		if (rc <= 0)
+			return rc;
+		if ((rc = z_start(e, err)) != 0)
+			return rc;
+	}
 #endif
 	z_stream *z = &e->z;
 	out->len = 0;

@@ -1,0 +1,123 @@
+/* fuzz_deflate.c: fuzz harness for the deflate walk (core/deflate_scan.c), held against zlib's raw inflate (libFuzzer, or a plain main() over files).
+ *
+ * The gzip writer trusts the walk to find where a libdeflate stream's final
+ * block starts and where the stream ends, and continues the stream there.
+ * The invariant, on any bytes:
+ *
+ *  - the walk takes them exactly when zlib's raw inflate (no dictionary)
+ *    reaches the end of a stream within them;
+ *  - then the walk's end is where zlib stopped (its bytes used, to the bit:
+ *    Z_BLOCK's count of unused bits), its final block starts where zlib's
+ *    last block boundary before the end is, and its length is zlib's;
+ *  - the stream with the final flag cleared, then an empty stored block
+ *    from the end (what the writer appends) and an empty final block,
+ *    inflates with zlib to the same bytes (length and CRC-32).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "core/deflate_scan.h"
+
+#define MAX_IN (64 * 1024)
+
+static void fail(const char *what)
+{
+	fprintf(stderr, "fuzz_deflate: %s\n", what);
+	abort();
+}
+
+/* zlib's reading of p[0..n): 1 at the stream's end, 0 otherwise; with the
+ * bits used, the output's length and CRC-32, and the bit where the last
+ * block started (Z_BLOCK stops at each block's header). */
+typedef struct zread {
+	int ended;
+	uint64_t end_bit, last_hdr, out_len;
+	uint32_t crc;
+} zread;
+
+static zread z_inflate(const uint8_t *p, size_t n)
+{
+	zread r = {0, 0, 0, 0, (uint32_t)crc32(0, NULL, 0)};
+	z_stream z;
+	memset(&z, 0, sizeof z);
+	if (inflateInit2(&z, -MAX_WBITS) != Z_OK)
+		fail("zlib inflateInit2 failed");
+	static uint8_t out[1 << 16];
+	z.next_in = (uint8_t *)p;
+	z.avail_in = (uInt)n;
+	for (;;) {
+		z.next_out = out;
+		z.avail_out = sizeof out;
+		int rc = inflate(&z, Z_BLOCK);
+		size_t got = sizeof out - z.avail_out;
+		r.crc = (uint32_t)crc32(r.crc, out, (uInt)got);
+		r.out_len += got;
+		if (rc == Z_STREAM_END) {
+			r.ended = 1;
+			break;
+		}
+		if (rc != Z_OK)
+			break; /* an error, or no more input (Z_BUF_ERROR) */
+		/* after a block (Z_BLOCK): the next one's header, or the end of
+		 * the final one, to the bit (the end as Z_STREAM_END gives it
+		 * is rounded up to the byte) */
+		uint64_t at = (uint64_t)(n - z.avail_in) * 8 - (z.data_type & 7);
+		if ((z.data_type & 128) && (z.data_type & 64))
+			r.end_bit = at;
+		else if (z.data_type & 128)
+			r.last_hdr = at;
+	}
+	inflateEnd(&z);
+	return r;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size > MAX_IN)
+		return 0;
+	static tk__dscan *s;
+	if (!s && !(s = tk__dscan_new()))
+		return 0;
+	tk__dscan_result r;
+	int ok = tk__dscan_stream(s, data, size, &r) == 0;
+	zread z = z_inflate(data, size);
+	if (ok != z.ended) {
+		fprintf(stderr, "walk %s, zlib %s\n", ok ? "takes it" : "refuses it", z.ended ? "ends" : "does not end");
+		fail("the walk and zlib disagree on whether a stream ends here");
+	}
+	if (!ok)
+		return 0;
+	if (r.end_bit != z.end_bit || r.out_len != z.out_len || r.final_bit != z.last_hdr) {
+		fprintf(stderr, "walk: end %llu, final %llu, %llu bytes; zlib: end %llu, final %llu, %llu bytes\n",
+		        (unsigned long long)r.end_bit, (unsigned long long)r.final_bit, (unsigned long long)r.out_len,
+		        (unsigned long long)z.end_bit, (unsigned long long)z.last_hdr, (unsigned long long)z.out_len);
+		fail("the walk's stream is not zlib's");
+	}
+	/* continued as the writer does, then ended */
+	size_t end = (size_t)((r.end_bit + 3 + 7) / 8);
+	uint8_t *q = calloc(end + 6, 1);
+	if (!q)
+		return 0;
+	memcpy(q, data, (size_t)((r.end_bit + 7) / 8));
+	q[r.final_bit / 8] &= (uint8_t)~(1u << (r.final_bit % 8));
+	q[r.end_bit / 8] &= (uint8_t)((1u << (r.end_bit % 8)) - 1);
+	memcpy(q + end, "\0\0\xff\xff\x03\x00", 6);
+	zread c = z_inflate(q, end + 6);
+	free(q);
+	if (!c.ended || c.out_len != z.out_len || c.crc != z.crc || c.end_bit != (uint64_t)(end + 6) * 8 - 6)
+		fail("the stream continued after its final block does not inflate to the same bytes");
+	return 0;
+}
+
+#ifndef TK_LIBFUZZER
+#include "fuzz_files.h"
+
+int main(int argc, char **argv)
+{
+	int rc = tk_fuzz_files(argc, argv, NULL);
+	printf("fuzz_deflate: %d inputs ran\n", argc - 1);
+	return rc;
+}
+#endif
