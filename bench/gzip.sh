@@ -17,7 +17,7 @@ uncompressed bytes.
   writing   gzip -6 and igzip -1/-3 (baselines); trace-convert TRACE.json -o
             OUT.json.gz at --gzip-level 1, 3, 6 and 9, with and without TK_GZIP=zlib;
             the output's size against the JSON
-  target    issue 16's: gzip output at level 6's size at least twice as fast as
+  target    gzip output at level 6's size at least twice as fast as
             zlib's level 6 (TK_GZIP=zlib, what every build wrote before ISA-L
             and libdeflate), with the two sizes
 
