@@ -698,6 +698,50 @@ static void test_split_without_threads(void **state)
 	}
 }
 
+/* The most threads of this process seen while a split writes. */
+typedef struct seen_tasks {
+	int base, most;
+} seen_tasks;
+
+static void count_tasks(void *ctx, const char *pass, uint64_t bytes, uint64_t events)
+{
+	(void)bytes;
+	(void)events;
+	seen_tasks *t = ctx;
+	int n = task_count() - t->base;
+	if (strcmp(pass, "writing") == 0 && n > t->most)
+		t->most = n;
+}
+
+/* A split's gzip parts, asked for 16 threads, are deflated on 8: the
+ * writer's blocks stay within the memory reserve (tk__budget_writer_threads),
+ * besides the one thread that reads ahead. */
+static void test_split_gzip_threads_capped(void **state)
+{
+	(void)state;
+	tu_events in;
+	char path[512];
+	snprintf(path, sizeof path, "%s", trace_file(200000, "capped.json", &in));
+	tu_events_free(&in);
+	seen_tasks t = {task_count(), 0};
+	tk_split_opts o = {0};
+	o.dir = tu_path("capped");
+	o.name = "p";
+	o.wopts.gzip = 1;
+	o.wopts.threads = 16;
+	o.ropts.threads = 1;
+	o.n_parts = 2; /* parts of several MiB of JSON: the writer's threads start */
+	o.progress = count_tasks;
+	o.progress_ctx = &t;
+	tk_split *s = NULL;
+	assert_int_equal(tk_split_new(&s, &o), 0);
+	if (tk_split_run(s, path))
+		fail_msg("%s", tk_split_error(s));
+	assert_true(tk_split_get_stats(s)->input_sorted);
+	tk_split_free(s);
+	assert_in_range(t.most, 8, 9);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -724,6 +768,7 @@ int main(void)
 		cmocka_unit_test(test_lazy_args_twice),
 		cmocka_unit_test(test_lazy_truncated),
 		cmocka_unit_test(test_split_without_threads),
+		cmocka_unit_test(test_split_gzip_threads_capped),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown);
 }

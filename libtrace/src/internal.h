@@ -265,6 +265,11 @@ int tk__sink_open_fd(tk__sink *s, int fd, const char *name, const struct tk__ofi
  * bytes: nothing fails. */
 #define TK__SINK_MAX_THREADS 64
 void tk__sink_async(tk__sink *s, unsigned threads);
+/* The gzip threads (tk_writer_opts.threads, 0 = one per processor) of a
+ * writer under a memory budget (tk_merge, tk_split): at most 8, so that
+ * their blocks in flight (about 2.2 MiB a thread) stay within the budget's
+ * reserve of at most 32 MiB. */
+unsigned tk__budget_writer_threads(unsigned threads);
 int tk__sink_write(tk__sink *s, const void *p, size_t n);
 /* Appends b's bytes and takes its memory: b comes back empty, possibly
  * with the capacity of an earlier buffer. */

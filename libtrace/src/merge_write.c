@@ -650,7 +650,9 @@ int tk_merge_write(tk_merge *m, const char *path)
 		return rc;
 	}
 	out_ctx c = {m, NULL, {0}, {0}, {0}, 0, 0, 0};
-	if ((rc = tk_writer_open_path(&c.w, path, &m->o.wopts)) != 0)
+	tk_writer_opts wo = m->o.wopts;
+	wo.threads = tk__budget_writer_threads(wo.threads);
+	if ((rc = tk_writer_open_path(&c.w, path, &wo)) != 0)
 		rc = tk__err_set(&m->err, rc, "%s", c.w ? tk_writer_error(c.w) : tk_strerror(rc));
 	else
 		rc = write_all(m, &c, tbase, second ? second : m->sorter);

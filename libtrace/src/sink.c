@@ -222,6 +222,12 @@ static void aio_start(tk__sink *s)
 	}
 }
 
+unsigned tk__budget_writer_threads(unsigned threads)
+{
+	unsigned n = threads ? threads : (unsigned)tk__cpus();
+	return n < 8 ? n : 8;
+}
+
 void tk__sink_async(tk__sink *s, unsigned threads)
 {
 	s->may_aio = 1;

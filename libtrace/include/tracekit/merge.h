@@ -22,7 +22,7 @@ typedef struct tk_merge tk_merge;
 typedef struct tk_merge_opts {
 	/* memory for everything the merge holds (0 = 256 MiB): the sorters
 	 * get all but an eighth (at most 32 MiB) that readers, the writer's
-	 * threads and the per-rank tables use */
+	 * threads (gzip: wopts.threads, at most 8) and the per-rank tables use */
 	size_t memory_bytes;
 	const char *tmpdir;  /* spilled runs; NULL = $TMPDIR or /tmp (copied) */
 	int align;           /* TK_ALIGN_* */

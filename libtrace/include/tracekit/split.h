@@ -36,8 +36,8 @@ typedef struct tk_split_opts {
 
 	/* memory for everything the split holds (0 = 128 MiB): ordering an
 	 * unsorted input gets all but an eighth (at most 32 MiB) that readers,
-	 * writer threads and batches use; the flow table comes on top (32-64
-	 * bytes per distinct flow) */
+	 * writer threads (gzip: wopts.threads, at most 8) and batches use; the
+	 * flow table comes on top (32-64 bytes per distinct flow) */
 	size_t memory_bytes;
 	const char *tmpdir;  /* sorter spill directory; NULL = $TMPDIR or /tmp */
 
