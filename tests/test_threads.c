@@ -71,6 +71,21 @@ static void expect_file_events(const char *path, const tu_events *want, size_t n
 
 /* ---- the writer's thread ---- */
 
+/* The events written to path (gzip level 6 for a .gz name), and
+ * read back as bytes; the size the writer reports is the file's. */
+static char *written_file(const tu_events *in, const char *path, size_t *n)
+{
+	tk_writer *w = NULL;
+	assert_int_equal(tk_writer_open_path(&w, path, NULL), 0);
+	for (size_t i = 0; i < in->n; i++)
+		assert_int_equal(tk_writer_write(w, in->ev[i]), 0);
+	assert_int_equal(tk_writer_close(w), 0);
+	char *file = tu_read_file(path, n);
+	assert_int_equal(tk_writer_bytes(w), *n);
+	tk_writer_free(w);
+	return file;
+}
+
 /* Several MiB through the thread, plain and gzip: every event comes back,
  * and tk_writer_bytes() after close is the file's size. */
 static void test_large_output_through_thread(void **state)
@@ -79,16 +94,8 @@ static void test_large_output_through_thread(void **state)
 	tu_events in = trace_events(40000);
 	for (int gz = 0; gz < 2; gz++) {
 		const char *path = tu_path(gz ? "big.json.gz" : "big.json");
-		tk_writer *w = NULL;
-		assert_int_equal(tk_writer_open_path(&w, path, NULL), 0);
-		for (size_t i = 0; i < in.n; i++)
-			assert_int_equal(tk_writer_write(w, in.ev[i]), 0);
-		assert_int_equal(tk_writer_close(w), 0);
 		size_t n;
-		char *file = tu_read_file(path, &n);
-		assert_int_equal(tk_writer_bytes(w), n);
-		free(file);
-		tk_writer_free(w);
+		free(written_file(&in, path, &n));
 		expect_file_events(path, &in, in.n);
 	}
 	tu_events_free(&in);
@@ -136,15 +143,8 @@ static void test_gzip_same_bytes_without_threads(void **state)
 	for (int off = 0; off < 2; off++) {
 		const char *path = tu_path(off ? "nothreads.json.gz" : "threads.json.gz");
 		tk__no_threads = off;
-		tk_writer *w = NULL;
-		assert_int_equal(tk_writer_open_path(&w, path, NULL), 0);
-		for (size_t i = 0; i < in.n; i++)
-			assert_int_equal(tk_writer_write(w, in.ev[i]), 0);
-		assert_int_equal(tk_writer_close(w), 0);
+		file[off] = written_file(&in, path, &size[off]);
 		tk__no_threads = 0;
-		file[off] = tu_read_file(path, &size[off]);
-		assert_int_equal(tk_writer_bytes(w), size[off]);
-		tk_writer_free(w);
 		expect_file_events(path, &in, in.n);
 	}
 	assert_int_equal(size[0], size[1]);
@@ -156,18 +156,6 @@ static void test_gzip_same_bytes_without_threads(void **state)
 	free(file[0]);
 	free(file[1]);
 	tu_events_free(&in);
-}
-
-/* path written by the writer at gzip level 6, with nothing else set. */
-static char *gzip_file(const tu_events *in, const char *path, size_t *n)
-{
-	tk_writer *w = NULL;
-	assert_int_equal(tk_writer_open_path(&w, path, NULL), 0);
-	for (size_t i = 0; i < in->n; i++)
-		assert_int_equal(tk_writer_write(w, in->ev[i]), 0);
-	assert_int_equal(tk_writer_close(w), 0);
-	tk_writer_free(w);
-	return tu_read_file(path, n);
 }
 
 /* gzip level 6 through libdeflate where it is built in (docs/gzip.md):
@@ -183,12 +171,12 @@ static void test_gzip_libdeflate(void **state)
 	char *keep = env ? strdup(env) : NULL;
 	size_t n_best, n_walk, n_zlib, t_best, t_zlib;
 	unsetenv("TK_GZIP");
-	char *best = gzip_file(&in, tu_path("best.json.gz"), &n_best);
+	char *best = written_file(&in, tu_path("best.json.gz"), &n_best);
 	tk__gzip_no_walk = 1;
-	char *nowalk = gzip_file(&in, tu_path("nowalk.json.gz"), &n_walk);
+	char *nowalk = written_file(&in, tu_path("nowalk.json.gz"), &n_walk);
 	tk__gzip_no_walk = 0;
 	setenv("TK_GZIP", "zlib", 1);
-	char *zl = gzip_file(&in, tu_path("zlib.json.gz"), &n_zlib);
+	char *zl = written_file(&in, tu_path("zlib.json.gz"), &n_zlib);
 	if (keep)
 		setenv("TK_GZIP", keep, 1);
 	else

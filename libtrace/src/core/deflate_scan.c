@@ -17,9 +17,8 @@ struct tk__dscan {
 	uint32_t lit[1 << MAXBITS];
 	uint32_t dist[1 << MAXBITS];
 	uint32_t codes[1 << 7];
-	uint32_t fixed_lit[1 << 9];
+	uint32_t fixed_lit[1 << 9]; /* the fixed codes, built with the walk */
 	uint32_t fixed_dist[1 << 5];
-	int fixed_built;
 };
 
 static const uint16_t len_base[29] = {3,  4,  5,  6,  7,  8,  9,  10, 11,  13,  15,  17,  19,  23, 27,
@@ -33,16 +32,6 @@ static const uint8_t dist_extra[30] = {0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5,
                                        6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
 /* the order in which the code length code's lengths come */
 static const uint8_t cl_order[19] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
-
-tk__dscan *tk__dscan_new(void)
-{
-	return calloc(1, sizeof(tk__dscan));
-}
-
-void tk__dscan_free(tk__dscan *s)
-{
-	free(s);
-}
 
 /* The canonical code of lens[0..n) as a table; *bits its longest code.
  * zlib's rules: an over-subscribed set is refused, an incomplete one too
@@ -203,8 +192,11 @@ static int dynamic_tables(tk__dscan *s, bits *b, unsigned *lbits, unsigned *dbit
 	return 0;
 }
 
-static void fixed_tables(tk__dscan *s)
+tk__dscan *tk__dscan_new(void)
 {
+	tk__dscan *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
 	uint8_t lens[288];
 	memset(lens, 8, 144);
 	memset(lens + 144, 9, 112);
@@ -214,7 +206,12 @@ static void fixed_tables(tk__dscan *s)
 	build(s->fixed_lit, &tbits, lens, 288, LENS);
 	memset(lens, 5, 32);
 	build(s->fixed_dist, &tbits, lens, 32, DISTS);
-	s->fixed_built = 1;
+	return s;
+}
+
+void tk__dscan_free(tk__dscan *s)
+{
+	free(s);
 }
 
 int tk__dscan_stream(tk__dscan *s, const void *p, size_t n, tk__dscan_result *r)
@@ -245,8 +242,6 @@ int tk__dscan_stream(tk__dscan *s, const void *p, size_t n, tk__dscan_result *r)
 			const uint32_t *lt = s->lit, *dt = s->dist;
 			unsigned lbits = 9, dbits = 5;
 			if (type == 1) {
-				if (!s->fixed_built)
-					fixed_tables(s);
 				lt = s->fixed_lit;
 				dt = s->fixed_dist;
 			} else if (dynamic_tables(s, &b, &lbits, &dbits)) {
