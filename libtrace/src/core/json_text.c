@@ -1,5 +1,8 @@
 /* json_text.c: JSON lexical work: string scanning, canonical compact values, numbers. */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -768,6 +771,66 @@ int tk__parse_int64(const unsigned char *p, const unsigned char *e, int64_t *out
 		return -1;
 	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
 	return 0;
+}
+
+/* The %.15g text of d where d is a decimal of at most 15 significant
+ * digits between 1e-4 and 1e15 (most doubles in traces: "17.818182"), as
+ * digits and a point: the decimal m / 10^k for the smallest k, found by
+ * dividing, which IEEE rounds exactly as strtod reads the text back. 0
+ * where d is not such a decimal. */
+static size_t short_decimal(double d, char *out)
+{
+	static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8,
+	                             1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18};
+	double a = d < 0 ? -d : d;
+	if (!(a >= 1e-4 && a < 1e15))
+		return 0;
+	for (unsigned k = 0; k < sizeof p10 / sizeof p10[0]; k++) {
+		double m = a * p10[k];
+		if (m >= 1e15)
+			return 0;
+		double r = (double)(int64_t)(m + 0.5);
+		if (r / p10[k] != a)
+			continue;
+		char t[24], *e = t + sizeof t, *q = tk__fmt_u64(e, (uint64_t)r), *o = out;
+		size_t nd = (size_t)(e - q);
+		if (d < 0)
+			*o++ = '-';
+		if (!k) {
+			memcpy(o, q, nd);
+			memcpy(o + nd, ".0", 2);
+			return (size_t)(o + nd + 2 - out);
+		}
+		if (nd <= k) { /* 0.000ddd */
+			memcpy(o, "0.", 2);
+			memset(o + 2, '0', k - nd);
+			memcpy(o + 2 + k - nd, q, nd);
+			return (size_t)(o + 2 + k - out);
+		}
+		memcpy(o, q, nd - k);
+		o[nd - k] = '.';
+		memcpy(o + nd - k + 1, q + nd - k, k);
+		return (size_t)(o + nd + 1 - out);
+	}
+	return 0;
+}
+
+int tk__json_double(tk__buf *out, double d)
+{
+	char num[40];
+	if (!isfinite(d))
+		return tk__buf_puts(out, "null");
+	size_t n = short_decimal(d, num);
+	if (n)
+		return tk__buf_append(out, num, n);
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(num, sizeof num, "%.*g", prec, d);
+		if (strtod(num, NULL) == d)
+			break;
+	}
+	if (!strpbrk(num, ".eEn"))
+		strcat(num, ".0");
+	return tk__buf_puts(out, num);
 }
 
 int tk__json_escape(tk__buf *out, const char *s, size_t n)

@@ -83,6 +83,10 @@ const unsigned char *tk__json_scan_number(const unsigned char *p, const unsigned
 int tk__parse_us_to_ns(const unsigned char *p, const unsigned char *e, int64_t *out);
 /* Parse a JSON integer. Returns 0, -1 if not an integer or out of range. */
 int tk__parse_int64(const unsigned char *p, const unsigned char *e, int64_t *out);
+/* Appends d as a JSON number: the shortest of its %.15g, %.16g and %.17g
+ * that reads back as d, with ".0" after one that would read as an integer;
+ * "null" for infinities and NaN. 0 or TK_ERR_NOMEM. */
+int tk__json_double(tk__buf *out, double d);
 /* Append s escaped as a JSON string body (no quotes); invalid UTF-8 is
  * replaced. Returns the number of repairs (0 or 1), <0 on ENOMEM. */
 int tk__json_escape(tk__buf *out, const char *s, size_t n);

@@ -1476,9 +1476,24 @@ typedef struct rclock { /* a sequence-scoped clock, from a ClockSnapshot */
 	int64_t ref_trace; /* the trace clock's value at the snapshot, ns */
 } rclock;
 
+/* An interned string of a sequence, by iid: its text in r->strs, and
+ * whether it goes into JSON between quotes as it is (printable ASCII, no
+ * quote or backslash), found once when it is interned. */
+typedef struct rsent {
+	const char *p; /* NULL: no such iid here */
+	uint32_t len;
+	uint32_t plain;
+} rsent;
+
+typedef struct rdense { /* iids 0 .. n-1 of one kind, the usual dense ones */
+	rsent *v;
+	size_t n, cap, used;
+} rdense;
+
 typedef struct rseq {
 	uint64_t id;
-	tk__map m[K_N]; /* iid -> string's id in r->strs, plus one */
+	rdense d[K_N];   /* small iids, looked up by index */
+	tk__map m[K_N]; /* the others: iid -> string's id in r->strs, plus one */
 	uint64_t default_track;
 	int has_default;
 	uint64_t default_clock; /* TracePacketDefaults.timestamp_clock_id, 0: none */
@@ -1570,8 +1585,10 @@ static void pf_free(tk_reader *r)
 	free(s->tracks);
 	tk__map_free(&s->track_map);
 	for (size_t i = 0; i < s->n_seqs; i++)
-		for (int k = 0; k < K_N; k++)
+		for (int k = 0; k < K_N; k++) {
 			tk__map_free(&s->seqs[i].m[k]);
+			free(s->seqs[i].d[k].v);
+		}
 	free(s->seqs);
 	tk__buf_free(&s->pkt);
 	tk__buf_free(&s->val);
@@ -1604,11 +1621,63 @@ static rseq *seq_of(pr *s, uint64_t id)
 	return q;
 }
 
-static tk_sv interned(tk_reader *r, const rseq *q, int kind, uint64_t iid)
+static int plain_text(const unsigned char *u, size_t n)
 {
-	uint64_t v = q ? tk__map_get0(&q->m[kind], iid) : 0;
+	for (size_t i = 0; i < n; i++)
+		if (u[i] < 0x20 || u[i] >= 0x7f || u[i] == '"' || u[i] == '\\')
+			return 0;
+	return 1;
+}
+
+/* The string interned as iid of a kind; *plain (when not NULL) 1 where it
+ * needs no escaping in JSON, 0 where that is unknown or it does. */
+static tk_sv interned(tk_reader *r, const rseq *q, int kind, uint64_t iid, int *plain)
+{
 	tk_sv none = {NULL, 0};
+	if (plain)
+		*plain = 0;
+	if (!q)
+		return none;
+	const rdense *d = &q->d[kind];
+	if (iid < d->n && d->v[iid].p) {
+		if (plain)
+			*plain = (int)d->v[iid].plain;
+		return (tk_sv){d->v[iid].p, d->v[iid].len};
+	}
+	uint64_t v = tk__map_get0(&q->m[kind], iid);
 	return v ? r->strs.ents[v - 1] : none;
+}
+
+/* Keeps iid -> v in the dense table where iid is within it or close to
+ * the number it holds (so that it stays at most about twice that): 1 kept,
+ * 0 not (the map's then), TK_ERR_NOMEM. An iid within the table is always
+ * kept there, so that it hides no later entry of the map. */
+static int dense_put(rdense *d, uint64_t iid, tk_sv v)
+{
+	if (v.len > UINT32_MAX || (iid >= d->n && iid >= 2 * (uint64_t)d->used + 4096))
+		return 0;
+	if (iid >= d->n) {
+		size_t cap = d->cap;
+		if (TK__GROW(d->v, cap, (size_t)iid + 1))
+			return TK_ERR_NOMEM;
+		memset(d->v + d->cap, 0, (cap - d->cap) * sizeof *d->v);
+		d->cap = cap;
+		d->n = (size_t)iid + 1;
+	}
+	rsent *e = &d->v[iid];
+	if (!e->p)
+		d->used++;
+	e->p = v.ptr;
+	e->len = (uint32_t)v.len;
+	e->plain = (uint32_t)plain_text((const unsigned char *)v.ptr, v.len);
+	return 1;
+}
+
+static void dense_clear(rdense *d)
+{
+	if (d->v)
+		memset(d->v, 0, d->n * sizeof *d->v);
+	d->n = d->used = 0;
 }
 
 /* Text of a protobuf string interned in r->strs, invalid UTF-8 replaced
@@ -1659,7 +1728,11 @@ static int take_interned(tk_reader *r, rseq *q, const unsigned char *p, size_t n
 		if (k < 0)
 			return bad_pkt(r, "damaged interned data");
 		uint32_t id;
-		if (intern_text(r, str, len, NULL, &id) || tk__map_put_int(&q->m[kind], iid, (uint64_t)id + 1))
+		tk_sv v;
+		if (intern_text(r, str, len, &v, &id))
+			return nomem(r);
+		int kept = dense_put(&q->d[kind], iid, v);
+		if (kept < 0 || (!kept && tk__map_put_int(&q->m[kind], iid, (uint64_t)id + 1)))
 			return nomem(r);
 	}
 	return k < 0 ? bad_pkt(r, "damaged interned data") : 0;
@@ -1749,21 +1822,6 @@ static void track_ids(pr *s, const rtrack *t, tk_id *pid, tk_id *tid)
 
 /* ---- debug annotations to JSON ---- */
 
-static int put_json_double(tk__buf *o, double d)
-{
-	char num[40];
-	if (!isfinite(d))
-		return tk__buf_puts(o, "null");
-	for (int prec = 15; prec <= 17; prec++) {
-		snprintf(num, sizeof num, "%.*g", prec, d);
-		if (strtod(num, NULL) == d)
-			break;
-	}
-	if (!strpbrk(num, ".eEn"))
-		strcat(num, ".0");
-	return tk__buf_puts(o, num);
-}
-
 static int put_json_str(tk__buf *o, const void *p, size_t n)
 {
 	const unsigned char *u = p;
@@ -1783,10 +1841,25 @@ static int put_json_str(tk__buf *o, const void *p, size_t n)
 	return tk__buf_putc(o, '"') || tk__json_escape(o, p, n) < 0 || tk__buf_putc(o, '"') ? TK_ERR_NOMEM : 0;
 }
 
+/* put_json_str of a string known to need no escaping where plain is 1. */
+static int put_json_known(tk__buf *o, tk_sv v, int plain)
+{
+	if (!plain)
+		return put_json_str(o, v.ptr, v.len);
+	if (tk__buf_reserve(o, v.len + 2))
+		return TK_ERR_NOMEM;
+	char *w = o->p + o->len;
+	w[0] = '"';
+	memcpy(w + 1, v.ptr, v.len);
+	w[v.len + 1] = '"';
+	o->len += v.len + 2;
+	return 0;
+}
+
 /* A DebugAnnotation (or a ChromeTraceEvent Arg, arg = 1) as JSON: its value
- * into o, its name into *name. */
+ * into o, its name into *name (*name_plain 1: it needs no escaping). */
 static int ann_json(tk_reader *r, const rseq *q, const unsigned char *p, size_t n, tk__buf *o, tk_sv *name,
-                    unsigned depth, int arg)
+                    int *name_plain, unsigned depth, int arg)
 {
 	tk__pb c = tk__pb_of(p, n);
 	tk__pb_field f;
@@ -1794,6 +1867,7 @@ static int ann_json(tk_reader *r, const rseq *q, const unsigned char *p, size_t 
 	char num[32];
 	name->ptr = NULL;
 	name->len = 0;
+	*name_plain = 0;
 	if (depth > r->opts.max_depth)
 		return tk__reader_fail_at(r, TK_ERR_LIMIT, r->base + r->pos, "annotations nested deeper than %u",
 		                          r->opts.max_depth);
@@ -1806,11 +1880,12 @@ static int ann_json(tk_reader *r, const rseq *q, const unsigned char *p, size_t 
 		switch (num_f) {
 		case F_DA_NAME_IID:
 			if (f.wt == TK__PB_VARINT)
-				*name = interned(r, q, K_ANN, f.v);
+				*name = interned(r, q, K_ANN, f.v, name_plain);
 			continue;
 		case F_DA_NAME:
 			if (f.wt == TK__PB_LEN && intern_text(r, f.data, f.len, name, NULL))
 				return nomem(r);
+			*name_plain = 0;
 			continue;
 		case F_DA_DICT:
 		case F_DA_ARRAY: {
@@ -1824,14 +1899,17 @@ static int ann_json(tk_reader *r, const rseq *q, const unsigned char *p, size_t 
 			rc = tk__buf_putc(o, kind ? ',' : want == 2 ? '{' : '[');
 			kind = want;
 			tk_sv sub;
+			int sub_plain;
 			if (!rc && want == 2) {
 				size_t at = o->len;
-				rc = ann_json(r, q, f.data, f.len, o, &sub, depth + 1, 0);
+				rc = ann_json(r, q, f.data, f.len, o, &sub, &sub_plain, depth + 1, 0);
 				if (rc)
 					return rc;
 				/* the key goes before the value */
 				tk__buf key = {0};
-				if (put_json_str(&key, sub.ptr ? sub.ptr : "", sub.len) || tk__buf_putc(&key, ':') ||
+				if (!sub.ptr)
+					sub = (tk_sv){"", 0};
+				if (put_json_known(&key, sub, sub_plain) || tk__buf_putc(&key, ':') ||
 				    tk__buf_reserve(o, key.len)) {
 					tk__buf_free(&key);
 					return nomem(r);
@@ -1841,7 +1919,7 @@ static int ann_json(tk_reader *r, const rseq *q, const unsigned char *p, size_t 
 				o->len += key.len;
 				tk__buf_free(&key);
 			} else if (!rc) {
-				rc = ann_json(r, q, f.data, f.len, o, &sub, depth + 1, 0);
+				rc = ann_json(r, q, f.data, f.len, o, &sub, &sub_plain, depth + 1, 0);
 			}
 			if (rc)
 				return rc < 0 ? rc : nomem(r);
@@ -1869,7 +1947,7 @@ static int ann_json(tk_reader *r, const rseq *q, const unsigned char *p, size_t 
 		case F_DA_DOUBLE: {
 			double d;
 			memcpy(&d, &f.v, 8);
-			rc = f.wt == TK__PB_I64 ? put_json_double(o, d) : tk__buf_puts(o, "null");
+			rc = f.wt == TK__PB_I64 ? tk__json_double(o, d) : tk__buf_puts(o, "null");
 			break;
 		}
 		case F_DA_STRING:
@@ -1878,10 +1956,11 @@ static int ann_json(tk_reader *r, const rseq *q, const unsigned char *p, size_t 
 			rc = put_json_str(o, f.data, f.len);
 			break;
 		case F_DA_STRING_IID: {
-			tk_sv v = interned(r, q, K_STR, f.v);
+			int plain;
+			tk_sv v = interned(r, q, K_STR, f.v, &plain);
 			if (!v.ptr)
 				return bad_pkt(r, "an annotation's string refers to an unknown interned id");
-			rc = put_json_str(o, v.ptr, v.len);
+			rc = put_json_known(o, v, plain);
 			break;
 		}
 		case F_DA_JSON: {
@@ -1975,8 +2054,9 @@ static int annotations(tk_reader *r, const rseq *q, const unsigned char *p, size
 		if (f.num != field || f.wt != TK__PB_LEN)
 			continue;
 		tk_sv name;
+		int plain;
 		size_t at = s->val.len = 0;
-		int rc = ann_json(r, q, f.data, f.len, &s->val, &name, 1, arg);
+		int rc = ann_json(r, q, f.data, f.len, &s->val, &name, &plain, 1, arg);
 		if (rc)
 			return rc;
 		tk_sv v = {s->val.p, s->val.len - at};
@@ -2036,7 +2116,7 @@ static int annotations(tk_reader *r, const rseq *q, const unsigned char *p, size
 		}
 		if (s->ours && name.len >= 6 && memcmp(name.ptr, "tk.tk.", 6) == 0)
 			name = (tk_sv){name.ptr + 3, name.len - 3};
-		if (tk__buf_putc(&r->args, any ? ',' : '{') || put_json_str(&r->args, name.ptr, name.len) ||
+		if (tk__buf_putc(&r->args, any ? ',' : '{') || put_json_known(&r->args, name, plain) ||
 		    tk__buf_putc(&r->args, ':') || tk__buf_append(&r->args, v.ptr, v.len))
 			return nomem(r);
 		any = 1;
@@ -2175,7 +2255,7 @@ static int track_event(tk_reader *r, rseq *q, const unsigned char *p, size_t n, 
 		case F_TE_TYPE: e.type = (int)f.v; break;
 		case F_TE_TRACK: e.track = f.v; e.has_track = 1; break;
 		case F_TE_NAME_IID:
-			e.name = interned(r, q, K_NAME, f.v);
+			e.name = interned(r, q, K_NAME, f.v, NULL);
 			if (!e.name.ptr)
 				return bad_pkt(r, "an event's name refers to an unknown interned id");
 			break;
@@ -2190,7 +2270,7 @@ static int track_event(tk_reader *r, rseq *q, const unsigned char *p, size_t n, 
 				if (intern_text(r, f.data, f.len, &v, NULL))
 					return nomem(r);
 			} else if (f.wt == TK__PB_VARINT) {
-				v = interned(r, q, K_CAT, f.v);
+				v = interned(r, q, K_CAT, f.v, NULL);
 				if (!v.ptr)
 					return bad_pkt(r, "an event's category refers to an unknown interned id");
 			}
@@ -2306,9 +2386,9 @@ static int track_event(tk_reader *r, rseq *q, const unsigned char *p, size_t n, 
 			if (i == 0 && e.ctr == 1) {
 				rc = tk__buf_i64(o, e.ctr_i);
 			} else if (i == 0) {
-				rc = put_json_double(o, e.ctr_d);
+				rc = tk__json_double(o, e.ctr_d);
 			} else if (nx) {
-				rc = i - 1 < e.n_extra_d ? put_json_double(o, e.extra_d[i - 1]) : tk__buf_puts(o, "null");
+				rc = i - 1 < e.n_extra_d ? tk__json_double(o, e.extra_d[i - 1]) : tk__buf_puts(o, "null");
 			} else {
 				rc = tk__buf_i64(o, i - 1 < e.n_extra_i ? e.extra_i[i - 1] : 0);
 			}
@@ -2634,8 +2714,10 @@ static int take_packet(tk_reader *r, const unsigned char *p, size_t n)
 		if (!(q = seq_of(s, seq_id)))
 			return nomem(r);
 		if (flags & SEQ_CLEARED) {
-			for (int i = 0; i < K_N; i++)
+			for (int i = 0; i < K_N; i++) {
 				tk__map_clear(&q->m[i]);
+				dense_clear(&q->d[i]);
+			}
 			q->has_default = 0;
 			q->default_clock = 0;
 		}

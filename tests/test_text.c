@@ -1,0 +1,124 @@
+/* test_text.c: the JSON text helpers of the library's core against what
+ * they stand for. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "../libtrace/src/internal.h"
+
+/* What tk__json_double promises, done the slow way: the shortest of %.15g,
+ * %.16g and %.17g that reads back, ".0" after an integer, null for the
+ * rest. */
+static void slow_double(double d, char *out, size_t cap)
+{
+	if (!isfinite(d)) {
+		snprintf(out, cap, "null");
+		return;
+	}
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(out, cap, "%.*g", prec, d);
+		if (strtod(out, NULL) == d)
+			break;
+	}
+	if (!strpbrk(out, ".eEn"))
+		strcat(out, ".0");
+}
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+
+static uint64_t next(void)
+{
+	uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+/* 1 if tk__json_double wrote what slow_double does; prints the first
+ * difference. */
+static int same_text(double d)
+{
+	char want[64];
+	slow_double(d, want, sizeof want);
+	tk__buf b = {0};
+	assert_int_equal(tk__json_double(&b, d), 0);
+	int ok = b.len == strlen(want) && memcmp(b.p, want, b.len) == 0;
+	if (!ok)
+		print_error("%a: got %.*s, want %s\n", d, (int)b.len, b.p ? b.p : "", want);
+	tk__buf_free(&b);
+	return ok;
+}
+
+static void test_double_edges(void **state)
+{
+	(void)state;
+	static const double v[] = {
+	    0.0, 1.0, -1.0, 0.5, 17.818182, 71.272727, 100.0, 12.5, 0.1, 0.2, 0.3, 1e-4, 9.9999e-5, 1.0001e-4,
+	    0.0001234, 0.001234, 1e14, 99999999999999.9, 999999999999999.0, 999999999999999.9, 1e15, 1e15 + 1,
+	    123456789012345.0, 12345678901234.5, 1234567890123456.0, 1.5e300, 4.9e-324, 2.2250738585072014e-308,
+	    1.7976931348623157e308, 9007199254740993.0, 0.30000000000000004, 1.0 / 3.0, 2.0 / 3.0, 1e-5, 5e-5,
+	    3.14159265358979, 3.141592653589793, 123.456, 1e16, 1e17, 1e21, 1e22, 1e23};
+	int bad = 0;
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		bad += !same_text(v[i]);
+		bad += !same_text(-v[i]);
+		bad += !same_text(nextafter(v[i], 0));
+		bad += !same_text(nextafter(v[i], INFINITY));
+	}
+	bad += !same_text(INFINITY) + !same_text(-INFINITY) + !same_text(NAN);
+	assert_int_equal(bad, 0);
+	/* the texts themselves, for the values most traces hold */
+	tk__buf b = {0};
+	assert_int_equal(tk__json_double(&b, 17.818182), 0);
+	assert_int_equal(tk__json_double(&b, 100.0), 0);
+	assert_int_equal(tk__json_double(&b, -0.001234), 0);
+	assert_int_equal(tk__json_double(&b, -0.0), 0);
+	assert_int_equal(tk__json_double(&b, 1e300), 0);
+	assert_int_equal(b.len, strlen("17.818182100.0-0.001234-0.01e+300"));
+	assert_memory_equal(b.p, "17.818182100.0-0.001234-0.01e+300", b.len);
+	tk__buf_free(&b);
+}
+
+/* Decimals of 1 to 17 digits at every scale from 1e-22 to 1e22 (the short
+ * ones take the quick way, the long ones and the far scales the slow one),
+ * and doubles of any bits. */
+static void test_double_random(void **state)
+{
+	(void)state;
+	int bad = 0;
+	for (int i = 0; i < 400000 && bad < 5; i++) {
+		int digits = 1 + (int)(next() % 17), scale = (int)(next() % 45) - 22;
+		uint64_t m = next() % 100000000000000000ull;
+		uint64_t cut = 1;
+		for (int k = 0; k < digits; k++)
+			cut *= 10;
+		m %= cut;
+		double d = (double)m * pow(10.0, scale);
+		if (next() & 1)
+			d = -d;
+		bad += !same_text(d);
+		/* and as strtod reads the decimal text, which need not be the product */
+		char t[64];
+		snprintf(t, sizeof t, "%llue%d", (unsigned long long)m, scale);
+		bad += !same_text(strtod(t, NULL));
+	}
+	for (int i = 0; i < 200000 && bad < 5; i++) {
+		uint64_t u = next();
+		double d;
+		memcpy(&d, &u, 8);
+		bad += !same_text(d);
+	}
+	assert_int_equal(bad, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_double_edges),
+	    cmocka_unit_test(test_double_random),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
