@@ -12,6 +12,7 @@
 #include <cmocka.h>
 #include <pthread.h>
 #include <zlib.h>
+#include <zlib.h>
 
 #include "tracekit/tkb.h"
 #include "tracekit/tracekit.h"
@@ -909,6 +910,75 @@ static void test_threads_lockstep(void **state)
 	free_file(&f);
 }
 
+static void put_le32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+}
+
+/* Compressed events chunks whose CRCs hold but whose payload does not
+ * inflate (inflated on the threads, settled in file order on the
+ * caller's): skipped with the same warning, counts and events on any
+ * number of threads; an error when strict. One such chunk, two in a row,
+ * the last events chunk, and every fifth. */
+static void test_threads_bad_inflate(void **state)
+{
+	(void)state;
+	tfile f;
+	make_file(&f, 3000, 60, 1, NULL);
+	size_t ev_chunks[512], n_ev = 0;
+	for (size_t i = 1; i < f.n_bounds; i++) {
+		const unsigned char *h = f.p + f.bounds[i - 1];
+		if (h[4] == 2 && (h[5] & 1))
+			ev_chunks[n_ev++] = i;
+	}
+	assert_true(n_ev >= 40);
+	unsigned char *p = malloc(f.n);
+	const size_t plans[][3] = {{1, 0, 0}, {7, 8, 0}, {n_ev - 1, 0, 0}, {5, 10, 15}};
+	for (size_t k = 0; k < sizeof plans / sizeof plans[0]; k++) {
+		memcpy(p, f.p, f.n);
+		uint64_t lost = 0;
+		for (int c = 0; c < 3; c++) {
+			if (c && !plans[k][c])
+				break;
+			unsigned char *h = p + f.bounds[ev_chunks[plans[k][c]] - 1];
+			uint32_t stored = (uint32_t)h[8] | (uint32_t)h[9] << 8 | (uint32_t)h[10] << 16 | (uint32_t)h[11] << 24;
+			lost += (uint32_t)h[16] | (uint32_t)h[17] << 8 | (uint32_t)h[18] << 16 | (uint32_t)h[19] << 24;
+			h[28] ^= 0xff; /* zlib's header: it no longer inflates */
+			put_le32(h + 20, (uint32_t)crc32(0, h + 28, stored));
+			put_le32(h + 24, (uint32_t)crc32(0, h, 24));
+		}
+		for (int strict = 0; strict < 2; strict++) {
+			static const unsigned th[] = {2, 3, 8};
+			for (int t = 0; t < 3; t++)
+				both(p, f.n, th[t], strict);
+		}
+		/* what one thread finds, which both() holds the others to */
+		tk_reader_opts o = {.threads = 3};
+		tk_reader *r;
+		assert_int_equal(tk_reader_open_memory(&r, p, f.n, "bad.tkb", &o), TK_OK);
+		evlist got = {0};
+		assert_int_equal(read_all(r, &got), TK_EOF);
+		assert_true(has_warning(r, "does not decompress"));
+		tk_tkb_info in;
+		assert_int_equal(tk_reader_tkb_info(r, &in), 0);
+		assert_int_equal(in.lost_events, lost);
+		assert_int_equal(got.n + lost, 3000);
+		ev_free(&got);
+		tk_reader_free(r);
+		o.strict = 1;
+		assert_int_equal(tk_reader_open_memory(&r, p, f.n, "bad.tkb", &o), TK_OK);
+		assert_true(read_all(r, &got) < 0);
+		assert_non_null(strstr(tk_reader_error(r), "does not decompress"));
+		ev_free(&got);
+		tk_reader_free(r);
+	}
+	free(p);
+	free_file(&f);
+}
+
 static int compare_readers(tk_reader *a, tk_reader *b, const char *f)
 {
 	const tk_event *ea, *eb;
@@ -1020,6 +1090,7 @@ int main(int argc, char **argv)
 		    cmocka_unit_test(test_writer_meta),         cmocka_unit_test(test_args_values), cmocka_unit_test(test_crafted_keys),
 		    cmocka_unit_test(test_threads),             cmocka_unit_test(test_buf_limits),
 		    cmocka_unit_test(test_threads_lockstep),
+		    cmocka_unit_test(test_threads_bad_inflate),
 		};
 		rc = cmocka_run_group_tests(tests, NULL, NULL);
 	}

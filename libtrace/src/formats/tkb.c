@@ -1,4 +1,4 @@
-/* tkb.c: the .tkb format: a reader (file header, chunk framing with CRC checks and resync, dictionaries, event records; with opts.threads > 1 the event records of the chunks read ahead are decoded on other threads and handed out in file order) and the tk_writer format on the encoder of tkb_enc.c. */
+/* tkb.c: the .tkb format: a reader (file header, chunk framing with CRC checks and resync, dictionaries, event records; with opts.threads > 1 the compressed chunks read ahead are inflated, and the event records of the chunks decoded, on other threads and handed out in file order) and the tk_writer format on the encoder of tkb_enc.c. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
@@ -72,10 +72,19 @@ enum { DEC_OK = 0, DEC_MISS = 1, DEC_REST = 2, DEC_BAD = 3, DEC_DONE = 4 };
  * what was found instead, waiting to be handed out in file order. */
 enum { J_EVENTS, J_META, J_ANCHOR, J_END, J_TRUNC, J_FAIL };
 enum { J_READ, J_TAKEN, J_DONE };
+enum { Z_NONE, Z_WAIT, Z_TAKEN, Z_DONE }; /* a compressed events chunk's inflating */
 typedef struct tjob {
 	struct tjob *next;
 	int kind;
 	tk__buf pay; /* the payload */
+	/* J_EVENTS: its dictionaries are read, in file order, once its payload
+	 * is there (settled); with threads, a compressed one is read as it is
+	 * stored (zin) and inflated into pay by whichever thread is free */
+	int settled, zst, zok;
+	tk__buf zin;
+	uint32_t raw;   /* the payload's length inflated */
+	size_t clen;    /* the chunk's length in the file */
+	size_t counted_ahead; /* its bytes in tstate.ahead */
 	size_t ev_off; /* J_EVENTS: where the event records start in pay */
 	uint32_t count, chunk_no;
 	uint64_t at; /* the chunk's offset; J_TRUNC: where the input ends */
@@ -163,6 +172,7 @@ static void job_free(tjob *j)
 	if (!j)
 		return;
 	tk__buf_free(&j->pay);
+	tk__buf_free(&j->zin);
 	tk__err_free(&j->err);
 	free(j->ev);
 	tk__buf_free(&j->text);
@@ -394,22 +404,56 @@ static int resync(tk_reader *r)
 	           : 0;
 }
 
-static int bad_payload(tk_reader *r, const unsigned char *h, const char *why)
+/* A chunk whose payload is bad (at: its offset; len: its bytes): an
+ * error when strict, else a warning, its bytes and events counted lost. */
+static int skip_chunk(tk_reader *r, uint64_t at, unsigned type, uint32_t count, size_t len, const char *why)
 {
 	tstate *s = r->fs;
-	uint64_t at = r->base + r->pos;
-	uint32_t count = h[4] == TK__C_EVENTS ? tk__get_le32(h + 16) : 0;
-	size_t len = TK__TKB_CHDR + tk__get_le32(h + 8);
 	if (r->opts.strict)
 		return tk__reader_fail_at(r, TK_ERR_FORMAT, at, "chunk %s", why);
 	s->pend_bad++;
 	s->pend_skipped += len;
 	s->pend_lost += count;
-	r->pos += len;
 	return tk__err_warn(&r->err, "%s: chunk at byte %llu (type %u, %zu bytes) %s: skipped it, %lu events lost",
-	                       r->name, (unsigned long long)at, h[4], len, why, (unsigned long)count)
+	                       r->name, (unsigned long long)at, type, len, why, (unsigned long)count)
 	           ? TK_ERR_NOMEM
 	           : 0;
+}
+
+static int bad_payload(tk_reader *r, const unsigned char *h, const char *why)
+{
+	uint32_t count = h[4] == TK__C_EVENTS ? tk__get_le32(h + 16) : 0;
+	size_t len = TK__TKB_CHDR + tk__get_le32(h + 8);
+	int rc = skip_chunk(r, r->base + r->pos, h[4], count, len, why);
+	if (!r->opts.strict)
+		r->pos += len;
+	return rc;
+}
+
+/* Inflates a chunk's stored payload (zlib) of raw bytes into out: 0, 1
+ * where it does not inflate to exactly that, TK_ERR_NOMEM. */
+static int inflate_payload(z_stream *z, int *z_init, const unsigned char *in, size_t stored, tk__buf *out,
+                           uint32_t raw)
+{
+	out->len = 0;
+	if (tk__buf_reserve(out, (size_t)raw + TK__PAD))
+		return TK_ERR_NOMEM;
+	if (!*z_init) {
+		if (inflateInit(z) != Z_OK)
+			return TK_ERR_NOMEM;
+		*z_init = 1;
+	} else if (inflateReset(z) != Z_OK) {
+		return TK_ERR_NOMEM;
+	}
+	z->next_in = (unsigned char *)(uintptr_t)in;
+	z->avail_in = (uInt)stored;
+	z->next_out = (unsigned char *)out->p;
+	z->avail_out = raw;
+	int zr = inflate(z, Z_FINISH);
+	if (zr != Z_STREAM_END || z->avail_out || z->avail_in)
+		return 1;
+	out->len = raw;
+	return 0;
 }
 
 /* Copies or inflates the payload of the chunk at pos into s->chunk. */
@@ -417,32 +461,18 @@ static int load_payload(tk_reader *r, const unsigned char *h)
 {
 	tstate *s = r->fs;
 	uint32_t stored = tk__get_le32(h + 8), raw = tk__get_le32(h + 12);
-	s->chunk.len = 0;
-	if (tk__buf_reserve(&s->chunk, (size_t)raw + TK__PAD))
-		return nomem(r);
 	if (!(h[5] & TK__CF_ZLIB)) {
+		s->chunk.len = 0;
 		if (raw != stored)
 			return 1;
+		if (tk__buf_reserve(&s->chunk, (size_t)raw + TK__PAD))
+			return nomem(r);
 		memcpy(s->chunk.p, h + TK__TKB_CHDR, raw);
 		s->chunk.len = raw;
 		return 0;
 	}
-	if (!s->z_init) {
-		if (inflateInit(&s->z) != Z_OK)
-			return nomem(r);
-		s->z_init = 1;
-	} else if (inflateReset(&s->z) != Z_OK) {
-		return nomem(r);
-	}
-	s->z.next_in = (unsigned char *)(uintptr_t)(h + TK__TKB_CHDR);
-	s->z.avail_in = stored;
-	s->z.next_out = (unsigned char *)s->chunk.p;
-	s->z.avail_out = raw;
-	int zr = inflate(&s->z, Z_FINISH);
-	if (zr != Z_STREAM_END || s->z.avail_out || s->z.avail_in)
-		return 1;
-	s->chunk.len = raw;
-	return 0;
+	int rc = inflate_payload(&s->z, &s->z_init, h + TK__TKB_CHDR, stored, &s->chunk, raw);
+	return rc < 0 ? nomem(r) : rc;
 }
 
 static int chunk_bad(tk_reader *r, uint64_t at, const char *what)
@@ -510,7 +540,7 @@ static int after_end(tk_reader *r)
 	return 0;
 }
 
-static int read_dicts(tk_reader *r, uint64_t at);
+static int read_dicts(tk_reader *r, uint64_t at, const tk__buf *pay);
 
 /* The input ends early: a job that says so when it is handed out. */
 static int trunc_job(tk_reader *r, tjob *j, size_t tail, const char *where)
@@ -554,6 +584,23 @@ static int next_chunk(tk_reader *r, tjob *j)
 				return rc;
 			continue;
 		}
+		j->clen = len;
+		if (h[4] == TK__C_EVENTS && (h[5] & TK__CF_ZLIB) && s->pool) {
+			/* inflated by whichever thread is free, settled in order */
+			size_t stored = len - TK__TKB_CHDR;
+			j->zin.len = 0;
+			if (tk__buf_reserve(&j->zin, stored))
+				return nomem(r);
+			memcpy(j->zin.p, h + TK__TKB_CHDR, stored);
+			j->zin.len = stored;
+			j->raw = tk__get_le32(h + 12);
+			j->zst = Z_WAIT;
+			j->kind = J_EVENTS;
+			j->at = r->base + r->pos;
+			j->count = tk__get_le32(h + 16);
+			r->pos += len;
+			return 0;
+		}
 		if ((rc = load_payload(r, h)) < 0)
 			return rc;
 		if (rc) {
@@ -572,18 +619,7 @@ static int next_chunk(tk_reader *r, tjob *j)
 			j->kind = J_END;
 			j->complete = 1;
 			return after_end(r);
-		case TK__C_EVENTS: {
-			if ((rc = read_dicts(r, j->at)) != 0)
-				return rc;
-			int bad = 0;
-			if (tk__get_varint(&s->p, s->e, &bad) != j->count || bad)
-				return chunk_bad(r, j->at, "event count differs from the chunk header");
-			j->kind = J_EVENTS;
-			j->chunk_no = ++s->chunk_no;
-			j->ev_off = (size_t)(s->p - (const unsigned char *)s->chunk.p);
-			j->d = (tdict){s->strs, s->sok, s->n_strs, s->shapes, s->n_shapes, s->slots, s->n_slots, s->prefixes};
-			break;
-		}
+		case TK__C_EVENTS: j->kind = J_EVENTS; break; /* its dictionaries: settle() */
 		default: continue; /* a chunk type added by a later minor version */
 		}
 		/* the payload goes with the job; its old buffer serves the next chunk */
@@ -733,11 +769,11 @@ static int read_shape(tk_reader *r, uint64_t at)
 	return 0;
 }
 
-static int read_dicts(tk_reader *r, uint64_t at)
+static int read_dicts(tk_reader *r, uint64_t at, const tk__buf *pay)
 {
 	tstate *s = r->fs;
-	s->p = (unsigned char *)s->chunk.p;
-	s->e = s->p + s->chunk.len;
+	s->p = (unsigned char *)pay->p;
+	s->e = s->p + pay->len;
 	int rc = read_strings(r, at), bad = 0;
 	if (rc)
 		return rc;
@@ -752,6 +788,55 @@ static int read_dicts(tk_reader *r, uint64_t at)
 		if ((rc = read_shape(r, at)))
 			return rc;
 	return 0;
+}
+
+/* An events chunk's dictionaries, read in file order, and what its
+ * events will see of them. */
+static int settle_events(tk_reader *r, tjob *j)
+{
+	tstate *s = r->fs;
+	int rc = read_dicts(r, j->at, &j->pay), bad = 0;
+	if (rc)
+		return rc;
+	if (tk__get_varint(&s->p, s->e, &bad) != j->count || bad)
+		return chunk_bad(r, j->at, "event count differs from the chunk header");
+	j->chunk_no = ++s->chunk_no;
+	j->ev_off = (size_t)(s->p - (const unsigned char *)j->pay.p);
+	j->d = (tdict){s->strs, s->sok, s->n_strs, s->shapes, s->n_shapes, s->slots, s->n_slots, s->prefixes};
+	return 0;
+}
+
+/* Settles an events job (its payload there) on the caller's thread: a
+ * payload that did not inflate is skipped as reading it would have (the
+ * job keeps no events, only the warning and the counts); what goes wrong
+ * goes with the job, after the warnings found reading it. The caller sets
+ * j->settled. */
+static void settle(tk_reader *r, tjob *j)
+{
+	tstate *s = r->fs;
+	tk__err keep = r->err;
+	r->err = j->err;
+	int rc;
+	if (j->zst && j->zok < 0) {
+		rc = nomem(r);
+	} else if (j->zst && j->zok) {
+		rc = skip_chunk(r, j->at, TK__C_EVENTS, j->count, j->clen, "does not decompress");
+		j->bad_chunks += s->pend_bad;
+		j->skipped_bytes += s->pend_skipped;
+		j->lost_events += s->pend_lost;
+		s->pend_bad = s->pend_skipped = s->pend_lost = 0;
+		j->count = 0;
+	} else {
+		rc = settle_events(r, j);
+	}
+	if (rc < 0) {
+		if (!r->err.code)
+			tk__err_set(&r->err, rc, "%s: %s", r->name, tk_strerror(rc));
+		j->kind = J_FAIL;
+		s->rd_end = 1;
+	}
+	j->err = r->err;
+	r->err = keep;
 }
 
 /* ---- events ---- */
@@ -1151,15 +1236,36 @@ struct tpool {
 	pthread_t th[TK__TKB_THREADS];
 	tdec dec[TK__TKB_THREADS];
 	targ arg[TK__TKB_THREADS];
+	z_stream z[TK__TKB_THREADS];
+	int z_init[TK__TKB_THREADS];
 };
 
-/* The first job no thread has taken (P->mu held). */
-static tjob *first_free(tstate *s)
+/* A settled events job whose records no thread has taken (P->mu held). */
+static int decodable(const tjob *j)
+{
+	return j->settled && j->kind == J_EVENTS && j->count && j->status == J_READ;
+}
+
+/* The first job in file order with work no thread has taken: a payload
+ * to inflate, or records to decode (P->mu held). */
+static tjob *first_work(tstate *s)
 {
 	for (tjob *j = s->head; j; j = j->next)
-		if (j->kind == J_EVENTS && j->count && j->status == J_READ)
+		if (j->zst == Z_WAIT || decodable(j))
 			return j;
 	return NULL;
+}
+
+/* Inflates j's payload here (P->mu held, let go of meanwhile). */
+static void inflate_here(tpool *P, z_stream *z, int *z_init, tjob *j)
+{
+	j->zst = Z_TAKEN;
+	pthread_mutex_unlock(&P->mu);
+	int rc = inflate_payload(z, z_init, (const unsigned char *)j->zin.p, j->zin.len, &j->pay, j->raw);
+	pthread_mutex_lock(&P->mu);
+	j->zok = rc;
+	j->zst = Z_DONE;
+	pthread_cond_broadcast(&P->cv_m);
 }
 
 /* Decodes j into its batch here (P->mu held, let go of meanwhile). */
@@ -1168,7 +1274,7 @@ static void decode_here(tpool *P, tdec *d, tjob *j)
 	size_t done = 0, waiting = 0;
 	for (const tjob *x = P->s->head; x; x = x->next) {
 		done += x->status == J_DONE;
-		waiting += x->kind == J_EVENTS && x->count && x->status == J_READ && x != j;
+		waiting += decodable(x) && x != j;
 	}
 	j->render = tk__render_now(P->o, d == &P->s->dec, done, waiting);
 	j->status = J_TAKEN;
@@ -1185,8 +1291,10 @@ static void *pool_main(void *arg)
 	tpool *P = a->P;
 	pthread_mutex_lock(&P->mu);
 	while (!P->quit) {
-		tjob *j = first_free(P->s);
-		if (j)
+		tjob *j = first_work(P->s);
+		if (j && j->zst == Z_WAIT)
+			inflate_here(P, &P->z[a->i], &P->z_init[a->i], j);
+		else if (j)
 			decode_here(P, &P->dec[a->i], j);
 		else
 			pthread_cond_wait(&P->cv_w, &P->mu);
@@ -1207,6 +1315,8 @@ static void pool_free(tstate *s)
 	for (int i = 0; i < P->n_th; i++) {
 		pthread_join(P->th[i], NULL);
 		dec_free(&P->dec[i]);
+		if (P->z_init[i])
+			inflateEnd(&P->z[i]);
 	}
 	pthread_mutex_destroy(&P->mu);
 	pthread_cond_destroy(&P->cv_w);
@@ -1262,6 +1372,8 @@ static tjob *job_take(tstate *s)
 		return NULL;
 	j->next = NULL;
 	j->pay.len = 0;
+	j->settled = j->zok = 0;
+	j->zst = Z_NONE;
 	j->status = J_READ;
 	j->batch = 0;
 	j->n = j->idx = 0;
@@ -1311,10 +1423,38 @@ static void read_job(tk_reader *r, tjob *j)
 		s->rd_end = 1;
 }
 
+/* Settles the queued jobs in file order, as far as the first whose
+ * payload is still being inflated (P->mu held where there are threads,
+ * let go of meanwhile). Only the caller's thread settles: the
+ * dictionaries grow in file order. */
+static void settle_ready(tk_reader *r)
+{
+	tstate *s = r->fs;
+	tpool *P = s->pool;
+	for (tjob *j = s->head; j; j = j->next) {
+		if (j->kind != J_EVENTS || j->settled)
+			continue;
+		if (j->zst == Z_WAIT || j->zst == Z_TAKEN)
+			return;
+		if (P)
+			pthread_mutex_unlock(&P->mu);
+		settle(r, j);
+		if (P)
+			pthread_mutex_lock(&P->mu);
+		j->settled = 1;
+		if (j->kind == J_FAIL)
+			return; /* the reader ends there: nothing after it is read */
+		if (P)
+			pthread_cond_broadcast(&P->cv_w);
+	}
+}
+
 /* The next job in file order, taken off the queue, after reading ahead
- * to fill it. A J_EVENTS job that no thread took is the caller's to
- * decode as it hands the events out; one a thread took is waited for,
- * while the caller decodes another. NULL: out of memory. */
+ * to fill it and settling it. A compressed chunk is inflated by a thread
+ * (the caller's too, while it waits). A J_EVENTS job that no thread took
+ * is the caller's to decode as it hands the events out; one a thread took
+ * is waited for, while the caller inflates or decodes another. NULL: out
+ * of memory. */
 static tjob *next_job(tk_reader *r)
 {
 	tstate *s = r->fs;
@@ -1336,14 +1476,30 @@ static tjob *next_job(tk_reader *r)
 			s->head = j;
 		s->tail = j;
 		s->n_jobs++;
-		s->ahead += j->pay.len;
+		j->counted_ahead = j->zst ? j->raw : j->pay.len;
+		s->ahead += j->counted_ahead;
 		if (P)
 			pthread_cond_broadcast(&P->cv_w);
 	}
 	tjob *j = s->head;
+	for (;;) {
+		settle_ready(r);
+		if (!j || j->kind != J_EVENTS || j->settled)
+			break;
+		/* the first job's payload is still to be inflated */
+		tjob *u = first_work(s);
+		if (u && u->zst == Z_WAIT)
+			inflate_here(P, &s->z, &s->z_init, u);
+		else if (u)
+			decode_here(P, &s->dec, u);
+		else
+			pthread_cond_wait(&P->cv_m, &P->mu);
+	}
 	while (P && j && j->status == J_TAKEN) {
-		tjob *u = first_free(s);
-		if (u)
+		tjob *u = first_work(s);
+		if (u && u->zst == Z_WAIT)
+			inflate_here(P, &s->z, &s->z_init, u);
+		else if (u)
 			decode_here(P, &s->dec, u);
 		else
 			pthread_cond_wait(&P->cv_m, &P->mu);
@@ -1355,7 +1511,7 @@ static tjob *next_job(tk_reader *r)
 		if (!s->head)
 			s->tail = NULL;
 		s->n_jobs--;
-		s->ahead -= j->pay.len;
+		s->ahead -= j->counted_ahead;
 	}
 	if (P)
 		pthread_mutex_unlock(&P->mu);
