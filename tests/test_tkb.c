@@ -922,7 +922,8 @@ static void put_le32(unsigned char *p, uint32_t v)
  * inflate (inflated on the threads, settled in file order on the
  * caller's): skipped with the same warning, counts and events on any
  * number of threads; an error when strict. One such chunk, two in a row,
- * the last events chunk, and every fifth. */
+ * the last events chunk, and every fifth; then one whose event count is
+ * wrong. */
 static void test_threads_bad_inflate(void **state)
 {
 	(void)state;
@@ -975,6 +976,25 @@ static void test_threads_bad_inflate(void **state)
 		ev_free(&got);
 		tk_reader_free(r);
 	}
+	/* a compressed chunk whose header counts one event more than its
+	 * payload holds: found as the caller settles it, after the chunks
+	 * before it were handed out, an error on any number of threads */
+	memcpy(p, f.p, f.n);
+	unsigned char *h = p + f.bounds[ev_chunks[3] - 1];
+	put_le32(h + 16, ((uint32_t)h[16] | (uint32_t)h[17] << 8 | (uint32_t)h[18] << 16 | (uint32_t)h[19] << 24) + 1);
+	put_le32(h + 24, (uint32_t)crc32(0, h, 24));
+	for (int strict = 0; strict < 2; strict++)
+		for (unsigned t = 2; t <= 8; t *= 2)
+			both(p, f.n, t, strict);
+	tk_reader_opts o = {.threads = 4};
+	tk_reader *r;
+	assert_int_equal(tk_reader_open_memory(&r, p, f.n, "count.tkb", &o), TK_OK);
+	evlist got = {0};
+	assert_true(read_all(r, &got) < 0);
+	assert_non_null(strstr(tk_reader_error(r), "event count differs"));
+	assert_int_equal(got.n, f.ev_end[ev_chunks[3] - 1]);
+	ev_free(&got);
+	tk_reader_free(r);
 	free(p);
 	free_file(&f);
 }

@@ -1432,6 +1432,8 @@ static void settle_ready(tk_reader *r)
 	tstate *s = r->fs;
 	tpool *P = s->pool;
 	for (tjob *j = s->head; j; j = j->next) {
+		if (j->kind == J_FAIL)
+			return; /* the reader ends there: nothing after it is settled */
 		if (j->kind != J_EVENTS || j->settled)
 			continue;
 		if (j->zst == Z_WAIT || j->zst == Z_TAKEN)
@@ -1442,8 +1444,6 @@ static void settle_ready(tk_reader *r)
 		if (P)
 			pthread_mutex_lock(&P->mu);
 		j->settled = 1;
-		if (j->kind == J_FAIL)
-			return; /* the reader ends there: nothing after it is read */
 		if (P)
 			pthread_cond_broadcast(&P->cv_w);
 	}
@@ -1484,7 +1484,7 @@ static tjob *next_job(tk_reader *r)
 	tjob *j = s->head;
 	for (;;) {
 		settle_ready(r);
-		if (!j || j->kind != J_EVENTS || j->settled)
+		if (!P || !j || j->kind != J_EVENTS || j->settled)
 			break;
 		/* the first job's payload is still to be inflated */
 		tjob *u = first_work(s);
