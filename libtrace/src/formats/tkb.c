@@ -1285,20 +1285,27 @@ static void decode_here(tpool *P, tdec *d, tjob *j)
 	pthread_cond_broadcast(&P->cv_m);
 }
 
+/* One piece of work, the first in file order (a payload to inflate,
+ * records to decode) with this thread's decoder and z_stream; with none,
+ * a wait on cv (P->mu held). */
+static void work_or_wait(tpool *P, tdec *d, z_stream *z, int *z_init, pthread_cond_t *cv)
+{
+	tjob *j = first_work(P->s);
+	if (j && j->zst == Z_WAIT)
+		inflate_here(P, z, z_init, j);
+	else if (j)
+		decode_here(P, d, j);
+	else
+		pthread_cond_wait(cv, &P->mu);
+}
+
 static void *pool_main(void *arg)
 {
 	const targ *a = arg;
 	tpool *P = a->P;
 	pthread_mutex_lock(&P->mu);
-	while (!P->quit) {
-		tjob *j = first_work(P->s);
-		if (j && j->zst == Z_WAIT)
-			inflate_here(P, &P->z[a->i], &P->z_init[a->i], j);
-		else if (j)
-			decode_here(P, &P->dec[a->i], j);
-		else
-			pthread_cond_wait(&P->cv_w, &P->mu);
-	}
+	while (!P->quit)
+		work_or_wait(P, &P->dec[a->i], &P->z[a->i], &P->z_init[a->i], &P->cv_w);
 	pthread_mutex_unlock(&P->mu);
 	return NULL;
 }
@@ -1487,23 +1494,10 @@ static tjob *next_job(tk_reader *r)
 		if (!P || !j || j->kind != J_EVENTS || j->settled)
 			break;
 		/* the first job's payload is still to be inflated */
-		tjob *u = first_work(s);
-		if (u && u->zst == Z_WAIT)
-			inflate_here(P, &s->z, &s->z_init, u);
-		else if (u)
-			decode_here(P, &s->dec, u);
-		else
-			pthread_cond_wait(&P->cv_m, &P->mu);
+		work_or_wait(P, &s->dec, &s->z, &s->z_init, &P->cv_m);
 	}
-	while (P && j && j->status == J_TAKEN) {
-		tjob *u = first_work(s);
-		if (u && u->zst == Z_WAIT)
-			inflate_here(P, &s->z, &s->z_init, u);
-		else if (u)
-			decode_here(P, &s->dec, u);
-		else
-			pthread_cond_wait(&P->cv_m, &P->mu);
-	}
+	while (P && j && j->status == J_TAKEN)
+		work_or_wait(P, &s->dec, &s->z, &s->z_init, &P->cv_m);
 	if (j) {
 		if (j->status == J_READ)
 			j->status = J_TAKEN; /* the caller's */
