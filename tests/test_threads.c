@@ -271,6 +271,9 @@ static void test_gzip_read_ahead(void **state)
 	size_t gn;
 	char *g = tu_read_file(path, &gn);
 	size_t cuts[] = {gn, gn - 5, gn / 2 + 3, gn / 7};
+	/* a thread for every cut, the shortest too (tk__ahead_min) */
+	size_t min_was = tk__ahead_min;
+	tk__ahead_min = 0;
 	for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
 		tu_write_file(path, g, cuts[c]);
 		tu_events ev[2] = {{0}, {0}};
@@ -281,6 +284,8 @@ static void test_gzip_read_ahead(void **state)
 			tk_reader *r = NULL;
 			assert_int_equal(tk_reader_open_path(&r, path, NULL), 0);
 			tk__no_threads = 0;
+			/* (on one processor no thread starts: tk__src_read_ahead) */
+			assert_true((r->src.ahead != NULL) == (!off && tk__cpus() > 1));
 			assert_int_equal(tu_read_all(r, &ev[off]), TK_EOF);
 			st[off] = *tk_reader_get_stats(r);
 			snprintf(warn[off], sizeof warn[off], "%s", tk_reader_warning(r, 0) ? tk_reader_warning(r, 0) : "");
@@ -298,6 +303,28 @@ static void test_gzip_read_ahead(void **state)
 		assert_true(c == 0 ? !warn[0][0] : tu_contains(warn[0], "gzip stream is cut off"));
 		tu_events_free(&ev[0]);
 		tu_events_free(&ev[1]);
+	}
+	tk__ahead_min = min_was;
+	/* a small input decodes on the caller's thread: below tk__ahead_min, in
+	 * memory and in a file, with the same events */
+	size_t small = tk__ahead_min - 1;
+	assert_true(small < gn);
+	for (int from_file = 0; from_file < 2; from_file++) {
+		tk_reader *r = NULL;
+		if (from_file) {
+			tu_write_file(path, g, small);
+			assert_int_equal(tk_reader_open_path(&r, path, NULL), 0);
+		} else {
+			assert_int_equal(tk_reader_open_memory(&r, g, small, "small.json.gz", NULL), 0);
+		}
+		assert_null(r->src.ahead);
+		tu_events ev = {0};
+		assert_int_equal(tu_read_all(r, &ev), TK_EOF);
+		assert_true(ev.n > 0 && ev.n < in.n);
+		for (size_t i = 0; i < ev.n; i++)
+			assert_true(tk_event_equal(ev.ev[i], in.ev[i]));
+		tu_events_free(&ev);
+		tk_reader_free(r);
 	}
 	/* many readers at once (a merge of many ranks): threads for a few, the
 	 * rest decode themselves, and every one reads everything */

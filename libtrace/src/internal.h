@@ -82,6 +82,9 @@ long tk__src_read_at(tk__src *s, int level, unsigned char *dst, size_t cap);
  * the caller decodes, as before. Call once the source is in its final
  * place (a thread holds its address). */
 void tk__src_read_ahead(tk__src *s);
+/* No thread starts where fewer of the base's bytes than this are left to
+ * read (memory, a regular file): 256 KiB; tests lower it. */
+extern size_t tk__ahead_min;
 /* Bytes read from the base for the bytes tk__src_read() has given out. */
 uint64_t tk__src_bytes_in(const tk__src *s);
 /* Stacks input filters while one bids on the top's first bytes. An

@@ -203,12 +203,31 @@ static void *ahead_main(void *arg)
 static int ahead_running; /* sources with a thread, in the process */
 static void ahead_free(tk__ahead *a);
 
+size_t tk__ahead_min = 256u << 10;
+
+/* The base's bytes not yet read, where known (memory, a regular file);
+ * else UINT64_MAX. */
+static uint64_t base_left(const tk__src *s)
+{
+	if (s->mem)
+		return s->mem_len > s->mem_pos ? s->mem_len - s->mem_pos : 0;
+	struct stat st;
+	if (s->fd_start < 0 || fstat(s->fd, &st) != 0 || st.st_size < 0)
+		return UINT64_MAX;
+	uint64_t at = (uint64_t)s->fd_start + s->bytes_in;
+	return (uint64_t)st.st_size > at ? (uint64_t)st.st_size - at : 0;
+}
+
 void tk__src_read_ahead(tk__src *s)
 {
 	/* not without a filter (nothing to decode), nor over an archive's member
 	 * (the archive moves on on the caller's thread) or a pipe (a read that
 	 * never returns would hold up the close) */
 	if (s->ahead || s->n < 2 || !tk__src_can_pread(s))
+		return;
+	/* nor for a small input: its few milliseconds of decoding would not
+	 * pay for a thread and the ring's TK__AHEAD_N MiB */
+	if (base_left(s) < tk__ahead_min)
 		return;
 	int limit = tk__cpus() - 1;
 	if (limit > 8)
