@@ -42,7 +42,7 @@ set_tests_properties(trace_collect_env PROPERTIES
 # get in the way. (Not under the sanitizers: their runtime must load first.)
 if(NOT TK_SANITIZE)
   add_test(NAME collector_preload COMMAND env LD_PRELOAD=$<TARGET_FILE:tkcollect>
-    TK_OUTPUT_DIR=${CMAKE_CURRENT_BINARY_DIR}/collect_out sh -c "echo still-running")
+    TK_OUTPUT_DIR=${CMAKE_CURRENT_BINARY_DIR}/preload_out sh -c "echo still-running")
   set_tests_properties(collector_preload PROPERTIES PASS_REGULAR_EXPRESSION "still-running" TIMEOUT 120)
 endif()
 

@@ -22,3 +22,8 @@ foreach(mode cli real)
             ${TK_PERFETTO_PROTO} ${CMAKE_CURRENT_LIST_DIR}/pftrace_check.py)
   set_tests_properties(pftrace_${mode} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
 endforeach()
+# the sanitizer build runs the tools on every real trace and leaves the checks
+# made in Python (and protoc) to the plain build (TK_TEST_SANITIZED in the script)
+if(TK_SANITIZE)
+  set_tests_properties(pftrace_real PROPERTIES ENVIRONMENT TK_TEST_SANITIZED=1)
+endif()

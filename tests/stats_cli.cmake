@@ -7,6 +7,8 @@ if(NOT rc EQUAL 0)
 endif()
 file(READ ${EXPECTED} want)
 if(NOT out STREQUAL want)
-  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/got.txt "${out}")
-  message(FATAL_ERROR "output of trace-stats ${ARGS} differs from ${EXPECTED}; see got.txt")
+  get_filename_component(base ${EXPECTED} NAME_WE) # one file per test: they run side by side
+  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/got_${base}.txt "${out}")
+  message(FATAL_ERROR "output of trace-stats ${ARGS} differs from ${EXPECTED}; see "
+    "${CMAKE_CURRENT_BINARY_DIR}/got_${base}.txt")
 endif()

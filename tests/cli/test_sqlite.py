@@ -340,12 +340,31 @@ def check_queries(r, db, path, q, events):
     r.check((got[2] if got else None) == want, "longest GPU gap %s, want %s" % (got and got[2], want))
 
 
+# Set (to 1) by the sanitizer build's ctest for the tests over the real
+# traces: the tools run on every trace as always, and the rows compared with
+# the JSON in Python (minutes that no sanitizer looks into) are left to the
+# plain build's run of the same test.
+TOOLS_ONLY = os.environ.get("TK_TEST_SANITIZED") == "1"
+
+
 def one_trace(args):
     name, path, tmproot, docs_queries = args
     r = Result(name)
     w = tempfile.mkdtemp(prefix="sq-", dir=tmproot)
     plain, db_path = os.path.join(w, "plain.json"), os.path.join(w, "T.sqlite")
     if not tool(r, "convert", path, "-o", plain, "-q") or not tool(r, "convert", path, "-o", db_path, "-q"):
+        return r
+    if TOOLS_ONLY:
+        # the sanitizer build: the database opens and holds together; the
+        # rows compared with the JSON in Python are the plain build's check
+        db = sqlite3.connect(db_path)
+        try:
+            ok = db.execute("PRAGMA integrity_check").fetchone()[0]
+            r.check(ok == "ok", "integrity_check: %s" % ok)
+            r.lines.append("%s: %d slices (tools only: TK_TEST_SANITIZED)"
+                           % (name, db.execute("SELECT count(*) FROM slice").fetchone()[0]))
+        finally:
+            db.close()
         return r
     doc = load(plain)
     events = events_of(doc)
@@ -543,6 +562,9 @@ def main(argv):
                     print("FAIL:", fl, flush=True)
                 results.append(res)
     failed = [f for r in results for f in r.failures]
+    if TOOLS_ONLY and mode == "real":
+        print("TK_TEST_SANITIZED=1: the tools ran on every trace and each database passed integrity_check; "
+              "the rows compared with the JSON are the plain build's")
     print("%d traces and jobs, %d checks, %d failed" % (len(results), sum(r.checks for r in results), len(failed)))
     return 1 if failed else 0
 
