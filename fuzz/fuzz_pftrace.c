@@ -4,16 +4,42 @@
  * holds .pftrace files). The events read are written again as .pftrace
  * into a memory file, which must read back to the same events: the same
  * multiset (the writer puts events in time order), each equal field by
- * field, with no warning. */
+ * field, with no warning. Each input is also read on threads (blocks of
+ * a few packets read ahead, annotations rendered by the threads) in
+ * lockstep against one thread: the same events, end, error, warnings,
+ * counts and metadata. */
 #define _GNU_SOURCE
 #include <stdint.h>
 
+#include "fuzz_lockstep.h"
 #include "fuzz_reencode.h"
+#include "../libtrace/src/internal.h"
 
 #define MAX_EVENTS 512
 
+static void threads_lockstep(const uint8_t *data, size_t size)
+{
+	tk_reader_opts o1 = {.strict = size % 5 == 1, .max_value_bytes = 1 << 20, .max_depth = 64}, o2 = o1;
+	o1.threads = 1;
+	o2.threads = 2 + (unsigned)(size % 3);
+	tk__pf_block_bytes = 16 + size % 301;
+	tk__no_threads = size % 7 == 0; /* none started: the caller renders every block */
+	tk_reader *a = NULL, *b = NULL;
+	int ra = tk_reader_open_memory(&a, data, size, "fuzz", &o1);
+	int rb = tk_reader_open_memory(&b, data, size, "fuzz", &o2);
+	if (ra != rb)
+		abort();
+	if (a && b)
+		tk_fuzz_lockstep(a, b);
+	tk_reader_free(a);
+	tk_reader_free(b);
+	tk__no_threads = 0;
+	tk__pf_block_bytes = 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	threads_lockstep(data, size);
 	tk_reader_opts o = {.max_value_bytes = 1 << 20, .max_depth = 64};
 	tk_reader *r = NULL;
 	if (tk_reader_open_memory(&r, data, size, "(fuzz)", &o) == TK_OK) {

@@ -1,4 +1,5 @@
 /* test_threads.c: the write-behind thread of the writers, the parse-ahead pump, and the lazy args skip of trace-split's first pass. */
+#define _GNU_SOURCE /* memmem */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,6 +366,163 @@ static void test_gzip_read_ahead(void **state)
 
 /* A write that fails on the thread (a full device) is returned by a later
  * call, with the device named, and close fails. */
+/* A .pftrace of n events of every kind the reader makes: slices whole and
+ * begun and ended, counters, instants with string ids, flows, metadata;
+ * args nested, escaped, interned and not. */
+static char *make_pftrace(size_t n, size_t *len)
+{
+	tk__buf b = {0};
+	char line[768];
+	assert_int_equal(tk__buf_puts(&b, "{\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,"
+	                                  "\"args\":{\"name\":\"w\\u00e9 \\\"q\\\"\"}}"),
+	                 0);
+	for (size_t i = 0; i < n; i++) {
+		int k;
+		switch (i % 6) {
+		case 0:
+			k = snprintf(line, sizeof line,
+			             ",\n{\"ph\":\"X\",\"name\":\"op%zu\",\"cat\":\"cpu_op\",\"pid\":1,\"tid\":%zu,\"ts\":%zu,"
+			             "\"dur\":3,\"args\":{\"External id\":%zu,\"Input Dims\":[[%zu,3],[]],\"s\":\"a\\\"b\\\\%zu\\t\","
+			             "\"d\":{\"x\":[true,null,-1.5e3,%zu.25],\"k%zu\":\"v\"}}}",
+			             i % 11, i % 3, i, i, i % 97, i % 5, i, i % 13);
+			break;
+		case 1:
+			k = snprintf(line, sizeof line,
+			             ",\n{\"ph\":\"B\",\"name\":\"step%zu\",\"pid\":1,\"tid\":9,\"ts\":%zu,\"args\":{\"n\":%zu}}", i % 4,
+			             i, i);
+			break;
+		case 2:
+			k = snprintf(line, sizeof line, ",\n{\"ph\":\"E\",\"pid\":1,\"tid\":9,\"ts\":%zu}", i + 1);
+			break;
+		case 3:
+			k = snprintf(line, sizeof line,
+			             ",\n{\"ph\":\"C\",\"name\":\"mem\",\"pid\":1,\"ts\":%zu,\"args\":{\"a\":%zu,\"b\":%zu.5}}", i,
+			             i * 7, i % 9);
+			break;
+		case 4:
+			k = snprintf(line, sizeof line,
+			             ",\n{\"ph\":\"i\",\"s\":\"t\",\"name\":\"mark\",\"pid\":2,\"tid\":4,\"ts\":%zu,\"id\":\"m%zu\","
+			             "\"args\":{\"u\":\"\\u00fc%zu\"}}",
+			             i, i % 17, i % 3);
+			break;
+		default:
+			k = snprintf(line, sizeof line,
+			             ",\n{\"ph\":\"%s\",\"name\":\"fl\",\"cat\":\"ac2g\",\"id\":%zu,\"pid\":1,\"tid\":%zu,\"ts\":%zu%s}",
+			             i % 12 == 5 ? "s" : "f", i / 12, i % 3, i, i % 12 == 5 ? "" : ",\"bp\":\"e\"");
+			break;
+		}
+		assert_true(k > 0 && (size_t)k < sizeof line);
+		assert_int_equal(tk__buf_append(&b, line, (size_t)k), 0);
+	}
+	assert_int_equal(tk__buf_puts(&b, "\n]}\n"), 0);
+	tu_write_file(tu_path("pf_in.json"), b.p, b.len);
+	tk__buf_free(&b);
+	tk_reader *r = NULL;
+	tk_writer *w = NULL;
+	tk_writer_opts wo = {TK_FORMAT_PFTRACE, 0, 0, 0, 0};
+	assert_int_equal(tk_reader_open_path(&r, tu_path("pf_in.json"), NULL), TK_OK);
+	assert_int_equal(tk_writer_open_path(&w, tu_path("pf.pftrace"), &wo), TK_OK);
+	const tk_event *ev;
+	int rc;
+	while ((rc = tk_reader_next(r, &ev)) == TK_OK)
+		assert_int_equal(tk_writer_write(w, ev), TK_OK);
+	assert_int_equal(rc, TK_EOF);
+	assert_int_equal(tk_writer_close(w), TK_OK);
+	tk_writer_free(w);
+	tk_reader_free(r);
+	return tu_read_file(tu_path("pf.pftrace"), len);
+}
+
+/* Reads p[0..n) with one thread and with `threads`, and checks that both
+ * give the same events, end, error, warnings, metadata and counts. */
+static void pf_same(const void *p, size_t n, unsigned threads, int strict)
+{
+	tk_reader_opts o1 = {0}, o2 = {0};
+	o1.threads = 1;
+	o2.threads = threads;
+	o1.strict = o2.strict = strict;
+	tk_reader *a = tu_open_mem(p, n, "t.pftrace", &o1), *b = tu_open_mem(p, n, "t.pftrace", &o2);
+	const tk_event *ea, *eb;
+	int ra, rb;
+	size_t k = 0;
+	do {
+		ra = tk_reader_next(a, &ea);
+		rb = tk_reader_next(b, &eb);
+		if (ra != rb || (ra == TK_OK && !tk_event_equal(ea, eb)))
+			fail_msg("threads %u, %zu bytes: event %zu differs (%d, %d)", threads, n, k, ra, rb);
+		k++;
+	} while (ra == TK_OK);
+	assert_string_equal(tk_reader_error(a), tk_reader_error(b));
+	for (size_t i = 0; tk_reader_warning(a, i) || tk_reader_warning(b, i); i++) {
+		assert_non_null(tk_reader_warning(a, i));
+		assert_non_null(tk_reader_warning(b, i));
+		assert_string_equal(tk_reader_warning(a, i), tk_reader_warning(b, i));
+	}
+	assert_int_equal(tk_reader_meta_count(a), tk_reader_meta_count(b));
+	const tk_reader_stats *sa = tk_reader_get_stats(a), *sb = tk_reader_get_stats(b);
+	assert_int_equal(sa->events, sb->events);
+	assert_int_equal(sa->truncated, sb->truncated);
+	assert_int_equal(sa->dropped_bytes, sb->dropped_bytes);
+	tk_reader_free(a);
+	tk_reader_free(b);
+}
+
+/* The .pftrace reader on threads (blocks read ahead, annotations rendered
+ * by the threads) against one thread: whole, cut at many places, and
+ * damaged; with blocks of a few packets and of many, and with no thread
+ * able to start. */
+static void test_pftrace_threads(void **state)
+{
+	(void)state;
+	size_t len;
+	char *pf = make_pftrace(6000, &len);
+	assert_true(len > 100000);
+	static const size_t blocks[] = {64, 700, 9000, 0};
+	for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
+		tk__pf_block_bytes = blocks[bi];
+		for (unsigned th = 2; th <= 8; th += 3) {
+			pf_same(pf, len, th, 0);
+			for (size_t cut = 1; cut < 8; cut++) {
+				pf_same(pf, len * cut / 8 + bi, th, 0);
+				pf_same(pf, len * cut / 8 + bi, th, 1);
+			}
+			/* damaged: a byte changed in the middle */
+			for (size_t at = len / 3; at < len; at += len / 5 + 7) {
+				char keep = pf[at];
+				pf[at] = (char)(keep ^ 0x5a);
+				pf_same(pf, len, th, 0);
+				pf[at] = (char)0x0a;
+				pf_same(pf, len, th, 1);
+				pf[at] = keep;
+			}
+		}
+		tk__no_threads = 1; /* none starts: the caller reads the blocks alone */
+		pf_same(pf, len, 4, 0);
+		pf_same(pf, len * 5 / 8, 4, 0);
+		tk__no_threads = 0;
+	}
+	tk__pf_block_bytes = 0;
+	/* what the threads gave is what the trace holds */
+	tk_reader_opts o = {0};
+	o.threads = 4;
+	tk__pf_block_bytes = 512;
+	tk_reader *r = tu_open_mem(pf, len, "t.pftrace", &o);
+	tu_events ev = {0};
+	assert_int_equal(tu_read_all(r, &ev), TK_EOF);
+	size_t esc = 0, ids = 0;
+	for (size_t i = 0; i < ev.n; i++) {
+		const tk_event *e = ev.ev[i];
+		esc += e->args.ptr && memmem(e->args.ptr, e->args.len, "\"a\\\"b\\\\", 7) != NULL;
+		ids += e->id.kind == TK_ID_STR && e->id.str.len >= 2 && e->id.str.ptr[0] == 'm';
+	}
+	assert_int_equal(esc, 1000);
+	assert_int_equal(ids, 1000);
+	tu_events_free(&ev);
+	tk_reader_free(r);
+	tk__pf_block_bytes = 0;
+	free(pf);
+}
+
 static void test_thread_write_error(void **state)
 {
 	(void)state;
@@ -773,6 +931,7 @@ int main(void)
 		cmocka_unit_test(test_gzip_threads_asked),
 		cmocka_unit_test(test_gzip_libdeflate),
 		cmocka_unit_test(test_gzip_read_ahead),
+		cmocka_unit_test(test_pftrace_threads),
 		cmocka_unit_test(test_thread_write_error),
 		cmocka_unit_test(test_free_without_close),
 		cmocka_unit_test(test_pump_equals_reader),

@@ -205,6 +205,9 @@ size_t tk__sorter_share(size_t total);
 /* Tests set this to make every thread the library starts fail to start,
  * so that the paths without one (the caller does the work) are exercised. */
 extern int tk__no_threads;
+/* The blocks the .pftrace reader reads ahead for its threads (pftrace.c):
+ * tests make them smaller; 0: 1 MiB. */
+extern size_t tk__pf_block_bytes;
 int tk__thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 /* Tests set this to make the gzip writer's walk of libdeflate's blocks
  * refuse every one, so that its way out (zlib deflates them) is exercised. */

@@ -2,6 +2,9 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "formats/formats.h"
@@ -1518,6 +1521,10 @@ typedef struct pr {
 	tk_event *cur; /* the queued event returned last */
 	int done;
 	uint64_t stray_ends, unsupported;
+	uint64_t at; /* the decoded offset just past the packet being read: where its errors are */
+	const struct pres *pre; /* its annotations as a thread rendered them, NULL: none */
+	struct ppool *pool;     /* the threads that render ahead, NULL when none */
+	int pool_tried;
 } pr;
 
 /* Packets (field 1 of Trace) whose fields parse, as far as the bytes
@@ -1566,6 +1573,8 @@ static int pf_open(tk_reader *r)
 	return 0;
 }
 
+static void pool_free(pr *s);
+
 static void hold_free(rhold *h)
 {
 	tk__buf_free(&h->args);
@@ -1577,6 +1586,7 @@ static void pf_free(tk_reader *r)
 	pr *s = r->fs;
 	if (!s)
 		return;
+	pool_free(s);
 	for (size_t i = 0; i < s->n_tracks; i++) {
 		for (size_t k = 0; k < s->tracks[i].cap; k++)
 			hold_free(&s->tracks[i].stack[k]);
@@ -1603,7 +1613,7 @@ static void pf_free(tk_reader *r)
 
 static int bad_pkt(tk_reader *r, const char *what)
 {
-	return tk__reader_fail_at(r, TK_ERR_FORMAT, r->base + r->pos, "%s", what);
+	return tk__reader_fail_at(r, TK_ERR_FORMAT, ((pr *)r->fs)->at, "%s", what);
 }
 
 static rseq *seq_of(pr *s, uint64_t id)
@@ -1704,7 +1714,8 @@ static int intern_text(tk_reader *r, const unsigned char *p, size_t n, tk_sv *ou
 	return 0;
 }
 
-static int take_interned(tk_reader *r, rseq *q, const unsigned char *p, size_t n)
+/* The strings a packet interns, of the kinds in `kinds` (a bit per K_*). */
+static int take_interned(tk_reader *r, rseq *q, const unsigned char *p, size_t n, unsigned kinds)
 {
 	tk__pb c = tk__pb_of(p, n);
 	tk__pb_field f;
@@ -1712,7 +1723,7 @@ static int take_interned(tk_reader *r, rseq *q, const unsigned char *p, size_t n
 	while ((k = tk__pb_next(&c, &f)) > 0) {
 		int kind = f.num == F_INT_CATS ? K_CAT : f.num == F_INT_NAMES ? K_NAME : f.num == F_INT_ANN_NAMES ? K_ANN
 		         : f.num == F_INT_STRINGS ? K_STR : -1;
-		if (kind < 0 || f.wt != TK__PB_LEN)
+		if (kind < 0 || f.wt != TK__PB_LEN || !(kinds >> kind & 1))
 			continue;
 		tk__pb e = tk__pb_of(f.data, f.len);
 		tk__pb_field g;
@@ -1869,7 +1880,7 @@ static int ann_json(tk_reader *r, const rseq *q, const unsigned char *p, size_t 
 	name->len = 0;
 	*name_plain = 0;
 	if (depth > r->opts.max_depth)
-		return tk__reader_fail_at(r, TK_ERR_LIMIT, r->base + r->pos, "annotations nested deeper than %u",
+		return tk__reader_fail_at(r, TK_ERR_LIMIT, ((pr *)r->fs)->at, "annotations nested deeper than %u",
 		                          r->opts.max_depth);
 	size_t start = o->len;
 	while ((k = tk__pb_next(&c, &f)) > 0) {
@@ -2018,6 +2029,7 @@ typedef struct rres {
 	int64_t ts, dur;
 	int has_extra, has_args;
 	tk_sv extra, args; /* in s->tmp */
+	tk_sv obj;         /* the arguments' object (set_event's `any`): in r->args */
 } rres;
 
 /* A JSON value (text of ann_json) as an id: number, string or null. */
@@ -2125,11 +2137,47 @@ static int annotations(tk_reader *r, const rseq *q, const unsigned char *p, size
 		return bad_pkt(r, "damaged track event");
 	if (any && tk__buf_putc(&r->args, '}'))
 		return nomem(r);
+	if (any)
+		rr->obj = (tk_sv){r->args.p, r->args.len};
 	if (rr->has_args)
 		rr->args.ptr = s->tmp.p + (uintptr_t)rr->args.ptr;
 	if (rr->has_extra)
 		rr->extra.ptr = s->tmp.p + (uintptr_t)rr->extra.ptr;
 	return any;
+}
+
+/* A TrackEvent's annotations as a thread rendered them (reading on
+ * threads, below): what annotations() gave there, from the same bytes and
+ * a copy of the same interned strings. */
+typedef struct pres {
+	int state;      /* PRE_* (atomic: a thread renders while the caller reads) */
+	int any;        /* annotations()'s result, 0 or 1 */
+	const rres *rr; /* in the block's text, as are its obj, args and extra */
+} pres;
+
+/* free: neither has it; then a thread renders it, has, could not (the
+ * caller renders it), or the caller took it first */
+enum { PRE_FREE, PRE_BUSY, PRE_DONE, PRE_FAILED, PRE_CALLER };
+
+static int pre_id(tk_reader *r, tk_id *id)
+{
+	if (id->kind != TK_ID_STR)
+		return 0;
+	id->str = tk__strtab_intern(&r->strs, id->str.ptr ? id->str.ptr : "", id->str.len);
+	return id->str.ptr ? 0 : nomem(r);
+}
+
+/* annotations() of the packet read now, from what a thread rendered:
+ * its texts in the block, its string ids in the reader's own table. */
+static int pre_take(tk_reader *r, rres *rr)
+{
+	pr *s = r->fs;
+	const pres *x = s->pre;
+	*rr = *x->rr;
+	if ((rr->has_id && pre_id(r, &rr->id)) || (rr->has_pid && pre_id(r, &rr->pid)) ||
+	    (rr->has_tid && pre_id(r, &rr->tid)))
+		return TK_ERR_NOMEM;
+	return x->any;
 }
 
 /* r->ev from the parts: ids, ph, ts; args in r->args (any: an object was
@@ -2166,7 +2214,7 @@ static void set_event(tk_reader *r, char ph, int64_t ts, int has_ts, const tk_sv
 	if (rr->has_id)
 		e->id = rr->id;
 	if (any)
-		e->args = (tk_sv){r->args.p, r->args.len};
+		e->args = rr->obj;
 	else if (rr->has_args)
 		e->args = rr->args;
 	if (rr->has_extra)
@@ -2322,7 +2370,7 @@ static int track_event(tk_reader *r, rseq *q, const unsigned char *p, size_t n, 
 	ts -= s->base;
 	rres rr;
 	memset(&rr, 0, sizeof rr);
-	int any = annotations(r, q, p, n, F_TE_ANNOTATIONS, 0, &rr);
+	int any = s->pre ? pre_take(r, &rr) : annotations(r, q, p, n, F_TE_ANNOTATIONS, 0, &rr);
 	if (any < 0)
 		return any;
 	switch (e.type) {
@@ -2397,6 +2445,7 @@ static int track_event(tk_reader *r, rseq *q, const unsigned char *p, size_t n, 
 		}
 		if (tk__buf_putc(o, '}'))
 			return nomem(r);
+		rr.obj = (tk_sv){o->p, o->len};
 		set_event(r, 'C', ts, has_ts, &nm, &e.cat, &pid, &tid, &rr, 1);
 		return 1;
 	}
@@ -2612,7 +2661,7 @@ static int take_snapshot(tk_reader *r, rseq *q, const unsigned char *p, size_t n
 				x = &q->clk[j];
 		if (!x) {
 			if (q->n_clk == SEQ_CLOCKS)
-				return tk__reader_fail_at(r, TK_ERR_LIMIT, r->base + r->pos,
+				return tk__reader_fail_at(r, TK_ERR_LIMIT, ((pr *)r->fs)->at,
 				                          "more than %d sequence-scoped clocks on one sequence", SEQ_CLOCKS);
 			x = &q->clk[q->n_clk++];
 		}
@@ -2630,7 +2679,7 @@ static int seq_time(tk_reader *r, rseq *q, uint64_t id, uint64_t v, int64_t *ts)
 		if (q->clk[i].id == id)
 			c = &q->clk[i];
 	if (!c)
-		return tk__reader_fail_at(r, TK_ERR_FORMAT, r->base + r->pos,
+		return tk__reader_fail_at(r, TK_ERR_FORMAT, ((pr *)r->fs)->at,
 		                          "a timestamp on clock %llu, which no clock snapshot of its sequence defines",
 		                          (unsigned long long)id);
 	int64_t ns, t;
@@ -2737,7 +2786,7 @@ static int take_packet(tk_reader *r, const unsigned char *p, size_t n)
 		if (rc)
 			return rc;
 	}
-	if (interned_at && (rc = take_interned(r, q, interned_at, interned_n)))
+	if (interned_at && (rc = take_interned(r, q, interned_at, interned_n, (1u << K_N) - 1)))
 		return rc;
 	return te ? track_event(r, q, te, te_n, ts, has_ts) : 0;
 }
@@ -2790,6 +2839,493 @@ static int cut(tk_reader *r, uint64_t need)
 	return 0;
 }
 
+/* ---- reading on threads ----
+ *
+ * With opts.threads > 1 the caller's thread reads the packets ahead into
+ * blocks of about 1 MiB. Every thread walks every block in file order and
+ * keeps its own copy of the state a TrackEvent's annotations are read
+ * against: the interned annotation names and strings of each sequence,
+ * their clears, and whether the trace is tracekit's. A thread that reaches
+ * a block no one has taken takes it and, walking it, renders each
+ * TrackEvent's annotations (args text and reserved values) as annotations()
+ * would there. The caller reads every packet itself, in order, as with one
+ * thread (clocks, tracks, slices, events), and takes those texts instead
+ * of rendering them; a block no thread took when the caller reaches it,
+ * or an annotation a thread could not render, the caller renders itself.
+ * What stops the reading ahead (the end of the input, a cut, a damaged
+ * field, a packet over the limit, a failed read) is left where it is: once
+ * the blocks are read, the caller reads on from its window alone, to the
+ * same events, warnings and errors as one thread. */
+
+#define PF_THREADS 64
+#define PF_BLOCK ((size_t)1 << 20)
+#define PF_TAKE 2048 /* packets the caller takes when it catches up with a thread */
+
+size_t tk__pf_block_bytes; /* tests make the blocks smaller; 0: PF_BLOCK */
+
+typedef struct ppk {
+	size_t off, len; /* in the block's data */
+	uint64_t at;     /* the decoded offset just past the packet */
+} ppk;
+
+typedef struct ptext { /* results' texts: a chunk never moves */
+	struct ptext *next;
+	size_t len, cap;
+	_Alignas(max_align_t) char p[];
+} ptext;
+
+typedef struct pblk {
+	struct pblk *next;
+	uint64_t seq; /* 0, 1, 2 ... in file order */
+	tk__buf data; /* the packets' bytes, back to back */
+	ppk *pk;
+	size_t n, cap;
+	int claimed; /* 1: a thread renders what the caller has not reached, 2: the caller renders it */
+	pres *res;   /* with claimed 1: a result per packet */
+	size_t res_cap;
+	ptext *text; /* the results' texts, the newest chunk first */
+} pblk;
+
+/* Room for n bytes of a result's text in b's chunks, NULL: out of memory. */
+static char *text_room(pblk *b, size_t n)
+{
+	ptext *c = b->text;
+	n += (size_t)-n % _Alignof(max_align_t); /* the next one starts aligned */
+	if (!c || c->cap - c->len < n) {
+		size_t cap = n > ((size_t)64 << 10) ? n : (size_t)64 << 10;
+		if (!(c = malloc(sizeof *c + cap)))
+			return NULL;
+		c->next = b->text;
+		c->len = 0;
+		c->cap = cap;
+		b->text = c;
+	}
+	c->len += n;
+	return c->p + c->len - n;
+}
+
+static void text_free(pblk *b)
+{
+	for (ptext *c = b->text, *nx; c; c = nx) {
+		nx = c->next;
+		free(c);
+	}
+	b->text = NULL;
+}
+
+typedef struct pwk {
+	struct ppool *P;
+	tk_reader *w; /* this thread's reader: its copy of the state */
+	pthread_t th;
+	uint64_t pos; /* the block it walks or waits for; UINT64_MAX when gone */
+} pwk;
+
+typedef struct ppool {
+	pthread_mutex_t mu;
+	pthread_cond_t cv_w; /* the threads: a block was read, or quit */
+	pthread_cond_t cv_m; /* the caller: a block was rendered */
+	pwk wk[PF_THREADS];
+	int n_wk;
+	pblk *head, *tail, *spare; /* blocks kept, in file order */
+	size_t n_blk, max_blk;
+	uint64_t next_seq;
+	int ended; /* no more blocks: the caller reads on from its window */
+	int quit;
+	unsigned nth;  /* the threads wanted, the caller's counted */
+	int started;   /* threads started, when the input is more than a block */
+	pblk *cur; /* the caller's block */
+	size_t cur_i;
+	int err_code; /* what a failed read ahead set on the reader, put back where it read up to */
+	char err_msg[TK__ERRLEN];
+} ppool;
+
+static int bundle_ours(pr *s, const unsigned char *p, size_t n)
+{
+	tk__pb c = tk__pb_of(p, n), d;
+	tk__pb_field f, g;
+	int k;
+	while ((k = tk__pb_next(&c, &f)) > 0) {
+		if (f.num != F_CEB_METADATA || f.wt != TK__PB_LEN)
+			continue;
+		const unsigned char *name = NULL;
+		size_t nlen = 0;
+		int have = 0;
+		d = tk__pb_of(f.data, f.len);
+		while ((k = tk__pb_next(&d, &g)) > 0) {
+			if (g.num == F_CM_NAME && g.wt == TK__PB_LEN) {
+				name = g.data;
+				nlen = g.len;
+			} else if (((g.num == F_CM_STRING || g.num == F_CM_JSON) && g.wt == TK__PB_LEN) ||
+			           ((g.num == F_CM_BOOL || g.num == F_CM_INT) && g.wt == TK__PB_VARINT)) {
+				have = 1;
+			}
+		}
+		if (k < 0)
+			return -1;
+		if (name && have && nlen == strlen(META_EVENTS) && memcmp(name, META_EVENTS, nlen) == 0)
+			s->ours = 1;
+	}
+	return k < 0 ? -1 : 0;
+}
+
+/* A thread's walk over one packet: what take_packet() changes of the state
+ * annotations are read against; with res, a TrackEvent's annotations
+ * rendered into *res and text. < 0 where this thread's state can no longer
+ * be the caller's (the caller stops at that packet, or ran out of memory
+ * where this thread did not). */
+static int walk_packet(tk_reader *w, const unsigned char *p, size_t n, pres *res, pblk *b)
+{
+	pr *s = w->fs;
+	tk__pb c = tk__pb_of(p, n);
+	tk__pb_field f;
+	uint64_t seq_id = 0, flags = 0;
+	const unsigned char *te = NULL, *interned_at = NULL;
+	size_t te_n = 0, interned_n = 0;
+	int k;
+	while ((k = tk__pb_next(&c, &f)) > 0) {
+		switch (f.num) { /* as take_packet() reads them */
+		case F_PKT_SEQ_ID: seq_id = f.v; break;
+		case F_PKT_SEQ_FLAGS: flags = f.v; break;
+		case 41: if (f.v) flags |= SEQ_CLEARED; break;
+		case F_PKT_INTERNED: interned_at = f.data; interned_n = f.len; break;
+		case F_PKT_TRACK_EVENT: te = f.data; te_n = f.len; break;
+		case F_PKT_CHROME_EVENTS:
+			if (f.wt == TK__PB_LEN && bundle_ours(s, f.data, f.len))
+				return -1;
+			break;
+		default: break;
+		}
+	}
+	if (k < 0)
+		return -1;
+	rseq *q = NULL;
+	if (interned_at || te || (flags & SEQ_CLEARED)) {
+		if (!(q = seq_of(s, seq_id)))
+			return -1;
+		if (flags & SEQ_CLEARED)
+			for (int i = 0; i < K_N; i++) {
+				tk__map_clear(&q->m[i]);
+				dense_clear(&q->d[i]);
+			}
+	}
+	if (interned_at && take_interned(w, q, interned_at, interned_n, 1u << K_ANN | 1u << K_STR))
+		return -1;
+	int st = PRE_FREE;
+	if (!res || !te ||
+	    !__atomic_compare_exchange_n(&res->state, &st, PRE_BUSY, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return 0; /* nothing to render, or the caller has come this far */
+	rres rr;
+	memset(&rr, 0, sizeof rr);
+	int any = annotations(w, q, te, te_n, F_TE_ANNOTATIONS, 0, &rr);
+	char *t = NULL;
+	size_t nt = s->tmp.len, na = any > 0 ? w->args.len : 0, nr = sizeof rr;
+	nr += (size_t)-(nt + na) % _Alignof(rres);
+	if (any >= 0 && (t = text_room(b, nt + na + nr)) != NULL) {
+		rres *out = (rres *)(void *)(t + nt + na + nr - sizeof rr);
+		if (nt)
+			memcpy(t, s->tmp.p, nt);
+		if (rr.has_args)
+			rr.args.ptr = t + (rr.args.ptr - s->tmp.p);
+		if (rr.has_extra)
+			rr.extra.ptr = t + (rr.extra.ptr - s->tmp.p);
+		if (any) {
+			memcpy(t + nt, w->args.p, na);
+			rr.obj = (tk_sv){t + nt, na};
+		}
+		*out = rr;
+		res->rr = out;
+		res->any = any;
+	}
+	w->err.code = 0; /* an error the caller meets itself, rendering it */
+	__atomic_store_n(&res->state, t ? PRE_DONE : PRE_FAILED, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* The block of sequence number `seq` (mu held), NULL when it is not read yet. */
+static pblk *blk_at(ppool *P, uint64_t seq)
+{
+	pblk *b = P->head;
+	while (b && b->seq != seq)
+		b = b->next;
+	return b;
+}
+
+static void *walker(void *arg)
+{
+	pwk *k = arg;
+	ppool *P = k->P;
+	int ok = 1;
+	pthread_mutex_lock(&P->mu);
+	while (ok) {
+		pblk *b = NULL;
+		while (!P->quit && !(b = blk_at(P, k->pos)) && !P->ended)
+			pthread_cond_wait(&P->cv_w, &P->mu);
+		if (!b || P->quit)
+			break;
+		int mine = !b->claimed;
+		if (mine)
+			b->claimed = 1;
+		pthread_mutex_unlock(&P->mu);
+		for (size_t i = 0; i < b->n && ok; i++) {
+			const ppk *x = &b->pk[i];
+			ok = walk_packet(k->w, (const unsigned char *)b->data.p + x->off, x->len, mine ? &b->res[i] : NULL,
+			                 b) == 0;
+		}
+		pthread_mutex_lock(&P->mu);
+		k->pos++;
+		pthread_cond_broadcast(&P->cv_m); /* a block rendered, or one the caller may let go of */
+	}
+	k->pos = UINT64_MAX;
+	pthread_cond_broadcast(&P->cv_m);
+	pthread_mutex_unlock(&P->mu);
+	return NULL;
+}
+
+static void blk_free(pblk *b)
+{
+	tk__buf_free(&b->data);
+	text_free(b);
+	free(b->pk);
+	free(b->res);
+	free(b);
+}
+
+static void pool_free(pr *s)
+{
+	ppool *P = s->pool;
+	if (!P)
+		return;
+	pthread_mutex_lock(&P->mu);
+	P->quit = 1;
+	pthread_cond_broadcast(&P->cv_w);
+	pthread_mutex_unlock(&P->mu);
+	for (int i = 0; i < P->n_wk; i++) {
+		pthread_join(P->wk[i].th, NULL);
+		tk_reader_free(P->wk[i].w);
+	}
+	pthread_mutex_destroy(&P->mu);
+	pthread_cond_destroy(&P->cv_w);
+	pthread_cond_destroy(&P->cv_m);
+	for (pblk *b = P->head, *nx; b; b = nx) {
+		nx = b->next;
+		blk_free(b);
+	}
+	for (pblk *b = P->spare, *nx; b; b = nx) {
+		nx = b->next;
+		blk_free(b);
+	}
+	free(P);
+	s->pool = NULL;
+}
+
+/* Reads the next block of whole packets from the window (the caller's
+ * thread, mu not held) into the list; sets P->ended where the reading
+ * ahead stops (nothing more, or something the caller reads on alone from
+ * r->pos). */
+static void pool_read(tk_reader *r, ppool *P)
+{
+	size_t want = tk__pf_block_bytes ? tk__pf_block_bytes : PF_BLOCK;
+	pblk *b = P->spare;
+	if (b)
+		P->spare = b->next;
+	else if (!(b = calloc(1, sizeof *b))) {
+		pthread_mutex_lock(&P->mu);
+		P->ended = 1;
+		pthread_mutex_unlock(&P->mu);
+		return;
+	}
+	b->next = NULL;
+	b->n = b->data.len = 0;
+	b->claimed = 0;
+	text_free(b);
+	int stop = 0;
+	while (b->data.len < want) {
+		int rc = tk__reader_fill(r, 1 + TK__VARINT_MAX);
+		if (rc < 0 || r->pos == r->end)
+			break;
+		const unsigned char *p = r->buf + r->pos, *e = r->buf + r->end;
+		int bad = 0;
+		uint64_t key = tk__get_varint(&p, e, &bad), len = 0;
+		unsigned wt = key & 7;
+		if (bad || (wt != TK__PB_LEN && wt != TK__PB_VARINT && wt != TK__PB_I64 && wt != TK__PB_I32))
+			break;
+		if (wt == TK__PB_LEN)
+			len = tk__get_varint(&p, e, &bad);
+		else if (wt == TK__PB_VARINT)
+			tk__get_varint(&p, e, &bad);
+		else
+			len = wt == TK__PB_I64 ? 8 : 4;
+		size_t hdr = (size_t)(p - (r->buf + r->pos));
+		if (bad || len > r->opts.max_value_bytes || tk__reader_fill(r, hdr + (size_t)len) < 0 ||
+		    r->end - r->pos < hdr + len)
+			break;
+		if (key == ((uint64_t)F_TRACE_PACKET << 3 | TK__PB_LEN)) {
+			if (TK__GROW(b->pk, b->cap, b->n + 1) || TK__GROW(b->res, b->res_cap, b->n + 1) ||
+			    tk__buf_append(&b->data, r->buf + r->pos + hdr, (size_t)len)) {
+				nomem(r); /* the caller meets it after the packets before */
+				break;
+			}
+			b->res[b->n].state = PRE_FREE;
+			b->pk[b->n++] = (ppk){b->data.len - (size_t)len, (size_t)len, r->base + r->pos + hdr + len};
+		}
+		r->pos += hdr + (size_t)len;
+	}
+	if (r->err.code) { /* set where one thread would meet it: after these packets */
+		P->err_code = r->err.code;
+		memcpy(P->err_msg, r->err.msg, sizeof P->err_msg);
+		r->err.code = 0;
+		stop = 1;
+	}
+	if (b->data.len < want)
+		stop = 1; /* the end, or what the caller reads alone */
+	pthread_mutex_lock(&P->mu);
+	if (b->n) {
+		b->seq = P->next_seq++;
+		if (P->tail)
+			P->tail->next = b;
+		else
+			P->head = b;
+		P->tail = b;
+		P->n_blk++;
+	} else {
+		b->next = P->spare;
+		P->spare = b;
+	}
+	if (stop)
+		P->ended = 1;
+	pthread_cond_broadcast(&P->cv_w);
+	pthread_mutex_unlock(&P->mu);
+}
+
+/* With opts.threads > 1 the packets are read ahead in blocks, and
+ * threads - 1 threads start once there is more than one (pool_threads). */
+static void pool_start(tk_reader *r)
+{
+	pr *s = r->fs;
+	s->pool_tried = 1;
+	unsigned nth = r->opts.threads > PF_THREADS ? PF_THREADS : r->opts.threads;
+	if (nth < 2)
+		return;
+	ppool *P = calloc(1, sizeof *P);
+	if (!P)
+		return;
+	pthread_mutex_init(&P->mu, NULL);
+	pthread_cond_init(&P->cv_w, NULL);
+	pthread_cond_init(&P->cv_m, NULL);
+	P->nth = nth;
+	P->max_blk = 2 * (size_t)nth + 2;
+	s->pool = P;
+}
+
+/* The threads, from the first block on (mu not held); none started: the
+ * caller renders every block itself. */
+static void pool_threads(tk_reader *r, ppool *P)
+{
+	for (unsigned i = 0; i + 1 < P->nth; i++) {
+		pwk *k = &P->wk[P->n_wk];
+		k->P = P;
+		k->pos = 0;
+		if (!(k->w = tk__reader_worker(r)))
+			break;
+		pthread_mutex_lock(&P->mu);
+		P->n_wk++; /* counted before it runs: block 0 is kept for it */
+		pthread_mutex_unlock(&P->mu);
+		if (tk__thread_start(&k->th, walker, k)) {
+			pthread_mutex_lock(&P->mu);
+			P->n_wk--;
+			pthread_mutex_unlock(&P->mu);
+			tk_reader_free(k->w);
+			break;
+		}
+	}
+}
+
+/* The next packet from the blocks read ahead (s->at and s->pre set for
+ * it): 1, or 0 when they are through (the caller reads on from its
+ * window, alone). */
+static int pool_next(tk_reader *r, const unsigned char **p, size_t *n)
+{
+	pr *s = r->fs;
+	ppool *P = s->pool;
+	pblk *b = P->cur;
+	if (!b || P->cur_i == b->n) {
+		uint64_t want = b ? b->seq + 1 : 0;
+		pthread_mutex_lock(&P->mu);
+		for (;;) {
+			/* the blocks every thread and the caller are through with */
+			uint64_t lo = want;
+			for (int i = 0; i < P->n_wk; i++)
+				if (P->wk[i].pos < lo)
+					lo = P->wk[i].pos;
+			while (P->head && P->head->seq < lo) {
+				pblk *x = P->head;
+				P->head = x->next;
+				if (!P->head)
+					P->tail = NULL;
+				P->n_blk--;
+				x->next = P->spare;
+				P->spare = x;
+			}
+			b = blk_at(P, want);
+			int more = !P->ended && P->n_blk < P->max_blk;
+			if (!more && (b || P->ended))
+				break;
+			if (!more) { /* full: a thread is still walking the oldest */
+				pthread_cond_wait(&P->cv_m, &P->mu);
+				continue;
+			}
+			pthread_mutex_unlock(&P->mu);
+			pool_read(r, P);
+			pthread_mutex_lock(&P->mu);
+		}
+		if (b && !b->claimed)
+			b->claimed = 2;
+		int start = !P->started && P->next_seq > 1;
+		P->started = 1;
+		pthread_mutex_unlock(&P->mu);
+		if (start)
+			pool_threads(r, P);
+		P->cur = b;
+		P->cur_i = 0;
+		if (!b) {
+			if (P->err_code) { /* where one thread meets it */
+				r->err.code = P->err_code;
+				memcpy(r->err.msg, P->err_msg, sizeof r->err.msg);
+			}
+			pool_free(s);
+			return 0;
+		}
+	}
+	const ppk *x = &b->pk[P->cur_i];
+	s->pre = NULL;
+	if (b->claimed == 1) { /* what the thread has rendered, or the caller takes it */
+		pres *e = &b->res[P->cur_i];
+		int st = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
+		if (st != PRE_FREE ||
+		    !__atomic_compare_exchange_n(&e->state, &st, PRE_CALLER, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			if (st == PRE_BUSY) {
+				/* caught up with the thread: it renders this one; the next
+				 * ones the caller takes, while the thread walks on ahead */
+				for (size_t j = P->cur_i + 1; j < b->n && j <= P->cur_i + PF_TAKE; j++) {
+					int f = PRE_FREE;
+					__atomic_compare_exchange_n(&b->res[j].state, &f, PRE_CALLER, 0, __ATOMIC_ACQ_REL,
+					                            __ATOMIC_ACQUIRE);
+				}
+				for (int spin = 0; (st = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE)) == PRE_BUSY; spin++)
+					if (spin > 64)
+						sched_yield();
+			}
+			if (st == PRE_DONE)
+				s->pre = e;
+		}
+	}
+	s->at = x->at;
+	*p = (const unsigned char *)b->data.p + x->off;
+	*n = x->len;
+	P->cur_i++;
+	return 1;
+}
+
 static int pf_next(tk_reader *r, const tk_event **ev)
 {
 	pr *s = r->fs;
@@ -2804,7 +3340,25 @@ static int pf_next(tk_reader *r, const tk_event **ev)
 		}
 		if (s->done)
 			return TK_EOF;
-		int rc = tk__reader_fill(r, 1 + TK__VARINT_MAX);
+		if (!s->pool_tried)
+			pool_start(r);
+		int rc;
+		if (s->pool) {
+			const unsigned char *pk;
+			size_t pn;
+			if (pool_next(r, &pk, &pn)) {
+				rc = take_packet(r, pk, pn);
+				s->pre = NULL;
+				if (rc < 0)
+					return rc;
+				if (rc == 1) {
+					*ev = &r->ev;
+					return TK_OK;
+				}
+				continue;
+			}
+		}
+		rc = tk__reader_fill(r, 1 + TK__VARINT_MAX);
 		if (rc)
 			return rc;
 		if (r->pos == r->end) {
@@ -2814,6 +3368,7 @@ static int pf_next(tk_reader *r, const tk_event **ev)
 		}
 		const unsigned char *p = r->buf + r->pos, *e = r->buf + r->end;
 		int bad = 0;
+		s->at = r->base + r->pos;
 		uint64_t key = tk__get_varint(&p, e, &bad), len = 0;
 		if (!bad) {
 			unsigned wt = key & 7;
@@ -2852,6 +3407,7 @@ static int pf_next(tk_reader *r, const tk_event **ev)
 		r->pos += hdr + (size_t)len;
 		if (!is_packet)
 			continue;
+		s->at = r->base + r->pos;
 		rc = take_packet(r, (const unsigned char *)s->pkt.p, s->pkt.len);
 		if (rc < 0)
 			return rc;
