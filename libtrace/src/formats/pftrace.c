@@ -2883,7 +2883,7 @@ typedef struct pblk {
 	int claimed; /* 1: a thread renders what the caller has not reached, 2: the caller renders it */
 	pres *res;   /* with claimed 1: a result per packet */
 	size_t res_cap;
-	ptext *text; /* the results' texts, the newest chunk first */
+	ptext *text, *text_spare; /* the results' texts, the newest chunk first; chunks to reuse */
 } pblk;
 
 /* Room for n bytes of a result's text in b's chunks, NULL: out of memory. */
@@ -2893,24 +2893,37 @@ static char *text_room(pblk *b, size_t n)
 	n += (size_t)-n % _Alignof(max_align_t); /* the next one starts aligned */
 	if (!c || c->cap - c->len < n) {
 		size_t cap = n > ((size_t)64 << 10) ? n : (size_t)64 << 10;
-		if (!(c = malloc(sizeof *c + cap)))
+		if (b->text_spare && b->text_spare->cap >= n) {
+			c = b->text_spare;
+			b->text_spare = c->next;
+		} else if ((c = malloc(sizeof *c + cap)) != NULL) {
+			c->cap = cap;
+		} else {
 			return NULL;
+		}
 		c->next = b->text;
 		c->len = 0;
-		c->cap = cap;
 		b->text = c;
 	}
 	c->len += n;
 	return c->p + c->len - n;
 }
 
-static void text_free(pblk *b)
+/* The chunks kept for the block's next use (all = 0), or freed. */
+static void text_free(pblk *b, int all)
 {
 	for (ptext *c = b->text, *nx; c; c = nx) {
 		nx = c->next;
-		free(c);
+		c->next = b->text_spare;
+		b->text_spare = c;
 	}
 	b->text = NULL;
+	for (ptext *c = all ? b->text_spare : NULL, *nx; c; c = nx) {
+		nx = c->next;
+		free(c);
+	}
+	if (all)
+		b->text_spare = NULL;
 }
 
 typedef struct pwk {
@@ -3084,7 +3097,7 @@ static void *walker(void *arg)
 static void blk_free(pblk *b)
 {
 	tk__buf_free(&b->data);
-	text_free(b);
+	text_free(b, 1);
 	free(b->pk);
 	free(b->res);
 	free(b);
@@ -3137,7 +3150,7 @@ static void pool_read(tk_reader *r, ppool *P)
 	b->next = NULL;
 	b->n = b->data.len = 0;
 	b->claimed = 0;
-	text_free(b);
+	text_free(b, 0);
 	int stop = 0;
 	while (b->data.len < want) {
 		int rc = tk__reader_fill(r, 1 + TK__VARINT_MAX);
