@@ -18,8 +18,10 @@ case through rss_run (best of --repeat runs, median beside it) with --threads 1,
                  and TRACE.json -o OUT.json.gz (gzip output, level 6)
   .tkb           parse_only and trace-stats on TRACE.tkb and on TRACE.z.tkb (its
                  chunks compressed), both converted from TRACE.json once
+  .pftrace       parse_only and trace-stats on TRACE.pftrace, converted from
+                 TRACE.json once (the threads render the annotations' args)
 
-MB/s counts the uncompressed bytes (the JSON's for the .tkb rows, which hold the
+MB/s counts the uncompressed bytes (the JSON's for the .tkb and .pftrace rows, which hold the
 same events); "x1" is the speed against the same case on
 one thread, measured in the same go; "peak MiB" is the run's peak RSS. The last
 lines hold the issue's targets against what was measured.
@@ -53,7 +55,9 @@ for ((t = 2; t <= CPUS; t *= 2)); do THREADS+=("$t"); done
 echo "threads: ${THREADS[*]} (processors: $(nproc))"
 TKB=$WORK/trace.tkb
 ZTKB=$WORK/trace.z.tkb
+PFT=$WORK/trace.pftrace
 "$CONVERT" -q --threads 1 "$IN" -o "$TKB"
+"$CONVERT" -q --threads 1 "$IN" -o "$PFT"
 "$CONVERT" -q --threads 1 "$IN" -o "$ZTKB" --compress
 
 declare -A SPEED PEAK
@@ -89,6 +93,8 @@ for t in "${THREADS[@]}"; do
 	run "parse_only tkb (compressed)" "$t" "$PARSE" --threads "$t" "$ZTKB"
 	run "trace-stats tkb" "$t" "$STATS" -q -t ops,kernels,memcpy,api --threads "$t" "$TKB"
 	run "trace-stats tkb (compressed)" "$t" "$STATS" -q -t ops,kernels,memcpy,api --threads "$t" "$ZTKB"
+	run "parse_only pftrace" "$t" "$PARSE" --threads "$t" "$PFT"
+	run "trace-stats pftrace" "$t" "$STATS" -q -t ops,kernels,memcpy,api --threads "$t" "$PFT"
 	OUT=$WORK/out.json
 	run "trace-convert json -> json" "$t" "$CONVERT" -q --threads "$t" "$IN" -o "$OUT"
 	run "trace-convert json.gz -> json" "$t" "$CONVERT" -q --threads "$t" "$GZ" -o "$OUT"
