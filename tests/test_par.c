@@ -61,40 +61,6 @@ static char *make_trace(size_t n, int layout, size_t *len)
 
 /* ---- one thread against several ---- */
 
-/* The same counts, metadata, error and warnings. How far the input was
- * read by the time of an error is not compared: the threads read ahead. */
-static void same_stats(const tk_reader *a, const tk_reader *b, int rc)
-{
-	const tk_reader_stats *x = tk_reader_get_stats(a), *y = tk_reader_get_stats(b);
-	assert_int_equal(x->events, y->events);
-	if (rc == TK_EOF) {
-		assert_int_equal(x->bytes_in, y->bytes_in);
-		assert_int_equal(x->bytes_decoded, y->bytes_decoded);
-	}
-	assert_int_equal(x->repaired_strings, y->repaired_strings);
-	assert_int_equal(x->truncated, y->truncated);
-	assert_int_equal(x->dropped_bytes, y->dropped_bytes);
-	assert_int_equal(tk_reader_is_bare_array(a), tk_reader_is_bare_array(b));
-	assert_int_equal(tk_reader_meta_count(a), tk_reader_meta_count(b));
-	for (size_t i = 0; i < tk_reader_meta_count(a); i++) {
-		tk_sv ka, ja, kb, jb;
-		int fa, fb;
-		assert_int_equal(tk_reader_meta_get(a, i, &ka, &ja, &fa), 0);
-		assert_int_equal(tk_reader_meta_get(b, i, &kb, &jb, &fb), 0);
-		assert_int_equal(ka.len, kb.len);
-		assert_memory_equal(ka.ptr, kb.ptr, ka.len);
-		assert_int_equal(ja.len, jb.len);
-		assert_memory_equal(ja.ptr, jb.ptr, ja.len);
-		assert_int_equal(fa, fb);
-	}
-	assert_string_equal(tk_reader_error(a), tk_reader_error(b));
-	for (size_t i = 0; tk_reader_warning(a, i) || tk_reader_warning(b, i); i++) {
-		assert_non_null(tk_reader_warning(a, i));
-		assert_non_null(tk_reader_warning(b, i));
-		assert_string_equal(tk_reader_warning(a, i), tk_reader_warning(b, i));
-	}
-}
-
 typedef struct outcome {
 	uint64_t events;      /* read by both */
 	int rc;               /* the last tk_reader_next() */
@@ -132,7 +98,7 @@ static outcome both(const void *p, size_t n, unsigned threads, size_t block, con
 		out.events++;
 	}
 	out.rc = ra;
-	same_stats(a, b, ra);
+	tu_same_end(a, b, ra);
 	out.par = b->par != NULL;
 	tk__par_counts(b->par, &out.handed, &out.resumed);
 	tk_reader_free(a);
@@ -326,7 +292,7 @@ static void test_trickled_source(void **state)
 	assert_int_equal(ev1.n, ev2.n);
 	for (size_t i = 0; i < ev1.n; i++)
 		assert_true(tk_event_equal(ev1.ev[i], ev2.ev[i]));
-	same_stats(r1, r2, TK_EOF);
+	tu_same_end(r1, r2, TK_EOF);
 	assert_non_null(r2->par);
 	tk_reader_free(r1);
 	tk_reader_free(r2);

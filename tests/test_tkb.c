@@ -17,6 +17,7 @@
 #include "tracekit/tkb.h"
 #include "tracekit/tracekit.h"
 #include "../libtrace/src/tkb_int.h"
+#include "testutil.h"
 
 #ifndef TK_REALTRACES_DIR
 #define TK_REALTRACES_DIR "../shared/realtraces"
@@ -818,28 +819,7 @@ static uint64_t both(const unsigned char *p, size_t n, unsigned threads, int str
 	}
 	uint64_t batched = 0;
 	if (a && b) {
-		const tk_reader_stats *x = tk_reader_get_stats(a), *y = tk_reader_get_stats(b);
-		assert_int_equal(x->events, y->events);
-		assert_int_equal(x->truncated, y->truncated);
-		assert_int_equal(x->dropped_bytes, y->dropped_bytes);
-		if (ra == TK_EOF)
-			assert_int_equal(x->bytes_in, y->bytes_in);
-		assert_string_equal(tk_reader_error(a), tk_reader_error(b));
-		for (size_t i = 0; tk_reader_warning(a, i) || tk_reader_warning(b, i); i++) {
-			assert_non_null(tk_reader_warning(a, i));
-			assert_non_null(tk_reader_warning(b, i));
-			assert_string_equal(tk_reader_warning(a, i), tk_reader_warning(b, i));
-		}
-		assert_int_equal(tk_reader_meta_count(a), tk_reader_meta_count(b));
-		for (size_t i = 0; i < tk_reader_meta_count(a); i++) {
-			tk_sv ka, ja, kb, jb;
-			int fa, fb;
-			assert_int_equal(tk_reader_meta_get(a, i, &ka, &ja, &fa), 0);
-			assert_int_equal(tk_reader_meta_get(b, i, &kb, &jb, &fb), 0);
-			assert_true(ka.len == kb.len && memcmp(ka.ptr, kb.ptr, ka.len) == 0);
-			assert_true(ja.len == jb.len && memcmp(ja.ptr, jb.ptr, ja.len) == 0);
-			assert_int_equal(fa, fb);
-		}
+		tu_same_end(a, b, ra);
 		tk_tkb_info ia = {0}, ib = {0}; /* a damaged magic is no .tkb */
 		assert_int_equal(tk_reader_tkb_info(a, &ia), tk_reader_tkb_info(b, &ib));
 		assert_int_equal(ia.bad_chunks, ib.bad_chunks);

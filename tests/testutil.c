@@ -307,3 +307,35 @@ int tu_sv_is(tk_sv v, const char *s)
 	            v.ptr ? v.ptr : "(null)");
 	return 0;
 }
+
+void tu_same_end(const tk_reader *a, const tk_reader *b, int rc)
+{
+	const tk_reader_stats *x = tk_reader_get_stats(a), *y = tk_reader_get_stats(b);
+	assert_int_equal(x->events, y->events);
+	if (rc == TK_EOF) {
+		assert_int_equal(x->bytes_in, y->bytes_in);
+		assert_int_equal(x->bytes_decoded, y->bytes_decoded);
+	}
+	assert_int_equal(x->repaired_strings, y->repaired_strings);
+	assert_int_equal(x->truncated, y->truncated);
+	assert_int_equal(x->dropped_bytes, y->dropped_bytes);
+	assert_int_equal(tk_reader_is_bare_array(a), tk_reader_is_bare_array(b));
+	assert_int_equal(tk_reader_meta_count(a), tk_reader_meta_count(b));
+	for (size_t i = 0; i < tk_reader_meta_count(a); i++) {
+		tk_sv ka, ja, kb, jb;
+		int fa, fb;
+		assert_int_equal(tk_reader_meta_get(a, i, &ka, &ja, &fa), 0);
+		assert_int_equal(tk_reader_meta_get(b, i, &kb, &jb, &fb), 0);
+		assert_int_equal(ka.len, kb.len);
+		assert_memory_equal(ka.ptr, kb.ptr, ka.len);
+		assert_int_equal(ja.len, jb.len);
+		assert_memory_equal(ja.ptr, jb.ptr, ja.len);
+		assert_int_equal(fa, fb);
+	}
+	assert_string_equal(tk_reader_error(a), tk_reader_error(b));
+	for (size_t i = 0; tk_reader_warning(a, i) || tk_reader_warning(b, i); i++) {
+		assert_non_null(tk_reader_warning(a, i));
+		assert_non_null(tk_reader_warning(b, i));
+		assert_string_equal(tk_reader_warning(a, i), tk_reader_warning(b, i));
+	}
+}

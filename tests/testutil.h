@@ -52,6 +52,11 @@ int tu_utf8_valid(const void *p, size_t n);
 int tu_contains(const char *s, const char *needle);
 /* 1-based line and byte column of offset `at` in text. */
 void tu_linecol(const char *text, size_t at, unsigned long *line, unsigned long *col);
+/* Two readers of the same input at their end (rc: the last
+ * tk_reader_next()): the same counts, metadata, error and warnings; the
+ * input bytes read too where both ended at TK_EOF (before an error, a
+ * reader on threads may have read further). Fails the test otherwise. */
+void tu_same_end(const tk_reader *a, const tk_reader *b, int rc);
 /* A tk_sv over a C string. */
 tk_sv tu_sv(const char *s);
 /* 1 if the string view holds exactly s. */

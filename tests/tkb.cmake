@@ -5,7 +5,7 @@ endif()
 find_package(Threads REQUIRED)
 
 add_executable(test_tkb ${CMAKE_CURRENT_LIST_DIR}/test_tkb.c)
-target_link_libraries(test_tkb PRIVATE tracekit_static PkgConfig::CMOCKA Threads::Threads)
+target_link_libraries(test_tkb PRIVATE tk_testutil tracekit_static PkgConfig::CMOCKA Threads::Threads)
 # TK_REALTRACES in the environment overrides this default
 target_compile_definitions(test_tkb PRIVATE TK_REALTRACES_DIR="${PROJECT_SOURCE_DIR}/../shared/realtraces")
 add_test(NAME tkb COMMAND test_tkb)
