@@ -2713,63 +2713,97 @@ static int take_defaults(tk_reader *r, rseq *q, const unsigned char *p, size_t n
 	return k < 0 ? bad_pkt(r, "damaged packet defaults") : 0;
 }
 
-/* One TracePacket: 1 with r->ev set, 0 for none (the queue may have some). */
-static int take_packet(tk_reader *r, const unsigned char *p, size_t n)
+/* The fields of a TracePacket that take_packet() reads, the last of each. */
+typedef struct pkf {
+	uint64_t seq_id, flags, raw_ts, clock_id;
+	int has_ts, has_clock;
+	const unsigned char *te, *interned, *defaults, *snap;
+	size_t te_n, interned_n, defaults_n, snap_n;
+} pkf;
+
+/* Its track descriptors and event bundles, which change the state as they
+ * come: 0, or an error that stops the packet there. */
+typedef int (*pk_inline)(void *ctx, unsigned field, const unsigned char *p, size_t n);
+
+/* A TracePacket's fields into *o, its descriptors and bundles through fn
+ * in field order: 0, 1 where the fields end damaged, or fn's error. The
+ * caller's reader and the threads' walks read packets through this one. */
+static int pkt_scan(const unsigned char *p, size_t n, pkf *o, pk_inline fn, void *ctx)
 {
-	pr *s = r->fs;
 	tk__pb c = tk__pb_of(p, n);
 	tk__pb_field f;
-	uint64_t seq_id = 0, flags = 0, raw_ts = 0, clock_id = 0;
-	int64_t ts = 0;
-	int has_ts = 0, has_clock = 0, k, rc = 0;
-	const unsigned char *te = NULL, *interned_at = NULL, *defaults = NULL, *snap = NULL;
-	size_t te_n = 0, interned_n = 0, defaults_n = 0, snap_n = 0;
+	int k, rc;
+	memset(o, 0, sizeof *o);
 	while ((k = tk__pb_next(&c, &f)) > 0) {
 		switch (f.num) {
-		case F_PKT_TIMESTAMP: raw_ts = f.v; has_ts = 1; break;
-		case F_PKT_SEQ_ID: seq_id = f.v; break;
-		case F_PKT_SEQ_FLAGS: flags = f.v; break;
-		case 41: /* incremental_state_cleared */ if (f.v) flags |= SEQ_CLEARED; break;
+		case F_PKT_TIMESTAMP: o->raw_ts = f.v; o->has_ts = 1; break;
+		case F_PKT_SEQ_ID: o->seq_id = f.v; break;
+		case F_PKT_SEQ_FLAGS: o->flags = f.v; break;
+		case 41: /* incremental_state_cleared */ if (f.v) o->flags |= SEQ_CLEARED; break;
 		case F_PKT_CLOCK_ID:
 			if (f.wt == TK__PB_VARINT) {
-				clock_id = f.v;
-				has_clock = 1;
+				o->clock_id = f.v;
+				o->has_clock = 1;
 			}
 			break;
 		case F_PKT_CLOCK_SNAPSHOT:
 			if (f.wt == TK__PB_LEN) {
-				snap = f.data;
-				snap_n = f.len;
+				o->snap = f.data;
+				o->snap_n = f.len;
 			}
 			break;
-		case F_PKT_INTERNED: interned_at = f.data; interned_n = f.len; break;
-		case F_PKT_DEFAULTS: defaults = f.data; defaults_n = f.len; break;
-		case F_PKT_TRACK_EVENT: te = f.data; te_n = f.len; break;
+		case F_PKT_INTERNED: o->interned = f.data; o->interned_n = f.len; break;
+		case F_PKT_DEFAULTS: o->defaults = f.data; o->defaults_n = f.len; break;
+		case F_PKT_TRACK_EVENT: o->te = f.data; o->te_n = f.len; break;
 		case F_PKT_TRACK_DESC:
-			if (f.wt == TK__PB_LEN && (rc = take_track(r, f.data, f.len)))
-				return rc;
-			break;
 		case F_PKT_CHROME_EVENTS:
-			if (f.wt == TK__PB_LEN && (rc = take_bundle(r, f.data, f.len)))
+			if (f.wt == TK__PB_LEN && (rc = fn(ctx, f.num, f.data, f.len)))
 				return rc;
 			break;
 		default: break;
 		}
 	}
-	if (k < 0)
+	return k < 0;
+}
+
+static int take_inline(void *ctx, unsigned field, const unsigned char *p, size_t n)
+{
+	tk_reader *r = ctx;
+	return field == F_PKT_TRACK_DESC ? take_track(r, p, n) : take_bundle(r, p, n);
+}
+
+/* The sequence's incremental state cleared (SEQ_CLEARED). */
+static void seq_clear(rseq *q)
+{
+	for (int i = 0; i < K_N; i++) {
+		tk__map_clear(&q->m[i]);
+		dense_clear(&q->d[i]);
+	}
+	q->has_default = 0;
+	q->default_clock = 0;
+}
+
+/* One TracePacket: 1 with r->ev set, 0 for none (the queue may have some). */
+static int take_packet(tk_reader *r, const unsigned char *p, size_t n)
+{
+	pr *s = r->fs;
+	pkf k;
+	int64_t ts = 0;
+	int rc = pkt_scan(p, n, &k, take_inline, r);
+	if (rc < 0)
+		return rc;
+	if (rc)
 		return bad_pkt(r, "damaged trace packet");
+	uint64_t seq_id = k.seq_id, flags = k.flags, raw_ts = k.raw_ts, clock_id = k.clock_id;
+	int has_ts = k.has_ts, has_clock = k.has_clock;
+	const unsigned char *te = k.te, *interned_at = k.interned, *defaults = k.defaults, *snap = k.snap;
+	size_t te_n = k.te_n, interned_n = k.interned_n, defaults_n = k.defaults_n, snap_n = k.snap_n;
 	rseq *q = NULL;
 	if (interned_at || te || defaults || snap || has_ts || (flags & SEQ_CLEARED)) {
 		if (!(q = seq_of(s, seq_id)))
 			return nomem(r);
-		if (flags & SEQ_CLEARED) {
-			for (int i = 0; i < K_N; i++) {
-				tk__map_clear(&q->m[i]);
-				dense_clear(&q->d[i]);
-			}
-			q->has_default = 0;
-			q->default_clock = 0;
-		}
+		if (flags & SEQ_CLEARED)
+			seq_clear(q);
 	}
 	if (defaults && (rc = take_defaults(r, q, defaults, defaults_n)))
 		return rc;
@@ -2986,40 +3020,25 @@ static int bundle_ours(pr *s, const unsigned char *p, size_t n)
  * rendered into *res and text. < 0 where this thread's state can no longer
  * be the caller's (the caller stops at that packet, or ran out of memory
  * where this thread did not). */
+static int walk_inline(void *ctx, unsigned field, const unsigned char *p, size_t n)
+{
+	return field == F_PKT_CHROME_EVENTS ? bundle_ours(ctx, p, n) : 0;
+}
+
 static int walk_packet(tk_reader *w, const unsigned char *p, size_t n, pres *res, pblk *b)
 {
 	pr *s = w->fs;
-	tk__pb c = tk__pb_of(p, n);
-	tk__pb_field f;
-	uint64_t seq_id = 0, flags = 0;
-	const unsigned char *te = NULL, *interned_at = NULL;
-	size_t te_n = 0, interned_n = 0;
-	int k;
-	while ((k = tk__pb_next(&c, &f)) > 0) {
-		switch (f.num) { /* as take_packet() reads them */
-		case F_PKT_SEQ_ID: seq_id = f.v; break;
-		case F_PKT_SEQ_FLAGS: flags = f.v; break;
-		case 41: if (f.v) flags |= SEQ_CLEARED; break;
-		case F_PKT_INTERNED: interned_at = f.data; interned_n = f.len; break;
-		case F_PKT_TRACK_EVENT: te = f.data; te_n = f.len; break;
-		case F_PKT_CHROME_EVENTS:
-			if (f.wt == TK__PB_LEN && bundle_ours(s, f.data, f.len))
-				return -1;
-			break;
-		default: break;
-		}
-	}
-	if (k < 0)
+	pkf k;
+	if (pkt_scan(p, n, &k, walk_inline, s))
 		return -1;
+	const unsigned char *te = k.te, *interned_at = k.interned;
+	size_t te_n = k.te_n, interned_n = k.interned_n;
 	rseq *q = NULL;
-	if (interned_at || te || (flags & SEQ_CLEARED)) {
-		if (!(q = seq_of(s, seq_id)))
+	if (interned_at || te || (k.flags & SEQ_CLEARED)) {
+		if (!(q = seq_of(s, k.seq_id)))
 			return -1;
-		if (flags & SEQ_CLEARED)
-			for (int i = 0; i < K_N; i++) {
-				tk__map_clear(&q->m[i]);
-				dense_clear(&q->d[i]);
-			}
+		if (k.flags & SEQ_CLEARED)
+			seq_clear(q);
 	}
 	if (interned_at && take_interned(w, q, interned_at, interned_n, 1u << K_ANN | 1u << K_STR))
 		return -1;
