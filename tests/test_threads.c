@@ -493,6 +493,17 @@ static void test_pftrace_threads(void **state)
 		pf_same(pf, len * 5 / 8, 4, 0);
 		tk__no_threads = 0;
 	}
+	/* read as another tool's trace (no "tk.events" mark): the reserved
+	 * annotations are args, flows come from the events' flow ids */
+	char *mark = memmem(pf, len, "tk.events", 9);
+	assert_non_null(mark);
+	mark[8] = 'x';
+	for (size_t bi = 0; bi < 2; bi++) {
+		tk__pf_block_bytes = blocks[bi];
+		pf_same(pf, len, 3, 0);
+		pf_same(pf, len / 2, 3, 0);
+	}
+	mark[8] = 's';
 	tk__pf_block_bytes = 0;
 	/* what the threads gave is what the trace holds */
 	tk_reader_opts o = {0};

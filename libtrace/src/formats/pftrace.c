@@ -1522,6 +1522,7 @@ typedef struct pr {
 	int done;
 	uint64_t stray_ends, unsupported;
 	uint64_t at; /* the decoded offset just past the packet being read: where its errors are */
+	struct rscan *scan;     /* te_scan's room */
 	const struct pres *pre; /* its annotations as a thread rendered them, NULL: none */
 	struct ppool *pool;     /* the threads that render ahead, NULL when none */
 	int pool_tried;
@@ -1574,6 +1575,7 @@ static int pf_open(tk_reader *r)
 }
 
 static void pool_free(pr *s);
+static void scan_free(struct rscan *sc);
 
 static void hold_free(rhold *h)
 {
@@ -1587,6 +1589,7 @@ static void pf_free(tk_reader *r)
 	if (!s)
 		return;
 	pool_free(s);
+	scan_free(s->scan);
 	for (size_t i = 0; i < s->n_tracks; i++) {
 		for (size_t k = 0; k < s->tracks[i].cap; k++)
 			hold_free(&s->tracks[i].stack[k]);
@@ -2002,23 +2005,156 @@ static int ann_json(tk_reader *r, const rseq *q, const unsigned char *p, size_t 
 
 /* ---- events ---- */
 
-typedef struct rev { /* what a TrackEvent holds */
+typedef struct rextra { /* a TrackEvent's extra counter series */
+	uint64_t tracks[2][64];
+	int64_t i[64];
+	double d[64];
+	int n_tracks[2], n_i, n_d;
+} rextra;
+
+static const rextra rextra_none; /* no extra series */
+
+enum { REF_NAME_IID, REF_NAME, REF_CAT_IID, REF_CAT };
+
+typedef struct rref { /* a name or category of a TrackEvent, in field order */
+	int kind;                /* REF_* */
+	uint64_t iid;            /* *_IID */
+	const unsigned char *p;  /* the others: the text, in the packet */
+	size_t n;
+} rref;
+
+typedef struct rev { /* what a TrackEvent holds (te_scan, then te_resolve) */
 	int type;
 	uint64_t track;
 	int has_track;
-	tk_sv name, cat;
-	int has_name, has_cat;
+	tk_sv name, cat; /* te_resolve's */
 	int64_t ctr_i;
 	double ctr_d;
 	int ctr; /* 0 none, 1 int, 2 double */
 	uint64_t flow_out, flow_end;
 	int n_flow_out, n_flow_end;
-	const unsigned char *ann[2]; /* first annotation, end of the event */
-	uint64_t extra_tracks[2][64];
-	int64_t extra_i[64];
-	double extra_d[64];
-	int n_extra_tracks[2], n_extra_i, n_extra_d;
+	int bad;          /* the fields end damaged after these */
+	const rref *refs; /* its names and categories, in field order */
+	size_t n_refs;
+	const rextra *x;  /* its extra counter series */
 } rev;
+
+/* A reader's room for te_scan: the refs and extra series of one event. */
+typedef struct rscan {
+	rref *refs;
+	size_t cap;
+	rextra x;
+} rscan;
+
+static void scan_free(rscan *sc)
+{
+	if (sc)
+		free(sc->refs);
+	free(sc);
+}
+
+/* A TrackEvent's fields into *e, without the state they refer to (that is
+ * te_resolve's): 0, or TK_ERR_NOMEM. Its refs and extra series are in sc. */
+static int te_scan(const unsigned char *p, size_t n, rev *e, rscan *sc)
+{
+	tk__pb c = tk__pb_of(p, n);
+	tk__pb_field f;
+	int k;
+	size_t nr = 0;
+	rextra *x = &sc->x;
+	memset(e, 0, sizeof *e);
+	x->n_tracks[0] = x->n_tracks[1] = x->n_i = x->n_d = 0;
+	while ((k = tk__pb_next(&c, &f)) > 0) {
+		rref ref = {-1, 0, NULL, 0};
+		switch (f.num) {
+		case F_TE_TYPE: e->type = (int)f.v; break;
+		case F_TE_TRACK: e->track = f.v; e->has_track = 1; break;
+		case F_TE_NAME_IID: ref = (rref){REF_NAME_IID, f.v, NULL, 0}; break;
+		case F_TE_NAME:
+			if (f.wt == TK__PB_LEN)
+				ref = (rref){REF_NAME, 0, f.data, f.len};
+			break;
+		case F_TE_CAT_IIDS:
+		case F_TE_CATS:
+			if (f.num == F_TE_CATS && f.wt == TK__PB_LEN)
+				ref = (rref){REF_CAT, 0, f.data, f.len};
+			else if (f.wt == TK__PB_VARINT)
+				ref = (rref){REF_CAT_IID, f.v, NULL, 0};
+			break;
+		case F_TE_CTR_VALUE: e->ctr = 1; e->ctr_i = (int64_t)f.v; break;
+		case F_TE_DCTR_VALUE: e->ctr = 2; memcpy(&e->ctr_d, &f.v, 8); break;
+		case F_TE_FLOWS: e->flow_out = f.v; e->n_flow_out++; break;
+		case F_TE_TERM_FLOWS: e->flow_end = f.v; e->n_flow_end++; break;
+		case F_TE_EXTRA_CTR_TRACKS:
+		case F_TE_EXTRA_DCTR_TRACKS: {
+			int d = f.num == F_TE_EXTRA_DCTR_TRACKS;
+			if (f.wt == TK__PB_VARINT && x->n_tracks[d] < 64)
+				x->tracks[d][x->n_tracks[d]++] = f.v;
+			break;
+		}
+		case F_TE_EXTRA_CTR_VALUES:
+			if (f.wt == TK__PB_VARINT && x->n_i < 64)
+				x->i[x->n_i++] = (int64_t)f.v;
+			break;
+		case F_TE_EXTRA_DCTR_VALUES:
+			if (f.wt == TK__PB_I64 && x->n_d < 64)
+				memcpy(&x->d[x->n_d++], &f.v, 8);
+			break;
+		default: break;
+		}
+		if (ref.kind >= 0) {
+			if (TK__GROW(sc->refs, sc->cap, nr + 1))
+				return TK_ERR_NOMEM;
+			sc->refs[nr++] = ref;
+		}
+	}
+	e->bad = k < 0;
+	e->refs = sc->refs;
+	e->n_refs = nr;
+	e->x = x;
+	return 0;
+}
+
+/* The names and categories of a scanned TrackEvent, in field order, from
+ * the sequence's interned strings; then whether its fields are damaged. */
+static int te_resolve(tk_reader *r, const rseq *q, rev *e)
+{
+	for (size_t i = 0; i < e->n_refs; i++) {
+		const rref *f = &e->refs[i];
+		tk_sv v = {NULL, 0};
+		switch (f->kind) {
+		case REF_NAME_IID:
+			e->name = interned(r, q, K_NAME, f->iid, NULL);
+			if (!e->name.ptr)
+				return bad_pkt(r, "an event's name refers to an unknown interned id");
+			continue;
+		case REF_NAME:
+			if (intern_text(r, f->p, f->n, &e->name, NULL))
+				return nomem(r);
+			continue;
+		case REF_CAT:
+			if (intern_text(r, f->p, f->n, &v, NULL))
+				return nomem(r);
+			break;
+		default:
+			v = interned(r, q, K_CAT, f->iid, NULL);
+			if (!v.ptr)
+				return bad_pkt(r, "an event's category refers to an unknown interned id");
+			break;
+		}
+		if (e->cat.ptr) { /* several categories: "a,b" */
+			tk__buf t = {0};
+			int bad = tk__buf_append(&t, e->cat.ptr, e->cat.len) || tk__buf_putc(&t, ',') ||
+			          tk__buf_append(&t, v.ptr, v.len);
+			v = bad ? (tk_sv){NULL, 0} : tk__strtab_intern(&r->strs, t.p, t.len);
+			tk__buf_free(&t);
+			if (!v.ptr)
+				return nomem(r);
+		}
+		e->cat = v;
+	}
+	return e->bad ? bad_pkt(r, "damaged track event") : 0;
+}
 
 /* Reserved annotations read back. */
 typedef struct rres {
@@ -2153,6 +2289,7 @@ typedef struct pres {
 	int state;      /* PRE_* (atomic: a thread renders while the caller reads) */
 	int any;        /* annotations()'s result, 0 or 1 */
 	const rres *rr; /* in the block's text, as are its obj, args and extra */
+	const struct rev *ev; /* te_scan's, there too */
 } pres;
 
 /* free: neither has it; then a thread renders it, has, could not (the
@@ -2292,74 +2429,16 @@ static void hold_event(tk_reader *r, rhold *h, int64_t end, int closed)
 static int track_event(tk_reader *r, rseq *q, const unsigned char *p, size_t n, int64_t ts, int has_ts)
 {
 	pr *s = r->fs;
-	tk__pb c = tk__pb_of(p, n);
-	tk__pb_field f;
 	rev e;
-	int k, rc;
-	memset(&e, 0, offsetof(rev, extra_tracks));
-	e.n_extra_tracks[0] = e.n_extra_tracks[1] = e.n_extra_i = e.n_extra_d = 0;
-	while ((k = tk__pb_next(&c, &f)) > 0) {
-		switch (f.num) {
-		case F_TE_TYPE: e.type = (int)f.v; break;
-		case F_TE_TRACK: e.track = f.v; e.has_track = 1; break;
-		case F_TE_NAME_IID:
-			e.name = interned(r, q, K_NAME, f.v, NULL);
-			if (!e.name.ptr)
-				return bad_pkt(r, "an event's name refers to an unknown interned id");
-			break;
-		case F_TE_NAME:
-			if (f.wt == TK__PB_LEN && intern_text(r, f.data, f.len, &e.name, NULL))
-				return nomem(r);
-			break;
-		case F_TE_CAT_IIDS:
-		case F_TE_CATS: {
-			tk_sv v = {NULL, 0};
-			if (f.num == F_TE_CATS && f.wt == TK__PB_LEN) {
-				if (intern_text(r, f.data, f.len, &v, NULL))
-					return nomem(r);
-			} else if (f.wt == TK__PB_VARINT) {
-				v = interned(r, q, K_CAT, f.v, NULL);
-				if (!v.ptr)
-					return bad_pkt(r, "an event's category refers to an unknown interned id");
-			}
-			if (!v.ptr)
-				break;
-			if (e.cat.ptr) { /* several categories: "a,b" */
-				tk__buf t = {0};
-				int bad = tk__buf_append(&t, e.cat.ptr, e.cat.len) || tk__buf_putc(&t, ',') ||
-				          tk__buf_append(&t, v.ptr, v.len);
-				v = bad ? (tk_sv){NULL, 0} : tk__strtab_intern(&r->strs, t.p, t.len);
-				tk__buf_free(&t);
-				if (!v.ptr)
-					return nomem(r);
-			}
-			e.cat = v;
-			break;
-		}
-		case F_TE_CTR_VALUE: e.ctr = 1; e.ctr_i = (int64_t)f.v; break;
-		case F_TE_DCTR_VALUE: e.ctr = 2; memcpy(&e.ctr_d, &f.v, 8); break;
-		case F_TE_FLOWS: e.flow_out = f.v; e.n_flow_out++; break;
-		case F_TE_TERM_FLOWS: e.flow_end = f.v; e.n_flow_end++; break;
-		case F_TE_EXTRA_CTR_TRACKS:
-		case F_TE_EXTRA_DCTR_TRACKS: {
-			int d = f.num == F_TE_EXTRA_DCTR_TRACKS;
-			if (f.wt == TK__PB_VARINT && e.n_extra_tracks[d] < 64)
-				e.extra_tracks[d][e.n_extra_tracks[d]++] = f.v;
-			break;
-		}
-		case F_TE_EXTRA_CTR_VALUES:
-			if (f.wt == TK__PB_VARINT && e.n_extra_i < 64)
-				e.extra_i[e.n_extra_i++] = (int64_t)f.v;
-			break;
-		case F_TE_EXTRA_DCTR_VALUES:
-			if (f.wt == TK__PB_I64 && e.n_extra_d < 64)
-				memcpy(&e.extra_d[e.n_extra_d++], &f.v, 8);
-			break;
-		default: break;
-		}
+	int rc;
+	if (s->pre) { /* a thread scanned it */
+		e = *s->pre->ev;
+	} else if ((!s->scan && !(s->scan = calloc(1, sizeof *s->scan))) || te_scan(p, n, &e, s->scan)) {
+		return nomem(r);
 	}
-	if (k < 0)
-		return bad_pkt(r, "damaged track event");
+	if ((rc = te_resolve(r, q, &e)))
+		return rc;
+	const rextra *x = e.x;
 	if (!e.has_track && q && q->has_default) {
 		e.track = q->default_track;
 		e.has_track = 1;
@@ -2419,10 +2498,10 @@ static int track_event(tk_reader *r, rseq *q, const unsigned char *p, size_t n, 
 		/* tracekit names a series' track "NAME KEY"; another tool's counter
 		 * is named by its track */
 		tk_sv nm = e.name.ptr || s->ours ? e.name : t ? t->name : (tk_sv){NULL, 0};
-		int nx = e.ctr == 2 || e.n_extra_d ? 1 : 0;
-		int series = 1 + (nx ? e.n_extra_tracks[1] : e.n_extra_tracks[0]);
+		int nx = e.ctr == 2 || x->n_d ? 1 : 0;
+		int series = 1 + x->n_tracks[nx];
 		for (int i = 0; i < series; i++) {
-			const rtrack *ct = i ? track_get(s, e.extra_tracks[nx][i - 1]) : t;
+			const rtrack *ct = i ? track_get(s, x->tracks[nx][i - 1]) : t;
 			tk_sv key = ct && ct->name.ptr ? ct->name : (tk_sv){"value", 5};
 			if (s->ours && key.len > nm.len && (!nm.len || memcmp(key.ptr, nm.ptr, nm.len) == 0) &&
 			    key.ptr[nm.len] == ' ')
@@ -2436,9 +2515,9 @@ static int track_event(tk_reader *r, rseq *q, const unsigned char *p, size_t n, 
 			} else if (i == 0) {
 				rc = tk__json_double(o, e.ctr_d);
 			} else if (nx) {
-				rc = i - 1 < e.n_extra_d ? tk__json_double(o, e.extra_d[i - 1]) : tk__buf_puts(o, "null");
+				rc = i - 1 < x->n_d ? tk__json_double(o, x->d[i - 1]) : tk__buf_puts(o, "null");
 			} else {
-				rc = tk__buf_i64(o, i - 1 < e.n_extra_i ? e.extra_i[i - 1] : 0);
+				rc = tk__buf_i64(o, i - 1 < x->n_i ? x->i[i - 1] : 0);
 			}
 			if (rc)
 				return nomem(r);
@@ -2880,12 +2959,14 @@ static int cut(tk_reader *r, uint64_t need)
  * keeps its own copy of the state a TrackEvent's annotations are read
  * against: the interned annotation names and strings of each sequence,
  * their clears, and whether the trace is tracekit's. A thread that reaches
- * a block no one has taken takes it and, walking it, renders each
- * TrackEvent's annotations (args text and reserved values) as annotations()
- * would there. The caller reads every packet itself, in order, as with one
- * thread (clocks, tracks, slices, events), and takes those texts instead
- * of rendering them; a block no thread took when the caller reaches it,
- * or an annotation a thread could not render, the caller renders itself.
+ * a block no one has taken takes it and, walking it, scans each
+ * TrackEvent's fields (te_scan) and renders its annotations (args text and
+ * reserved values) as annotations() would there. The caller reads every
+ * packet itself, in order, as with one thread (clocks, tracks, names and
+ * categories by id, slices, events), and takes those instead of making
+ * them; a block no thread took when the caller reaches it, a packet the
+ * thread has not reached, or one it could not render, the caller does
+ * itself.
  * What stops the reading ahead (the end of the input, a cut, a damaged
  * field, a packet over the limit, a failed read) is left where it is: once
  * the blocks are read, the caller reads on from its window alone, to the
@@ -3047,13 +3128,29 @@ static int walk_packet(tk_reader *w, const unsigned char *p, size_t n, pres *res
 	    !__atomic_compare_exchange_n(&res->state, &st, PRE_BUSY, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return 0; /* nothing to render, or the caller has come this far */
 	rres rr;
+	rev ev;
 	memset(&rr, 0, sizeof rr);
-	int any = annotations(w, q, te, te_n, F_TE_ANNOTATIONS, 0, &rr);
+	int any = -1;
+	if ((s->scan || (s->scan = calloc(1, sizeof *s->scan))) && te_scan(te, te_n, &ev, s->scan) == 0)
+		any = annotations(w, q, te, te_n, F_TE_ANNOTATIONS, 0, &rr);
 	char *t = NULL;
-	size_t nt = s->tmp.len, na = any > 0 ? w->args.len : 0, nr = sizeof rr;
-	nr += (size_t)-(nt + na) % _Alignof(rres);
-	if (any >= 0 && (t = text_room(b, nt + na + nr)) != NULL) {
-		rres *out = (rres *)(void *)(t + nt + na + nr - sizeof rr);
+	/* the texts, then (aligned) the rres, the rev, its refs and extra series */
+	size_t nt = s->tmp.len, na = any > 0 ? w->args.len : 0, pad = (size_t)-(nt + na) % _Alignof(max_align_t);
+	size_t nx = any >= 0 && (ev.x->n_tracks[0] || ev.x->n_tracks[1] || ev.x->n_i || ev.x->n_d) ? sizeof(rextra) : 0;
+	size_t nrefs = any >= 0 ? ev.n_refs * sizeof(rref) : 0;
+	if (any >= 0 && (t = text_room(b, nt + na + pad + sizeof rr + sizeof ev + nrefs + nx)) != NULL) {
+		rres *out = (rres *)(void *)(t + nt + na + pad);
+		rev *oe = (rev *)(void *)(out + 1);
+		rref *orefs = (rref *)(void *)(oe + 1);
+		rextra *ox = (rextra *)(void *)((char *)orefs + nrefs);
+		if (nrefs)
+			memcpy(orefs, ev.refs, nrefs);
+		if (nx)
+			memcpy(ox, ev.x, nx);
+		*oe = ev;
+		oe->refs = orefs;
+		oe->x = nx ? ox : &rextra_none;
+		res->ev = oe;
 		if (nt)
 			memcpy(t, s->tmp.p, nt);
 		if (rr.has_args)
@@ -3245,7 +3342,7 @@ static void pool_start(tk_reader *r)
 	pthread_cond_init(&P->cv_w, NULL);
 	pthread_cond_init(&P->cv_m, NULL);
 	P->nth = nth;
-	P->max_blk = 2 * (size_t)nth + 2;
+	P->max_blk = (size_t)nth + 2;
 	s->pool = P;
 }
 
