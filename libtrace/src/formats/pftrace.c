@@ -2561,47 +2561,63 @@ static int track_event(tk_reader *r, rseq *q, const unsigned char *p, size_t n, 
 
 /* ---- ChromeEventBundle: metadata and M events ---- */
 
+/* A metadata entry's name (the last one) and value (the first of a kind
+ * the reader takes: *have 1): 0, or 1 where its fields end damaged. */
+static int meta_scan(const unsigned char *p, size_t n, const unsigned char **name, size_t *nlen, tk__pb_field *v,
+                     int *have)
+{
+	tk__pb c = tk__pb_of(p, n);
+	tk__pb_field f;
+	int k;
+	*name = NULL;
+	*nlen = 0;
+	*have = 0;
+	while ((k = tk__pb_next(&c, &f)) > 0) {
+		if (f.num == F_CM_NAME && f.wt == TK__PB_LEN) {
+			*name = f.data;
+			*nlen = f.len;
+		} else if (!*have && (((f.num == F_CM_STRING || f.num == F_CM_JSON) && f.wt == TK__PB_LEN) ||
+		                      ((f.num == F_CM_BOOL || f.num == F_CM_INT) && f.wt == TK__PB_VARINT))) {
+			*v = f;
+			*have = 1;
+		}
+	}
+	return k < 0;
+}
+
+/* The entry that marks a trace as tracekit's (META_EVENTS, with a value). */
+static int meta_mark(const unsigned char *name, size_t nlen, int have)
+{
+	return name && have && nlen == strlen(META_EVENTS) && memcmp(name, META_EVENTS, nlen) == 0;
+}
+
 static int take_metadata(tk_reader *r, const unsigned char *p, size_t n)
 {
 	pr *s = r->fs;
-	tk__pb c = tk__pb_of(p, n);
 	tk__pb_field f;
-	const unsigned char *name = NULL;
-	size_t nlen = 0;
-	int k, have = 0;
+	const unsigned char *name;
+	size_t nlen;
+	int have, rc = 0;
 	tk__buf *o = &s->val;
 	o->len = 0;
-	while ((k = tk__pb_next(&c, &f)) > 0) {
-		int rc = 0;
-		if (f.num == F_CM_NAME && f.wt == TK__PB_LEN) {
-			name = f.data;
-			nlen = f.len;
-			continue;
-		}
-		if (have)
-			continue;
-		if (f.num == F_CM_STRING && f.wt == TK__PB_LEN) {
-			rc = put_json_str(o, f.data, f.len);
-		} else if (f.num == F_CM_BOOL && f.wt == TK__PB_VARINT) {
-			rc = tk__buf_puts(o, f.v ? "true" : "false");
-		} else if (f.num == F_CM_INT && f.wt == TK__PB_VARINT) {
-			rc = tk__buf_i64(o, (int64_t)f.v);
-		} else if (f.num == F_CM_JSON && f.wt == TK__PB_LEN) {
-			rc = tk__json_canon_text(o, (const char *)f.data, f.len, 0, NULL);
-			if (rc == TK_ERR_ARG)
-				rc = put_json_str(o, f.data, f.len);
-		} else {
-			continue;
-		}
-		if (rc)
-			return nomem(r);
-		have = 1;
-	}
-	if (k < 0)
+	if (meta_scan(p, n, &name, &nlen, &f, &have))
 		return bad_pkt(r, "damaged metadata");
 	if (!name || !have)
 		return 0;
-	if (nlen == strlen(META_EVENTS) && memcmp(name, META_EVENTS, nlen) == 0) {
+	if (f.num == F_CM_STRING) {
+		rc = put_json_str(o, f.data, f.len);
+	} else if (f.num == F_CM_BOOL) {
+		rc = tk__buf_puts(o, f.v ? "true" : "false");
+	} else if (f.num == F_CM_INT) {
+		rc = tk__buf_i64(o, (int64_t)f.v);
+	} else {
+		rc = tk__json_canon_text(o, (const char *)f.data, f.len, 0, NULL);
+		if (rc == TK_ERR_ARG)
+			rc = put_json_str(o, f.data, f.len);
+	}
+	if (rc)
+		return nomem(r);
+	if (meta_mark(name, nlen, have)) {
 		s->ours = 1;
 		s->after = 1;
 		return 0;
@@ -2873,35 +2889,31 @@ static int take_packet(tk_reader *r, const unsigned char *p, size_t n)
 		return rc;
 	if (rc)
 		return bad_pkt(r, "damaged trace packet");
-	uint64_t seq_id = k.seq_id, flags = k.flags, raw_ts = k.raw_ts, clock_id = k.clock_id;
-	int has_ts = k.has_ts, has_clock = k.has_clock;
-	const unsigned char *te = k.te, *interned_at = k.interned, *defaults = k.defaults, *snap = k.snap;
-	size_t te_n = k.te_n, interned_n = k.interned_n, defaults_n = k.defaults_n, snap_n = k.snap_n;
 	rseq *q = NULL;
-	if (interned_at || te || defaults || snap || has_ts || (flags & SEQ_CLEARED)) {
-		if (!(q = seq_of(s, seq_id)))
+	if (k.interned || k.te || k.defaults || k.snap || k.has_ts || (k.flags & SEQ_CLEARED)) {
+		if (!(q = seq_of(s, k.seq_id)))
 			return nomem(r);
-		if (flags & SEQ_CLEARED)
+		if (k.flags & SEQ_CLEARED)
 			seq_clear(q);
 	}
-	if (defaults && (rc = take_defaults(r, q, defaults, defaults_n)))
+	if (k.defaults && (rc = take_defaults(r, q, k.defaults, k.defaults_n)))
 		return rc;
-	if (snap && (rc = take_snapshot(r, q, snap, snap_n)))
+	if (k.snap && (rc = take_snapshot(r, q, k.snap, k.snap_n)))
 		return rc;
-	if (has_ts) {
-		uint64_t id = has_clock ? clock_id : q->default_clock;
+	if (k.has_ts) {
+		uint64_t id = k.has_clock ? k.clock_id : q->default_clock;
 		if (id >= CLOCK_SEQ)
-			rc = seq_time(r, q, id, raw_ts, &ts);
-		else if (raw_ts > INT64_MAX)
+			rc = seq_time(r, q, id, k.raw_ts, &ts);
+		else if (k.raw_ts > INT64_MAX)
 			rc = bad_pkt(r, "a timestamp beyond 2^63 ns");
 		else
-			ts = (int64_t)raw_ts;
+			ts = (int64_t)k.raw_ts;
 		if (rc)
 			return rc;
 	}
-	if (interned_at && (rc = take_interned(r, q, interned_at, interned_n, (1u << K_N) - 1)))
+	if (k.interned && (rc = take_interned(r, q, k.interned, k.interned_n, (1u << K_N) - 1)))
 		return rc;
-	return te ? track_event(r, q, te, te_n, ts, has_ts) : 0;
+	return k.te ? track_event(r, q, k.te, k.te_n, ts, k.has_ts) : 0;
 }
 
 /* The end: slices still open come out as B events. */
@@ -3067,30 +3079,21 @@ typedef struct ppool {
 	char err_msg[TK__ERRLEN];
 } ppool;
 
+/* A bundle's metadata, for the mark alone (take_metadata() on the caller's
+ * thread adds the entries): -1 where it is damaged. */
 static int bundle_ours(pr *s, const unsigned char *p, size_t n)
 {
-	tk__pb c = tk__pb_of(p, n), d;
-	tk__pb_field f, g;
-	int k;
+	tk__pb c = tk__pb_of(p, n);
+	tk__pb_field f, v;
+	const unsigned char *name;
+	size_t nlen;
+	int k, have;
 	while ((k = tk__pb_next(&c, &f)) > 0) {
 		if (f.num != F_CEB_METADATA || f.wt != TK__PB_LEN)
 			continue;
-		const unsigned char *name = NULL;
-		size_t nlen = 0;
-		int have = 0;
-		d = tk__pb_of(f.data, f.len);
-		while ((k = tk__pb_next(&d, &g)) > 0) {
-			if (g.num == F_CM_NAME && g.wt == TK__PB_LEN) {
-				name = g.data;
-				nlen = g.len;
-			} else if (((g.num == F_CM_STRING || g.num == F_CM_JSON) && g.wt == TK__PB_LEN) ||
-			           ((g.num == F_CM_BOOL || g.num == F_CM_INT) && g.wt == TK__PB_VARINT)) {
-				have = 1;
-			}
-		}
-		if (k < 0)
+		if (meta_scan(f.data, f.len, &name, &nlen, &v, &have))
 			return -1;
-		if (name && have && nlen == strlen(META_EVENTS) && memcmp(name, META_EVENTS, nlen) == 0)
+		if (meta_mark(name, nlen, have))
 			s->ours = 1;
 	}
 	return k < 0 ? -1 : 0;
@@ -3112,16 +3115,16 @@ static int walk_packet(tk_reader *w, const unsigned char *p, size_t n, pres *res
 	pkf k;
 	if (pkt_scan(p, n, &k, walk_inline, s))
 		return -1;
-	const unsigned char *te = k.te, *interned_at = k.interned;
-	size_t te_n = k.te_n, interned_n = k.interned_n;
+	const unsigned char *te = k.te;
+	size_t te_n = k.te_n;
 	rseq *q = NULL;
-	if (interned_at || te || (k.flags & SEQ_CLEARED)) {
+	if (k.interned || te || (k.flags & SEQ_CLEARED)) {
 		if (!(q = seq_of(s, k.seq_id)))
 			return -1;
 		if (k.flags & SEQ_CLEARED)
 			seq_clear(q);
 	}
-	if (interned_at && take_interned(w, q, interned_at, interned_n, 1u << K_ANN | 1u << K_STR))
+	if (k.interned && take_interned(w, q, k.interned, k.interned_n, 1u << K_ANN | 1u << K_STR))
 		return -1;
 	int st = PRE_FREE;
 	if (!res || !te ||
