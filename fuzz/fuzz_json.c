@@ -111,15 +111,7 @@ static void par_lockstep(const uint8_t *data, size_t size, const tk_reader_opts 
 	tk__render_always = size % 2;
 	tk__par_block_bytes = 16 + size % 113;
 	tk__no_threads = size % 5 == 0;
-	tk_reader *a = NULL, *b = NULL;
-	int ra = tk_reader_open_memory(&a, data, size, "fuzz", &o1);
-	int rb = tk_reader_open_memory(&b, data, size, "fuzz", &o2);
-	if (ra != rb)
-		abort();
-	if (a && b) /* a failed open too: the same error */
-		tk_fuzz_lockstep(a, b);
-	tk_reader_free(a);
-	tk_reader_free(b);
+	tk_fuzz_lockstep_memory(data, size, &o1, &o2, NULL);
 	tk__par_block_bytes = 0;
 	tk__no_threads = 0;
 	tk__render_always = 0;

@@ -3,6 +3,7 @@
 #ifndef TK_FUZZ_LOCKSTEP_H
 #define TK_FUZZ_LOCKSTEP_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,27 @@ static int tk_fuzz_lockstep(tk_reader *a, tk_reader *b)
 			abort();
 	}
 	return ra;
+}
+
+/* Opens data twice from memory, with o1 (one thread) and o2 (several),
+ * and reads both in lockstep (tk_fuzz_lockstep), then hands both to
+ * `after` (NULL: nothing more) for checks of the format's own; a failed
+ * open must fail both, with the same code. */
+static void tk_fuzz_lockstep_memory(const uint8_t *data, size_t size, const tk_reader_opts *o1,
+                                    const tk_reader_opts *o2, void (*after)(tk_reader *a, tk_reader *b))
+{
+	tk_reader *a = NULL, *b = NULL;
+	int ra = tk_reader_open_memory(&a, data, size, "fuzz", o1);
+	int rb = tk_reader_open_memory(&b, data, size, "fuzz", o2);
+	if (ra != rb)
+		abort();
+	if (a && b) {
+		tk_fuzz_lockstep(a, b);
+		if (after)
+			after(a, b);
+	}
+	tk_reader_free(a);
+	tk_reader_free(b);
 }
 
 #endif

@@ -24,6 +24,16 @@ static void reencode(tk_reader *r, int compress)
 	tk_fuzz_reencode("fuzz_tkb", r, &wo, MAX_EVENTS, 1, 0);
 }
 
+/* The chunk counts of tk_reader_tkb_info the same on both. */
+static void same_tkb_info(tk_reader *a, tk_reader *b)
+{
+	tk_tkb_info ia = {0}, ib = {0};
+	if (tk_reader_tkb_info(a, &ia) != tk_reader_tkb_info(b, &ib) || ia.bad_chunks != ib.bad_chunks ||
+	    ia.skipped_bytes != ib.skipped_bytes || ia.lost_events != ib.lost_events || ia.complete != ib.complete ||
+	    ia.has_end != ib.has_end)
+		abort();
+}
+
 static void threads_lockstep(const uint8_t *data, size_t size, const tk_reader_opts *ro)
 {
 	tk_reader_opts o1 = *ro, o2 = *ro;
@@ -32,21 +42,7 @@ static void threads_lockstep(const uint8_t *data, size_t size, const tk_reader_o
 	o2.render_json = 1; /* the events' JSON written ahead too: by every thread, or as the tools run */
 	tk__render_always = size % 2;
 	tk__no_threads = size % 7 == 0; /* none started: the caller decodes every chunk */
-	tk_reader *a = NULL, *b = NULL;
-	int ra = tk_reader_open_memory(&a, data, size, "fuzz", &o1);
-	int rb = tk_reader_open_memory(&b, data, size, "fuzz", &o2);
-	if (ra != rb)
-		abort();
-	if (a && b) { /* a failed open too: the same error */
-		tk_fuzz_lockstep(a, b);
-		tk_tkb_info ia = {0}, ib = {0};
-		if (tk_reader_tkb_info(a, &ia) != tk_reader_tkb_info(b, &ib) || ia.bad_chunks != ib.bad_chunks ||
-		    ia.skipped_bytes != ib.skipped_bytes || ia.lost_events != ib.lost_events ||
-		    ia.complete != ib.complete || ia.has_end != ib.has_end)
-			abort();
-	}
-	tk_reader_free(a);
-	tk_reader_free(b);
+	tk_fuzz_lockstep_memory(data, size, &o1, &o2, same_tkb_info);
 	tk__no_threads = 0;
 	tk__render_always = 0;
 }
