@@ -469,6 +469,7 @@ static void test_pftrace_threads(void **state)
 	char *pf = make_pftrace(6000, &len);
 	assert_true(len > 100000);
 	static const size_t blocks[] = {64, 700, 9000, 0};
+	tk__pf_max_threads = 64; /* 5 and 8 threads start (at most 4 otherwise) */
 	for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
 		tk__pf_block_bytes = blocks[bi];
 		/* 2, 5 and 8 threads on the smallest blocks, 3 on the others */
@@ -493,6 +494,11 @@ static void test_pftrace_threads(void **state)
 		pf_same(pf, len * 5 / 8, 4, 0);
 		tk__no_threads = 0;
 	}
+	tk__pf_max_threads = 0;
+	/* 16 threads asked for, 4 used */
+	tk__pf_block_bytes = 64;
+	pf_same(pf, len, 16, 0);
+	pf_same(pf, len / 2, 16, 1);
 	/* read as another tool's trace (no "tk.events" mark): the reserved
 	 * annotations are args, flows come from the events' flow ids */
 	char *mark = memmem(pf, len, "tk.events", 9);

@@ -208,6 +208,9 @@ extern int tk__no_threads;
 /* The blocks the .pftrace reader reads ahead for its threads (pftrace.c):
  * tests make them smaller; 0: 1 MiB. */
 extern size_t tk__pf_block_bytes;
+/* The most threads that reader uses (the caller's counted), whatever
+ * opts.threads asks: tests allow more; 0: 4, at most 64. */
+extern unsigned tk__pf_max_threads;
 int tk__thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 /* Tests set this to make the gzip writer's walk of libdeflate's blocks
  * refuse every one, so that its way out (zlib deflates them) is exercised. */
