@@ -3343,7 +3343,9 @@ static void pool_start(tk_reader *r)
 {
 	pr *s = r->fs;
 	s->pool_tried = 1;
-	unsigned most = !tk__pf_max_threads ? PF_THREADS : tk__pf_max_threads < PF_THREADS_MAX ? tk__pf_max_threads : PF_THREADS_MAX;
+	unsigned most = tk__pf_max_threads ? tk__pf_max_threads : PF_THREADS;
+	if (most > PF_THREADS_MAX)
+		most = PF_THREADS_MAX;
 	unsigned nth = r->opts.threads > most ? most : r->opts.threads;
 	if (nth < 2)
 		return;
