@@ -5,6 +5,10 @@
 #include <string.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/stat.h>
 
 #include "testutil.h"
 #include "../libtrace/src/internal.h"
@@ -532,6 +536,71 @@ static void test_pftrace_threads(void **state)
 	free(pf);
 }
 
+/* A thread adding files to a held directory while a signal's cleanup runs. */
+typedef struct {
+	const char *dir;
+	int made, stopped;
+} adder;
+
+static void *add_files(void *arg)
+{
+	adder *a = arg;
+	char path[512];
+	for (int i = 0; i < 200000; i++) {
+		snprintf(path, sizeof path, "%s/run-%06d", a->dir, i);
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			a->stopped = errno == ENOENT; /* the directory is gone */
+			break;
+		}
+		(void)write(fd, "x", 1);
+		close(fd);
+		__atomic_store_n(&a->made, i + 1, __ATOMIC_RELEASE);
+		usleep(20);
+	}
+	return NULL;
+}
+
+/* tk__tmp_create: a directory and a file held from before they exist, with
+ * names not taken; tk_cleanup_temporaries removes them, and a directory
+ * another thread keeps adding files to. */
+static void test_tmp_create(void **state)
+{
+	(void)state;
+	char d[512], f[512];
+	snprintf(d, sizeof d, "%s/tkdir-XXXXXX", tu_path(""));
+	snprintf(f, sizeof f, "%s/tkfile.json.tmp-XXXXXX", tu_path(""));
+	int hd, hf;
+	assert_int_equal(tk__tmp_create(d, 1, &hd), 0);
+	int fd = tk__tmp_create(f, 0, &hf);
+	assert_true(fd >= 0 && hd > 0 && hf > 0);
+	assert_null(strstr(d, "XXXXXX"));
+	assert_null(strstr(f, "XXXXXX"));
+	struct stat st;
+	assert_int_equal(stat(d, &st), 0);
+	assert_true(S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700);
+	assert_int_equal(write(fd, "{}", 2), 2);
+	close(fd);
+	/* a template without XXXXXX is refused */
+	char bad[] = "/tmp/tk-no-template";
+	int hb = 1;
+	assert_int_equal(tk__tmp_create(bad, 1, &hb), -1);
+	assert_int_equal(hb, 0);
+
+	adder a = {d, 0, 0};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, add_files, &a), 0);
+	while (__atomic_load_n(&a.made, __ATOMIC_ACQUIRE) < 50)
+		usleep(100);
+	tk_cleanup_temporaries();
+	assert_int_equal(stat(d, &st), -1); /* gone while the thread still adds */
+	assert_int_equal(stat(f, &st), -1);
+	pthread_join(th, NULL);
+	assert_true(a.stopped);
+	tk__tmp_release(hd);
+	tk__tmp_release(hf);
+}
+
 static void test_thread_write_error(void **state)
 {
 	(void)state;
@@ -941,6 +1010,7 @@ int main(void)
 		cmocka_unit_test(test_gzip_libdeflate),
 		cmocka_unit_test(test_gzip_read_ahead),
 		cmocka_unit_test(test_pftrace_threads),
+		cmocka_unit_test(test_tmp_create),
 		cmocka_unit_test(test_thread_write_error),
 		cmocka_unit_test(test_free_without_close),
 		cmocka_unit_test(test_pump_equals_reader),

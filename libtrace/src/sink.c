@@ -374,14 +374,13 @@ int tk__sink_open_path(tk__sink *s, const char *path, const tk__ofilter *f, int 
 		return TK_ERR_NOMEM;
 	memcpy(s->tmppath, path, n);
 	memcpy(s->tmppath + n, ".tmp-XXXXXX", 12);
-	s->fd = mkostemp(s->tmppath, O_CLOEXEC);
+	s->fd = tk__tmp_create(s->tmppath, 0, &s->tmp_hold);
 	if (s->fd < 0) {
 		snprintf(s->err, sizeof s->err, "%s: cannot create: %s", path, strerror(errno));
 		free(s->tmppath);
 		s->tmppath = NULL;
 		return TK_ERR_IO;
 	}
-	s->tmp_hold = tk__tmp_hold(s->tmppath, 0);
 	s->own_fd = 1;
 	mode_t um = umask(0);
 	umask(um);

@@ -22,7 +22,7 @@ static int make_dir(tk_sorter *s)
 	if (!s->dir)
 		return fail(s, TK_ERR_NOMEM, "sorter: out of memory");
 	snprintf(s->dir, n, "%s/tksort-XXXXXX", base);
-	if (!mkdtemp(s->dir)) {
+	if (tk__tmp_create(s->dir, 1, &s->dir_hold) < 0) {
 		int e = errno;
 		int rc = fail(s, TK_ERR_IO, "sorter: cannot create a temporary directory in %s: %s", base,
 		              strerror(e));
@@ -30,7 +30,6 @@ static int make_dir(tk_sorter *s)
 		s->dir = NULL;
 		return rc;
 	}
-	s->dir_hold = tk__tmp_hold(s->dir, 1);
 	return 0;
 }
 

@@ -1104,13 +1104,12 @@ static int make_pdir(tk_split *s)
 	if (!(s->pdir = malloc(n)))
 		return fail(s, TK_ERR_NOMEM, "out of memory");
 	snprintf(s->pdir, n, "%s/.%s.split-XXXXXX", s->o.dir, s->name);
-	if (!mkdtemp(s->pdir)) {
+	if (tk__tmp_create(s->pdir, 1, &s->pdir_hold) < 0) {
 		int e = errno;
 		free(s->pdir);
 		s->pdir = NULL;
 		return fail(s, TK_ERR_IO, "%s: cannot create a directory for the parts: %s", s->o.dir, strerror(e));
 	}
-	s->pdir_hold = tk__tmp_hold(s->pdir, 1);
 	return 0;
 }
 

@@ -10,11 +10,16 @@
 #define _GNU_SOURCE
 #include "tmpreg.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tracekit/tracekit.h"
@@ -57,6 +62,49 @@ void tk__tmp_release(int hold)
 		free(p);
 }
 
+int tk__tmp_create(char *tmpl, int dir, int *hold)
+{
+	static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	static atomic_uint seq;
+	size_t n = strlen(tmpl);
+	*hold = 0;
+	if (n < 6 || strcmp(tmpl + n - 6, "XXXXXX") != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	char *x = tmpl + n - 6;
+	for (int tries = 0; tries < 1000; tries++) {
+		unsigned char r[6];
+		if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			uint64_t v = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15u ^ (uint64_t)getpid() << 20 ^ atomic_fetch_add(&seq, 1);
+			for (int i = 0; i < 6; i++, v >>= 8)
+				r[i] = (unsigned char)v;
+		}
+		for (int i = 0; i < 6; i++)
+			x[i] = chars[r[i] % (sizeof chars - 1)];
+		struct stat st;
+		if (lstat(tmpl, &st) == 0)
+			continue; /* taken: never held, so never removed on a signal */
+		/* held before it exists: a signal from here on finds it */
+		int h = tk__tmp_hold(tmpl, dir);
+		int fd = dir ? mkdir(tmpl, 0700) : open(tmpl, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			*hold = h;
+			return fd;
+		}
+		int e = errno;
+		tk__tmp_release(h);
+		if (e != EEXIST) {
+			errno = e;
+			return -1;
+		}
+	}
+	errno = EEXIST;
+	return -1;
+}
+
 /* The files of directory d (one level: the library's temporary directories hold files). */
 static void empty_dir(const char *d)
 {
@@ -88,17 +136,24 @@ static void empty_dir(const char *d)
 
 void tk_cleanup_temporaries(void)
 {
+	int saved = errno;
 	atomic_fetch_add(&cleaning, 1);
 	for (int i = 0; i < SLOTS; i++) {
 		const char *p = atomic_load(&slots[i]);
 		if (!p)
 			continue;
 		if (p[0] == 'd') {
-			empty_dir(p + 1);
-			rmdir(p + 1);
+			/* another thread may be adding a file: once the directory is
+			 * gone, no file can be */
+			for (int k = 0; k < 100; k++) {
+				empty_dir(p + 1);
+				if (rmdir(p + 1) == 0 || errno != ENOTEMPTY)
+					break;
+			}
 		} else {
 			unlink(p + 1);
 		}
 	}
 	atomic_fetch_sub(&cleaning, 1);
+	errno = saved;
 }

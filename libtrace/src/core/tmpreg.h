@@ -7,6 +7,12 @@
  * tk__tmp_release; returns a handle > 0, or 0 when it could not be
  * remembered (it is then not removed on a signal; nothing else changes). */
 int tk__tmp_hold(const char *path, int dir);
+/* Create tmpl, a path ending in XXXXXX (replaced in place by a name not
+ * taken), as a directory (mode 0700; returns 0) or a file (0600, opened
+ * read-write; returns its fd), held from before it exists, so that a signal
+ * at any point finds it (*hold: its handle, 0 when it could not be held).
+ * -1 with errno set when it cannot be created. */
+int tk__tmp_create(char *tmpl, int dir, int *hold);
 /* Forget it (the file was renamed into place or removed); 0 is a no-op. */
 void tk__tmp_release(int hold);
 /* Where temporaries go: dir when given, else $TMPDIR when set, else /tmp. */
