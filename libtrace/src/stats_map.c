@@ -1,5 +1,5 @@
 /* stats_map.c: the compact maps (paged out to a file past their memory) and duration stores behind tk_stats. */
-#define _GNU_SOURCE /* O_TMPFILE, mkostemp */
+#define _GNU_SOURCE /* O_TMPFILE */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -33,9 +33,11 @@ static int pages_file(tk__pool *m)
 		if (!path)
 			return pool_fail(m, TK_ERR_NOMEM, "", 0);
 		snprintf(path, n, "%s/tkpages-XXXXXX", dir);
-		fd = mkostemp(path, O_CLOEXEC);
+		int hold;
+		fd = tk__tmp_create(path, 0, &hold); /* held: a signal before the unlink removes it too */
 		if (fd >= 0)
 			unlink(path);
+		tk__tmp_release(hold);
 		free(path);
 	}
 	if (fd < 0)
