@@ -21,9 +21,15 @@
 #include "core/tmpreg.h"
 #include "core/varint.h"
 
+/* The deepest nesting any reader accepts, whatever tk_reader_opts.max_depth
+ * asks: the JSON scanner's stack of open brackets, and the .pftrace reader's
+ * recursion through nested annotations (about 1 MiB of C stack at this depth). */
+#define TK__MAX_DEPTH 4096
+
 /* ---- sources: bytes from an fd, memory or an archive member, decoded by
  * a stack of input filters (source.c; the filters in formats/) ---- */
 #define TK__MAX_STAGES 4
+
 struct tk__ifilter;
 struct tk__arc;
 /* A base other than an fd or memory (a member of an archive): read()

@@ -21,6 +21,8 @@ static int reader_new(tk_reader **out, const char *name, const tk_reader_opts *o
 		r->opts.max_value_bytes = (size_t)256 << 20;
 	if (!r->opts.max_depth)
 		r->opts.max_depth = 1000;
+	if (r->opts.max_depth > TK__MAX_DEPTH)
+		r->opts.max_depth = TK__MAX_DEPTH;
 	if (r->opts.note_fn && (!r->opts.note_size || r->opts.note_size > 4096))
 		return tk__err_set(&r->err, TK_ERR_ARG, "%s: a note of %zu bytes (1 to 4096)", name ? name : "(input)",
 		                   r->opts.note_size);

@@ -97,7 +97,7 @@ typedef void (*tk_event_note_fn)(const void *ctx, const tk_event *ev, void *out)
 typedef struct tk_reader_opts {
 	int strict;               /* truncated input is an error, not a warning */
 	size_t max_value_bytes;   /* largest single event or metadata value; 0 = 256 MiB */
-	unsigned max_depth;       /* deepest JSON nesting accepted; 0 = 1000 */
+	unsigned max_depth;       /* deepest nesting accepted (JSON, .pftrace annotations); 0 = 1000, at most 4096 */
 	/* Threads that parse the events of one JSON trace (plain or gzip):
 	 * 0 or 1 = the calling thread alone. With more, the decoded input is
 	 * cut into blocks of a few MiB at event boundaries, parsed on that many

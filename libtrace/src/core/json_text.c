@@ -460,17 +460,15 @@ static int scalar(const unsigned char *p, const unsigned char *e, wout *w,
 	return TK__J_OK;
 }
 
-#define TK__MAXDEPTH 4096
-
 /* Iterative, so nesting depth costs no C stack: the labels below are the
  * states of one loop (value, after a value, object key). */
 static int canon_value(const unsigned char *p, const unsigned char *e, wout *w,
                        const unsigned char **endp, unsigned max_depth, tk__jerr *je)
 {
-	unsigned char stack[TK__MAXDEPTH];
+	unsigned char stack[TK__MAX_DEPTH];
 	unsigned depth = 0;
-	if (max_depth > TK__MAXDEPTH)
-		max_depth = TK__MAXDEPTH;
+	if (max_depth > TK__MAX_DEPTH)
+		max_depth = TK__MAX_DEPTH;
 	int rc;
 value:
 	p = tk__skip_ws(p, e);
