@@ -1,6 +1,5 @@
 /* test_reader_bad.c: reader tests on broken input: cut-off files, garbage, bad escapes, limits, out-of-range numbers. */
 #define _GNU_SOURCE
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -614,107 +613,6 @@ static void test_deep_nesting(void **state)
 	free(t);
 }
 
-/* Protobuf written backwards, from the end of the buffer: each field goes
- * in front of what is there already. */
-typedef struct {
-	unsigned char *b, *p;
-} pbrev;
-
-static void rev_bytes(pbrev *w, const void *s, size_t n)
-{
-	w->p -= n;
-	memcpy(w->p, s, n);
-}
-
-static void rev_varint(pbrev *w, uint64_t v)
-{
-	unsigned char t[10];
-	size_t n = 0;
-	do {
-		t[n++] = (unsigned char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-		v >>= 7;
-	} while (v);
-	rev_bytes(w, t, n);
-}
-
-/* The field `num` holding everything from here to `end` (a message). */
-static void rev_wrap(pbrev *w, unsigned num, const unsigned char *end)
-{
-	rev_varint(w, (uint64_t)(end - w->p));
-	rev_varint(w, (uint64_t)num << 3 | 2);
-}
-
-/* A .pftrace of two instants, the second with a debug annotation nested
- * `depth` dicts deep (a DebugAnnotation's dict_entries, field 11). */
-static unsigned char *deep_pftrace(size_t depth, size_t *len)
-{
-	size_t cap = depth * 12 + 256;
-	pbrev w = {malloc(cap), NULL};
-	w.p = w.b + cap;
-	unsigned char *end = w.p;
-	for (int ev = 1; ev >= 0; ev--) {
-		unsigned char *pkt = w.p, *te = w.p;
-		if (ev) {
-			unsigned char *da = w.p;
-			rev_bytes(&w, "\x20\x01", 2); /* int_value 1 */
-			rev_bytes(&w, "\x52\x01x", 3); /* name "x" */
-			for (size_t i = 0; i < depth; i++) {
-				rev_wrap(&w, 11, da);
-				rev_bytes(&w, "\x52\x01" "a", 3);
-			}
-			rev_wrap(&w, 4, da); /* TrackEvent.debug_annotations */
-		}
-		rev_bytes(&w, "\xba\x01\x01" "e", 4); /* TrackEvent.name (23) "e" */
-		rev_bytes(&w, "\x48\x03", 2);       /* TrackEvent.type INSTANT */
-		rev_wrap(&w, 11, te);                /* TracePacket.track_event */
-		rev_bytes(&w, "\x50\x01", 2);       /* trusted_packet_sequence_id 1 */
-		rev_varint(&w, (uint64_t)(1000 + ev));
-		rev_bytes(&w, "\x40", 1); /* timestamp */
-		rev_wrap(&w, 1, pkt);     /* Trace.packet */
-	}
-	*len = (size_t)(end - w.p);
-	unsigned char *out = malloc(*len);
-	memcpy(out, w.p, *len);
-	free(w.b);
-	return out;
-}
-
-/* A .pftrace's nested annotations stop at max_depth, which a reader takes
- * as at most 4096 whatever it is asked for: rendering them is recursive,
- * so deeper nesting must be an error, not the end of the stack. */
-static void test_deep_pftrace(void **state)
-{
-	(void)state;
-	static const struct {
-		size_t depth;
-		unsigned max_depth;
-		int ok;
-	} c[] = {{3, 0, 1}, {999, 0, 1}, {1001, 0, 0}, {50, 20, 0}, {4000, 5000, 1}, {100000, UINT_MAX, 0}};
-	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-		size_t n;
-		unsigned char *t = deep_pftrace(c[i].depth, &n);
-		tk_reader_opts o = {.max_depth = c[i].max_depth};
-		tk_reader *r = tu_open_mem(t, n, "deep.pftrace", &o);
-		tu_events ev = {0};
-		int rc = tu_read_all(r, &ev);
-		if (c[i].ok) {
-			if (rc != TK_EOF || ev.n != 2)
-				fail_msg("depth %zu, max_depth %u: rc %d after %zu events (%s)", c[i].depth,
-				         c[i].max_depth, rc, ev.n, tk_reader_error(r));
-			assert_true(ev.ev[1]->args.ptr && memmem(ev.ev[1]->args.ptr, ev.ev[1]->args.len, "{\"a\":{\"a\":", 10));
-		} else {
-			if (rc != TK_ERR_LIMIT || ev.n != 1)
-				fail_msg("depth %zu, max_depth %u: rc %d after %zu events, want TK_ERR_LIMIT after 1 (%s)",
-				         c[i].depth, c[i].max_depth, rc, ev.n, tk_reader_error(r));
-			assert_true(tu_contains(tk_reader_error(r), "deep.pftrace"));
-			assert_true(tu_contains(tk_reader_error(r), "nested deeper than"));
-		}
-		tu_events_free(&ev);
-		tk_reader_free(r);
-		free(t);
-	}
-}
-
 /* A string of `size` bytes at `where`, with one normal event before it. */
 static char *big_string_trace(const char *where, size_t size, size_t *len)
 {
@@ -867,7 +765,6 @@ int main(void)
 		cmocka_unit_test(test_structure_errors),
 		cmocka_unit_test(test_empty_and_not_json),
 		cmocka_unit_test(test_deep_nesting),
-		cmocka_unit_test(test_deep_pftrace),
 		cmocka_unit_test(test_value_limit),
 		cmocka_unit_test(test_value_limit_exact),
 		cmocka_unit_test(test_numbers_out_of_range),

@@ -1510,6 +1510,7 @@ typedef struct pr {
 	tk__map track_map; /* uuid -> index + 1 */
 	rseq *seqs;
 	size_t n_seqs, seqs_cap;
+	tk__map seq_map; /* trusted_packet_sequence_id -> index + 1 */
 	int ours;  /* written by tracekit: the tk.* names are its own */
 	int after; /* metadata past the "traceEvents" mark */
 	int64_t base;
@@ -1571,6 +1572,7 @@ static int pf_open(tk_reader *r)
 		return nomem(r);
 	r->fs = s;
 	tk__map_init_int(&s->track_map);
+	tk__map_init_int(&s->seq_map);
 	return 0;
 }
 
@@ -1603,6 +1605,7 @@ static void pf_free(tk_reader *r)
 			free(s->seqs[i].d[k].v);
 		}
 	free(s->seqs);
+	tk__map_free(&s->seq_map);
 	tk__buf_free(&s->pkt);
 	tk__buf_free(&s->val);
 	tk__buf_free(&s->tmp);
@@ -1619,19 +1622,38 @@ static int bad_pkt(tk_reader *r, const char *what)
 	return tk__reader_fail_at(r, TK_ERR_FORMAT, ((pr *)r->fs)->at, "%s", what);
 }
 
-static rseq *seq_of(pr *s, uint64_t id)
+/* The state of packet sequence `id`, made at its first packet; NULL with
+ * *rc set: TK_ERR_NOMEM, or TK_ERR_LIMIT past SEQ_MAX sequences (each
+ * holds its interned strings, clocks and defaults: a few bytes of input
+ * per sequence must not cost a kilobyte each without end). */
+#define SEQ_MAX 65536
+static rseq *seq_of(pr *s, uint64_t id, int *rc)
 {
-	for (size_t i = 0; i < s->n_seqs; i++)
-		if (s->seqs[i].id == id)
-			return &s->seqs[i];
-	if (TK__GROW(s->seqs, s->seqs_cap, s->n_seqs + 1))
+	uint64_t i = tk__map_get0(&s->seq_map, id);
+	if (i)
+		return &s->seqs[i - 1];
+	if (s->n_seqs >= SEQ_MAX) {
+		*rc = TK_ERR_LIMIT;
 		return NULL;
+	}
+	if (TK__GROW(s->seqs, s->seqs_cap, s->n_seqs + 1) || tk__map_put_int(&s->seq_map, id, s->n_seqs + 1)) {
+		*rc = TK_ERR_NOMEM;
+		return NULL;
+	}
 	rseq *q = &s->seqs[s->n_seqs++];
 	memset(q, 0, sizeof *q);
 	q->id = id;
 	for (int k = 0; k < K_N; k++)
 		tk__map_init_int(&q->m[k]);
 	return q;
+}
+
+static int seq_fail(tk_reader *r, int rc)
+{
+	if (rc == TK_ERR_LIMIT)
+		return tk__reader_fail_at(r, TK_ERR_LIMIT, ((pr *)r->fs)->at,
+		                          "more than %d packet sequences (trusted_packet_sequence_id)", SEQ_MAX);
+	return nomem(r);
 }
 
 static int plain_text(const unsigned char *u, size_t n)
@@ -1662,12 +1684,14 @@ static tk_sv interned(tk_reader *r, const rseq *q, int kind, uint64_t iid, int *
 }
 
 /* Keeps iid -> v in the dense table where iid is within it or close to
- * the number it holds (so that it stays at most about twice that): 1 kept,
+ * the number it holds (so that it stays at most about twice that, plus 64
+ * slots: a sequence's first iids are 1, 2, ...; one entry at a large iid
+ * must not make every sequence's table large): 1 kept,
  * 0 not (the map's then), TK_ERR_NOMEM. An iid within the table is always
  * kept there, so that it hides no later entry of the map. */
 static int dense_put(rdense *d, uint64_t iid, tk_sv v)
 {
-	if (v.len > UINT32_MAX || (iid >= d->n && iid >= 2 * (uint64_t)d->used + 4096))
+	if (v.len > UINT32_MAX || (iid >= d->n && iid >= 2 * (uint64_t)d->used + 64))
 		return 0;
 	if (iid >= d->n) {
 		size_t cap = d->cap;
@@ -1870,6 +1894,37 @@ static int put_json_known(tk__buf *o, tk_sv v, int plain)
 	return 0;
 }
 
+/* The name of a DebugAnnotation (a dict entry) as ann_json takes it: the
+ * last name or name_iid among its own fields. 0 or TK_ERR_NOMEM. */
+static int ann_name(tk_reader *r, const rseq *q, const unsigned char *p, size_t n, tk_sv *name, int *plain)
+{
+	tk__pb c = tk__pb_of(p, n);
+	tk__pb_field f;
+	name->ptr = NULL;
+	name->len = 0;
+	*plain = 0;
+	while (tk__pb_next(&c, &f) > 0) {
+		if (f.num == F_DA_NAME_IID && f.wt == TK__PB_VARINT) {
+			*name = interned(r, q, K_ANN, f.v, plain);
+		} else if (f.num == F_DA_NAME) {
+			if (f.wt == TK__PB_LEN && intern_text(r, f.data, f.len, name, NULL))
+				return TK_ERR_NOMEM;
+			*plain = 0;
+		}
+	}
+	return 0;
+}
+
+/* An event's annotations written as JSON past the limit on one value:
+ * interned strings, referred to in a few bytes each, would otherwise
+ * copy out far more than the input holds. */
+static int args_over(tk_reader *r)
+{
+	return tk__reader_fail_at(r, TK_ERR_LIMIT, ((pr *)r->fs)->at,
+	                          "an event's annotations are larger than the limit of %zu bytes as JSON",
+	                          r->opts.max_value_bytes);
+}
+
 /* A DebugAnnotation (or a ChromeTraceEvent Arg, arg = 1) as JSON: its value
  * into o, its name into *name (*name_plain 1: it needs no escaping). */
 static int ann_json(tk_reader *r, const rseq *q, const unsigned char *p, size_t n, tk__buf *o, tk_sv *name,
@@ -1889,6 +1944,8 @@ static int ann_json(tk_reader *r, const rseq *q, const unsigned char *p, size_t 
 	while ((k = tk__pb_next(&c, &f)) > 0) {
 		int rc = 0;
 		unsigned num_f = f.num;
+		if (o->len - start > r->opts.max_value_bytes)
+			return args_over(r);
 		if (arg) /* Arg: name 1, bool 2, uint 3, int 4, double 5, string 6, pointer 7, json 8 */
 			num_f = f.num == F_ARG_NAME ? F_DA_NAME : f.num == F_ARG_JSON ? F_DA_JSON : f.num <= 7 ? f.num : 0;
 		switch (num_f) {
@@ -1915,23 +1972,18 @@ static int ann_json(tk_reader *r, const rseq *q, const unsigned char *p, size_t 
 			tk_sv sub;
 			int sub_plain;
 			if (!rc && want == 2) {
-				size_t at = o->len;
+				/* the key, then the value (the key found first, so that
+				 * the value written is never moved: nested entries
+				 * would move it once per level) */
+				if (ann_name(r, q, f.data, f.len, &sub, &sub_plain))
+					return nomem(r);
+				if (!sub.ptr)
+					sub = (tk_sv){"", 0};
+				if (put_json_known(o, sub, sub_plain) || tk__buf_putc(o, ':'))
+					return nomem(r);
 				rc = ann_json(r, q, f.data, f.len, o, &sub, &sub_plain, depth + 1, 0);
 				if (rc)
 					return rc;
-				/* the key goes before the value */
-				tk__buf key = {0};
-				if (!sub.ptr)
-					sub = (tk_sv){"", 0};
-				if (put_json_known(&key, sub, sub_plain) || tk__buf_putc(&key, ':') ||
-				    tk__buf_reserve(o, key.len)) {
-					tk__buf_free(&key);
-					return nomem(r);
-				}
-				memmove(o->p + at + key.len, o->p + at, o->len - at);
-				memcpy(o->p + at, key.p, key.len);
-				o->len += key.len;
-				tk__buf_free(&key);
 			} else if (!rc) {
 				rc = ann_json(r, q, f.data, f.len, o, &sub, &sub_plain, depth + 1, 0);
 			}
@@ -1996,6 +2048,8 @@ static int ann_json(tk_reader *r, const rseq *q, const unsigned char *p, size_t 
 	}
 	if (k < 0)
 		return bad_pkt(r, "damaged debug annotation");
+	if (o->len - start > r->opts.max_value_bytes)
+		return args_over(r);
 	if (kind >= 2)
 		return tk__buf_putc(o, kind == 2 ? '}' : ']') ? nomem(r) : 0;
 	if (!kind && o->len == start)
@@ -2117,8 +2171,9 @@ static int te_scan(const unsigned char *p, size_t n, rev *e, rscan *sc)
 
 /* The names and categories of a scanned TrackEvent, in field order, from
  * the sequence's interned strings; then whether its fields are damaged. */
-static int te_resolve(tk_reader *r, const rseq *q, rev *e)
+static int te_refs(tk_reader *r, const rseq *q, rev *e, tk__buf *cats)
 {
+	size_t n_cats = 0;
 	for (size_t i = 0; i < e->n_refs; i++) {
 		const rref *f = &e->refs[i];
 		tk_sv v = {NULL, 0};
@@ -2142,18 +2197,28 @@ static int te_resolve(tk_reader *r, const rseq *q, rev *e)
 				return bad_pkt(r, "an event's category refers to an unknown interned id");
 			break;
 		}
-		if (e->cat.ptr) { /* several categories: "a,b" */
-			tk__buf t = {0};
-			int bad = tk__buf_append(&t, e->cat.ptr, e->cat.len) || tk__buf_putc(&t, ',') ||
-			          tk__buf_append(&t, v.ptr, v.len);
-			v = bad ? (tk_sv){NULL, 0} : tk__strtab_intern(&r->strs, t.p, t.len);
-			tk__buf_free(&t);
-			if (!v.ptr)
-				return nomem(r);
-		}
+		/* several categories: "a,b", interned once they are all joined */
+		if (n_cats++ == 1 && tk__buf_append(cats, e->cat.ptr, e->cat.len))
+			return nomem(r);
+		if (n_cats > 1 && (tk__buf_putc(cats, ',') || tk__buf_append(cats, v.ptr, v.len)))
+			return nomem(r);
+		if (cats->len > r->opts.max_value_bytes)
+			return tk__reader_fail_at(r, TK_ERR_LIMIT, ((pr *)r->fs)->at,
+			                          "an event's categories are longer than the limit of %zu bytes",
+			                          r->opts.max_value_bytes);
 		e->cat = v;
 	}
+	if (n_cats > 1 && !(e->cat = tk__strtab_intern(&r->strs, cats->p, cats->len)).ptr)
+		return nomem(r);
 	return e->bad ? bad_pkt(r, "damaged track event") : 0;
+}
+
+static int te_resolve(tk_reader *r, const rseq *q, rev *e)
+{
+	tk__buf cats = {0};
+	int rc = te_refs(r, q, e, &cats);
+	tk__buf_free(&cats);
+	return rc;
 }
 
 /* Reserved annotations read back. */
@@ -2258,6 +2323,8 @@ static int annotations(tk_reader *r, const rseq *q, const unsigned char *p, size
 				*(IS("args") ? &rr->has_args : &rr->has_extra) = 1;
 				dst->ptr = (const char *)(uintptr_t)off; /* an offset until s->tmp stops growing */
 				dst->len = s->tmp.len - off;
+				if (s->tmp.len > r->opts.max_value_bytes)
+					return args_over(r);
 			}
 #undef IS
 			continue;
@@ -2268,6 +2335,8 @@ static int annotations(tk_reader *r, const rseq *q, const unsigned char *p, size
 		    tk__buf_putc(&r->args, ':') || tk__buf_append(&r->args, v.ptr, v.len))
 			return nomem(r);
 		any = 1;
+		if (r->args.len > r->opts.max_value_bytes)
+			return args_over(r);
 	}
 	if (k < 0)
 		return bad_pkt(r, "damaged track event");
@@ -2446,7 +2515,8 @@ static int track_event(tk_reader *r, rseq *q, const unsigned char *p, size_t n, 
 	rtrack *t = e.has_track ? track_get(s, e.track) : NULL;
 	tk_id pid, tid;
 	track_ids(s, t, &pid, &tid);
-	ts -= s->base;
+	if (__builtin_sub_overflow(ts, s->base, &ts))
+		return bad_pkt(r, "a timestamp out of range after baseTimeNanoseconds");
 	rres rr;
 	memset(&rr, 0, sizeof rr);
 	int any = s->pre ? pre_take(r, &rr) : annotations(r, q, p, n, F_TE_ANNOTATIONS, 0, &rr);
@@ -2488,6 +2558,9 @@ static int track_event(tk_reader *r, rseq *q, const unsigned char *p, size_t n, 
 			set_event(r, 'E', ts, has_ts, &e.name, &e.cat, &pid, &tid, &rr, any);
 			break;
 		}
+		int64_t dur;
+		if (__builtin_sub_overflow(ts, t->stack[t->n].ts, &dur))
+			return bad_pkt(r, "a slice's end is out of range of its start");
 		hold_event(r, &t->stack[t->n], ts, 1);
 		return 1;
 	case TYPE_COUNTER: {
@@ -2891,8 +2964,8 @@ static int take_packet(tk_reader *r, const unsigned char *p, size_t n)
 		return bad_pkt(r, "damaged trace packet");
 	rseq *q = NULL;
 	if (k.interned || k.te || k.defaults || k.snap || k.has_ts || (k.flags & SEQ_CLEARED)) {
-		if (!(q = seq_of(s, k.seq_id)))
-			return nomem(r);
+		if (!(q = seq_of(s, k.seq_id, &rc)))
+			return seq_fail(r, rc);
 		if (k.flags & SEQ_CLEARED)
 			seq_clear(q);
 	}
@@ -3127,7 +3200,8 @@ static int walk_packet(tk_reader *w, const unsigned char *p, size_t n, pres *res
 	size_t te_n = k.te_n;
 	rseq *q = NULL;
 	if (k.interned || te || (k.flags & SEQ_CLEARED)) {
-		if (!(q = seq_of(s, k.seq_id)))
+		int rc;
+		if (!(q = seq_of(s, k.seq_id, &rc)))
 			return -1;
 		if (k.flags & SEQ_CLEARED)
 			seq_clear(q);

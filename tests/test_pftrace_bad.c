@@ -1,0 +1,512 @@
+/* test_pftrace_bad.c: the .pftrace reader on crafted input: times and durations out of range, and
+ * inputs of a few bytes a field that would make far more of them (joined categories, interned strings
+ * copied into args, packet sequences, interning tables, nested dict entries): each is an error or
+ * costs what its bytes do. */
+#define _GNU_SOURCE
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+/* Protobuf written forwards. */
+typedef struct {
+	unsigned char *p;
+	size_t n, cap;
+} pb;
+
+static void pb_raw(pb *b, const void *p, size_t n)
+{
+	if (b->n + n > b->cap) {
+		b->cap = (b->n + n) * 2 + 64;
+		b->p = realloc(b->p, b->cap);
+		assert_non_null(b->p);
+	}
+	if (n)
+		memcpy(b->p + b->n, p, n);
+	b->n += n;
+}
+
+static void pb_varint(pb *b, uint64_t v)
+{
+	unsigned char t[10];
+	size_t k = 0;
+	while (v >= 0x80) {
+		t[k++] = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	t[k++] = (unsigned char)v;
+	pb_raw(b, t, k);
+}
+
+static void f_int(pb *b, unsigned f, uint64_t v)
+{
+	pb_varint(b, (uint64_t)f << 3);
+	pb_varint(b, v);
+}
+
+static void f_bytes(pb *b, unsigned f, const void *p, size_t n)
+{
+	pb_varint(b, (uint64_t)f << 3 | 2);
+	pb_varint(b, n);
+	pb_raw(b, p, n);
+}
+
+static void f_str(pb *b, unsigned f, const char *s)
+{
+	f_bytes(b, f, s, strlen(s));
+}
+
+/* m as field f of b; m emptied */
+static void f_msg(pb *b, unsigned f, pb *m)
+{
+	f_bytes(b, f, m->p, m->n);
+	free(m->p);
+	memset(m, 0, sizeof *m);
+}
+
+/* Field numbers (perfetto_trace.proto). */
+enum {
+	TRACE_PACKET = 1,
+	PKT_TIMESTAMP = 8,
+	PKT_SEQ_ID = 10,
+	PKT_TRACK_EVENT = 11,
+	PKT_INTERNED = 12,
+	PKT_CLOCK_ID = 58,
+	PKT_SNAPSHOT = 6,
+	PKT_TRACK_DESC = 60,
+	PKT_CHROME_EVENTS = 5,
+	TE_CATEGORY_IIDS = 3,
+	TE_ANNOTATIONS = 4,
+	TE_TYPE = 9,
+	TE_TRACK = 11,
+	TE_NAME_IID = 10,
+	TE_NAME = 23,
+	DA_STRING = 6,
+	DA_NAME = 10,
+	DA_DICT = 11,
+	DA_STRING_IID = 17,
+	IN_CATEGORIES = 1,
+	IN_NAMES = 2,
+	IN_STRINGS = 29,
+};
+
+/* A packet of sequence 1 holding TrackEvent te (emptied), at ts. */
+static void put_event(pb *t, pb *te, uint64_t ts)
+{
+	pb pkt = {0};
+	f_int(&pkt, PKT_TIMESTAMP, ts);
+	f_int(&pkt, PKT_SEQ_ID, 1);
+	f_msg(&pkt, PKT_TRACK_EVENT, te);
+	f_msg(t, TRACE_PACKET, &pkt);
+}
+
+/* An interned entry {iid, text} as field `kind` of InternedData, in a
+ * packet of sequence `seq`. */
+static void put_interned(pb *t, uint64_t seq, unsigned kind, uint64_t iid, const void *text, size_t n)
+{
+	pb e = {0}, in = {0}, pkt = {0};
+	f_int(&e, 1, iid);
+	f_bytes(&e, 2, text, n);
+	f_msg(&in, kind, &e);
+	f_int(&pkt, PKT_SEQ_ID, seq);
+	f_msg(&pkt, PKT_INTERNED, &in);
+	f_msg(t, TRACE_PACKET, &pkt);
+}
+
+/* Protobuf written backwards, from the end of the buffer: each field goes
+ * in front of what is there already. */
+typedef struct {
+	unsigned char *b, *p;
+} pbrev;
+
+static void rev_bytes(pbrev *w, const void *s, size_t n)
+{
+	w->p -= n;
+	memcpy(w->p, s, n);
+}
+
+static void rev_varint(pbrev *w, uint64_t v)
+{
+	unsigned char t[10];
+	size_t n = 0;
+	do {
+		t[n++] = (unsigned char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+		v >>= 7;
+	} while (v);
+	rev_bytes(w, t, n);
+}
+
+/* The field `num` holding everything from here to `end` (a message). */
+static void rev_wrap(pbrev *w, unsigned num, const unsigned char *end)
+{
+	rev_varint(w, (uint64_t)(end - w->p));
+	rev_varint(w, (uint64_t)num << 3 | 2);
+}
+
+/* A .pftrace of two instants, the second with a debug annotation nested
+ * `depth` dicts deep (a DebugAnnotation's dict_entries, field 11). */
+static unsigned char *deep_pftrace(size_t depth, size_t *len)
+{
+	size_t cap = depth * 12 + 256;
+	pbrev w = {malloc(cap), NULL};
+	w.p = w.b + cap;
+	unsigned char *end = w.p;
+	for (int ev = 1; ev >= 0; ev--) {
+		unsigned char *pkt = w.p, *te = w.p;
+		if (ev) {
+			unsigned char *da = w.p;
+			rev_bytes(&w, "\x20\x01", 2); /* int_value 1 */
+			rev_bytes(&w, "\x52\x01x", 3); /* name "x" */
+			for (size_t i = 0; i < depth; i++) {
+				rev_wrap(&w, 11, da);
+				rev_bytes(&w, "\x52\x01" "a", 3);
+			}
+			rev_wrap(&w, 4, da); /* TrackEvent.debug_annotations */
+		}
+		rev_bytes(&w, "\xba\x01\x01" "e", 4); /* TrackEvent.name (23) "e" */
+		rev_bytes(&w, "\x48\x03", 2);       /* TrackEvent.type INSTANT */
+		rev_wrap(&w, 11, te);                /* TracePacket.track_event */
+		rev_bytes(&w, "\x50\x01", 2);       /* trusted_packet_sequence_id 1 */
+		rev_varint(&w, (uint64_t)(1000 + ev));
+		rev_bytes(&w, "\x40", 1); /* timestamp */
+		rev_wrap(&w, 1, pkt);     /* Trace.packet */
+	}
+	*len = (size_t)(end - w.p);
+	unsigned char *out = malloc(*len);
+	memcpy(out, w.p, *len);
+	free(w.b);
+	return out;
+}
+
+/* A .pftrace's nested annotations stop at max_depth, which a reader takes
+ * as at most 4096 whatever it is asked for: rendering them is recursive,
+ * so deeper nesting must be an error, not the end of the stack. */
+static void test_deep_pftrace(void **state)
+{
+	(void)state;
+	static const struct {
+		size_t depth;
+		unsigned max_depth;
+		int ok;
+	} c[] = {{3, 0, 1}, {999, 0, 1}, {1001, 0, 0}, {50, 20, 0}, {4000, 5000, 1}, {100000, UINT_MAX, 0}};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		size_t n;
+		unsigned char *t = deep_pftrace(c[i].depth, &n);
+		tk_reader_opts o = {.max_depth = c[i].max_depth};
+		tk_reader *r = tu_open_mem(t, n, "deep.pftrace", &o);
+		tu_events ev = {0};
+		int rc = tu_read_all(r, &ev);
+		if (c[i].ok) {
+			if (rc != TK_EOF || ev.n != 2)
+				fail_msg("depth %zu, max_depth %u: rc %d after %zu events (%s)", c[i].depth,
+				         c[i].max_depth, rc, ev.n, tk_reader_error(r));
+			assert_true(ev.ev[1]->args.ptr && memmem(ev.ev[1]->args.ptr, ev.ev[1]->args.len, "{\"a\":{\"a\":", 10));
+		} else {
+			if (rc != TK_ERR_LIMIT || ev.n != 1)
+				fail_msg("depth %zu, max_depth %u: rc %d after %zu events, want TK_ERR_LIMIT after 1 (%s)",
+				         c[i].depth, c[i].max_depth, rc, ev.n, tk_reader_error(r));
+			assert_true(tu_contains(tk_reader_error(r), "deep.pftrace"));
+			assert_true(tu_contains(tk_reader_error(r), "nested deeper than"));
+		}
+		tu_events_free(&ev);
+		tk_reader_free(r);
+		free(t);
+	}
+}
+
+/* Reads t: the end, every event, and the reader (freed by the caller). */
+static int read_pf(const pb *t, const tk_reader_opts *o, tu_events *ev, tk_reader **rp)
+{
+	tk_reader *r = tu_open_mem(t->p, t->n, "crafted.pftrace", o);
+	int rc = tu_read_all(r, ev);
+	*rp = r;
+	return rc;
+}
+
+static void expect_error(const pb *t, const tk_reader_opts *o, int code, size_t n_good, const char *what)
+{
+	tu_events ev = {0};
+	tk_reader *r;
+	int rc = read_pf(t, o, &ev, &r);
+	if (rc != code || ev.n != n_good || !tu_contains(tk_reader_error(r), what) ||
+	    !tu_contains(tk_reader_error(r), "crafted.pftrace"))
+		fail_msg("rc %d after %zu events (%s), want %d after %zu saying '%s'", rc, ev.n, tk_reader_error(r), code,
+		         n_good, what);
+	tu_events_free(&ev);
+	tk_reader_free(r);
+}
+
+/* A packet's time less baseTimeNanoseconds (ChromeEventBundle metadata)
+ * out of int64: an error, not an overflow. */
+static void test_base_out_of_range(void **state)
+{
+	(void)state;
+	for (int big = 0; big < 2; big++) {
+		pb t = {0}, meta = {0}, bundle = {0}, pkt = {0}, te = {0};
+		f_str(&meta, 1, "baseTimeNanoseconds");
+		f_int(&meta, 4, (uint64_t)-1);
+		f_msg(&bundle, 2, &meta);
+		f_msg(&pkt, PKT_CHROME_EVENTS, &bundle);
+		f_msg(&t, TRACE_PACKET, &pkt);
+		f_int(&te, TE_TYPE, 3); /* instant */
+		f_str(&te, TE_NAME, "e");
+		put_event(&t, &te, big ? INT64_MAX : 1000);
+		if (big) {
+			expect_error(&t, NULL, TK_ERR_FORMAT, 0, "out of range");
+		} else {
+			tu_events ev = {0};
+			tk_reader *r;
+			assert_int_equal(read_pf(&t, NULL, &ev, &r), TK_EOF);
+			assert_int_equal(ev.n, 1);
+			assert_int_equal(ev.ev[0]->ts, 1001);
+			tu_events_free(&ev);
+			tk_reader_free(r);
+		}
+		free(t.p);
+	}
+}
+
+/* A slice whose end less its start is out of int64 (its begin at about
+ * -2^63 through a sequence clock, its end at 2^63 - 1): an error. */
+static void test_duration_out_of_range(void **state)
+{
+	(void)state;
+	pb t = {0}, pkt = {0}, td = {0}, thr = {0}, snap = {0}, clk = {0}, te = {0};
+	f_int(&thr, 1, 1); /* ThreadDescriptor pid, tid */
+	f_int(&thr, 2, 2);
+	f_int(&td, 1, 1); /* uuid */
+	f_msg(&td, 4, &thr);
+	f_msg(&pkt, PKT_TRACK_DESC, &td);
+	f_msg(&t, TRACE_PACKET, &pkt);
+	f_int(&clk, 1, 6); /* BOOTTIME 0 */
+	f_int(&clk, 2, 0);
+	f_msg(&snap, 1, &clk);
+	f_int(&clk, 1, 64); /* sequence clock 64 at 2^63 - 1 */
+	f_int(&clk, 2, INT64_MAX);
+	f_msg(&snap, 1, &clk);
+	f_msg(&pkt, PKT_SNAPSHOT, &snap);
+	f_int(&pkt, PKT_SEQ_ID, 1);
+	f_msg(&t, TRACE_PACKET, &pkt);
+	for (int end = 0; end < 2; end++) {
+		f_int(&pkt, PKT_TIMESTAMP, end ? INT64_MAX : 0);
+		f_int(&pkt, PKT_CLOCK_ID, end ? 6 : 64);
+		f_int(&pkt, PKT_SEQ_ID, 1);
+		f_int(&te, TE_TYPE, end ? 2 : 1);
+		f_int(&te, TE_TRACK, 1);
+		f_str(&te, TE_NAME, "s");
+		f_msg(&pkt, PKT_TRACK_EVENT, &te);
+		f_msg(&t, TRACE_PACKET, &pkt);
+	}
+	expect_error(&t, NULL, TK_ERR_FORMAT, 0, "out of range of its start");
+	free(t.p);
+}
+
+/* Many category_iids on one event, each 100 bytes of text in 2 bytes of
+ * input: joined once ("c...c,c...c,...", linear in their number), and an
+ * error past max_value_bytes. */
+static void test_many_categories(void **state)
+{
+	(void)state;
+	char c[101];
+	memset(c, 'c', 100);
+	c[100] = 0;
+	for (int limit = 0; limit < 2; limit++) {
+		pb t = {0}, te = {0};
+		put_interned(&t, 1, IN_CATEGORIES, 1, c, 100);
+		f_int(&te, TE_TYPE, 3);
+		f_str(&te, TE_NAME, "e");
+		size_t n = 20000;
+		for (size_t i = 0; i < n; i++)
+			f_int(&te, TE_CATEGORY_IIDS, 1);
+		put_event(&t, &te, 1000);
+		tk_reader_opts o = {.max_value_bytes = limit ? 1u << 20 : 0};
+		if (limit) {
+			expect_error(&t, &o, TK_ERR_LIMIT, 0, "categories are longer than the limit");
+		} else {
+			tu_events ev = {0};
+			tk_reader *r;
+			assert_int_equal(read_pf(&t, &o, &ev, &r), TK_EOF);
+			assert_int_equal(ev.n, 1);
+			const tk_sv cat = ev.ev[0]->cat;
+			assert_int_equal(cat.len, 101 * n - 1);
+			for (size_t i = 0; i < cat.len; i++)
+				assert_int_equal(cat.ptr[i], i % 101 == 100 ? ',' : 'c');
+			tu_events_free(&ev);
+			tk_reader_free(r);
+		}
+		free(t.p);
+	}
+}
+
+/* One 64 KiB interned string referred to by 200 annotations of 5 bytes:
+ * 13 MB of args, read whole under the default limit, an error under a
+ * 1 MiB one, on one thread and on four. */
+static void test_interned_string_copies(void **state)
+{
+	(void)state;
+	size_t len = 65536, n = 200;
+	char *big = malloc(len);
+	memset(big, 'x', len);
+	pb t = {0}, te = {0}, da = {0};
+	put_interned(&t, 1, IN_STRINGS, 1, big, len);
+	f_int(&te, TE_TYPE, 3);
+	f_str(&te, TE_NAME, "e");
+	for (size_t i = 0; i < n; i++) {
+		f_int(&da, DA_STRING_IID, 1);
+		f_msg(&te, TE_ANNOTATIONS, &da);
+	}
+	put_event(&t, &te, 1000);
+	for (unsigned th = 1; th <= 4; th += 3) {
+		tk_reader_opts o = {.threads = th};
+		tu_events ev = {0};
+		tk_reader *r;
+		assert_int_equal(read_pf(&t, &o, &ev, &r), TK_EOF);
+		assert_int_equal(ev.n, 1);
+		assert_true(ev.ev[0]->args.len > n * len);
+		tu_events_free(&ev);
+		tk_reader_free(r);
+		o.max_value_bytes = 1u << 20;
+		expect_error(&t, &o, TK_ERR_LIMIT, 0, "annotations are larger than the limit");
+	}
+	free(t.p);
+	free(big);
+}
+
+/* Past 65536 packet sequences: an error (each sequence keeps state; the
+ * sequences are found through a map, not a scan of all of them). */
+static void test_many_sequences(void **state)
+{
+	(void)state;
+	for (uint64_t n = 65536; n <= 65537; n++) {
+		pb t = {0}, pkt = {0};
+		for (uint64_t i = 1; i <= n; i++) {
+			f_int(&pkt, PKT_TIMESTAMP, 1000 + i);
+			f_int(&pkt, PKT_SEQ_ID, i);
+			f_msg(&t, TRACE_PACKET, &pkt);
+		}
+		pb te = {0};
+		f_int(&te, TE_TYPE, 3);
+		f_str(&te, TE_NAME, "e");
+		put_event(&t, &te, 5000); /* sequence 1 again */
+		if (n > 65536) {
+			expect_error(&t, NULL, TK_ERR_LIMIT, 0, "more than 65536 packet sequences");
+		} else {
+			tu_events ev = {0};
+			tk_reader *r;
+			assert_int_equal(read_pf(&t, NULL, &ev, &r), TK_EOF);
+			assert_int_equal(ev.n, 1);
+			tu_events_free(&ev);
+			tk_reader_free(r);
+		}
+		free(t.p);
+	}
+}
+
+/* Interned names at small, large and huge iids, in many sequences: every
+ * one found (the large ones through the map rather than a table as long
+ * as the iid). */
+static void test_interned_iids(void **state)
+{
+	(void)state;
+	static const uint64_t iids[] = {1, 2, 63, 64, 100, 4095, 70000, (uint64_t)1 << 40};
+	size_t n_iids = sizeof iids / sizeof iids[0];
+	pb t = {0};
+	for (uint64_t seq = 1; seq <= 300; seq++)
+		for (size_t i = 0; i < n_iids; i++) {
+			char nm[64];
+			snprintf(nm, sizeof nm, "n%llu.%llu", (unsigned long long)seq, (unsigned long long)iids[i]);
+			put_interned(&t, seq, IN_NAMES, iids[i], nm, strlen(nm));
+		}
+	for (uint64_t seq = 1; seq <= 300; seq += 299)
+		for (size_t i = 0; i < n_iids; i++) {
+			pb te = {0}, pkt = {0};
+			f_int(&te, TE_TYPE, 3);
+			f_int(&te, TE_NAME_IID, iids[i]);
+			f_int(&pkt, PKT_TIMESTAMP, 1000 + i);
+			f_int(&pkt, PKT_SEQ_ID, seq);
+			f_msg(&pkt, PKT_TRACK_EVENT, &te);
+			f_msg(&t, TRACE_PACKET, &pkt);
+		}
+	tu_events ev = {0};
+	tk_reader *r;
+	assert_int_equal(read_pf(&t, NULL, &ev, &r), TK_EOF);
+	assert_int_equal(ev.n, 2 * n_iids);
+	for (size_t k = 0; k < ev.n; k++) {
+		char nm[64];
+		snprintf(nm, sizeof nm, "n%llu.%llu", (unsigned long long)(k < n_iids ? 1 : 300),
+		         (unsigned long long)iids[k % n_iids]);
+		if (!tu_sv_is(ev.ev[k]->name, nm))
+			fail_msg("event %zu: name '%.*s', want '%s'", k, (int)ev.ev[k]->name.len, ev.ev[k]->name.ptr, nm);
+	}
+	tu_events_free(&ev);
+	tk_reader_free(r);
+	free(t.p);
+}
+
+/* Dict entries nested `depth` deep around a string: the args text is the
+ * keys in order around the value, each key written before its value. */
+static void test_nested_dict_entries(void **state)
+{
+	(void)state;
+	size_t depth = 200, len = 1000;
+	char *s = malloc(len + 1);
+	memset(s, 'v', len);
+	s[len] = 0;
+	pb da = {0};
+	f_str(&da, DA_NAME, "x");
+	f_str(&da, DA_STRING, s);
+	for (size_t i = depth; i-- > 0;) {
+		pb outer = {0};
+		char k[16];
+		snprintf(k, sizeof k, "k%zu", i);
+		f_msg(&outer, DA_DICT, &da);
+		f_str(&outer, DA_NAME, k); /* the name after the entries: found first all the same */
+		da = outer;
+	}
+	pb t = {0}, te = {0};
+	f_int(&te, TE_TYPE, 3);
+	f_str(&te, TE_NAME, "e");
+	f_msg(&te, TE_ANNOTATIONS, &da);
+	put_event(&t, &te, 1000);
+	/* the outermost annotation is the member "k0"; each holds the next */
+	char *want = malloc(depth * 16 + len + 64), *w = want;
+	for (size_t i = 0; i < depth; i++)
+		w += sprintf(w, "{\"k%zu\":", i);
+	w += sprintf(w, "{\"x\":\"%s\"", s);
+	for (size_t i = 0; i <= depth; i++)
+		*w++ = '}';
+	*w = 0;
+	size_t want_len = (size_t)(w - want);
+	tu_events ev = {0};
+	tk_reader *r;
+	assert_int_equal(read_pf(&t, NULL, &ev, &r), TK_EOF);
+	assert_int_equal(ev.n, 1);
+	const tk_sv a = ev.ev[0]->args;
+	if (a.len != want_len || memcmp(a.ptr, want, a.len) != 0)
+		fail_msg("args %.120s... (%zu bytes), want %.120s... (%zu)", a.ptr, a.len, want, want_len);
+	tu_events_free(&ev);
+	tk_reader_free(r);
+	free(want);
+	free(t.p);
+	free(s);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	tu_cleanup();
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_base_out_of_range),     cmocka_unit_test(test_duration_out_of_range),
+		cmocka_unit_test(test_many_categories),       cmocka_unit_test(test_interned_string_copies),
+		cmocka_unit_test(test_many_sequences),        cmocka_unit_test(test_interned_iids),
+		cmocka_unit_test(test_nested_dict_entries),   cmocka_unit_test(test_deep_pftrace),
+	};
+	return cmocka_run_group_tests_name("pftrace_bad", tests, NULL, teardown);
+}
