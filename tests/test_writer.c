@@ -528,6 +528,19 @@ static void test_sqlite_output(void **state)
 	w = open_writer(path, NULL);
 	assert_int_not_equal(tk_writer_set_max_bytes(w, 1 << 20), 0);
 	tk_writer_free(w);
+	/* args of no text (a caller's event, not NUL-terminated): an error, with
+	 * nothing read past them (ASan) */
+	char *nothing = malloc(1);
+	e.args = (tk_sv){nothing, 0};
+	e.has |= TK_HAS_VALID_JSON; /* taken on trust, as from a reader */
+	w = open_writer(path, NULL);
+	int rc = tk_writer_write(w, &e); /* or at the close, where the rows are written */
+	if (!rc)
+		rc = tk_writer_close(w);
+	assert_int_equal(rc, TK_ERR_FORMAT);
+	assert_true(tu_contains(tk_writer_error(w), "not valid JSON"));
+	tk_writer_free(w);
+	free(nothing);
 }
 
 /* tk_outfile: published whole when closed, never a device replaced, a

@@ -176,10 +176,13 @@ static la_int64_t cb_seek(struct archive *ar, void *cd, la_int64_t off, int when
 		cur = (la_int64_t)c;
 	}
 	la_int64_t pos = cur - (la_int64_t)(st->ahead_len - st->ahead_pos), to = off;
+	int over = 0; /* a member's declared size can be anything up to 2^63 */
 	if (whence == SEEK_CUR)
-		to = pos + off;
+		over = __builtin_add_overflow(pos, off, &to);
 	else if (whence == SEEK_END)
-		to = size + off;
+		over = __builtin_add_overflow(size, off, &to);
+	if (over)
+		to = off < 0 ? -1 : size + 1;
 	if (to < 0 || to > size) {
 		snprintf(a->below, sizeof a->below, "an offset in the archive points %s (byte %lld of %lld)",
 		         to < 0 ? "before its start" : "past its end", (long long)to, (long long)size);

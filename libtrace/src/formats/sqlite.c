@@ -258,6 +258,8 @@ static int put_leaf(tk_writer *w, aset *a, tk_sv v)
 	sqlite3_stmt *st = s->q[Q_ARG];
 	const char *type;
 	int64_t n;
+	if (!v.len) /* empty text (a caller's event): no value to read */
+		return tk__err_set(&w->err, TK_ERR_FORMAT, "an argument is not valid JSON");
 	switch (v.ptr[0]) {
 	case '"':
 		if (tk__js_str_buf(v, &s->val))
