@@ -898,6 +898,172 @@ static void put_le32(unsigned char *p, uint32_t v)
 	p[3] = (unsigned char)(v >> 24);
 }
 
+typedef struct {
+	unsigned char *p;
+	size_t len;
+} tkbytes;
+
+static void add_bytes(tkbytes *b, const void *p, size_t n)
+{
+	b->p = realloc(b->p, b->len + n);
+	assert_non_null(b->p);
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+}
+
+/* A chunk of `type` (stored) with payload pay[0..n) at the end of b. */
+static void put_chunk(tkbytes *b, unsigned type, uint32_t count, const unsigned char *pay, size_t n)
+{
+	unsigned char h[28] = {0xd7, 'T', 'K', 'c', (unsigned char)type, 0, 0, 0};
+	put_le32(h + 8, (uint32_t)n);
+	put_le32(h + 12, (uint32_t)n);
+	put_le32(h + 16, count);
+	put_le32(h + 20, (uint32_t)crc32(0, pay, (uInt)n));
+	put_le32(h + 24, (uint32_t)crc32(0, h, 24));
+	add_bytes(b, h, sizeof h);
+	add_bytes(b, pay, n);
+}
+
+/* EVENTS chunks of no events whose dictionary additions start far past
+ * the ids seen (as after a lost chunk): the ids between are taken as lost
+ * only as far as the bytes skipped in the file could have held them (one
+ * a byte), else the chunk is malformed, where each chunk's gap of up to 4M
+ * ids used to be filled: a few hundred MB of placeholders for 39 bytes. A
+ * gap within the bytes lost is taken, as a lost dictionary's is. */
+static void test_dictionary_gaps(void **state)
+{
+	(void)state;
+	for (int legit = 0; legit < 2; legit++) {
+		tkbytes b = {0};
+		unsigned char h[20] = {0x89, 'T', 'K', 'B', '\r', '\n', 0x1a, '\n', 1, 0, 0, 0};
+		put_le32(h + 16, (uint32_t)crc32(0, h, 16));
+		add_bytes(&b, h, sizeof h);
+		unsigned char pay[64];
+		if (legit) { /* 40 bytes of a chunk whose CRC fails: up to 40 ids lost */
+			memset(pay, 'x', 40);
+			put_chunk(&b, 2, 0, pay, 40);
+			b.p[b.len - 41] ^= 1; /* in the header's CRC */
+		}
+		uint64_t first = legit ? 30 : 0;
+		int n_chunks = legit ? 1 : 8;
+		for (int k = 0; k < n_chunks; k++) {
+			first += legit ? 0 : (uint64_t)1 << 22;
+			unsigned char *q = pay;
+			for (int d = 0; d < 2; d++) { /* strings, then shapes: first, none */
+				uint64_t v = first;
+				while (v >= 0x80) {
+					*q++ = (unsigned char)(v | 0x80);
+					v >>= 7;
+				}
+				*q++ = (unsigned char)v;
+				*q++ = 0;
+			}
+			*q++ = 0; /* no events */
+			put_chunk(&b, 2, 0, pay, (size_t)(q - pay));
+		}
+		tk_reader *r = tu_open_mem(b.p, b.len, "gaps.tkb", NULL);
+		tu_events ev = {0};
+		int rc = tu_read_all(r, &ev);
+		assert_int_equal(ev.n, 0);
+		if (legit) {
+			tk_tkb_info in;
+			if (rc != TK_EOF)
+				fail_msg("a gap within the bytes lost: rc %d: %s", rc, tk_reader_error(r));
+			assert_int_equal(tk_reader_tkb_info(r, &in), 0);
+			assert_int_equal(in.bad_chunks, 1);
+		} else if (rc != TK_ERR_FORMAT || !tu_contains(tk_reader_error(r), "string ids out of order")) {
+			fail_msg("a gap of 4M ids with no byte lost: rc %d: %s", rc, tk_reader_error(r));
+		}
+		tu_events_free(&ev);
+		tk_reader_free(r);
+		free(b.p);
+	}
+}
+
+static void put_var(tkbytes *b, uint64_t v)
+{
+	unsigned char t[10];
+	size_t n = 0;
+	while (v >= 0x80) {
+		t[n++] = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	t[n++] = (unsigned char)v;
+	add_bytes(b, t, n);
+}
+
+/* A file of one string `key` and one shape of `slots` slots naming it,
+ * all null, and one event of that shape. */
+static tkbytes key_file(const char *key, size_t key_len, size_t slots)
+{
+	tkbytes f = {0}, p = {0};
+	unsigned char h[20] = {0x89, 'T', 'K', 'B', '\r', '\n', 0x1a, '\n', 1, 0, 0, 0};
+	put_le32(h + 16, (uint32_t)crc32(0, h, 16));
+	add_bytes(&f, h, sizeof h);
+	put_var(&p, 0); /* strings from id 0: one */
+	put_var(&p, 1);
+	put_var(&p, key_len);
+	add_bytes(&p, key, key_len);
+	put_var(&p, 0); /* shapes from id 0: one */
+	put_var(&p, 1);
+	put_var(&p, slots);
+	for (size_t i = 0; i < slots; i++) {
+		put_var(&p, 0);
+		unsigned char null_type = 5;
+		add_bytes(&p, &null_type, 1);
+	}
+	put_var(&p, 1);      /* one event: */
+	put_var(&p, 1u << 5); /* args, */
+	put_var(&p, 1);      /* of shape 0 */
+	put_chunk(&f, 2, 1, p.p, p.len);
+	free(p.p);
+	p = (tkbytes){0};
+	put_var(&p, 1); /* the end: one event, one chunk */
+	put_var(&p, 1);
+	put_chunk(&f, 4, 0, p.p, p.len);
+	free(p.p);
+	return f;
+}
+
+/* A shape of many slots naming one long key, a byte or two each: the key
+ * is not copied per slot, and an event's args past max_value_bytes make
+ * the chunk malformed (a 64 KiB key in 2,048 slots made 134 MB of args
+ * and held as much again); keys are written as they were, escaped where
+ * they are no JSON string body. */
+static void test_long_keys(void **state)
+{
+	(void)state;
+	size_t len = 65536;
+	char *key = malloc(len);
+	memset(key, 'k', len);
+	tkbytes f = key_file(key, len, 2048);
+	tk_reader_opts o = {.max_value_bytes = 1u << 20};
+	tk_reader *r = tu_open_mem(f.p, f.len, "keys.tkb", &o);
+	tu_events ev = {0};
+	int rc = tu_read_all(r, &ev);
+	if (rc != TK_ERR_FORMAT || ev.n)
+		fail_msg("a 64 KiB key in 2048 slots: rc %d after %zu events: %s", rc, ev.n, tk_reader_error(r));
+	tu_events_free(&ev);
+	tk_reader_free(r);
+	free(f.p);
+	free(key);
+	static const struct {
+		const char *key, *args;
+	} c[] = {{"kk", "{\"kk\":null,\"kk\":null,\"kk\":null}"}, {"a\"b", "{\"a\\\"b\":null,\"a\\\"b\":null,\"a\\\"b\":null}"}};
+	for (size_t i = 0; i < 2; i++) {
+		f = key_file(c[i].key, strlen(c[i].key), 3);
+		r = tu_open_mem(f.p, f.len, "keys.tkb", NULL);
+		rc = tu_read_all(r, &ev);
+		if (rc != TK_EOF || ev.n != 1)
+			fail_msg("key %s: rc %d after %zu events: %s", c[i].key, rc, ev.n, tk_reader_error(r));
+		if (!tu_sv_is(ev.ev[0]->args, c[i].args))
+			fail_msg("key %s: args %.*s, want %s", c[i].key, (int)ev.ev[0]->args.len, ev.ev[0]->args.ptr, c[i].args);
+		tu_events_free(&ev);
+		tk_reader_free(r);
+		free(f.p);
+	}
+}
+
 /* Compressed events chunks whose CRCs hold but whose payload does not
  * inflate (inflated on the threads, settled in file order on the
  * caller's): skipped with the same warning, counts and events on any
@@ -1090,7 +1256,8 @@ int main(int argc, char **argv)
 		    cmocka_unit_test(test_writer_meta),         cmocka_unit_test(test_args_values), cmocka_unit_test(test_crafted_keys),
 		    cmocka_unit_test(test_threads),             cmocka_unit_test(test_buf_limits),
 		    cmocka_unit_test(test_threads_lockstep),
-		    cmocka_unit_test(test_threads_bad_inflate),
+		    cmocka_unit_test(test_threads_bad_inflate), cmocka_unit_test(test_dictionary_gaps),
+		    cmocka_unit_test(test_long_keys),
 		};
 		rc = cmocka_run_group_tests(tests, NULL, NULL);
 	}

@@ -25,7 +25,8 @@ typedef struct tshape {
 enum { TK__OK_BODY = 1, TK__OK_VALUE = 2, TK__OK_MEMBERS = 4 };
 
 typedef struct tslot {
-	uint32_t pre_off, pre_len; /* "{\"key\":" or ",\"key\":" in prefixes */
+	const char *key; /* the key as JSON string body: in the reader's string table */
+	uint32_t key_len;
 	int type;
 } tslot;
 
@@ -41,7 +42,7 @@ typedef struct tdict {
 	size_t n_shapes;
 	const tslot *slots;
 	size_t n_slots;
-	const char *prefixes;
+	size_t max_args; /* an event's args text at most (max_value_bytes) */
 } tdict;
 
 /* A decoder of one chunk's event records: the delta state, the buffers of
@@ -131,8 +132,6 @@ typedef struct tstate {
 	size_t n_shapes, shapes_cap;
 	tslot *slots;
 	size_t n_slots, slots_cap;
-	char *prefixes;
-	size_t prefixes_len, prefixes_cap;
 	void **old; /* the arrays' earlier copies */
 	size_t n_old, old_cap;
 	z_stream z;
@@ -144,6 +143,9 @@ typedef struct tstate {
 	size_t ahead, max_ahead; /* the queued chunks' payload bytes, and their most */
 	int rd_end; /* the last job is read */
 	uint64_t pend_bad, pend_skipped, pend_lost;
+	/* bytes skipped in the whole file, and the dictionary ids taken as
+	 * defined in them (fill_gap): a lost id took at least a byte */
+	uint64_t skipped_all, gap_ids;
 	tjob *cur;  /* the J_EVENTS job being handed out */
 	tdec dec;   /* the caller's decoder */
 	tpool *pool; /* the decoding threads, NULL when none */
@@ -204,7 +206,6 @@ static void tkb_free(tk_reader *r)
 	job_free(s->cur);
 	dec_free(&s->dec);
 	tk__buf_free(&s->chunk);
-	free(s->prefixes);
 	free(s->strs);
 	free(s->sok);
 	free(s->shapes);
@@ -396,6 +397,7 @@ static int resync(tk_reader *r)
 	uint64_t skipped = r->base + r->pos - from;
 	s->pend_bad++;
 	s->pend_skipped += skipped;
+	s->skipped_all += skipped;
 	return tk__err_warn(&r->err,
 	                       "%s: chunk at byte %llu is damaged (bad chunk header): skipped %llu bytes "
 	                       "to the next chunk; the events it held are lost",
@@ -413,6 +415,7 @@ static int skip_chunk(tk_reader *r, uint64_t at, unsigned type, uint32_t count, 
 		return tk__reader_fail_at(r, TK_ERR_FORMAT, at, "chunk %s", why);
 	s->pend_bad++;
 	s->pend_skipped += len;
+	s->skipped_all += len;
 	s->pend_lost += count;
 	return tk__err_warn(&r->err, "%s: chunk at byte %llu (type %u, %zu bytes) %s: skipped it, %lu events lost",
 	                       r->name, (unsigned long long)at, type, len, why, (unsigned long)count)
@@ -660,13 +663,19 @@ static int grow(tstate *s, void **p, size_t *cap, size_t need, size_t size)
 	return 0;
 }
 
-/* Ids below `first` that we never saw came in a lost chunk: mark them missing. */
+/* Ids below `first` that we never saw came in a lost chunk: mark them
+ * missing. There are at most as many in the whole file as bytes were
+ * skipped (an entry takes a byte at least), so that a few bytes cannot ask
+ * for millions of placeholders chunk after chunk. */
 static int fill_gap(tk_reader *r, uint64_t at, size_t *n, uint64_t first, const char *what)
 {
+	tstate *s = r->fs;
 	if (first < *n)
 		return chunk_bad(r, at, what);
-	if (first - *n > TK__TKB_GAP_MAX)
+	uint64_t gap = first - *n;
+	if (gap > TK__TKB_GAP_MAX || gap > s->skipped_all - s->gap_ids)
 		return chunk_bad(r, at, what);
+	s->gap_ids += gap;
 	return 0;
 }
 
@@ -701,47 +710,39 @@ static int read_strings(tk_reader *r, uint64_t at)
 	return 0;
 }
 
-/* One slot of a new shape: its rendered key prefix and value type. */
+/* One slot of a new shape: its key (a string of the table, not copied:
+ * a shape of many slots names a long key in a byte or two each) and value
+ * type. */
 static int add_slot(tk_reader *r, uint64_t at, tshape *sh, uint32_t i, uint64_t key, unsigned type)
 {
 	tstate *s = r->fs;
 	if (key >= s->n_strs || type > TK__V_MAX)
 		return chunk_bad(r, at, "shape slot");
 	tk_sv k = s->strs[key];
-	tk__buf esc = {0};
 	if (k.ptr && !(s->sok[key] & TK__OK_BODY)) {
 		/* A key that is not the body of a JSON string (a raw quote, a NUL,
 		 * invalid UTF-8) is escaped as text, as the JSON reader would have
 		 * written it: it can never add a member to args, and it reads the same
-		 * after a round trip. */
-		if (tk__json_escape(&esc, k.ptr, k.len) < 0 || tk__buf_putc(&esc, 0)) {
+		 * after a round trip. Interned, the escaped text is kept once. */
+		tk__buf esc = {0};
+		if (tk__json_escape(&esc, k.ptr, k.len) < 0) {
 			tk__buf_free(&esc);
 			return nomem(r);
 		}
-		k = (tk_sv){esc.p, esc.len - 1};
+		k = tk__strtab_intern(&r->strs, esc.p ? esc.p : "", esc.len);
+		tk__buf_free(&esc);
+		if (!k.ptr)
+			return nomem(r);
 		sh->unsafe = 1;
 	}
+	if (k.len > UINT32_MAX)
+		return chunk_bad(r, at, "shape slot");
 	tslot *sl = &s->slots[sh->first + i];
 	sl->type = (int)type;
-	sl->pre_off = (uint32_t)s->prefixes_len;
-	sl->pre_len = (uint32_t)(k.len + 4);
-	if (!k.ptr) {
+	sl->key = k.ptr ? k.ptr : "";
+	sl->key_len = (uint32_t)k.len;
+	if (!k.ptr)
 		sh->missing = 1;
-		k.len = 0;
-	}
-	if (grow(s, (void **)&s->prefixes, &s->prefixes_cap, s->prefixes_len + k.len + 4, 1)) {
-		tk__buf_free(&esc);
-		return nomem(r);
-	}
-	char *d = s->prefixes + s->prefixes_len;
-	d[0] = i ? ',' : '{';
-	d[1] = '"';
-	if (k.len)
-		memcpy(d + 2, k.ptr, k.len);
-	d[k.len + 2] = '"';
-	d[k.len + 3] = ':';
-	s->prefixes_len += k.len + 4;
-	tk__buf_free(&esc);
 	return 0;
 }
 
@@ -802,7 +803,7 @@ static int settle_events(tk_reader *r, tjob *j)
 		return chunk_bad(r, j->at, "event count differs from the chunk header");
 	j->chunk_no = ++s->chunk_no;
 	j->ev_off = (size_t)(s->p - (const unsigned char *)j->pay.p);
-	j->d = (tdict){s->strs, s->sok, s->n_strs, s->shapes, s->n_shapes, s->slots, s->n_slots, s->prefixes};
+	j->d = (tdict){s->strs, s->sok, s->n_strs, s->shapes, s->n_shapes, s->slots, s->n_slots, r->opts.max_value_bytes};
 	return 0;
 }
 
@@ -963,12 +964,21 @@ static int render_args(tdec *d, size_t shape, const unsigned char **p, int *bad,
 	d->suspect |= sh->unsafe;
 	const tslot *sl = d->d.slots + sh->first;
 	for (uint32_t i = 0; i < sh->n && !*bad; i++) {
-		if (tk__buf_reserve(o, sl[i].pre_len + 48))
+		if (tk__buf_reserve(o, (size_t)sl[i].key_len + 4 + 48))
 			return TK_ERR_NOMEM;
-		memcpy(o->p + o->len, d->d.prefixes + sl[i].pre_off, sl[i].pre_len);
-		o->len += sl[i].pre_len;
+		char *w = o->p + o->len;
+		w[0] = i ? ',' : '{';
+		w[1] = '"';
+		memcpy(w + 2, sl[i].key, sl[i].key_len);
+		w[sl[i].key_len + 2] = '"';
+		w[sl[i].key_len + 3] = ':';
+		o->len += (size_t)sl[i].key_len + 4;
 		if (put_value(d, o, sl[i].type, &prev[i], p, bad, miss))
 			return TK_ERR_NOMEM;
+		/* keys and strings named in a byte or two each: no more text than
+		 * the limit on one value (the event is malformed past it) */
+		if (o->len - d->abase > d->d.max_args)
+			*bad = 1;
 	}
 	return tk__buf_putc(o, '}');
 }
