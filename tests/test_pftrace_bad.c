@@ -459,7 +459,7 @@ static void test_nested_dict_entries(void **state)
 	f_str(&da, DA_STRING, s);
 	for (size_t i = depth; i-- > 0;) {
 		pb outer = {0};
-		char k[16];
+		char k[32];
 		snprintf(k, sizeof k, "k%zu", i);
 		f_msg(&outer, DA_DICT, &da);
 		f_str(&outer, DA_NAME, k); /* the name after the entries: found first all the same */
