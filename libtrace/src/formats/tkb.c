@@ -144,7 +144,7 @@ typedef struct tstate {
 	int rd_end; /* the last job is read */
 	uint64_t pend_bad, pend_skipped, pend_lost;
 	/* bytes skipped in the whole file, and the dictionary ids taken as
-	 * defined in them (fill_gap): a lost id took at least a byte */
+	 * defined in them (fill_gap) */
 	uint64_t skipped_all, gap_ids;
 	tjob *cur;  /* the J_EVENTS job being handed out */
 	tdec dec;   /* the caller's decoder */
@@ -664,16 +664,19 @@ static int grow(tstate *s, void **p, size_t *cap, size_t need, size_t size)
 }
 
 /* Ids below `first` that we never saw came in a lost chunk: mark them
- * missing. There are at most as many in the whole file as bytes were
- * skipped (an entry takes a byte at least), so that a few bytes cannot ask
- * for millions of placeholders chunk after chunk. */
+ * missing. An entry takes a byte at least of a chunk's text, and deflate
+ * makes at most 1032 bytes of one byte, so the whole file has at most
+ * 1032 missing ids per byte skipped: a few bytes cannot ask for millions
+ * of placeholders chunk after chunk, and no file that lost a compressed
+ * chunk is refused. */
+#define TK__TKB_IDS_PER_LOST_BYTE 1032u
 static int fill_gap(tk_reader *r, uint64_t at, size_t *n, uint64_t first, const char *what)
 {
 	tstate *s = r->fs;
 	if (first < *n)
 		return chunk_bad(r, at, what);
-	uint64_t gap = first - *n;
-	if (gap > TK__TKB_GAP_MAX || gap > s->skipped_all - s->gap_ids)
+	uint64_t gap = first - *n, room = s->skipped_all * TK__TKB_IDS_PER_LOST_BYTE - s->gap_ids;
+	if (gap > TK__TKB_GAP_MAX || gap > room)
 		return chunk_bad(r, at, what);
 	s->gap_ids += gap;
 	return 0;
