@@ -924,70 +924,6 @@ static void put_chunk(tkbytes *b, unsigned type, uint32_t count, const unsigned 
 	add_bytes(b, pay, n);
 }
 
-/* EVENTS chunks of no events whose dictionary additions start far past
- * the ids seen (as after a lost chunk): the ids between are taken as lost
- * only as far as the bytes skipped in the file could have held them (1032
- * a byte, deflate's most), else the chunk is malformed, where each
- * chunk's gap of up to 4M ids used to be filled: a few hundred MB of
- * placeholders for 39 bytes. A gap within that is taken, as a lost
- * dictionary's is: a chunk of 68 bytes lost (its header damaged) leaves
- * room for 70,176 ids, strings and shapes together. */
-static void test_dictionary_gaps(void **state)
-{
-	(void)state;
-	static const struct {
-		int lost;       /* a damaged chunk of 40 bytes' payload first */
-		uint64_t first; /* where the additions start */
-		int chunks;
-		int ok;
-	} c[] = {{0, 1u << 22, 8, 0}, {1, 30, 1, 1}, {1, 35088, 1, 1}, {1, 35089, 1, 0}};
-	for (size_t ci = 0; ci < sizeof c / sizeof c[0]; ci++) {
-		tkbytes b = {0};
-		unsigned char h[20] = {0x89, 'T', 'K', 'B', '\r', '\n', 0x1a, '\n', 1, 0, 0, 0};
-		put_le32(h + 16, (uint32_t)crc32(0, h, 16));
-		add_bytes(&b, h, sizeof h);
-		unsigned char pay[64];
-		if (c[ci].lost) {
-			memset(pay, 'x', 40);
-			put_chunk(&b, 2, 0, pay, 40);
-			b.p[b.len - 41] ^= 1; /* in the header's CRC */
-		}
-		uint64_t first = 0;
-		for (int k = 0; k < c[ci].chunks; k++) {
-			first += c[ci].first;
-			unsigned char *q = pay;
-			for (int d = 0; d < 2; d++) { /* strings, then shapes: first, none */
-				uint64_t v = first;
-				while (v >= 0x80) {
-					*q++ = (unsigned char)(v | 0x80);
-					v >>= 7;
-				}
-				*q++ = (unsigned char)v;
-				*q++ = 0;
-			}
-			*q++ = 0; /* no events */
-			put_chunk(&b, 2, 0, pay, (size_t)(q - pay));
-		}
-		tk_reader *r = tu_open_mem(b.p, b.len, "gaps.tkb", NULL);
-		tu_events ev = {0};
-		int rc = tu_read_all(r, &ev);
-		assert_int_equal(ev.n, 0);
-		if (c[ci].ok) {
-			tk_tkb_info in;
-			if (rc != TK_EOF)
-				fail_msg("case %zu: rc %d: %s", ci, rc, tk_reader_error(r));
-			assert_int_equal(tk_reader_tkb_info(r, &in), 0);
-			assert_int_equal(in.bad_chunks, 1);
-			assert_int_equal(in.skipped_bytes, 68);
-		} else if (rc != TK_ERR_FORMAT || !tu_contains(tk_reader_error(r), "ids out of order")) {
-			fail_msg("case %zu: rc %d: %s", ci, rc, tk_reader_error(r));
-		}
-		tu_events_free(&ev);
-		tk_reader_free(r);
-		free(b.p);
-	}
-}
-
 static void put_var(tkbytes *b, uint64_t v)
 {
 	unsigned char t[10];
@@ -1264,8 +1200,7 @@ int main(int argc, char **argv)
 		    cmocka_unit_test(test_writer_meta),         cmocka_unit_test(test_args_values), cmocka_unit_test(test_crafted_keys),
 		    cmocka_unit_test(test_threads),             cmocka_unit_test(test_buf_limits),
 		    cmocka_unit_test(test_threads_lockstep),
-		    cmocka_unit_test(test_threads_bad_inflate), cmocka_unit_test(test_dictionary_gaps),
-		    cmocka_unit_test(test_long_keys),
+		    cmocka_unit_test(test_threads_bad_inflate), 		    cmocka_unit_test(test_long_keys),
 		};
 		rc = cmocka_run_group_tests(tests, NULL, NULL);
 	}

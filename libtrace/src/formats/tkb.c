@@ -143,9 +143,6 @@ typedef struct tstate {
 	size_t ahead, max_ahead; /* the queued chunks' payload bytes, and their most */
 	int rd_end; /* the last job is read */
 	uint64_t pend_bad, pend_skipped, pend_lost;
-	/* bytes skipped in the whole file, and the dictionary ids taken as
-	 * defined in them (fill_gap) */
-	uint64_t skipped_all, gap_ids;
 	tjob *cur;  /* the J_EVENTS job being handed out */
 	tdec dec;   /* the caller's decoder */
 	tpool *pool; /* the decoding threads, NULL when none */
@@ -397,7 +394,6 @@ static int resync(tk_reader *r)
 	uint64_t skipped = r->base + r->pos - from;
 	s->pend_bad++;
 	s->pend_skipped += skipped;
-	s->skipped_all += skipped;
 	return tk__err_warn(&r->err,
 	                       "%s: chunk at byte %llu is damaged (bad chunk header): skipped %llu bytes "
 	                       "to the next chunk; the events it held are lost",
@@ -415,7 +411,6 @@ static int skip_chunk(tk_reader *r, uint64_t at, unsigned type, uint32_t count, 
 		return tk__reader_fail_at(r, TK_ERR_FORMAT, at, "chunk %s", why);
 	s->pend_bad++;
 	s->pend_skipped += len;
-	s->skipped_all += len;
 	s->pend_lost += count;
 	return tk__err_warn(&r->err, "%s: chunk at byte %llu (type %u, %zu bytes) %s: skipped it, %lu events lost",
 	                       r->name, (unsigned long long)at, type, len, why, (unsigned long)count)
@@ -663,22 +658,13 @@ static int grow(tstate *s, void **p, size_t *cap, size_t need, size_t size)
 	return 0;
 }
 
-/* Ids below `first` that we never saw came in a lost chunk: mark them
- * missing. An entry takes a byte at least of a chunk's text, and deflate
- * makes at most 1032 bytes of one byte, so the whole file has at most
- * 1032 missing ids per byte skipped: a few bytes cannot ask for millions
- * of placeholders chunk after chunk, and no file that lost a compressed
- * chunk is refused. */
-#define TK__TKB_IDS_PER_LOST_BYTE 1032u
+/* Ids below `first` that we never saw came in a lost chunk: mark them missing. */
 static int fill_gap(tk_reader *r, uint64_t at, size_t *n, uint64_t first, const char *what)
 {
-	tstate *s = r->fs;
 	if (first < *n)
 		return chunk_bad(r, at, what);
-	uint64_t gap = first - *n, room = s->skipped_all * TK__TKB_IDS_PER_LOST_BYTE - s->gap_ids;
-	if (gap > TK__TKB_GAP_MAX || gap > room)
+	if (first - *n > TK__TKB_GAP_MAX)
 		return chunk_bad(r, at, what);
-	s->gap_ids += gap;
 	return 0;
 }
 
