@@ -11,46 +11,19 @@
 #include "testutil.h"
 
 /* Protobuf written forwards. */
-typedef struct {
-	unsigned char *p;
-	size_t n, cap;
-} pb;
-
-static void pb_raw(pb *b, const void *p, size_t n)
-{
-	if (b->n + n > b->cap) {
-		b->cap = (b->n + n) * 2 + 64;
-		b->p = realloc(b->p, b->cap);
-		assert_non_null(b->p);
-	}
-	if (n)
-		memcpy(b->p + b->n, p, n);
-	b->n += n;
-}
-
-static void pb_varint(pb *b, uint64_t v)
-{
-	unsigned char t[10];
-	size_t k = 0;
-	while (v >= 0x80) {
-		t[k++] = (unsigned char)(v | 0x80);
-		v >>= 7;
-	}
-	t[k++] = (unsigned char)v;
-	pb_raw(b, t, k);
-}
+typedef tu_bytes pb;
 
 static void f_int(pb *b, unsigned f, uint64_t v)
 {
-	pb_varint(b, (uint64_t)f << 3);
-	pb_varint(b, v);
+	tu_put_varint(b, (uint64_t)f << 3);
+	tu_put_varint(b, v);
 }
 
 static void f_bytes(pb *b, unsigned f, const void *p, size_t n)
 {
-	pb_varint(b, (uint64_t)f << 3 | 2);
-	pb_varint(b, n);
-	pb_raw(b, p, n);
+	tu_put_varint(b, (uint64_t)f << 3 | 2);
+	tu_put_varint(b, n);
+	tu_put(b, p, n);
 }
 
 static void f_str(pb *b, unsigned f, const char *s)

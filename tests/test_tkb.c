@@ -898,21 +898,8 @@ static void put_le32(unsigned char *p, uint32_t v)
 	p[3] = (unsigned char)(v >> 24);
 }
 
-typedef struct {
-	unsigned char *p;
-	size_t len;
-} tkbytes;
-
-static void add_bytes(tkbytes *b, const void *p, size_t n)
-{
-	b->p = realloc(b->p, b->len + n);
-	assert_non_null(b->p);
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-}
-
 /* A chunk of `type` (stored) with payload pay[0..n) at the end of b. */
-static void put_chunk(tkbytes *b, unsigned type, uint32_t count, const unsigned char *pay, size_t n)
+static void put_chunk(tu_bytes *b, unsigned type, uint32_t count, const unsigned char *pay, size_t n)
 {
 	unsigned char h[28] = {0xd7, 'T', 'K', 'c', (unsigned char)type, 0, 0, 0};
 	put_le32(h + 8, (uint32_t)n);
@@ -920,53 +907,164 @@ static void put_chunk(tkbytes *b, unsigned type, uint32_t count, const unsigned 
 	put_le32(h + 16, count);
 	put_le32(h + 20, (uint32_t)crc32(0, pay, (uInt)n));
 	put_le32(h + 24, (uint32_t)crc32(0, h, 24));
-	add_bytes(b, h, sizeof h);
-	add_bytes(b, pay, n);
+	tu_put(b, h, sizeof h);
+	tu_put(b, pay, n);
 }
 
-static void put_var(tkbytes *b, uint64_t v)
+/* The .tkb file header, version 1, at the start of f. */
+static void put_header(tu_bytes *f)
 {
-	unsigned char t[10];
-	size_t n = 0;
-	while (v >= 0x80) {
-		t[n++] = (unsigned char)(v | 0x80);
-		v >>= 7;
-	}
-	t[n++] = (unsigned char)v;
-	add_bytes(b, t, n);
+	unsigned char h[20] = {0x89, 'T', 'K', 'B', '\r', '\n', 0x1a, '\n', 1, 0, 0, 0};
+	put_le32(h + 16, (uint32_t)crc32(0, h, 16));
+	tu_put(f, h, sizeof h);
 }
 
 /* A file of one string `key` and one shape of `slots` slots naming it,
  * all null, and one event of that shape. */
-static tkbytes key_file(const char *key, size_t key_len, size_t slots)
+static tu_bytes key_file(const char *key, size_t key_len, size_t slots)
 {
-	tkbytes f = {0}, p = {0};
-	unsigned char h[20] = {0x89, 'T', 'K', 'B', '\r', '\n', 0x1a, '\n', 1, 0, 0, 0};
-	put_le32(h + 16, (uint32_t)crc32(0, h, 16));
-	add_bytes(&f, h, sizeof h);
-	put_var(&p, 0); /* strings from id 0: one */
-	put_var(&p, 1);
-	put_var(&p, key_len);
-	add_bytes(&p, key, key_len);
-	put_var(&p, 0); /* shapes from id 0: one */
-	put_var(&p, 1);
-	put_var(&p, slots);
+	tu_bytes f = {0}, p = {0};
+	put_header(&f);
+	tu_put_varint(&p, 0); /* strings from id 0: one */
+	tu_put_varint(&p, 1);
+	tu_put_varint(&p, key_len);
+	tu_put(&p, key, key_len);
+	tu_put_varint(&p, 0); /* shapes from id 0: one */
+	tu_put_varint(&p, 1);
+	tu_put_varint(&p, slots);
 	for (size_t i = 0; i < slots; i++) {
-		put_var(&p, 0);
+		tu_put_varint(&p, 0);
 		unsigned char null_type = 5;
-		add_bytes(&p, &null_type, 1);
+		tu_put(&p, &null_type, 1);
 	}
-	put_var(&p, 1);      /* one event: */
-	put_var(&p, 1u << 5); /* args, */
-	put_var(&p, 1);      /* of shape 0 */
-	put_chunk(&f, 2, 1, p.p, p.len);
+	tu_put_varint(&p, 1);      /* one event: */
+	tu_put_varint(&p, 1u << 5); /* args, */
+	tu_put_varint(&p, 1);      /* of shape 0 */
+	put_chunk(&f, 2, 1, p.p, p.n);
 	free(p.p);
-	p = (tkbytes){0};
-	put_var(&p, 1); /* the end: one event, one chunk */
-	put_var(&p, 1);
-	put_chunk(&f, 4, 0, p.p, p.len);
+	p = (tu_bytes){0};
+	tu_put_varint(&p, 1); /* the end: one event, one chunk */
+	tu_put_varint(&p, 1);
+	put_chunk(&f, 4, 0, p.p, p.n);
 	free(p.p);
 	return f;
+}
+
+/* An EVENTS chunk (stored) adding strings strs[0..ns) from id sfirst and
+ * shapes of one null slot keyed by string keys[0..nh) from id hfirst,
+ * then n event records ev. */
+static void dict_chunk(tu_bytes *f, uint64_t sfirst, const char *const *strs, size_t ns, uint64_t hfirst,
+                       const uint64_t *keys, size_t nh, const tu_bytes *ev, uint32_t n)
+{
+	tu_bytes p = {0};
+	tu_put_varint(&p, sfirst);
+	tu_put_varint(&p, ns);
+	for (size_t i = 0; i < ns; i++) {
+		tu_put_varint(&p, strlen(strs[i]));
+		tu_put(&p, strs[i], strlen(strs[i]));
+	}
+	tu_put_varint(&p, hfirst);
+	tu_put_varint(&p, nh);
+	for (size_t i = 0; i < nh; i++) {
+		unsigned char null_type = 5;
+		tu_put_varint(&p, 1);
+		tu_put_varint(&p, keys[i]);
+		tu_put(&p, &null_type, 1);
+	}
+	tu_put_varint(&p, n);
+	tu_put(&p, ev->p, ev->n);
+	put_chunk(f, 2, n, p.p, p.n);
+	free(p.p);
+}
+
+/* An 'i' event record named by string `name`, with args of shape id
+ * shape - 1 where shape is not 0. */
+static void put_named(tu_bytes *e, uint64_t name, uint64_t shape)
+{
+	tu_put_varint(e, 1u << 4 | 1u << 2 | (shape ? 1u << 5 : 0));
+	tu_put(e, "i", 1);
+	tu_put_varint(e, name);
+	if (shape)
+		tu_put_varint(e, shape);
+}
+
+/* Dictionary ids skipped by a chunk's first ids were added by lost
+ * chunks: kept as one range per gap, not an entry per id, so that any
+ * gap reads (here 2^40 ids, then 2^41) and 39-byte chunks that each skip
+ * 4M ids cost no memory per id (they held 130 MB each before); events
+ * that use an id in a gap are dropped and counted, on any number of
+ * threads alike. */
+static void test_dictionary_gaps(void **state)
+{
+	(void)state;
+	const uint64_t G = (uint64_t)1 << 40, S = 4000000;
+	const size_t skips = 1000;
+	tu_bytes f = {0}, e = {0};
+	put_header(&f);
+	const char *a[] = {"a"}, *b[] = {"b"}, *c[] = {"c"};
+	uint64_t k0 = 0, kG = G, kc[] = {3 * G, 5};
+	put_named(&e, 0, 1);
+	dict_chunk(&f, 0, a, 1, 0, &k0, 1, &e, 1);
+	e.n = 0;
+	put_named(&e, G, G + 1); /* kept: b {"b":null} */
+	put_named(&e, 7, 0);     /* a lost string: dropped */
+	put_named(&e, 0, 1);     /* kept: a {"a":null} */
+	put_named(&e, 0, 6);     /* a lost shape: it and the rest dropped */
+	put_named(&e, 0, 0);
+	dict_chunk(&f, G, b, 1, G, &kG, 1, &e, 5);
+	e.n = 0;
+	put_named(&e, 3 * G, G + 2); /* kept: c {"c":null} */
+	put_named(&e, 0, G + 3);     /* its shape's key was lost: dropped */
+	put_named(&e, G, 0);         /* kept: b */
+	dict_chunk(&f, 3 * G, c, 1, G + 1, kc, 2, &e, 3);
+	uint64_t sid = 3 * G + 1, hid = G + 3;
+	for (size_t i = 0; i < skips; i++) {
+		sid += S;
+		hid += S;
+		e.n = 0;
+		put_named(&e, sid, 0);
+		dict_chunk(&f, sid, c, 1, hid, NULL, 0, &e, 1);
+		sid++;
+	}
+	e.n = 0;
+	tu_put_varint(&e, 9 + skips);
+	tu_put_varint(&e, 3 + skips);
+	put_chunk(&f, 4, 0, e.p, e.n);
+	free(e.p);
+	static const char *want[][2] = {{"a", "{\"a\":null}"}, {"b", "{\"b\":null}"}, {"a", "{\"a\":null}"},
+	                                {"c", "{\"c\":null}"}, {"b", NULL}};
+	tk_reader *r1 = NULL;
+	for (unsigned threads = 1; threads <= 4; threads += 3) {
+		tk_reader_opts o = {.threads = threads};
+		tk_reader *r = tu_open_mem(f.p, f.n, "gaps.tkb", &o);
+		tu_events ev = {0};
+		int rc = tu_read_all(r, &ev);
+		if (rc != TK_EOF || ev.n != 5 + skips)
+			fail_msg("%u threads: rc %d after %zu events, want %zu: %s", threads, rc, ev.n, 5 + skips,
+			         tk_reader_error(r));
+		for (size_t i = 0; i < 5; i++) {
+			assert_true(tu_sv_is(ev.ev[i]->name, want[i][0]));
+			if (want[i][1])
+				assert_true(tu_sv_is(ev.ev[i]->args, want[i][1]));
+			else
+				assert_int_equal(ev.ev[i]->args.len, 0);
+		}
+		for (size_t i = 5; i < ev.n; i++)
+			assert_true(tu_sv_is(ev.ev[i]->name, "c"));
+		tk_tkb_info in;
+		assert_int_equal(tk_reader_tkb_info(r, &in), 0);
+		assert_int_equal(in.lost_events, 4);
+		assert_true(has_warning(r, "were dropped"));
+		tu_events_free(&ev);
+		if (r1) {
+			tu_same_end(r1, r, rc);
+			tk_reader_free(r);
+		} else {
+			r1 = r;
+		}
+	}
+	tk_reader_free(r1);
+	free(f.p);
 }
 
 /* A shape of many slots naming one long key, a byte or two each: the key
@@ -980,9 +1078,9 @@ static void test_long_keys(void **state)
 	size_t len = 65536;
 	char *key = malloc(len);
 	memset(key, 'k', len);
-	tkbytes f = key_file(key, len, 2048);
+	tu_bytes f = key_file(key, len, 2048);
 	tk_reader_opts o = {.max_value_bytes = 1u << 20};
-	tk_reader *r = tu_open_mem(f.p, f.len, "keys.tkb", &o);
+	tk_reader *r = tu_open_mem(f.p, f.n, "keys.tkb", &o);
 	tu_events ev = {0};
 	int rc = tu_read_all(r, &ev);
 	if (rc != TK_ERR_FORMAT || ev.n)
@@ -996,7 +1094,7 @@ static void test_long_keys(void **state)
 	} c[] = {{"kk", "{\"kk\":null,\"kk\":null,\"kk\":null}"}, {"a\"b", "{\"a\\\"b\":null,\"a\\\"b\":null,\"a\\\"b\":null}"}};
 	for (size_t i = 0; i < 2; i++) {
 		f = key_file(c[i].key, strlen(c[i].key), 3);
-		r = tu_open_mem(f.p, f.len, "keys.tkb", NULL);
+		r = tu_open_mem(f.p, f.n, "keys.tkb", NULL);
 		rc = tu_read_all(r, &ev);
 		if (rc != TK_EOF || ev.n != 1)
 			fail_msg("key %s: rc %d after %zu events: %s", c[i].key, rc, ev.n, tk_reader_error(r));
@@ -1200,7 +1298,8 @@ int main(int argc, char **argv)
 		    cmocka_unit_test(test_writer_meta),         cmocka_unit_test(test_args_values), cmocka_unit_test(test_crafted_keys),
 		    cmocka_unit_test(test_threads),             cmocka_unit_test(test_buf_limits),
 		    cmocka_unit_test(test_threads_lockstep),
-		    cmocka_unit_test(test_threads_bad_inflate), 		    cmocka_unit_test(test_long_keys),
+		    cmocka_unit_test(test_threads_bad_inflate), cmocka_unit_test(test_long_keys),
+		    cmocka_unit_test(test_dictionary_gaps),
 		};
 		rc = cmocka_run_group_tests(tests, NULL, NULL);
 	}

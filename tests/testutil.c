@@ -298,6 +298,30 @@ tk_sv tu_sv(const char *s)
 	return (tk_sv){s, strlen(s)};
 }
 
+void tu_put(tu_bytes *b, const void *p, size_t n)
+{
+	if (n > b->cap - b->n) {
+		b->cap = (b->n + n) * 2 + 64;
+		b->p = realloc(b->p, b->cap);
+		assert_non_null(b->p);
+	}
+	if (n)
+		memcpy(b->p + b->n, p, n);
+	b->n += n;
+}
+
+void tu_put_varint(tu_bytes *b, uint64_t v)
+{
+	unsigned char t[10];
+	size_t k = 0;
+	while (v >= 0x80) {
+		t[k++] = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	t[k++] = (unsigned char)v;
+	tu_put(b, t, k);
+}
+
 int tu_sv_is(tk_sv v, const char *s)
 {
 	size_t n = strlen(s);

@@ -57,6 +57,15 @@ void tu_linecol(const char *text, size_t at, unsigned long *line, unsigned long 
  * input bytes read too where both ended at TK_EOF (before an error, a
  * reader on threads may have read further). Fails the test otherwise. */
 void tu_same_end(const tk_reader *a, const tk_reader *b, int rc);
+/* Bytes written forwards, for crafted inputs: tu_put appends p[0..n),
+ * tu_put_varint a LEB128 varint (as protobuf and .tkb write them). Fails
+ * the test when out of memory; free(b->p) when done. */
+typedef struct tu_bytes {
+	unsigned char *p;
+	size_t n, cap;
+} tu_bytes;
+void tu_put(tu_bytes *b, const void *p, size_t n);
+void tu_put_varint(tu_bytes *b, uint64_t v);
 /* A tk_sv over a C string. */
 tk_sv tu_sv(const char *s);
 /* 1 if the string view holds exactly s. */

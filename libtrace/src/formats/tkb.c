@@ -9,7 +9,6 @@
 /* ---- reading ---- */
 
 #define TK__TKB_HDR_MAX (1u << 20)  /* largest file header body accepted */
-#define TK__TKB_GAP_MAX (1u << 22)  /* most dictionary ids a lost chunk may have held */
 #define TK__TKB_THREADS 64          /* most decoding threads */
 #define TK__TKB_AHEAD (1u << 20)    /* payload bytes read ahead per thread, past the first chunk */
 
@@ -17,7 +16,7 @@ enum { ST_CHUNKS, ST_EVENTS, ST_END };
 
 typedef struct tshape {
 	uint32_t n, first; /* slots[first .. first+n) */
-	int missing; /* 1: uses a string of a lost chunk; 2: defined in one (types unknown) */
+	int missing; /* uses a string of a lost chunk */
 	int unsafe;  /* a key is not a canonical JSON string body */
 } tshape;
 
@@ -30,6 +29,25 @@ typedef struct tslot {
 	int type;
 } tslot;
 
+/* Where a dictionary's ids stand in its array once chunks were lost: the
+ * ids from `id` on are at the array's index `at` on, up to the next
+ * range's `at` (or the array's end); the ids between one range's last and
+ * the next one's `id` were added by lost chunks (missing). A dictionary
+ * that lost none has no ranges and an id is its index. A gap costs one
+ * range however many ids it spans. */
+typedef struct trange {
+	uint64_t id;
+	size_t at;
+} trange;
+
+/* One dictionary's ids as a chunk sees them. */
+typedef struct tids {
+	const trange *rg;
+	size_t n_rg;
+	uint64_t n_ids; /* ids given out: the next chunk's first */
+	size_t n;       /* entries in the array */
+} tids;
+
 /* The dictionaries as a chunk's events see them: the entries below the
  * counts never change, and the arrays stay where they are (an array that
  * grows is copied, the old one kept until the reader is freed), so a
@@ -37,9 +55,9 @@ typedef struct tslot {
 typedef struct tdict {
 	const tk_sv *strs;
 	const unsigned char *sok; /* per string: TK__OK_* (checked once, when it is added) */
-	size_t n_strs;
+	tids str_ids;
 	const tshape *shapes;
-	size_t n_shapes;
+	tids shape_ids;
 	const tslot *slots;
 	size_t n_slots;
 	size_t max_args; /* an event's args text at most (max_value_bytes) */
@@ -130,6 +148,9 @@ typedef struct tstate {
 	size_t n_strs, strs_cap, sok_cap;
 	tshape *shapes;
 	size_t n_shapes, shapes_cap;
+	trange *srg, *hrg; /* the strings' and the shapes' ranges (trange) */
+	size_t n_srg, srg_cap, n_hrg, hrg_cap;
+	uint64_t str_ids, shape_ids; /* ids given out */
 	tslot *slots;
 	size_t n_slots, slots_cap;
 	void **old; /* the arrays' earlier copies */
@@ -207,6 +228,8 @@ static void tkb_free(tk_reader *r)
 	free(s->sok);
 	free(s->shapes);
 	free(s->slots);
+	free(s->srg);
+	free(s->hrg);
 	for (size_t i = 0; i < s->n_old; i++)
 		free(s->old[i]);
 	free(s->old);
@@ -658,13 +681,44 @@ static int grow(tstate *s, void **p, size_t *cap, size_t need, size_t size)
 	return 0;
 }
 
-/* Ids below `first` that we never saw came in a lost chunk: mark them missing. */
-static int fill_gap(tk_reader *r, uint64_t at, size_t *n, uint64_t first, const char *what)
+/* Index of `id` (below ids->n_ids) in its dictionary's array, or SIZE_MAX
+ * when a lost chunk added it. */
+static inline size_t id_at(const tids *ids, uint64_t id)
 {
-	if (first < *n)
+	if (!ids->n_rg)
+		return (size_t)id;
+	size_t lo = 0, hi = ids->n_rg; /* the last range starting at or before id (rg[0].id is 0) */
+	while (hi - lo > 1) {
+		size_t m = lo + (hi - lo) / 2;
+		if (ids->rg[m].id <= id)
+			lo = m;
+		else
+			hi = m;
+	}
+	size_t end = lo + 1 < ids->n_rg ? ids->rg[lo + 1].at : ids->n;
+	uint64_t k = id - ids->rg[lo].id;
+	return k < end - ids->rg[lo].at ? ids->rg[lo].at + (size_t)k : SIZE_MAX;
+}
+
+/* A chunk adds ids from `first` on to a dictionary of *n_ids ids and n
+ * entries: the ids from *n_ids up to `first` were added by lost chunks,
+ * and are kept as a range, not as entries. The caller counts each entry
+ * it adds in *n_ids and its n, so that a chunk found bad half-way leaves
+ * the ids it did not add missing. */
+static int add_ids(tk_reader *r, uint64_t at, trange **rg, size_t *n_rg, size_t *cap, uint64_t *n_ids, size_t n,
+                   uint64_t first, const char *what)
+{
+	tstate *s = r->fs;
+	if (first < *n_ids || first > (UINT64_MAX >> 2))
 		return chunk_bad(r, at, what);
-	if (first - *n > TK__TKB_GAP_MAX)
-		return chunk_bad(r, at, what);
+	if (first > *n_ids) {
+		if (grow(s, (void **)rg, cap, *n_rg + 2, sizeof **rg))
+			return nomem(r);
+		if (!*n_rg)
+			(*rg)[(*n_rg)++] = (trange){0, 0};
+		(*rg)[(*n_rg)++] = (trange){first, n};
+	}
+	*n_ids = first;
 	return 0;
 }
 
@@ -673,15 +727,14 @@ static int read_strings(tk_reader *r, uint64_t at)
 	tstate *s = r->fs;
 	int bad = 0;
 	uint64_t first = tk__get_varint(&s->p, s->e, &bad), n = tk__get_varint(&s->p, s->e, &bad);
-	if (bad || n > (uint64_t)(s->e - s->p) || fill_gap(r, at, &s->n_strs, first, "string ids out of order"))
-		return r->err.code ? r->err.code : chunk_bad(r, at, "string table");
-	if (grow(s, (void **)&s->strs, &s->strs_cap, (size_t)(first + n), sizeof *s->strs) ||
-	    grow(s, (void **)&s->sok, &s->sok_cap, (size_t)(first + n), 1))
+	if (bad || n > (uint64_t)(s->e - s->p))
+		return chunk_bad(r, at, "string table");
+	int rc = add_ids(r, at, &s->srg, &s->n_srg, &s->srg_cap, &s->str_ids, s->n_strs, first, "string ids out of order");
+	if (rc)
+		return rc;
+	if (grow(s, (void **)&s->strs, &s->strs_cap, s->n_strs + (size_t)n, sizeof *s->strs) ||
+	    grow(s, (void **)&s->sok, &s->sok_cap, s->n_strs + (size_t)n, 1))
 		return nomem(r);
-	while (s->n_strs < first) {
-		s->sok[s->n_strs] = 0;
-		s->strs[s->n_strs++] = (tk_sv){NULL, 0};
-	}
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t len = tk__get_varint(&s->p, s->e, &bad);
 		if (bad || len > (uint64_t)(s->e - s->p))
@@ -694,6 +747,7 @@ static int read_strings(tk_reader *r, uint64_t at)
 		                                    (tk__json_is_canonical(v.ptr, v.len, 1) ? TK__OK_VALUE : 0) |
 		                                    (tk__json_is_canonical(v.ptr, v.len, 2) ? TK__OK_MEMBERS : 0));
 		s->strs[s->n_strs++] = v;
+		s->str_ids++;
 		s->p += len;
 	}
 	return 0;
@@ -705,10 +759,12 @@ static int read_strings(tk_reader *r, uint64_t at)
 static int add_slot(tk_reader *r, uint64_t at, tshape *sh, uint32_t i, uint64_t key, unsigned type)
 {
 	tstate *s = r->fs;
-	if (key >= s->n_strs || type > TK__V_MAX)
+	if (key >= s->str_ids || type > TK__V_MAX)
 		return chunk_bad(r, at, "shape slot");
-	tk_sv k = s->strs[key];
-	if (k.ptr && !(s->sok[key] & TK__OK_BODY)) {
+	tids ids = {s->srg, s->n_srg, s->str_ids, s->n_strs};
+	size_t ki = id_at(&ids, key);
+	tk_sv k = ki == SIZE_MAX ? (tk_sv){NULL, 0} : s->strs[ki];
+	if (k.ptr && !(s->sok[ki] & TK__OK_BODY)) {
 		/* A key that is not the body of a JSON string (a raw quote, a NUL,
 		 * invalid UTF-8) is escaped as text, as the JSON reader would have
 		 * written it: it can never add a member to args, and it reads the same
@@ -756,6 +812,7 @@ static int read_shape(tk_reader *r, uint64_t at)
 	}
 	s->n_slots += n;
 	s->n_shapes++;
+	s->shape_ids++;
 	return 0;
 }
 
@@ -768,12 +825,12 @@ static int read_dicts(tk_reader *r, uint64_t at, const tk__buf *pay)
 	if (rc)
 		return rc;
 	uint64_t first = tk__get_varint(&s->p, s->e, &bad), n = tk__get_varint(&s->p, s->e, &bad);
-	if (bad || n > (uint64_t)(s->e - s->p) || fill_gap(r, at, &s->n_shapes, first, "shape ids out of order"))
-		return r->err.code ? r->err.code : chunk_bad(r, at, "shape table");
-	if (grow(s, (void **)&s->shapes, &s->shapes_cap, (size_t)(first + n), sizeof *s->shapes))
+	if (bad || n > (uint64_t)(s->e - s->p))
+		return chunk_bad(r, at, "shape table");
+	if ((rc = add_ids(r, at, &s->hrg, &s->n_hrg, &s->hrg_cap, &s->shape_ids, s->n_shapes, first, "shape ids out of order")))
+		return rc;
+	if (grow(s, (void **)&s->shapes, &s->shapes_cap, s->n_shapes + (size_t)n, sizeof *s->shapes))
 		return nomem(r);
-	while (s->n_shapes < first)
-		s->shapes[s->n_shapes++] = (tshape){0, 0, 2, 0};
 	for (uint64_t i = 0; i < n; i++)
 		if ((rc = read_shape(r, at)))
 			return rc;
@@ -792,7 +849,14 @@ static int settle_events(tk_reader *r, tjob *j)
 		return chunk_bad(r, j->at, "event count differs from the chunk header");
 	j->chunk_no = ++s->chunk_no;
 	j->ev_off = (size_t)(s->p - (const unsigned char *)j->pay.p);
-	j->d = (tdict){s->strs, s->sok, s->n_strs, s->shapes, s->n_shapes, s->slots, s->n_slots, r->opts.max_value_bytes};
+	j->d = (tdict){s->strs,
+	               s->sok,
+	               {s->srg, s->n_srg, s->str_ids, s->n_strs},
+	               s->shapes,
+	               {s->hrg, s->n_hrg, s->shape_ids, s->n_shapes},
+	               s->slots,
+	               s->n_slots,
+	               r->opts.max_value_bytes};
 	return 0;
 }
 
@@ -836,18 +900,18 @@ static void settle(tk_reader *r, tjob *j)
 static inline tk_sv str_ref(tdec *d, const unsigned char **p, int *bad, int *miss, int kind)
 {
 	uint64_t id = tk__get_varint(p, d->e, bad);
-	if (id >= d->d.n_strs) {
+	if (id >= d->d.str_ids.n_ids) {
 		*bad = 1;
 		return (tk_sv){"", 0};
 	}
-	if (kind && !(d->d.sok[id] & kind))
-		d->suspect = 1;
-	tk_sv v = d->d.strs[id];
-	if (!v.ptr) {
+	size_t i = id_at(&d->d.str_ids, id);
+	if (i == SIZE_MAX) {
 		*miss = 1;
-		v = (tk_sv){"", 0};
+		return (tk_sv){"", 0};
 	}
-	return v;
+	if (kind && !(d->d.sok[i] & kind))
+		d->suspect = 1;
+	return d->d.strs[i];
 }
 
 static void put_i64(tk__buf *o, int64_t v)
@@ -1023,12 +1087,13 @@ static int decode_args(tdec *d, const unsigned char **p, int *bad, int *miss)
 		}
 		rc = tk__buf_append(&d->args, *p, (size_t)n);
 		*p += n;
-	} else if (ref > d->d.n_shapes) {
+	} else if (ref > d->d.shape_ids.n_ids) {
 		*bad = 1;
-	} else if (d->d.shapes[ref - 1].missing == 2) {
-		return DEC_REST;
 	} else {
-		rc = render_args(d, (size_t)(ref - 1), p, bad, miss);
+		size_t i = id_at(&d->d.shape_ids, ref - 1);
+		if (i == SIZE_MAX) /* a lost chunk added it: its value types are unknown */
+			return DEC_REST;
+		rc = render_args(d, i, p, bad, miss);
 	}
 	if (rc || tk__buf_reserve(&d->args, 1))
 		return TK_ERR_NOMEM;
@@ -1104,8 +1169,8 @@ static int decode_event(tdec *d)
 /* The decoder at the start of job j's event records: 0 or TK_ERR_NOMEM. */
 static int dec_start(tdec *d, const tjob *j)
 {
-	if (d->epoch_cap < j->d.n_shapes) {
-		size_t nc = j->d.n_shapes + j->d.n_shapes / 2 + 16;
+	if (d->epoch_cap < j->d.shape_ids.n) {
+		size_t nc = j->d.shape_ids.n + j->d.shape_ids.n / 2 + 16;
 		uint32_t *ne = realloc(d->epoch, nc * sizeof *ne);
 		if (!ne)
 			return TK_ERR_NOMEM;
