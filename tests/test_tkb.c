@@ -778,6 +778,8 @@ static void test_buf_limits(void **state)
 
 /* ---- one thread against several ---- */
 
+static uint64_t cuts; /* of the batches both() read on threads, those cut at their size */
+
 /* Reads p[0..n) on one thread and on `threads` in lockstep: every event,
  * the end, the error, the warnings, the counts, the metadata and the
  * file's details the same. Returns the chunks decoded on other threads. */
@@ -830,6 +832,7 @@ static uint64_t both(const unsigned char *p, size_t n, unsigned threads, int str
 		assert_int_equal(ia.end.gpu_ns, ib.end.gpu_ns);
 		assert_int_equal(tk__tkb_batched(a), 0);
 		batched = tk__tkb_batched(b);
+		cuts += tk__tkb_cut(b);
 	}
 	tk_reader_free(a);
 	tk_reader_free(b);
@@ -950,11 +953,19 @@ static tu_bytes key_file(const char *key, size_t key_len, size_t slots)
 	return f;
 }
 
+/* A shape of one slot: key (a string id) and value type. */
+static void put_shape1(tu_bytes *b, uint64_t key, unsigned type)
+{
+	unsigned char t = (unsigned char)type;
+	tu_put_varint(b, 1);
+	tu_put_varint(b, key);
+	tu_put(b, &t, 1);
+}
+
 /* An EVENTS chunk (stored) adding strings strs[0..ns) from id sfirst and
- * shapes of one null slot keyed by string keys[0..nh) from id hfirst,
- * then n event records ev. */
+ * the nh shapes written in sh from id hfirst, then n event records ev. */
 static void dict_chunk(tu_bytes *f, uint64_t sfirst, const char *const *strs, size_t ns, uint64_t hfirst,
-                       const uint64_t *keys, size_t nh, const tu_bytes *ev, uint32_t n)
+                       const tu_bytes *sh, size_t nh, const tu_bytes *ev, uint32_t n)
 {
 	tu_bytes p = {0};
 	tu_put_varint(&p, sfirst);
@@ -965,12 +976,7 @@ static void dict_chunk(tu_bytes *f, uint64_t sfirst, const char *const *strs, si
 	}
 	tu_put_varint(&p, hfirst);
 	tu_put_varint(&p, nh);
-	for (size_t i = 0; i < nh; i++) {
-		unsigned char null_type = 5;
-		tu_put_varint(&p, 1);
-		tu_put_varint(&p, keys[i]);
-		tu_put(&p, &null_type, 1);
-	}
+	tu_put(&p, sh->p, sh->n);
 	tu_put_varint(&p, n);
 	tu_put(&p, ev->p, ev->n);
 	put_chunk(f, 2, n, p.p, p.n);
@@ -999,31 +1005,37 @@ static void test_dictionary_gaps(void **state)
 	(void)state;
 	const uint64_t G = (uint64_t)1 << 40, S = 4000000;
 	const size_t skips = 1000;
-	tu_bytes f = {0}, e = {0};
+	tu_bytes f = {0}, e = {0}, h = {0};
 	put_header(&f);
 	const char *a[] = {"a"}, *b[] = {"b"}, *c[] = {"c"};
-	uint64_t k0 = 0, kG = G, kc[] = {3 * G, 5};
 	put_named(&e, 0, 1);
-	dict_chunk(&f, 0, a, 1, 0, &k0, 1, &e, 1);
+	put_shape1(&h, 0, TK__V_NULL);
+	dict_chunk(&f, 0, a, 1, 0, &h, 1, &e, 1);
 	e.n = 0;
 	put_named(&e, G, G + 1); /* kept: b {"b":null} */
 	put_named(&e, 7, 0);     /* a lost string: dropped */
 	put_named(&e, 0, 1);     /* kept: a {"a":null} */
 	put_named(&e, 0, 6);     /* a lost shape: it and the rest dropped */
 	put_named(&e, 0, 0);
-	dict_chunk(&f, G, b, 1, G, &kG, 1, &e, 5);
+	h.n = 0;
+	put_shape1(&h, G, TK__V_NULL);
+	dict_chunk(&f, G, b, 1, G, &h, 1, &e, 5);
 	e.n = 0;
 	put_named(&e, 3 * G, G + 2); /* kept: c {"c":null} */
 	put_named(&e, 0, G + 3);     /* its shape's key was lost: dropped */
 	put_named(&e, G, 0);         /* kept: b */
-	dict_chunk(&f, 3 * G, c, 1, G + 1, kc, 2, &e, 3);
+	h.n = 0;
+	put_shape1(&h, 3 * G, TK__V_NULL);
+	put_shape1(&h, 5, TK__V_NULL);
+	dict_chunk(&f, 3 * G, c, 1, G + 1, &h, 2, &e, 3);
 	uint64_t sid = 3 * G + 1, hid = G + 3;
+	h.n = 0;
 	for (size_t i = 0; i < skips; i++) {
 		sid += S;
 		hid += S;
 		e.n = 0;
 		put_named(&e, sid, 0);
-		dict_chunk(&f, sid, c, 1, hid, NULL, 0, &e, 1);
+		dict_chunk(&f, sid, c, 1, hid, &h, 0, &e, 1);
 		sid++;
 	}
 	e.n = 0;
@@ -1031,6 +1043,7 @@ static void test_dictionary_gaps(void **state)
 	tu_put_varint(&e, 3 + skips);
 	put_chunk(&f, 4, 0, e.p, e.n);
 	free(e.p);
+	free(h.p);
 	static const char *want[][2] = {{"a", "{\"a\":null}"}, {"b", "{\"b\":null}"}, {"a", "{\"a\":null}"},
 	                                {"c", "{\"c\":null}"}, {"b", NULL}};
 	tk_reader *r1 = NULL;
@@ -1064,6 +1077,114 @@ static void test_dictionary_gaps(void **state)
 		}
 	}
 	tk_reader_free(r1);
+	free(f.p);
+}
+
+/* Chunk c (0..3) of the cut test: n events named "ev", of shape 0 (an
+ * INT slot and a STR of 1,000 bytes), with ts and pid deltas; chunk 1
+ * has an event naming a string of a lost chunk at 9,000, chunk 2 an
+ * event of a lost shape at 10,000, chunk 3 a bad record at 11,000. */
+static void cut_chunk(tu_bytes *f, int c, uint32_t n)
+{
+	tu_bytes e = {0}, h = {0};
+	const unsigned flags = TK__E_PH | TK__E_TS | TK__E_NAME | TK__E_ARGS | TK__ID_INT << TK__E_PID;
+	for (uint32_t i = 0; i < n; i++) {
+		if (c == 3 && i == 11000) {
+			tu_put_varint(&e, 1u << 13);
+			continue;
+		}
+		tu_put_varint(&e, flags);
+		tu_put(&e, "i", 1);
+		tu_put_varint(&e, 2 * (1 + i % 7));             /* ts delta */
+		tu_put_varint(&e, c == 1 && i == 9000 ? 7 : 0); /* name */
+		tu_put_varint(&e, i % 3);                       /* pid delta, zigzag */
+		tu_put_varint(&e, c == 2 && i == 10000 ? 3 : 1); /* shape */
+		tu_put_varint(&e, 2 * (i % 5));                 /* k */
+		tu_put_varint(&e, 1 + i % 2);                   /* n */
+	}
+	char *x = malloc(1001), *y = malloc(1001);
+	memset(x, 'x', 1000);
+	memset(y, 'y', 1000);
+	x[1000] = y[1000] = 0;
+	const char *strs[] = {"ev", x, y, "k", "n"}, *z[] = {"z"};
+	if (c == 0) {
+		tu_put_varint(&h, 2);
+		tu_put_varint(&h, 3);
+		tu_put(&h, "\0", 1);
+		tu_put_varint(&h, 4);
+		tu_put(&h, "\1", 1);
+		dict_chunk(f, 0, strs, 5, 0, &h, 1, &e, n);
+	} else if (c == 1) {
+		dict_chunk(f, 10, z, 1, 1, &h, 0, &e, n);
+	} else if (c == 2) {
+		put_shape1(&h, 0, TK__V_NULL);
+		dict_chunk(f, 11, NULL, 0, 5, &h, 1, &e, n);
+	} else {
+		dict_chunk(f, 11, NULL, 0, 6, &h, 0, &e, n);
+	}
+	free(x);
+	free(y);
+	free(e.p);
+	free(h.p);
+}
+
+/* A chunk whose events and text are more than a batch holds (8 MiB) is
+ * decoded by a thread as far as that, the caller decoding the rest with
+ * the decoder where the thread stopped (a few bytes of records could
+ * otherwise make a thread hold far more than the file: 33 KB took 1.1 GiB
+ * on four threads): the same events, drops, errors and warnings as on
+ * one thread, the delta state (ts, pid, INT slots) carried over the cut. */
+static void test_batch_cut(void **state)
+{
+	(void)state;
+	const uint32_t n = 12000;
+	tu_bytes f = {0}, e = {0};
+	put_header(&f);
+	size_t ends[4];
+	for (int c = 0; c < 4; c++) {
+		cut_chunk(&f, c, n);
+		ends[c] = f.n;
+	}
+	tu_put_varint(&e, 4 * n);
+	tu_put_varint(&e, 4);
+	put_chunk(&f, 4, 0, e.p, e.n);
+	free(e.p);
+	cuts = 0;
+	uint64_t batched = 0;
+	for (unsigned t = 2; t <= 8; t += 3)
+		for (int strict = 0; strict < 2; strict++)
+			batched += both(f.p, f.n, t, strict);
+	batched += both(f.p, ends[2] + 1000, 4, 0); /* cut inside the last events chunk */
+	batched += both(f.p, ends[3] - 5, 4, 0);
+	if (!cuts || cuts > batched)
+		fail_msg("%llu batches cut of %llu", (unsigned long long)cuts, (unsigned long long)batched);
+	/* what one thread gives: an event of chunk 1 dropped, chunk 2 from
+	 * its lost shape on, and the bad record of chunk 3 an error */
+	tk_reader *r = tu_open_mem(f.p, f.n, "cut.tkb", NULL);
+	tu_events ev = {0};
+	assert_int_equal(tu_read_all(r, &ev), TK_ERR_FORMAT);
+	assert_true(tu_contains(tk_reader_error(r), "unknown event flags"));
+	assert_int_equal(ev.n, n + n - 1 + 10000 + 11000);
+	tk_tkb_info in;
+	assert_int_equal(tk_reader_tkb_info(r, &in), 0);
+	assert_int_equal(in.lost_events, 1 + 2000);
+	/* chunk 0's events, as the deltas make them */
+	int64_t ts = 0, pid = 0, k = 0;
+	char *want = malloc(1100);
+	for (uint32_t i = 0; i < n; i++) {
+		const tk_event *x = ev.ev[i];
+		ts += 1 + i % 7;
+		pid += i % 3 == 1 ? -1 : i % 3 == 2 ? 1 : 0;
+		k += i % 5;
+		snprintf(want, 1100, "{\"k\":%lld,\"n\":\"%s\"}", (long long)k, i % 2 ? "y" : "x");
+		if (x->ts != ts || x->pid.num != pid || !tu_sv_is(x->name, "ev") || x->args.len != strlen(want) + 999 ||
+		    memcmp(x->args.ptr, want, strlen(want) - 2))
+			fail_msg("chunk 0, event %u: ts %lld pid %lld args %zu %.40s", i, (long long)x->ts,
+			         (long long)x->pid.num, x->args.len, x->args.ptr);
+	}
+	free(want);
+	tu_events_free(&ev);
+	tk_reader_free(r);
 	free(f.p);
 }
 
@@ -1299,7 +1420,7 @@ int main(int argc, char **argv)
 		    cmocka_unit_test(test_threads),             cmocka_unit_test(test_buf_limits),
 		    cmocka_unit_test(test_threads_lockstep),
 		    cmocka_unit_test(test_threads_bad_inflate), cmocka_unit_test(test_long_keys),
-		    cmocka_unit_test(test_dictionary_gaps),
+		    cmocka_unit_test(test_dictionary_gaps),      cmocka_unit_test(test_batch_cut),
 		};
 		rc = cmocka_run_group_tests(tests, NULL, NULL);
 	}

@@ -39,6 +39,9 @@ enum { TK__V_INT = 0, TK__V_STR = 1, TK__V_JSON = 2, TK__V_RAW = 3, TK__V_DEC = 
 /* Tests: the chunks of a reader's events decoded on another thread
  * (tk_reader_opts.threads > 1) and handed out so far. */
 uint64_t tk__tkb_batched(const tk_reader *r);
+/* Tests: of those, the ones whose batch stopped at its size, the rest
+ * decoded on the caller's thread. */
+uint64_t tk__tkb_cut(const tk_reader *r);
 
 /* ---- the encoder: dictionaries, events, chunk framing (tkb_enc.c) ---- */
 typedef struct tk__tkb_slot {

@@ -11,6 +11,7 @@
 #define TK__TKB_HDR_MAX (1u << 20)  /* largest file header body accepted */
 #define TK__TKB_THREADS 64          /* most decoding threads */
 #define TK__TKB_AHEAD (1u << 20)    /* payload bytes read ahead per thread, past the first chunk */
+#define TK__TKB_BATCH (8u << 20)    /* a batch's events and text at most, about (the rest: the caller's) */
 
 enum { ST_CHUNKS, ST_EVENTS, ST_END };
 
@@ -132,6 +133,12 @@ typedef struct tjob {
 	uint64_t counted; /* of missed, those counted as the events were handed out */
 	int complete;     /* the END chunk was read (J_END, or J_FAIL after it) */
 	uint32_t rest;    /* DEC_REST: the events left, that one included */
+	/* a batch cut at TK__TKB_BATCH (cut): the decoder as it stopped, at
+	 * record more_at, for the caller to decode the rest with; else a
+	 * spare decoder, kept with the job */
+	int cut;
+	size_t more_at;
+	tdec *more;
 } tjob;
 
 typedef struct tpool tpool;
@@ -168,7 +175,7 @@ typedef struct tstate {
 	tdec dec;   /* the caller's decoder */
 	tpool *pool; /* the decoding threads, NULL when none */
 	int pool_tried;
-	uint64_t batched; /* chunks handed out that a thread decoded (tests) */
+	uint64_t batched, cut; /* chunks handed out that a thread decoded, of them cut (tests) */
 } tstate;
 
 static int tkb_bid(const unsigned char *p, size_t n)
@@ -200,6 +207,9 @@ static void job_free(tjob *j)
 	tk__buf_free(&j->rtext);
 	free(j->rend);
 	free(j->before);
+	if (j->more)
+		dec_free(j->more);
+	free(j->more);
 	free(j);
 }
 
@@ -1246,7 +1256,10 @@ static int batch_keep(tdec *d, tjob *j)
 	return 0;
 }
 
-/* Decodes all of j into its batch (a thread's work), notes included. */
+/* Decodes j into its batch (a thread's work), notes included: all of it,
+ * or as far as the batch's events and text reach TK__TKB_BATCH bytes (a
+ * chunk can make far more of them than its bytes), the decoder then going
+ * with j for the caller to decode the rest. */
 static void decode_batch(tdec *d, tjob *j, const tk_reader_opts *o)
 {
 	j->n = j->idx = 0;
@@ -1257,8 +1270,13 @@ static void decode_batch(tdec *d, tjob *j, const tk_reader_opts *o)
 	d->args = j->text;
 	d->args.len = 0;
 	d->append = 1;
-	int rc = dec_start(d, j);
+	int rc = dec_start(d, j), cut = 0;
+	size_t per = sizeof *j->ev + sizeof *j->before + o->note_size;
 	while (!rc) {
+		if (j->n && j->idx < j->count && j->n * per + d->args.len >= TK__TKB_BATCH) {
+			cut = 1;
+			break;
+		}
 		rc = dec_next(d, j);
 		if (rc == DEC_MISS) {
 			d->args.len = d->abase;
@@ -1268,13 +1286,22 @@ static void decode_batch(tdec *d, tjob *j, const tk_reader_opts *o)
 			rc = batch_keep(d, j);
 		}
 	}
-	if (rc != DEC_DONE) {
+	if (rc != DEC_DONE && !cut) {
 		j->end = rc;
 		j->bad = d->bad;
 	}
 	j->text = d->args;
 	d->args = own;
 	d->append = 0;
+	if (cut && !j->more && !(j->more = calloc(1, sizeof *j->more))) {
+		j->end = TK_ERR_NOMEM;
+	} else if (cut) { /* this thread goes on with the job's spare decoder */
+		tdec t = *j->more;
+		*j->more = *d;
+		*d = t;
+		j->more_at = j->idx;
+		j->cut = 1;
+	}
 	tk__batch_fix(j->ev, j->n, &j->text);
 	tk__batch_notes(o, j->ev, j->n, &j->notes, &j->notes_cap);
 	if (j->render)
@@ -1446,7 +1473,7 @@ static tjob *job_take(tstate *s)
 	j->settled = j->zok = 0;
 	j->zst = Z_NONE;
 	j->status = J_READ;
-	j->batch = 0;
+	j->batch = j->cut = 0;
 	j->n = j->idx = 0;
 	j->end = DEC_OK;
 	j->missed = j->rest = j->counted = 0;
@@ -1643,7 +1670,19 @@ static int job_event(tk_reader *r, tjob *j, const tk_event **ev)
 			*ev = &j->ev[j->idx++];
 			return TK_OK;
 		}
-	} else {
+		if (j->cut) {
+			/* the batch stopped at its size: the rest is decoded here, by
+			 * the decoder where it stopped (the caller's own is kept with
+			 * the job) */
+			tdec t = s->dec;
+			s->dec = *j->more;
+			*j->more = t;
+			j->idx = j->more_at;
+			j->batch = j->cut = 0;
+			s->cut++;
+		}
+	}
+	if (!j->batch) {
 		for (;;) {
 			int rc = dec_next(&s->dec, j);
 			if (rc == DEC_OK) {
@@ -1719,6 +1758,11 @@ int tk_reader_tkb_info(const tk_reader *r, tk_tkb_info *out)
 uint64_t tk__tkb_batched(const tk_reader *r)
 {
 	return r && r->fmt == &tk__format_tkb && r->fs ? ((const tstate *)r->fs)->batched : 0;
+}
+
+uint64_t tk__tkb_cut(const tk_reader *r)
+{
+	return r && r->fmt == &tk__format_tkb && r->fs ? ((const tstate *)r->fs)->cut : 0;
 }
 
 static const tk__fmt tkb_rd = {tkb_bid, tkb_open, tkb_next, tkb_free};
