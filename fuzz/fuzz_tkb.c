@@ -5,7 +5,8 @@
  * memory file, which must read back to the same events. The input is also
  * read on one thread and on several (the chunks decoded on other threads)
  * in lockstep: the same events, end, error, warnings, counts, metadata and
- * file details. */
+ * file details; most inputs with the threads' batches cut small, so that
+ * the caller decodes the rest of a chunk where a thread stopped. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "fuzz_reencode.h"
 #include "tracekit/tkb.h"
 #include "../libtrace/src/internal.h"
+#include "../libtrace/src/tkb_int.h"
 
 #define MAX_EVENTS 4096
 
@@ -42,7 +44,11 @@ static void threads_lockstep(const uint8_t *data, size_t size, const tk_reader_o
 	o2.render_json = 1; /* the events' JSON written ahead too: by every thread, or as the tools run */
 	tk__render_always = size % 2;
 	tk__no_threads = size % 7 == 0; /* none started: the caller decodes every chunk */
+	size_t batch = tk__tkb_batch;
+	if (size % 5 < 3) /* batches cut after a few events: the caller decodes the rest */
+		tk__tkb_batch = 200 + 300 * (size % 5);
 	tk_fuzz_lockstep_memory(data, size, &o1, &o2, same_tkb_info);
+	tk__tkb_batch = batch;
 	tk__no_threads = 0;
 	tk__render_always = 0;
 }

@@ -42,6 +42,10 @@ uint64_t tk__tkb_batched(const tk_reader *r);
 /* Tests: of those, the ones whose batch stopped at its size, the rest
  * decoded on the caller's thread. */
 uint64_t tk__tkb_cut(const tk_reader *r);
+/* The most events and text a thread decodes of one chunk before the
+ * caller takes the rest (about; 8 MiB). Fuzzing sets it small, so that
+ * small inputs are cut too. */
+extern size_t tk__tkb_batch;
 
 /* ---- the encoder: dictionaries, events, chunk framing (tkb_enc.c) ---- */
 typedef struct tk__tkb_slot {

@@ -11,7 +11,6 @@
 #define TK__TKB_HDR_MAX (1u << 20)  /* largest file header body accepted */
 #define TK__TKB_THREADS 64          /* most decoding threads */
 #define TK__TKB_AHEAD (1u << 20)    /* payload bytes read ahead per thread, past the first chunk */
-#define TK__TKB_BATCH (8u << 20)    /* a batch's events and text at most, about (the rest: the caller's) */
 
 enum { ST_CHUNKS, ST_EVENTS, ST_END };
 
@@ -133,7 +132,7 @@ typedef struct tjob {
 	uint64_t counted; /* of missed, those counted as the events were handed out */
 	int complete;     /* the END chunk was read (J_END, or J_FAIL after it) */
 	uint32_t rest;    /* DEC_REST: the events left, that one included */
-	/* a batch cut at TK__TKB_BATCH (cut): the decoder as it stopped, at
+	/* a batch cut at tk__tkb_batch (cut): the decoder as it stopped, at
 	 * record more_at, for the caller to decode the rest with; else a
 	 * spare decoder, kept with the job */
 	int cut;
@@ -1256,8 +1255,10 @@ static int batch_keep(tdec *d, tjob *j)
 	return 0;
 }
 
+size_t tk__tkb_batch = 8u << 20;
+
 /* Decodes j into its batch (a thread's work), notes included: all of it,
- * or as far as the batch's events and text reach TK__TKB_BATCH bytes (a
+ * or as far as the batch's events and text reach tk__tkb_batch bytes (a
  * chunk can make far more of them than its bytes), the decoder then going
  * with j for the caller to decode the rest. */
 static void decode_batch(tdec *d, tjob *j, const tk_reader_opts *o)
@@ -1273,7 +1274,7 @@ static void decode_batch(tdec *d, tjob *j, const tk_reader_opts *o)
 	int rc = dec_start(d, j), cut = 0;
 	size_t per = sizeof *j->ev + sizeof *j->before + o->note_size;
 	while (!rc) {
-		if (j->n && j->idx < j->count && j->n * per + d->args.len >= TK__TKB_BATCH) {
+		if (j->n && j->idx < j->count && j->n * per + d->args.len >= tk__tkb_batch) {
 			cut = 1;
 			break;
 		}
