@@ -473,6 +473,86 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* A varint of v in all ten bytes (non-minimal, as protobuf allows). */
+static void put_varint10(pb *b, uint64_t v)
+{
+	unsigned char t[10];
+	for (int i = 0; i < 10; i++, v >>= 7)
+		t[i] = (unsigned char)((v & 0x7f) | (i < 9 ? 0x80 : 0));
+	tu_put(b, t, 10);
+}
+
+/* Top-level field headers of up to 20 bytes (a key and a length, each a
+ * varint of up to ten bytes) where one straddles the end of the reader's
+ * first 1 MiB window (the reader made sure of 11 bytes before a header:
+ * a two-byte key with a ten-byte length read as a damaged header there,
+ * and in memory did not): read alike from a file and from memory, on one
+ * thread and on two. */
+static void test_wide_field_header(void **state)
+{
+	(void)state;
+	const size_t window = (size_t)1 << 20;
+	for (int k = 0; k < 2; k++)
+		for (size_t back = 1; back <= 21; back++) {
+			pb t = {0}, pkt = {0}, te = {0};
+			for (int i = 0; i < 8; i++) { /* packets first: what makes it a Perfetto trace */
+				f_int(&te, TE_TYPE, 3); /* instant */
+				f_str(&te, TE_NAME, "d");
+				put_event(&t, &te, 500);
+			}
+			/* a packet of one unknown field, so that the header below starts
+			 * `back` bytes before the window's end */
+			size_t room = window - back - t.n - 1 - 10 - 2 - 10;
+			tu_put_varint(&t, TRACE_PACKET << 3 | 2);
+			put_varint10(&t, room + 2 + 10);
+			tu_put_varint(&t, 999u << 3 | 2);
+			put_varint10(&t, room);
+			unsigned char *fill = calloc(1, room);
+			tu_put(&t, fill, room);
+			free(fill);
+			assert_int_equal(t.n, window - back);
+			if (k == 0) { /* an unknown top-level field 100: a two-byte key */
+				tu_put_varint(&t, 100u << 3 | 2);
+				put_varint10(&t, 1);
+				tu_put(&t, "x", 1);
+			}
+			f_int(&te, TE_TYPE, 3);
+			f_str(&te, TE_NAME, "e");
+			f_int(&pkt, PKT_TIMESTAMP, 1000);
+			f_int(&pkt, PKT_SEQ_ID, 1);
+			f_msg(&pkt, PKT_TRACK_EVENT, &te);
+			if (k == 1) /* the packet's key in ten bytes too */
+				put_varint10(&t, TRACE_PACKET << 3 | 2);
+			else
+				tu_put_varint(&t, TRACE_PACKET << 3 | 2);
+			put_varint10(&t, pkt.n);
+			tu_put(&t, pkt.p, pkt.n);
+			free(pkt.p);
+			const char *path = tu_path("wide.pftrace");
+			tu_write_file(path, t.p, t.n);
+			for (unsigned threads = 1; threads <= 2; threads++) {
+				tk_reader_opts o = {.threads = threads};
+				tu_events ev = {0};
+				tk_reader *r;
+				int rc = read_pf(&t, &o, &ev, &r);
+				if (rc != TK_EOF || ev.n != 9)
+					fail_msg("case %d at %zu, memory, %u threads: rc %d after %zu events: %s", k, back, threads, rc,
+					         ev.n, tk_reader_error(r));
+				tu_events_free(&ev);
+				tk_reader_free(r);
+				assert_int_equal(tk_reader_open_path(&r, path, &o), TK_OK);
+				rc = tu_read_all(r, &ev);
+				if (rc != TK_EOF || ev.n != 9)
+					fail_msg("case %d at %zu, file, %u threads: rc %d after %zu events: %s", k, back, threads, rc,
+					         ev.n, tk_reader_error(r));
+				assert_true(tu_sv_is(ev.ev[8]->name, "e"));
+				tu_events_free(&ev);
+				tk_reader_free(r);
+			}
+			free(t.p);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -480,6 +560,7 @@ int main(void)
 		cmocka_unit_test(test_many_categories),       cmocka_unit_test(test_interned_string_copies),
 		cmocka_unit_test(test_many_sequences),        cmocka_unit_test(test_interned_iids),
 		cmocka_unit_test(test_nested_dict_entries),   cmocka_unit_test(test_deep_pftrace),
+		cmocka_unit_test(test_wide_field_header),
 	};
 	return cmocka_run_group_tests_name("pftrace_bad", tests, NULL, teardown);
 }

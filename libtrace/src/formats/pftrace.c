@@ -3066,6 +3066,7 @@ static int cut(tk_reader *r, uint64_t need)
 #define PF_THREADS 4
 #define PF_THREADS_MAX 64 /* what tk__pf_max_threads may allow */
 #define PF_BLOCK ((size_t)1 << 20)
+#define PF_FIELD_HDR_MAX (2 * TK__VARINT_MAX) /* a top-level field's key and length, each a varint */
 #define PF_TAKE 2048 /* packets the caller takes when it catches up with a thread */
 
 size_t tk__pf_block_bytes;  /* tests make the blocks smaller; 0: PF_BLOCK */
@@ -3354,7 +3355,7 @@ static void pool_read(tk_reader *r, ppool *P)
 	text_free(b, 0);
 	int stop = 0;
 	while (b->data.len < want) {
-		int rc = tk__reader_fill(r, 1 + TK__VARINT_MAX);
+		int rc = tk__reader_fill(r, PF_FIELD_HDR_MAX);
 		if (rc < 0 || r->pos == r->end)
 			break;
 		const unsigned char *p = r->buf + r->pos, *e = r->buf + r->end;
@@ -3575,7 +3576,7 @@ static int pf_next(tk_reader *r, const tk_event **ev)
 				continue;
 			}
 		}
-		rc = tk__reader_fill(r, 1 + TK__VARINT_MAX);
+		rc = tk__reader_fill(r, PF_FIELD_HDR_MAX);
 		if (rc)
 			return rc;
 		if (r->pos == r->end) {
