@@ -439,8 +439,9 @@ static char *make_pftrace(size_t n, size_t *len)
 
 /* Reads p[0..n) with one thread and with `threads`, and checks that both
  * give the same events, end, error, warnings, metadata and counts (the
- * input bytes read too, at the end). */
-static void pf_same(const void *p, size_t n, unsigned threads, int strict)
+ * input bytes read too, at the end). Returns the packets the threads left
+ * to the caller, their block's texts full. */
+static uint64_t pf_same(const void *p, size_t n, unsigned threads, int strict)
 {
 	tk_reader_opts o1 = {0}, o2 = {0};
 	o1.threads = 1;
@@ -458,8 +459,10 @@ static void pf_same(const void *p, size_t n, unsigned threads, int strict)
 		k++;
 	} while (ra == TK_OK);
 	tu_same_end(a, b, ra);
+	uint64_t left = tk__pftrace_left(b);
 	tk_reader_free(a);
 	tk_reader_free(b);
+	return left;
 }
 
 /* The .pftrace reader on threads (blocks read ahead, annotations rendered
@@ -499,6 +502,16 @@ static void test_pftrace_threads(void **state)
 		tk__no_threads = 0;
 	}
 	tk__pf_max_threads = 0;
+	/* a block's texts held to tk__pf_block_text (16 MiB; here 3,000 bytes,
+	 * a few events' annotations): the caller renders the rest of the block
+	 * itself; tried until the threads were ahead of the caller */
+	tk__pf_block_bytes = 9000;
+	tk__pf_block_text = 3000;
+	uint64_t left = 0;
+	for (int i = 0; i < 20 && !left; i++)
+		left += pf_same(pf, len, 3, 0) + pf_same(pf, len * 5 / 8, 4, 1);
+	assert_true(left > 0);
+	tk__pf_block_text = 0;
 	/* 16 threads asked for, 4 used */
 	tk__pf_block_bytes = 64;
 	pf_same(pf, len, 16, 0);

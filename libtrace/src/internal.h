@@ -214,6 +214,12 @@ extern int tk__no_threads;
 /* The blocks the .pftrace reader reads ahead for its threads (pftrace.c):
  * tests make them smaller; 0: 1 MiB. */
 extern size_t tk__pf_block_bytes;
+/* The text the .pftrace reader's threads render for one block, at most,
+ * about: tests make it smaller; 0: 16 MiB. tk__pftrace_left(): the
+ * packets the threads left to the caller for that, once the threads have
+ * ended (at the reader's end). */
+extern size_t tk__pf_block_text;
+uint64_t tk__pftrace_left(const tk_reader *r);
 /* The most threads that reader uses (the caller's counted), whatever
  * opts.threads asks: tests allow more; 0: 4, at most 64. */
 extern unsigned tk__pf_max_threads;

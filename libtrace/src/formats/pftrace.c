@@ -1527,6 +1527,7 @@ typedef struct pr {
 	const struct pres *pre; /* its annotations as a thread rendered them, NULL: none */
 	struct ppool *pool;     /* the threads that render ahead, NULL when none */
 	int pool_tried;
+	uint64_t left; /* a thread: packets it left to the caller, its block's texts full; the caller: all (tests) */
 } pr;
 
 /* Packets (field 1 of Trace) whose fields parse, as far as the bytes
@@ -3067,9 +3068,15 @@ static int cut(tk_reader *r, uint64_t need)
 #define PF_THREADS_MAX 64 /* what tk__pf_max_threads may allow */
 #define PF_BLOCK ((size_t)1 << 20)
 #define PF_FIELD_HDR_MAX (2 * TK__VARINT_MAX) /* a top-level field's key and length, each a varint */
+/* The most text a thread renders for one block, about: the generated
+ * trace makes 8 MB a block, the largest real ones 0.7 to 7.3 MB; a few
+ * bytes of a crafted packet can make up to max_value_bytes, so past this
+ * the caller renders the block's rest as it reads it. */
+#define PF_BLOCK_TEXT ((size_t)16 << 20)
 #define PF_TAKE 2048 /* packets the caller takes when it catches up with a thread */
 
 size_t tk__pf_block_bytes;  /* tests make the blocks smaller; 0: PF_BLOCK */
+size_t tk__pf_block_text;   /* tests make the texts' room smaller; 0: PF_BLOCK_TEXT */
 unsigned tk__pf_max_threads; /* tests allow more threads; 0: PF_THREADS */
 
 typedef struct ppk {
@@ -3093,6 +3100,7 @@ typedef struct pblk {
 	pres *res;   /* with claimed 1: a result per packet */
 	size_t res_cap;
 	ptext *text, *text_spare; /* the results' texts, the newest chunk first; chunks to reuse */
+	size_t text_bytes;        /* in text */
 } pblk;
 
 /* Room for n bytes of a result's text in b's chunks, NULL: out of memory. */
@@ -3115,6 +3123,7 @@ static char *text_room(pblk *b, size_t n)
 		b->text = c;
 	}
 	c->len += n;
+	b->text_bytes += n;
 	return c->p + c->len - n;
 }
 
@@ -3127,6 +3136,7 @@ static void text_free(pblk *b, int all)
 		b->text_spare = c;
 	}
 	b->text = NULL;
+	b->text_bytes = 0;
 	for (ptext *c = all ? b->text_spare : NULL, *nx; c; c = nx) {
 		nx = c->next;
 		free(c);
@@ -3210,9 +3220,14 @@ static int walk_packet(tk_reader *w, const unsigned char *p, size_t n, pres *res
 	if (k.interned && take_interned(w, q, k.interned, k.interned_n, 1u << K_ANN | 1u << K_STR))
 		return -1;
 	int st = PRE_FREE;
-	if (!res || !te ||
-	    !__atomic_compare_exchange_n(&res->state, &st, PRE_BUSY, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		return 0; /* nothing to render, or the caller has come this far */
+	if (!res || !te)
+		return 0; /* nothing to render */
+	if (b->text_bytes >= (tk__pf_block_text ? tk__pf_block_text : PF_BLOCK_TEXT)) {
+		s->left++; /* the block's texts are full: the caller renders it */
+		return 0;
+	}
+	if (!__atomic_compare_exchange_n(&res->state, &st, PRE_BUSY, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return 0; /* the caller has come this far */
 	rres rr;
 	rev ev;
 	memset(&rr, 0, sizeof rr);
@@ -3316,6 +3331,7 @@ static void pool_free(pr *s)
 	pthread_mutex_unlock(&P->mu);
 	for (int i = 0; i < P->n_wk; i++) {
 		pthread_join(P->wk[i].th, NULL);
+		s->left += ((pr *)P->wk[i].w->fs)->left;
 		tk_reader_free(P->wk[i].w);
 	}
 	pthread_mutex_destroy(&P->mu);
@@ -3642,3 +3658,8 @@ static const char *const pftrace_suffixes[] = {".pftrace", ".perfetto-trace", NU
 
 const tk__format tk__format_pftrace = {TK_FORMAT_PFTRACE, "pftrace", pftrace_suffixes, TK__FMT_WHOLE_GZIP | TK__FMT_BINARY,
                                        &pftrace_rd, &pftrace_wr};
+
+uint64_t tk__pftrace_left(const tk_reader *r)
+{
+	return r && r->fmt == &tk__format_pftrace && r->fs ? ((const pr *)r->fs)->left : 0;
+}
