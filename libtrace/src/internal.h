@@ -216,7 +216,8 @@ extern int tk__no_threads;
 extern size_t tk__pf_block_bytes;
 /* The text the .pftrace reader's threads render for one block, at most,
  * about: tests make it smaller; 0: 16 MiB. tk__pftrace_left(): the
- * packets the threads left to the caller for that, once the threads have
+ * packets the threads met with their block's texts full and did not
+ * render (with any the caller had taken already), once the threads have
  * ended (at the reader's end). */
 extern size_t tk__pf_block_text;
 uint64_t tk__pftrace_left(const tk_reader *r);

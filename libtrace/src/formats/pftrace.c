@@ -1527,7 +1527,7 @@ typedef struct pr {
 	const struct pres *pre; /* its annotations as a thread rendered them, NULL: none */
 	struct ppool *pool;     /* the threads that render ahead, NULL when none */
 	int pool_tried;
-	uint64_t left; /* a thread: packets it left to the caller, its block's texts full; the caller: all (tests) */
+	uint64_t left; /* a thread: packets met with its block's texts full (some the caller took already); the caller: all (tests) */
 } pr;
 
 /* Packets (field 1 of Trace) whose fields parse, as far as the bytes
