@@ -1545,6 +1545,8 @@ static void settle_ready(tk_reader *r)
 		j->settled = 1;
 		if (P)
 			pthread_cond_broadcast(&P->cv_w);
+		if (j->kind == J_FAIL)
+			return; /* settling it failed: the jobs after it are never handed out */
 	}
 }
 
