@@ -83,22 +83,13 @@ static outcome both(const void *p, size_t n, unsigned threads, size_t block, con
 	int rb = tk_reader_open_memory(&b, p, n, "t.json", &o2);
 	assert_int_equal(ra, rb);
 	outcome out = {0};
-	while (!ra) {
-		const tk_event *ea, *eb;
-		ra = tk_reader_next(a, &ea);
-		rb = tk_reader_next(b, &eb);
-		if (ra != rb)
-			fail_msg("event %llu: %d on one thread, %d on %u (%s | %s)", (unsigned long long)out.events, ra, rb,
-			         threads, tk_reader_error(a), tk_reader_error(b));
-		if (ra != TK_OK)
-			break;
-		if (!tk_event_equal(ea, eb))
-			fail_msg("event %llu differs on %u threads, blocks of %zu", (unsigned long long)out.events, threads,
-			         block);
-		out.events++;
-	}
+	char what[64];
+	snprintf(what, sizeof what, "one thread against %u, blocks of %zu", threads, block);
+	if (!ra)
+		ra = tu_lockstep(a, b, what, &out.events);
+	else
+		tu_same_end(a, b, ra);
 	out.rc = ra;
-	tu_same_end(a, b, ra);
 	out.par = b->par != NULL;
 	tk__par_counts(b->par, &out.handed, &out.resumed);
 	tk_reader_free(a);

@@ -1,4 +1,6 @@
-/* test_realtraces.c: every trace in ../shared/realtraces converted by trace-convert, then both read and compared. */
+/* test_realtraces.c: every trace in ../shared/realtraces converted by trace-convert, then both read and
+ * compared; with --threads (threads_real), every trace, its .tkb and its .pftrace read on one thread and
+ * on four in lockstep. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <spawn.h>
@@ -10,6 +12,9 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "../libtrace/src/internal.h"
+#include "../libtrace/src/par.h"
+#include "../libtrace/src/tkb_int.h"
 
 extern char **environ;
 
@@ -231,6 +236,102 @@ static void test_one(void **state)
 	}
 }
 
+/* ---- --threads: one thread against four, on each trace and its conversions ---- */
+
+/* What the threads did over every trace, for the checks at the end: JSON
+ * events the parse threads handed out, .tkb chunks decoded on the threads
+ * and batches cut at their size. */
+static uint64_t par_handed, tkb_batched, tkb_cuts;
+
+/* Reads path on one thread and on four in lockstep (tu_lockstep), with
+ * the small blocks and batches set by the caller; the read must end well. */
+static void lockstep(const row *rw, const char *path, const char *as)
+{
+	tk_reader_opts o1 = {0}, o4 = {0};
+	o1.threads = 1;
+	o4.threads = 4;
+	tk_reader *a = NULL, *b = NULL;
+	if (tk_reader_open_path(&a, path, &o1) || tk_reader_open_path(&b, path, &o4))
+		fail_msg("%s (%s): %s | %s", rw->path, as, tk_reader_error(a), tk_reader_error(b));
+	char what[700];
+	snprintf(what, sizeof what, "%s (%s), one thread against four", rw->path, as);
+	uint64_t n;
+	if (tu_lockstep(a, b, what, &n) != TK_EOF)
+		fail_msg("%s: %s", what, tk_reader_error(a));
+	if (!strcmp(as, "as given") && n != rw->events)
+		fail_msg("%s: %llu events, index.tsv says %llu", what, (unsigned long long)n, rw->events);
+	uint64_t handed = 0, resumed = 0;
+	if (b->par)
+		tk__par_counts(b->par, &handed, &resumed);
+	par_handed += handed;
+	tkb_batched += tk__tkb_batched(b);
+	tkb_cuts += tk__tkb_cut(b);
+	tk_reader_free(a);
+	tk_reader_free(b);
+}
+
+/* in, read on one thread, written to out in `format`, its metadata too. */
+static void write_as(const row *rw, const char *in, const char *out, int format)
+{
+	tk_reader *r = NULL;
+	tk_writer *w = NULL;
+	tk_writer_opts wo = {0};
+	wo.format = format;
+	int rc = tk_reader_open_path(&r, in, NULL);
+	rc = rc ? rc : tk_writer_open_path(&w, out, &wo);
+	const tk_event *ev;
+	size_t copied = 0;
+	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK)
+		rc = tk_copy_meta(w, r, &copied) || tk_writer_write(w, ev);
+	if (rc == TK_EOF)
+		rc = tk_copy_meta(w, r, &copied) || tk_writer_close(w);
+	if (rc)
+		fail_msg("%s to %s: %s %s", rw->path, out, tk_reader_error(r), w ? tk_writer_error(w) : "");
+	tk_writer_free(w);
+	tk_reader_free(r);
+}
+
+/* The trace as given (JSON, gzip, an archive's member), its .tkb and its
+ * .pftrace, each read on one thread and on four: the same events, counts,
+ * metadata and messages. Blocks and batches are small here so that every
+ * trace is cut at many places, the small ones too: JSON blocks of 16 KiB,
+ * .tkb batches cut at 16 KiB, .pftrace blocks of 16 KiB with at most 8 KiB
+ * of text rendered ahead in each. */
+static void test_threads_one(void **state)
+{
+	const row *rw = *state;
+	char in[1024];
+	snprintf(in, sizeof in, "%s/%s", dir, rw->path);
+	tk__par_block_bytes = 16u << 10;
+	tk__tkb_batch = 16u << 10;
+	tk__pf_block_bytes = 16u << 10;
+	tk__pf_block_text = 8u << 10;
+	lockstep(rw, in, "as given");
+	const char *tkb = tu_path("t.tkb"), *pf = tu_path("t.pftrace");
+	write_as(rw, in, tkb, TK_FORMAT_TKB);
+	lockstep(rw, tkb, ".tkb");
+	unlink(tkb);
+	write_as(rw, in, pf, TK_FORMAT_PFTRACE);
+	lockstep(rw, pf, ".pftrace");
+	unlink(pf);
+	tk__par_block_bytes = 0;
+	tk__tkb_batch = 8u << 20;
+	tk__pf_block_bytes = 0;
+	tk__pf_block_text = 0;
+}
+
+/* After every trace: the threads did the work on the real traces. */
+static void test_threads_did_work(void **state)
+{
+	(void)state;
+	printf("JSON events handed out by the parse threads: %llu; .tkb chunks decoded on the threads: %llu, "
+	       "batches cut: %llu\n",
+	       (unsigned long long)par_handed, (unsigned long long)tkb_batched, (unsigned long long)tkb_cuts);
+	assert_true(par_handed > 0);
+	assert_true(tkb_batched > 0);
+	assert_true(tkb_cuts > 0);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -240,8 +341,9 @@ static int teardown(void **state)
 
 int main(int argc, char **argv)
 {
+	int threads = argc == 2 && !strcmp(argv[1], "--threads");
 	if (argc != 2) {
-		fprintf(stderr, "usage: test_realtraces TRACE-CONVERT\n");
+		fprintf(stderr, "usage: test_realtraces TRACE-CONVERT | --threads\n");
 		return 2;
 	}
 	tool = argv[1];
@@ -256,12 +358,13 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	row *rows = calloc(256, sizeof *rows);
-	struct CMUnitTest *tests = calloc(256, sizeof *tests);
+	struct CMUnitTest *tests = calloc(257, sizeof *tests);
 	size_t n = 0;
 	char line[4096];
 	while (n < 256 && fgets(line, sizeof line, f))
 		if (parse_row(line, &rows[n]) == 0) {
-			tests[n] = (struct CMUnitTest){rows[n].path, test_one, NULL, NULL, &rows[n]};
+			tests[n] = (struct CMUnitTest){rows[n].path, threads ? test_threads_one : test_one, NULL, NULL,
+			                               &rows[n]};
 			n++;
 		}
 	fclose(f);
@@ -269,7 +372,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s lists no traces\n", index);
 		return 1;
 	}
-	int rc = _cmocka_run_group_tests("realtraces", tests, n, NULL, teardown);
+	if (threads)
+		tests[n++] = (struct CMUnitTest){"the threads did the work", test_threads_did_work, NULL, NULL, NULL};
+	int rc = _cmocka_run_group_tests(threads ? "threads_real" : "realtraces", tests, n, NULL, teardown);
 	free(tests);
 	free(rows);
 	return rc;

@@ -448,17 +448,9 @@ static uint64_t pf_same(const void *p, size_t n, unsigned threads, int strict)
 	o2.threads = threads;
 	o1.strict = o2.strict = strict;
 	tk_reader *a = tu_open_mem(p, n, "t.pftrace", &o1), *b = tu_open_mem(p, n, "t.pftrace", &o2);
-	const tk_event *ea, *eb;
-	int ra, rb;
-	size_t k = 0;
-	do {
-		ra = tk_reader_next(a, &ea);
-		rb = tk_reader_next(b, &eb);
-		if (ra != rb || (ra == TK_OK && !tk_event_equal(ea, eb)))
-			fail_msg("threads %u, %zu bytes: event %zu differs (%d, %d)", threads, n, k, ra, rb);
-		k++;
-	} while (ra == TK_OK);
-	tu_same_end(a, b, ra);
+	char what[64];
+	snprintf(what, sizeof what, "threads %u, %zu bytes", threads, n);
+	tu_lockstep(a, b, what, NULL);
 	uint64_t left = tk__pftrace_left(b);
 	tk_reader_free(a);
 	tk_reader_free(b);

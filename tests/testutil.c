@@ -332,6 +332,28 @@ int tu_sv_is(tk_sv v, const char *s)
 	return 0;
 }
 
+int tu_lockstep(tk_reader *a, tk_reader *b, const char *what, uint64_t *events)
+{
+	const tk_event *ea, *eb;
+	uint64_t k = 0;
+	int ra, rb;
+	for (;; k++) {
+		ra = tk_reader_next(a, &ea);
+		rb = tk_reader_next(b, &eb);
+		if (ra != rb)
+			fail_msg("%s: event %llu: %d against %d (%s | %s)", what, (unsigned long long)k, ra, rb,
+			         tk_reader_error(a), tk_reader_error(b));
+		if (ra != TK_OK)
+			break;
+		if (!tk_event_equal(ea, eb))
+			fail_msg("%s: event %llu differs", what, (unsigned long long)k);
+	}
+	tu_same_end(a, b, ra);
+	if (events)
+		*events = k;
+	return ra;
+}
+
 void tu_same_end(const tk_reader *a, const tk_reader *b, int rc)
 {
 	const tk_reader_stats *x = tk_reader_get_stats(a), *y = tk_reader_get_stats(b);

@@ -57,6 +57,11 @@ void tu_linecol(const char *text, size_t at, unsigned long *line, unsigned long 
  * input bytes read too where both ended at TK_EOF (before an error, a
  * reader on threads may have read further). Fails the test otherwise. */
 void tu_same_end(const tk_reader *a, const tk_reader *b, int rc);
+/* Reads a and b (the same input) in step to their end: the same status
+ * at every call, every event equal (tk_event_equal), then tu_same_end().
+ * `what` names the pair in a failure. Returns the last status; *events
+ * (may be NULL): the events both handed out. */
+int tu_lockstep(tk_reader *a, tk_reader *b, const char *what, uint64_t *events);
 /* Bytes written forwards, for crafted inputs: tu_put appends p[0..n),
  * tu_put_varint a LEB128 varint (as protobuf and .tkb write them). Fails
  * the test when out of memory; free(b->p) when done. */
