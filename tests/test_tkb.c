@@ -774,8 +774,6 @@ static void test_buf_limits(void **state)
 	tk_tkb_writer_free(NULL);
 }
 
-/* ---- the real traces: JSON -> .tkb -> events, compared in lockstep ---- */
-
 /* ---- one thread against several ---- */
 
 static uint64_t cuts; /* of the batches both() read on threads, those cut at their size */
@@ -1313,6 +1311,8 @@ static void test_threads_bad_inflate(void **state)
 	free(p);
 	free_file(&f);
 }
+
+/* ---- the real traces (--real): JSON -> .tkb -> events, compared in lockstep ---- */
 
 static int compare_readers(tk_reader *a, tk_reader *b, const char *f)
 {
