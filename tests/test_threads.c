@@ -209,16 +209,48 @@ static void test_gzip_libdeflate(void **state)
 	tu_events_free(&in);
 }
 
-/* The threads of this process (Linux: /proc/self/task). */
-static int task_count(void)
+/* The threads of this process named `name`, or all of them with NULL
+ * (Linux: /proc/self/task). */
+static int task_count(const char *name)
 {
 	DIR *d = opendir("/proc/self/task");
 	assert_non_null(d);
 	int n = 0;
-	for (struct dirent *e; (e = readdir(d));)
-		n += e->d_name[0] != '.';
+	for (struct dirent *e; (e = readdir(d));) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[300], comm[64] = "";
+		snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (f) {
+			if (!fgets(comm, sizeof comm, f))
+				comm[0] = 0;
+			fclose(f);
+		}
+		comm[strcspn(comm, "\n")] = 0;
+		n += !name || !strcmp(comm, name);
+	}
 	closedir(d);
 	return n;
+}
+
+/* The library's threads carry their names (what top -H, perf and bench's
+ * rss_run --threads-cpu show): a reader's parse threads, gzip output's. */
+static void test_thread_names(void **state)
+{
+	(void)state;
+	size_t len;
+	char *text = make_trace(60000, &len);
+	assert_int_equal(task_count("tk-parse"), 0);
+	tk_reader_opts o = {0};
+	o.threads = 3;
+	tk_reader *r = tu_open_mem(text, len, "names.json", &o);
+	const tk_event *ev;
+	assert_int_equal(tk_reader_next(r, &ev), TK_OK);
+	assert_int_equal(task_count("tk-parse"), 2); /* the caller parses too */
+	tk_reader_free(r);
+	assert_int_equal(task_count("tk-parse"), 0);
+	free(text);
 }
 
 /* gzip output deflated on the threads asked for (tk_writer_opts.threads;
@@ -230,7 +262,7 @@ static void test_gzip_threads_asked(void **state)
 	const unsigned asked[] = {1, 3, 0};
 	char *first = NULL;
 	size_t first_n = 0;
-	int base = task_count();
+	int base = task_count(NULL);
 	for (size_t k = 0; k < sizeof asked / sizeof *asked; k++) {
 		const char *path = tu_path("asked.json.gz");
 		tk_writer_opts o = {TK_FORMAT_AUTO, -1, 0, 0, asked[k]};
@@ -239,10 +271,11 @@ static void test_gzip_threads_asked(void **state)
 		for (size_t i = 0; i < in.n; i++)
 			assert_int_equal(tk_writer_write(w, in.ev[i]), 0);
 		int cpus = tk__cpus() > TK__SINK_MAX_THREADS ? TK__SINK_MAX_THREADS : tk__cpus();
-		assert_int_equal(task_count() - base, asked[k] ? (int)asked[k] : cpus);
+		assert_int_equal(task_count(NULL) - base, asked[k] ? (int)asked[k] : cpus);
+		assert_int_equal(task_count("tk-write"), asked[k] ? (int)asked[k] : cpus);
 		assert_int_equal(tk_writer_close(w), 0);
 		tk_writer_free(w);
-		assert_int_equal(task_count(), base);
+		assert_int_equal(task_count(NULL), base);
 		size_t n;
 		char *file = tu_read_file(path, &n);
 		if (!first) {
@@ -964,7 +997,7 @@ static void count_tasks(void *ctx, const char *pass, uint64_t bytes, uint64_t ev
 	(void)bytes;
 	(void)events;
 	seen_tasks *t = ctx;
-	int n = task_count() - t->base;
+	int n = task_count(NULL) - t->base;
 	if (strcmp(pass, "writing") == 0 && n > t->most)
 		t->most = n;
 }
@@ -979,7 +1012,7 @@ static void test_split_gzip_threads_capped(void **state)
 	char path[512];
 	snprintf(path, sizeof path, "%s", trace_file(200000, "capped.json", &in));
 	tu_events_free(&in);
-	seen_tasks t = {task_count(), 0};
+	seen_tasks t = {task_count(NULL), 0};
 	tk_split_opts o = {0};
 	o.dir = tu_path("capped");
 	o.name = "p";
@@ -1012,6 +1045,7 @@ int main(void)
 		cmocka_unit_test(test_gzip_budget_through_thread),
 		cmocka_unit_test(test_gzip_same_bytes_without_threads),
 		cmocka_unit_test(test_gzip_threads_asked),
+		cmocka_unit_test(test_thread_names),
 		cmocka_unit_test(test_gzip_libdeflate),
 		cmocka_unit_test(test_gzip_read_ahead),
 		cmocka_unit_test(test_pftrace_threads),

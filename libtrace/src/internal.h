@@ -224,7 +224,12 @@ uint64_t tk__pftrace_left(const tk_reader *r);
 /* The most threads that reader uses (the caller's counted), whatever
  * opts.threads asks: tests allow more; 0: 4, at most 64. */
 extern unsigned tk__pf_max_threads;
-int tk__thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
+/* pthread_create, unless tests set tk__no_threads; `name` (at most 15
+ * characters) is the thread's, as top -H, perf and /proc show it:
+ * tk-parse (a reader's parse threads), tk-input (the input read and
+ * inflated ahead), tk-read (events read ahead for a tool), tk-nest (the
+ * stats' nesting), tk-sort, tk-write (output deflated and written). */
+int tk__thread_start(pthread_t *th, void *(*fn)(void *), void *arg, const char *name);
 /* Tests set this to make the gzip writer's walk of libdeflate's blocks
  * refuse every one, so that its way out (zlib deflates them) is exercised. */
 extern int tk__gzip_no_walk;

@@ -542,7 +542,7 @@ int tk__par_start(tk_reader *r, const tk__par_fmt *f)
 		w->P = P;
 		if (!(w->w = tk__reader_worker(r)))
 			break;
-		if (tk__thread_start(&w->th, worker_main, w)) {
+		if (tk__thread_start(&w->th, worker_main, w, "tk-parse")) {
 			tk_reader_free(w->w);
 			w->w = NULL;
 			break;

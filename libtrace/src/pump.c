@@ -98,7 +98,6 @@ static int fill(tk__pump *p, batch *b)
 static void *pump_main(void *arg)
 {
 	tk__pump *p = arg;
-	pthread_setname_np(pthread_self(), "tk-read");
 	size_t next = 0; /* the batch the thread fills next */
 	for (;;) {
 		pthread_mutex_lock(&p->mu);
@@ -148,7 +147,7 @@ int tk__pump_open(tk__pump **out, const char *path, const tk_reader_opts *o, uin
 		if (!(p->b[i].ev = malloc(BATCH_EVENTS * sizeof *p->b[i].ev)))
 			return TK_ERR_NOMEM;
 	/* without a thread the caller reads a batch whenever it needs one */
-	p->started = tk__thread_start(&p->th, pump_main, p) == 0;
+	p->started = tk__thread_start(&p->th, pump_main, p, "tk-read") == 0;
 	return 0;
 }
 

@@ -121,7 +121,6 @@ static void *aio_main(void *arg)
 {
 	tk__sink *s = arg;
 	tk__aio *a = s->aio;
-	pthread_setname_np(pthread_self(), "tk-write");
 	char err[TK__ERRLEN];
 	void *enc = s->f ? s->f->enc_new(s->fst, err) : NULL;
 	int enc_rc = s->f && !enc ? TK_ERR_NOMEM : 0;
@@ -214,7 +213,7 @@ static void aio_start(tk__sink *s)
 	pthread_cond_init(&a->done, NULL);
 	a->written = s->bytes_out; /* the header and what was written before the threads */
 	s->aio = a;
-	while (a->n_th < want && !tk__thread_start(&a->th[a->n_th], aio_main, s))
+	while (a->n_th < want && !tk__thread_start(&a->th[a->n_th], aio_main, s, "tk-write"))
 		a->n_th++;
 	if (!a->n_th) {
 		s->aio = NULL;

@@ -340,7 +340,6 @@ static int on_bg_thread(const tk_sorter *s)
 static void *bg_main(void *arg)
 {
 	tk_sorter *s = arg;
-	pthread_setname_np(pthread_self(), "tk-sort");
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
 		while (!s->bg_busy && !s->bg_quit)
@@ -399,7 +398,7 @@ static int spill_half(tk_sorter *s)
 	int rc = bg_wait(s);
 	if (rc)
 		return rc;
-	if (!s->bg_started && !tk__thread_start(&s->bg, bg_main, s))
+	if (!s->bg_started && !tk__thread_start(&s->bg, bg_main, s, "tk-sort"))
 		s->bg_started = 1;
 	if (!s->bg_started)
 		return spill(s, &s->buf[s->fill]);

@@ -250,7 +250,7 @@ void tk__src_read_ahead(tk__src *s)
 		}
 	a->seen = s->bytes_in;
 	s->ahead = a;
-	if (tk__thread_start(&a->th, ahead_main, s)) {
+	if (tk__thread_start(&a->th, ahead_main, s, "tk-input")) {
 		s->ahead = NULL;
 		ahead_free(a);
 	}

@@ -291,7 +291,7 @@ int tk__nest_init(tk__nest *n, const tk_stats_opts *o)
 	}
 	n->sync = 1;
 	/* without the thread the caller processes each record as it comes */
-	n->running = tk__thread_start(&n->th, nest_main, n) == 0;
+	n->running = tk__thread_start(&n->th, nest_main, n, "tk-nest") == 0;
 	return 0;
 }
 

@@ -28,10 +28,16 @@ const char *tk_strerror(int code)
 
 int tk__no_threads;
 
-/* pthread_create, or the failure that tests ask for (0 started). */
-int tk__thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
+/* pthread_create, or the failure that tests ask for (0 started); the
+ * thread gets its name (what top -H, perf and /proc show). */
+int tk__thread_start(pthread_t *th, void *(*fn)(void *), void *arg, const char *name)
 {
-	return tk__no_threads ? -1 : pthread_create(th, NULL, fn, arg);
+	if (tk__no_threads)
+		return -1;
+	int rc = pthread_create(th, NULL, fn, arg);
+	if (!rc)
+		pthread_setname_np(*th, name); /* a name it could not take changes nothing else */
+	return rc;
 }
 
 int tk__cpus(void)

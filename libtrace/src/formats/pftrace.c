@@ -3464,7 +3464,7 @@ static void pool_threads(tk_reader *r, ppool *P)
 		pthread_mutex_lock(&P->mu);
 		P->n_wk++; /* counted before it runs: block 0 is kept for it */
 		pthread_mutex_unlock(&P->mu);
-		if (tk__thread_start(&k->th, walker, k)) {
+		if (tk__thread_start(&k->th, walker, k, "tk-parse")) {
 			pthread_mutex_lock(&P->mu);
 			P->n_wk--;
 			pthread_mutex_unlock(&P->mu);

@@ -1445,7 +1445,7 @@ static void pool_start(tk_reader *r)
 	pthread_cond_init(&P->cv_m, NULL);
 	for (unsigned i = 0; i + 1 < nth; i++) {
 		P->arg[P->n_th] = (targ){P, P->n_th};
-		if (tk__thread_start(&P->th[P->n_th], pool_main, &P->arg[P->n_th]))
+		if (tk__thread_start(&P->th[P->n_th], pool_main, &P->arg[P->n_th], "tk-parse"))
 			break;
 		P->n_th++;
 	}
