@@ -1,7 +1,10 @@
-/* rss_run.c: run a command and report its wall time, peak RSS, CPU time and exit status on stderr. */
+/* rss_run.c: run a command and report its wall time, peak RSS, CPU time and exit status on stderr;
+ * with --threads-cpu, also the CPU time of its threads by name. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/time.h>
@@ -40,12 +43,107 @@ static int wait_child(pid_t pid, int *status, struct rusage *ru)
 	}
 }
 
+/* ---- --threads-cpu: the child's threads sampled from /proc ---- */
+
+#define MAX_TIDS 4096
+
+typedef struct tsample {
+	int tid;
+	char name[32];
+	unsigned long long ns; /* time on a processor, the last sample (schedstat) */
+} tsample;
+
+static tsample tids[MAX_TIDS];
+static int n_tids;
+
+static int read_small(const char *path, char *buf, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, cap - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return 0;
+}
+
+/* One look at every thread of pid: its name and its time so far. A thread
+ * that ends between two looks loses what it ran since the last (a look
+ * every millisecond or so). */
+static void sample_threads(pid_t pid)
+{
+	char dir[64], path[128], buf[128];
+	snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	for (struct dirent *e; (e = readdir(d)) != NULL;) {
+		int tid = atoi(e->d_name);
+		if (tid <= 0)
+			continue;
+		snprintf(path, sizeof path, "%s/%d/schedstat", dir, tid);
+		if (read_small(path, buf, sizeof buf))
+			continue;
+		unsigned long long ns = strtoull(buf, NULL, 10);
+		int i = 0;
+		while (i < n_tids && tids[i].tid != tid)
+			i++;
+		if (i == n_tids) {
+			if (n_tids == MAX_TIDS)
+				continue;
+			n_tids++;
+			tids[i].tid = tid;
+			tids[i].name[0] = 0;
+		}
+		/* the name as the thread set it: read again until it has one of its own */
+		snprintf(path, sizeof path, "%s/%d/comm", dir, tid);
+		if (read_small(path, buf, sizeof buf) == 0) {
+			buf[strcspn(buf, "\n")] = 0;
+			snprintf(tids[i].name, sizeof tids[i].name, "%.31s", buf);
+		}
+		tids[i].ns = ns;
+	}
+	closedir(d);
+}
+
+/* `threads_cpu_s NAME=SECONDS[/THREADS] ...`, the threads grouped by name. */
+static void print_threads(void)
+{
+	fprintf(stderr, "threads_cpu_s");
+	for (int i = 0; i < n_tids; i++) {
+		if (!tids[i].name[0])
+			continue;
+		unsigned long long ns = 0;
+		int k = 0;
+		for (int j = i; j < n_tids; j++)
+			if (!strcmp(tids[j].name, tids[i].name)) {
+				ns += tids[j].ns;
+				k++;
+				if (j > i)
+					tids[j].name[0] = 0;
+			}
+		fprintf(stderr, " %s=%.3f", tids[i].name, (double)ns / 1e9);
+		if (k > 1)
+			fprintf(stderr, "/%d", k);
+	}
+	fprintf(stderr, "\n");
+}
+
 int main(int argc, char **argv)
 {
+	int per_thread = argc > 1 && strcmp(argv[1], "--threads-cpu") == 0;
+	if (per_thread) {
+		argv++;
+		argc--;
+	}
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-		fprintf(stderr, "usage: rss_run CMD [ARGS...]\n"
+		fprintf(stderr, "usage: rss_run [--threads-cpu] CMD [ARGS...]\n"
 		                "Runs CMD and prints `wall_s=<s> max_rss_kib=<KiB> cpu_s=<s> rc=<exit>` to\n"
-		                "stderr (cpu_s: user and system time of CMD and its waited-for children).\n");
+		                "stderr (cpu_s: user and system time of CMD and its waited-for children).\n"
+		                "--threads-cpu: also `threads_cpu_s NAME=SECONDS[/THREADS] ...` on the line\n"
+		                "before, the time CMD's threads ran, grouped by their names (tracekit's:\n"
+		                "tk-parse, tk-input, tk-read, tk-nest, tk-sort, tk-write; the main thread has\n"
+		                "the program's), looked up in /proc about every millisecond.\n");
 		return argc < 2 ? 2 : 0;
 	}
 	double t0 = now_s();
@@ -62,8 +160,22 @@ int main(int argc, char **argv)
 	int status = 0;
 	struct rusage ru;
 	memset(&ru, 0, sizeof ru);
+	if (per_thread) {
+		/* look until the child has ended (a zombie has no threads to show) */
+		const struct timespec ms = {0, 1000000};
+		siginfo_t si;
+		for (;;) {
+			memset(&si, 0, sizeof si);
+			if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
+				break;
+			sample_threads(pid);
+			nanosleep(&ms, NULL);
+		}
+	}
 	if (wait_child(pid, &status, &ru) != 0)
 		return 127;
+	if (per_thread)
+		print_threads();
 	double wall = now_s() - t0;
 	int rc = shell_status(status);
 	double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +

@@ -125,3 +125,23 @@ for c in "trace-stats json" "trace-convert json -> json"; do
 	lim=$((64 + 16 * T))
 	awk -v n="$c: peak MiB on $T threads" -v v="$mib" -v g="$lim" 'BEGIN { printf "%-60s %6.1f  (<= %s) %s\n", n, v, g, (v <= g ? "met" : "NOT met") }'
 done
+
+# where the time went: each thread's processor time, grouped by the thread's name
+# (rss_run --threads-cpu; the main thread has the program's name), one run each on
+# the most threads: a thread whose time is close to the wall time is what bounds the case
+echo "-- processor seconds by thread on $T threads (one run each; wall time first)"
+cpu_row() { # NAME CMD...
+	local name=$1 line
+	shift
+	"$RSS" --threads-cpu "$@" >/dev/null 2>"$LOG" || { echo "$BENCH: $name failed: $(cat "$LOG")" >&2; exit 1; }
+	line=$(grep '^wall_s=' "$LOG" | tail -n 1)
+	line=${line#wall_s=}
+	printf "%-34s %7.2f  %s\n" "$name" "${line%% *}" "$(grep -o 'threads_cpu_s .*' "$LOG" | tail -n 1 | cut -d' ' -f2-)"
+}
+cpu_row "trace-stats json" "$STATS" -q -t ops,kernels,memcpy,api --threads "$T" "$IN"
+cpu_row "trace-stats json.gz" "$STATS" -q -t ops,kernels,memcpy,api --threads "$T" "$GZ"
+cpu_row "trace-stats tkb" "$STATS" -q -t ops,kernels,memcpy,api --threads "$T" "$TKB"
+cpu_row "trace-stats pftrace" "$STATS" -q -t ops,kernels,memcpy,api --threads "$T" "$PFT"
+cpu_row "trace-convert json -> json" "$CONVERT" -q --threads "$T" "$IN" -o /dev/null
+cpu_row "trace-convert json -> json.gz" "$CONVERT" -q --threads "$T" "$IN" -o "$WORK/out.json.gz"
+rm -f "$WORK/out.json.gz"
