@@ -50,7 +50,7 @@ static int wait_child(pid_t pid, int *status, struct rusage *ru)
 typedef struct tsample {
 	int tid;
 	char name[32];
-	unsigned long long ns; /* time on a processor, the last sample (schedstat) */
+	unsigned long long ns; /* time on a processor, the last sample (schedstat, else stat) */
 } tsample;
 
 static tsample tids[MAX_TIDS];
@@ -81,10 +81,21 @@ static void sample_threads(pid_t pid)
 		int tid = atoi(e->d_name);
 		if (tid <= 0)
 			continue;
+		unsigned long long ns;
 		snprintf(path, sizeof path, "%s/%d/schedstat", dir, tid);
-		if (read_small(path, buf, sizeof buf))
-			continue;
-		unsigned long long ns = strtoull(buf, NULL, 10);
+		if (read_small(path, buf, sizeof buf) == 0) {
+			ns = strtoull(buf, NULL, 10);
+		} else {
+			/* a kernel without schedstat: user and system clock ticks
+			 * (fields 14 and 15 of stat, after the name in brackets) */
+			char st[1024];
+			snprintf(path, sizeof path, "%s/%d/stat", dir, tid);
+			const char *q = read_small(path, st, sizeof st) ? NULL : strrchr(st, ')');
+			unsigned long long ut, stt;
+			if (!q || sscanf(q + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &stt) != 2)
+				continue;
+			ns = (ut + stt) * (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
+		}
 		int i = 0;
 		while (i < n_tids && tids[i].tid != tid)
 			i++;
