@@ -273,22 +273,10 @@ static void lockstep(const row *rw, const char *path, const char *as)
 /* in, read on one thread, written to out in `format`, its metadata too. */
 static void write_as(const row *rw, const char *in, const char *out, int format)
 {
-	tk_reader *r = NULL;
-	tk_writer *w = NULL;
 	tk_writer_opts wo = {0};
 	wo.format = format;
-	int rc = tk_reader_open_path(&r, in, NULL);
-	rc = rc ? rc : tk_writer_open_path(&w, out, &wo);
-	const tk_event *ev;
-	size_t copied = 0;
-	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK)
-		rc = tk_copy_meta(w, r, &copied) || tk_writer_write(w, ev);
-	if (rc == TK_EOF)
-		rc = tk_copy_meta(w, r, &copied) || tk_writer_close(w);
-	if (rc)
-		fail_msg("%s to %s: %s %s", rw->path, out, tk_reader_error(r), w ? tk_writer_error(w) : "");
-	tk_writer_free(w);
-	tk_reader_free(r);
+	if (tu_convert(in, out, &wo, NULL))
+		fail_msg("%s: not written to %s (the messages above)", rw->path, out);
 }
 
 /* The trace as given (JSON, gzip, an archive's member), its .tkb and its

@@ -1343,34 +1343,14 @@ static int compare_readers(tk_reader *a, tk_reader *b, const char *f)
 	return 0;
 }
 
-static int convert(const char *in, const char *out, int compress, uint64_t *bytes)
-{
-	tk_reader *r = NULL;
-	tk_writer *w = NULL;
-	tk_writer_opts wo = {TK_FORMAT_TKB, compress, 0, 0, 0};
-	int rc = tk_reader_open_path(&r, in, NULL);
-	rc = rc ? rc : tk_writer_open_path(&w, out, &wo);
-	const tk_event *ev;
-	size_t copied = 0;
-	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK)
-		rc = tk_copy_meta(w, r, &copied) || tk_writer_write(w, ev);
-	if (rc == TK_EOF)
-		rc = tk_copy_meta(w, r, &copied) || tk_writer_close(w);
-	if (rc)
-		fprintf(stderr, "%s: %s %s\n", in, tk_reader_error(r), w ? tk_writer_error(w) : "");
-	*bytes = tk_reader_get_stats(r)->bytes_decoded;
-	tk_writer_free(w);
-	tk_reader_free(r);
-	return rc;
-}
-
 static int real_one(const char *dir, const char *rel, int compress)
 {
 	char in[8192];
 	snprintf(in, sizeof in, "%s/%s", dir, rel);
 	const char *out = tpath("real.tkb");
 	uint64_t json_bytes;
-	if (convert(in, out, compress, &json_bytes))
+	tk_writer_opts wo = {TK_FORMAT_TKB, compress, 0, 0, 0};
+	if (tu_convert(in, out, &wo, &json_bytes))
 		return 1;
 	tk_reader *a = NULL, *b = NULL;
 	int bad = tk_reader_open_path(&a, in, NULL) || tk_reader_open_path(&b, out, NULL) ||

@@ -354,6 +354,27 @@ int tu_lockstep(tk_reader *a, tk_reader *b, const char *what, uint64_t *events)
 	return ra;
 }
 
+int tu_convert(const char *in, const char *out, const tk_writer_opts *wo, uint64_t *bytes_decoded)
+{
+	tk_reader *r = NULL;
+	tk_writer *w = NULL;
+	int rc = tk_reader_open_path(&r, in, NULL);
+	rc = rc ? rc : tk_writer_open_path(&w, out, wo);
+	const tk_event *ev;
+	size_t copied = 0;
+	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK)
+		rc = tk_copy_meta(w, r, &copied) || tk_writer_write(w, ev);
+	if (rc == TK_EOF)
+		rc = tk_copy_meta(w, r, &copied) || tk_writer_close(w);
+	if (rc)
+		fprintf(stderr, "%s to %s: %s %s\n", in, out, tk_reader_error(r), w ? tk_writer_error(w) : "");
+	if (bytes_decoded)
+		*bytes_decoded = r ? tk_reader_get_stats(r)->bytes_decoded : 0;
+	tk_writer_free(w);
+	tk_reader_free(r);
+	return rc;
+}
+
 void tu_same_end(const tk_reader *a, const tk_reader *b, int rc)
 {
 	const tk_reader_stats *x = tk_reader_get_stats(a), *y = tk_reader_get_stats(b);

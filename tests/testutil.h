@@ -62,6 +62,11 @@ void tu_same_end(const tk_reader *a, const tk_reader *b, int rc);
  * `what` names the pair in a failure. Returns the last status; *events
  * (may be NULL): the events both handed out. */
 int tu_lockstep(tk_reader *a, tk_reader *b, const char *what, uint64_t *events);
+/* The trace at `in` read on one thread and written to `out` with *wo, its
+ * metadata too (tk_copy_meta). 0, or the failing status with the reader's
+ * and writer's messages on stderr; *bytes_decoded (may be NULL): the bytes
+ * the reader decoded. */
+int tu_convert(const char *in, const char *out, const tk_writer_opts *wo, uint64_t *bytes_decoded);
 /* Bytes written forwards, for crafted inputs: tu_put appends p[0..n),
  * tu_put_varint a LEB128 varint (as protobuf and .tkb write them). Fails
  * the test when out of memory; free(b->p) when done. */
