@@ -290,6 +290,8 @@ static void test_threads_one(void **state)
 	const row *rw = *state;
 	char in[1024];
 	snprintf(in, sizeof in, "%s/%s", dir, rw->path);
+	size_t par_block = tk__par_block_bytes, batch = tk__tkb_batch, pf_block = tk__pf_block_bytes,
+	       pf_text = tk__pf_block_text;
 	tk__par_block_bytes = 16u << 10;
 	tk__tkb_batch = 16u << 10;
 	tk__pf_block_bytes = 16u << 10;
@@ -302,10 +304,10 @@ static void test_threads_one(void **state)
 	write_as(rw, in, pf, TK_FORMAT_PFTRACE);
 	lockstep(rw, pf, ".pftrace");
 	unlink(pf);
-	tk__par_block_bytes = 0;
-	tk__tkb_batch = 8u << 20;
-	tk__pf_block_bytes = 0;
-	tk__pf_block_text = 0;
+	tk__par_block_bytes = par_block;
+	tk__tkb_batch = batch;
+	tk__pf_block_bytes = pf_block;
+	tk__pf_block_text = pf_text;
 }
 
 /* After every trace: the threads did the work on the real traces. */
