@@ -1,4 +1,4 @@
-/* fuzz_deflate.c: fuzz harness for the deflate walk (core/deflate_scan.c), held against zlib's raw inflate (libFuzzer, or a plain main() over files).
+/* fuzz_deflate.c: fuzz harness for the deflate walk and the inflating of a stream in parts (core/deflate_scan.c), held against zlib's raw inflate (libFuzzer, or a plain main() over files).
  *
  * The gzip writer trusts the walk to find where a libdeflate stream's final
  * block starts and where the stream ends, and continues the stream there.
@@ -12,6 +12,15 @@
  *  - the stream with the final flag cleared, then an empty stored block
  *    from the end (what the writer appends) and an empty final block,
  *    inflates with zlib to the same bytes (length and CRC-32).
+ *
+ * The inflating in parts (tk__dpart_inflate, tk__dscan_find), on the same bytes:
+ *
+ *  - inflated whole from the first bit, it succeeds exactly when zlib reaches
+ *    the end of a stream, with zlib's bytes, and ends where zlib does;
+ *  - from every block start zlib passes, with the 32 KiB before it unknown
+ *    (markers), it succeeds there too, and its markers resolved with zlib's
+ *    bytes before that start give zlib's bytes from there;
+ *  - where the finder says a block starts, that block inflates (with markers).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +82,89 @@ static zread z_inflate(const uint8_t *p, size_t n)
 	return r;
 }
 
+#define MAX_OUT (8u << 20)
+#define MAX_STARTS 64
+
+/* zlib's output of p[0..n) (up to MAX_OUT bytes) and its block starts, each with
+ * the bytes out before it. */
+typedef struct zparts {
+	uint8_t *out;
+	size_t out_len;
+	int ended, big;
+	uint64_t start[MAX_STARTS], start_out[MAX_STARTS];
+	int n_start;
+} zparts;
+
+static void z_parts(const uint8_t *p, size_t n, zparts *r)
+{
+	z_stream z;
+	memset(&z, 0, sizeof z);
+	if (inflateInit2(&z, -MAX_WBITS) != Z_OK)
+		fail("zlib inflateInit2 failed");
+	z.next_in = (uint8_t *)p;
+	z.avail_in = (uInt)n;
+	z.next_out = r->out;
+	z.avail_out = MAX_OUT;
+	for (;;) {
+		int rc = inflate(&z, Z_BLOCK);
+		if (rc == Z_STREAM_END) {
+			r->ended = 1;
+			break;
+		}
+		if (rc != Z_OK || !z.avail_out) {
+			r->big = !z.avail_out;
+			break;
+		}
+		uint64_t at = (uint64_t)(n - z.avail_in) * 8 - (z.data_type & 7);
+		if ((z.data_type & 128) && !(z.data_type & 64) && at && r->n_start < MAX_STARTS &&
+		    (!r->n_start || r->start[r->n_start - 1] != at)) {
+			r->start[r->n_start] = at;
+			r->start_out[r->n_start++] = z.total_out;
+		}
+	}
+	r->out_len = (size_t)z.total_out;
+	inflateEnd(&z);
+}
+
+static void check_parts(tk__dscan *s, const uint8_t *data, size_t size)
+{
+	static zparts z;
+	static tk__dpart d;
+	static uint8_t *res;
+	if (!z.out && !(z.out = malloc(MAX_OUT)))
+		return;
+	if (!res && !(res = malloc(MAX_OUT)))
+		return;
+	z.ended = z.big = z.n_start = 0;
+	z_parts(data, size, &z);
+	if (z.big)
+		return;
+	int rc = tk__dpart_inflate(s, data, size, 0, UINT64_MAX, (const uint8_t *)"", 0, MAX_OUT, &d);
+	if ((rc == TK__DP_OK) != z.ended) {
+		fprintf(stderr, "part inflate %d, zlib %s\n", rc, z.ended ? "ends" : "does not end");
+		fail("inflating whole and zlib disagree on whether a stream ends here");
+	}
+	if (rc == TK__DP_OK &&
+	    (!d.final || tk__dpart_len(&d) != z.out_len || memcmp(d.plain + d.plain_at, z.out, z.out_len)))
+		fail("inflated whole, the stream is not zlib's bytes");
+	if (!z.ended)
+		return;
+	for (int i = 0; i < z.n_start; i++) {
+		if (tk__dpart_inflate(s, data, size, z.start[i], UINT64_MAX, NULL, 0, MAX_OUT, &d) != TK__DP_OK)
+			fail("a part from a block start zlib passes does not inflate");
+		size_t before = (size_t)z.start_out[i], len = tk__dpart_len(&d);
+		size_t w = before < TK__DWIN ? before : TK__DWIN;
+		if (!d.final || before + len != z.out_len || tk__dpart_resolve(&d, z.out + before - w, w, res) ||
+		    memcmp(res, z.out + before, d.n_marked) ||
+		    memcmp(d.plain + d.plain_at, z.out + before + d.n_marked, len - d.n_marked))
+			fail("a part from a block start, resolved, is not zlib's bytes from there");
+	}
+	uint64_t at;
+	if (tk__dscan_find(s, data, size, 0, (uint64_t)size * 8, &at) &&
+	    tk__dpart_inflate(s, data, size, at, at + 1, NULL, 0, MAX_OUT, &d) != TK__DP_OK)
+		fail("the block the finder found does not inflate");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size > MAX_IN)
@@ -80,6 +172,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static tk__dscan *s;
 	if (!s && !(s = tk__dscan_new()))
 		return 0;
+	check_parts(s, data, size);
 	tk__dscan_result r;
 	int ok = tk__dscan_stream(s, data, size, &r) == 0;
 	zread z = z_inflate(data, size);

@@ -15,7 +15,8 @@
 - fuzz/corpus/deflate/: raw deflate streams of zlib's (python's zlib) at
   levels 0, 1, 6 and 9 and with each strategy (fixed, Huffman only, RLE,
   filtered) of a few texts, empty to 20 KB; one in two blocks, one that
-  does not end, one with bytes after its end.
+  does not end, one with bytes after its end; three of many blocks (two
+  of 128 symbols a block, one of 450 KB of events) for the inflating in parts.
 - with --bin DIR (a plain build's fuzz/ directory, e.g. build/fuzz): the
   binary seeds that the harnesses make themselves: fuzz_merge's run files
   (the sorter's spill format) and fuzz_collector's CUPTI records.
@@ -173,6 +174,15 @@ def deflate_seeds():
     seeds.append(c.compress(lines) + c.flush(zlib.Z_SYNC_FLUSH))
     c = raw()
     seeds.append(c.compress(lines) + c.flush() + b"trailing")
+    # many blocks (memLevel 1: 128 symbols a block), matches reaching into the blocks before:
+    # block starts for the parts (tk__dpart_inflate, tk__dscan_find)
+    for text in (lines, testdata("example_kineto.json")[:30000]):
+        c = zlib.compressobj(6, zlib.DEFLATED, -15, 1)
+        seeds.append(c.compress(text) + c.flush())
+    many = b"".join(b'{"ph": "X", "cat": "kernel", "name": "k%d", "ts": %d, "args": {"External id": %d}},\n'
+                    % (rnd.randrange(40), i * 977 + rnd.randrange(900), rnd.randrange(100000)) for i in range(5000))
+    c = raw()
+    seeds.append(c.compress(many) + c.flush())
     for d in seeds:
         write(os.path.join(out, hashlib.sha1(d).hexdigest()), d)
 

@@ -281,3 +281,381 @@ int tk__dscan_stream(tk__dscan *s, const void *p, size_t n, tk__dscan_result *r)
 		}
 	}
 }
+
+/* ---- a part of a stream inflated from a block's start ---- */
+
+void tk__dpart_free(tk__dpart *d)
+{
+	free(d->marked);
+	free(d->plain);
+	memset(d, 0, sizeof *d);
+}
+
+/* Room for at least `need` more entries after `used`: a match or a stored
+ * run never needs more than its length and 8 bytes of slack. */
+static int grow16(tk__dpart *d, size_t used, size_t need)
+{
+	if (d->cap_marked - used >= need)
+		return 0;
+	size_t cap = d->cap_marked ? d->cap_marked : TK__DWIN * 4;
+	while (cap - used < need)
+		cap *= 2;
+	uint16_t *m = realloc(d->marked, cap * sizeof *m);
+	if (!m)
+		return -1;
+	d->marked = m;
+	d->cap_marked = cap;
+	return 0;
+}
+
+static int grow8(tk__dpart *d, size_t used, size_t need)
+{
+	if (d->cap_plain - used >= need)
+		return 0;
+	size_t cap = d->cap_plain ? d->cap_plain : TK__DWIN * 8;
+	while (cap - used < need)
+		cap *= 2;
+	uint8_t *q = realloc(d->plain, cap);
+	if (!q)
+		return -1;
+	d->plain = q;
+	d->cap_plain = cap;
+	return 0;
+}
+
+/* The bits from bit `at` of p[0..n). */
+static void bits_at(bits *b, const uint8_t *p, size_t n, uint64_t at)
+{
+	*b = (bits){p, n, (size_t)(at / 8), 0, 0};
+	refill(b);
+	take(b, (unsigned)(at % 8));
+}
+
+/* 1 where the bits read so far run past p[n) (zeros stood in for them). */
+static inline int past_end(const bits *b)
+{
+	return b->pos > b->n && bit_pos(b) > (uint64_t)b->n * 8;
+}
+
+/* Where the bits are not a stream's: damage, or only the zeros read past p[n). */
+static int fail_at(const bits *b)
+{
+	return past_end(b) ? TK__DP_SHORT : TK__DP_BAD;
+}
+
+/* A block's coded symbols: its tables, from its header (past BTYPE). */
+static int block_tables(tk__dscan *s, bits *b, unsigned type, const uint32_t **lt, const uint32_t **dt,
+                        unsigned *lbits, unsigned *dbits)
+{
+	*lt = s->lit;
+	*dt = s->dist;
+	if (type == 1) {
+		*lt = s->fixed_lit;
+		*dt = s->fixed_dist;
+		*lbits = 9;
+		*dbits = 5;
+		return 0;
+	}
+	return dynamic_tables(s, b, lbits, dbits);
+}
+
+/* A stored block's length, past its header, with b moved to its first
+ * byte (at b->pos, b->cnt 0); -1 where LEN and NLEN disagree, -2 past p[n). */
+static long stored_len(bits *b)
+{
+	take(b, b->cnt & 7);
+	uint64_t at = bit_pos(b) / 8;
+	if (at + 4 > b->n)
+		return -2;
+	const uint8_t *q = b->p + at;
+	unsigned len = q[0] | (unsigned)q[1] << 8, nlen = q[2] | (unsigned)q[3] << 8;
+	if (len != (~nlen & 0xffff))
+		return -1;
+	b->pos = (size_t)(at + 4);
+	b->buf = 0;
+	b->cnt = 0;
+	return (long)len;
+}
+
+int tk__dpart_inflate(tk__dscan *s, const uint8_t *p, size_t n, uint64_t start_bit, uint64_t stop_bit,
+                      const uint8_t *win, size_t win_len, size_t max_out, tk__dpart *d)
+{
+	d->end_bit = 0;
+	d->final = 0;
+	d->n_marked = d->n_plain = d->plain_at = 0;
+	if (start_bit >= (uint64_t)n * 8)
+		return TK__DP_SHORT;
+	bits b;
+	bits_at(&b, p, n, start_bit);
+	/* o: the next entry of the buffer in use; base: where the output starts
+	 * in it; clean: the entry after the last marker written (marked mode) */
+	int marked = !win;
+	size_t o, base, clean = TK__DWIN;
+	if (marked) {
+		if (grow16(d, 0, TK__DWIN + 1024))
+			return TK__DP_NOMEM;
+		for (unsigned i = 0; i < TK__DWIN; i++)
+			d->marked[i] = (uint16_t)(TK__DMARK | i);
+		o = base = TK__DWIN;
+	} else {
+		if (win_len > TK__DWIN) {
+			win += win_len - TK__DWIN;
+			win_len = TK__DWIN;
+		}
+		if (grow8(d, 0, win_len + 1024))
+			return TK__DP_NOMEM;
+		memcpy(d->plain, win, win_len);
+		o = base = d->plain_at = win_len;
+	}
+	size_t before = 0; /* output of the marked mode, once it has ended */
+	for (;;) {
+		if (refill(&b) || past_end(&b))
+			return TK__DP_SHORT;
+		uint64_t hdr = bit_pos(&b);
+		if (hdr >= stop_bit && hdr > start_bit) {
+			d->end_bit = hdr;
+			break;
+		}
+		unsigned final = take(&b, 1), type = take(&b, 2);
+		if (type == 3)
+			return fail_at(&b);
+		if (type == 0) {
+			long len = stored_len(&b);
+			if (len == -1)
+				return TK__DP_BAD;
+			if (len < 0 || b.pos + (size_t)len > n)
+				return TK__DP_SHORT;
+			if (before + (o - base) + (size_t)len > max_out)
+				return TK__DP_BIG;
+			const uint8_t *q = p + b.pos;
+			if (marked) {
+				if (grow16(d, o, (size_t)len + 8))
+					return TK__DP_NOMEM;
+				for (long i = 0; i < len; i++)
+					d->marked[o + (size_t)i] = q[i];
+			} else {
+				if (grow8(d, o, (size_t)len + 8))
+					return TK__DP_NOMEM;
+				memcpy(d->plain + o, q, (size_t)len);
+			}
+			o += (size_t)len;
+			b.pos += (size_t)len;
+		} else {
+			const uint32_t *lt, *dt;
+			unsigned lbits, dbits;
+			if (block_tables(s, &b, type, &lt, &dt, &lbits, &dbits))
+				return fail_at(&b);
+			for (;;) {
+				if (refill(&b))
+					return TK__DP_SHORT;
+				if (marked && o - clean >= TK__DWIN) {
+					/* 32 KiB without a marker: plain bytes from here */
+					if (grow8(d, 0, TK__DWIN + 1024))
+						return TK__DP_NOMEM;
+					for (size_t i = 0; i < TK__DWIN; i++)
+						d->plain[i] = (uint8_t)d->marked[o - TK__DWIN + i];
+					d->n_marked = o - TK__DWIN;
+					before = d->n_marked;
+					marked = 0;
+					o = base = d->plain_at = TK__DWIN;
+				}
+				/* room for the longest match and the 8-byte copies' slack */
+				if (marked ? d->cap_marked - o < 258 + 8 && grow16(d, o, 258 + 8)
+				           : d->cap_plain - o < 258 + 8 && grow8(d, o, 258 + 8))
+					return TK__DP_NOMEM;
+				int sym = decode(&b, lt, lbits);
+				if (sym < 256) {
+					if (sym < 0)
+						return fail_at(&b);
+					if (marked)
+						d->marked[o++] = (uint16_t)sym;
+					else
+						d->plain[o++] = (uint8_t)sym;
+					if (before + (o - base) > max_out)
+						return TK__DP_BIG;
+					continue;
+				}
+				if (sym == 256)
+					break;
+				sym -= 257;
+				if (sym >= 29)
+					return fail_at(&b);
+				size_t len = len_base[sym] + take(&b, len_extra[sym]);
+				int dc = decode(&b, dt, dbits);
+				if (dc < 0 || dc >= 30)
+					return fail_at(&b);
+				size_t dist = dist_base[dc] + take(&b, dist_extra[dc]);
+				if (past_end(&b))
+					return TK__DP_SHORT;
+				if (dist > o) /* before the window */
+					return TK__DP_BAD;
+				if (before + (o - base) + len > max_out)
+					return TK__DP_BIG;
+				if (marked) {
+					uint16_t *m = d->marked + o, any = 0;
+					const uint16_t *from = m - dist;
+					for (size_t i = 0; i < len; i++) {
+						uint16_t v = from[i];
+						m[i] = v;
+						any |= v;
+					}
+					o += len;
+					if (any & TK__DMARK)
+						clean = o;
+				} else {
+					uint8_t *q = d->plain + o;
+					const uint8_t *from = q - dist;
+					if (dist >= 8) {
+						/* 8 bytes at a time: each word's source is written already */
+						for (size_t i = 0; i < len; i += 8)
+							memcpy(q + i, from + i, 8);
+					} else if (dist == 1) {
+						memset(q, from[0], len);
+					} else {
+						for (size_t i = 0; i < len; i++)
+							q[i] = from[i];
+					}
+					o += len;
+				}
+			}
+		}
+		if (past_end(&b))
+			return TK__DP_SHORT;
+		if (final) {
+			d->end_bit = bit_pos(&b);
+			d->final = 1;
+			break;
+		}
+	}
+	if (marked)
+		d->n_marked = o - TK__DWIN;
+	else
+		d->n_plain = o;
+	return TK__DP_OK;
+}
+
+int tk__dpart_resolve(const tk__dpart *d, const uint8_t *win, size_t win_len, uint8_t *dst)
+{
+	if (win_len > TK__DWIN) {
+		win += win_len - TK__DWIN;
+		win_len = TK__DWIN;
+	}
+	size_t lost = TK__DWIN - win_len; /* markers below this stand for bytes before win */
+	const uint16_t *m = d->marked + TK__DWIN;
+	for (size_t i = 0; i < d->n_marked; i++) {
+		uint16_t v = m[i];
+		if (v & TK__DMARK) {
+			size_t k = v & (TK__DWIN - 1);
+			if (k < lost)
+				return -1;
+			dst[i] = win[k - lost];
+		} else {
+			dst[i] = (uint8_t)v;
+		}
+	}
+	return 0;
+}
+
+/* Walks a block from its header at bit `at` as tk__dpart_inflate reads
+ * it, with matches allowed up to TK__DWIN before it, writing nothing: 0
+ * with *next the bit after it, -1 otherwise. Only a dynamic block, not
+ * final, is taken (what tk__dscan_find looks for). */
+static int walk_block(tk__dscan *s, const uint8_t *p, size_t n, uint64_t at, uint64_t *next)
+{
+	bits b;
+	bits_at(&b, p, n, at);
+	if (take(&b, 3) != 4) /* BFINAL 0, BTYPE 2 */
+		return -1;
+	const uint32_t *lt, *dt;
+	unsigned lbits, dbits;
+	if (block_tables(s, &b, 2, &lt, &dt, &lbits, &dbits))
+		return -1;
+	uint64_t out = TK__DWIN;
+	for (;;) {
+		if (refill(&b) || past_end(&b))
+			return -1;
+		int sym = decode(&b, lt, lbits);
+		if (sym < 256) {
+			if (sym < 0)
+				return -1;
+			out++;
+			continue;
+		}
+		if (sym == 256)
+			break;
+		sym -= 257;
+		if (sym >= 29)
+			return -1;
+		unsigned len = len_base[sym] + take(&b, len_extra[sym]);
+		int dc = decode(&b, dt, dbits);
+		if (dc < 0 || dc >= 30 || dist_base[dc] + take(&b, dist_extra[dc]) > out)
+			return -1;
+		out += len;
+	}
+	if (past_end(&b))
+		return -1;
+	*next = bit_pos(&b);
+	return 0;
+}
+
+/* 1 where a block's header could start at bit `at` (or p[n) ends first). */
+static int header_fits(tk__dscan *s, const uint8_t *p, size_t n, uint64_t at)
+{
+	if (at + 3 > (uint64_t)n * 8)
+		return 1;
+	bits b;
+	bits_at(&b, p, n, at);
+	take(&b, 1);
+	unsigned type = take(&b, 2);
+	if (type == 3)
+		return 0;
+	if (type == 0)
+		return stored_len(&b) != -1;
+	if (type == 1)
+		return 1;
+	unsigned lbits, dbits;
+	return dynamic_tables(s, &b, &lbits, &dbits) == 0 || past_end(&b);
+}
+
+/* The quick test of a dynamic header at bit x: at most 286 + 30 codes,
+ * and the code length code's lengths make a complete code (zlib refuses
+ * any other), most bits failing here before a table is built. */
+static int cl_complete(const uint8_t *p, size_t n, uint64_t x)
+{
+	bits b;
+	bits_at(&b, p, n, x + 3);
+	unsigned hlit = take(&b, 5), hdist = take(&b, 5), ncl = take(&b, 4) + 4;
+	if (hlit > 29 || hdist > 29)
+		return 0;
+	unsigned sum = 0;
+	refill(&b); /* 56 bits: 18 lengths */
+	for (unsigned i = 0; i < ncl; i++) {
+		if (i == 18)
+			refill(&b);
+		unsigned l = take(&b, 3);
+		if (l)
+			sum += 128u >> l;
+	}
+	return sum == 128;
+}
+
+int tk__dscan_find(tk__dscan *s, const uint8_t *p, size_t n, uint64_t from, uint64_t to, uint64_t *at)
+{
+	if (to > (uint64_t)n * 8)
+		to = (uint64_t)n * 8;
+	for (uint64_t x = from; x + 17 < to; x++) {
+		/* BFINAL 0, BTYPE 2 (dynamic) in bits x, x+1, x+2 */
+		size_t i = (size_t)(x / 8);
+		unsigned v = (p[i] | (unsigned)p[i + 1] << 8) >> (x % 8);
+		if ((v & 7) != 4)
+			continue;
+		if (!cl_complete(p, n, x))
+			continue;
+		uint64_t next;
+		if (walk_block(s, p, n, x, &next) == 0 && header_fits(s, p, n, next)) {
+			*at = x;
+			return 1;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,347 @@
+/* test_inflate.c: parts of a deflate stream inflated from a block's start, the 32 KiB
+ * before them unknown (core/deflate_scan.c: tk__dscan_find, tk__dpart_inflate,
+ * tk__dpart_resolve), held against zlib's raw inflate on streams zlib wrote. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "testutil.h"
+#include "../libtrace/src/core/deflate_scan.h"
+
+/* JSON much like a Kineto trace's: events of a few names and categories,
+ * growing timestamps, args with numbers that vary. */
+static char *make_text(size_t want, unsigned seed, size_t *len)
+{
+	static const char *names[] = {"aten::mm", "aten::add_", "cudaLaunchKernel", "ampere_sgemm_128x64_nn",
+	                              "ncclKernel_AllReduce_RING_LL_Sum_float", "aten::empty", "Memcpy HtoD"};
+	static const char *cats[] = {"cpu_op", "cuda_runtime", "kernel", "gpu_memcpy"};
+	char *p = malloc(want + 512);
+	assert_non_null(p);
+	size_t n = 0;
+	uint64_t ts = 1700000000000ull, x = seed;
+	n += (size_t)sprintf(p, "{\"traceEvents\": [\n");
+	while (n < want) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		unsigned r = (unsigned)(x >> 33);
+		ts += r % 5000;
+		n += (size_t)sprintf(p + n,
+		                     "  {\"ph\": \"X\", \"cat\": \"%s\", \"name\": \"%s\", \"pid\": %u, \"tid\": %u, "
+		                     "\"ts\": %llu.%03u, \"dur\": %u.%03u, \"args\": {\"External id\": %u, "
+		                     "\"correlation\": %u}},\n",
+		                     cats[r % 4], names[(r >> 3) % 7], r % 3, 100 + (r >> 5) % 4,
+		                     (unsigned long long)(ts / 1000), (unsigned)(ts % 1000), r % 900, (r >> 7) % 1000,
+		                     (unsigned)(x >> 40) % 100000, (unsigned)(x >> 20) % 100000);
+	}
+	n += (size_t)sprintf(p + n, "  {}\n]}\n");
+	*len = n;
+	return p;
+}
+
+/* Text that repeats with a period of 24 KiB, one byte changed every 50:
+ * matches reach far back all along, so a part's markers are copied on and
+ * on and its output stays marked. */
+static char *make_periodic(size_t n, unsigned seed)
+{
+	char *p = malloc(n);
+	assert_non_null(p);
+	unsigned x = seed;
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = i < 24576 ? (char)('a' + (x >> 16) % 26) : (i % 50 ? p[i - 24576] : (char)('A' + (x >> 16) % 26));
+	}
+	return p;
+}
+
+/* p[0..n) deflated raw by zlib at `level` with `strategy`, a sync flush
+ * (an empty stored block) every `flush_every` bytes if not 0. */
+static uint8_t *deflate_raw(const void *p, size_t n, int level, int strategy, size_t flush_every, size_t *out_len)
+{
+	z_stream z;
+	memset(&z, 0, sizeof z);
+	assert_int_equal(deflateInit2(&z, level, Z_DEFLATED, -MAX_WBITS, 8, strategy), Z_OK);
+	size_t cap = deflateBound(&z, (uLong)n) + 5 * (n / (flush_every ? flush_every : n + 1) + 2);
+	uint8_t *out = malloc(cap);
+	assert_non_null(out);
+	z.next_out = out;
+	z.avail_out = (uInt)cap;
+	size_t at = 0;
+	for (;;) {
+		size_t k = flush_every && n - at > flush_every ? flush_every : n - at;
+		z.next_in = (Bytef *)p + at;
+		z.avail_in = (uInt)k;
+		at += k;
+		int rc = deflate(&z, at == n ? Z_FINISH : Z_SYNC_FLUSH);
+		if (at == n) {
+			assert_int_equal(rc, Z_STREAM_END);
+			break;
+		}
+		assert_int_equal(rc, Z_OK);
+	}
+	*out_len = cap - z.avail_out;
+	deflateEnd(&z);
+	return out;
+}
+
+/* zlib's block starts in a raw stream (Z_BLOCK stops at each), in order,
+ * and the bytes it inflates to. */
+typedef struct zblocks {
+	uint64_t *bit;
+	size_t n;
+	uint8_t *out;
+	size_t out_len;
+	int ended;
+} zblocks;
+
+static zblocks z_blocks(const uint8_t *p, size_t n, size_t out_cap)
+{
+	zblocks r = {calloc(n * 8 / 16 + 16, sizeof(uint64_t)), 0, malloc(out_cap + 1), 0, 0};
+	assert_non_null(r.bit);
+	assert_non_null(r.out);
+	z_stream z;
+	memset(&z, 0, sizeof z);
+	assert_int_equal(inflateInit2(&z, -MAX_WBITS), Z_OK);
+	z.next_in = (Bytef *)p;
+	z.avail_in = (uInt)n;
+	z.next_out = r.out;
+	z.avail_out = (uInt)out_cap + 1;
+	r.bit[r.n++] = 0;
+	for (;;) {
+		int rc = inflate(&z, Z_BLOCK);
+		if (rc == Z_STREAM_END) {
+			r.ended = 1;
+			break;
+		}
+		if (rc != Z_OK)
+			break;
+		uint64_t at = (uint64_t)(n - z.avail_in) * 8 - (z.data_type & 7);
+		if ((z.data_type & 128) && !(z.data_type & 64) && at != r.bit[r.n - 1])
+			r.bit[r.n++] = at;
+	}
+	r.out_len = (size_t)z.total_out;
+	inflateEnd(&z);
+	return r;
+}
+
+static int is_block_start(const zblocks *z, uint64_t bit)
+{
+	for (size_t i = 0; i < z->n; i++)
+		if (z->bit[i] == bit)
+			return 1;
+	return 0;
+}
+
+static void zblocks_free(zblocks *z)
+{
+	free(z->bit);
+	free(z->out);
+}
+
+/* The stream inflated in parts of about `part` compressed bytes, each but
+ * the first from the block start found after its share begins, with
+ * markers; checked against zlib's output. *marked and *plain count the
+ * parts that had marked output and that went on in plain bytes. */
+static void parts_match(const uint8_t *c, size_t cn, const zblocks *z, size_t part, int *marked, int *plain,
+                        int *found)
+{
+	tk__dscan *s = tk__dscan_new();
+	assert_non_null(s);
+	size_t np = cn / part + 1;
+	uint64_t *start = calloc(np + 1, sizeof *start);
+	assert_non_null(start);
+	size_t k = 0;
+	start[k++] = 0;
+	for (size_t i = 1; i < np; i++) {
+		uint64_t at;
+		if (tk__dscan_find(s, c, cn, (uint64_t)i * part * 8, (uint64_t)(i + 1) * part * 8, &at)) {
+			/* never a bit where zlib's stream has no block starting */
+			if (!is_block_start(z, at))
+				fail_msg("found a block start at bit %llu where zlib has none", (unsigned long long)at);
+			if (at > start[k - 1])
+				start[k++] = at;
+		}
+	}
+	*found = (int)k - 1;
+	uint8_t *got = malloc(z->out_len + 1);
+	assert_non_null(got);
+	size_t have = 0;
+	tk__dpart d = {0};
+	for (size_t i = 0; i < k; i++) {
+		uint64_t stop = i + 1 < k ? start[i + 1] : UINT64_MAX;
+		int first = i == 0;
+		int rc = tk__dpart_inflate(s, c, cn, start[i], stop, first ? (const uint8_t *)"" : NULL, 0, SIZE_MAX, &d);
+		assert_int_equal(rc, TK__DP_OK);
+		/* it stops where the next part starts, or at the stream's end */
+		if (i + 1 < k) {
+			assert_int_equal(d.final, 0);
+			assert_true(d.end_bit == start[i + 1]);
+		} else {
+			assert_int_equal(d.final, 1);
+		}
+		size_t len = tk__dpart_len(&d);
+		assert_true(have + len <= z->out_len);
+		size_t w = have < TK__DWIN ? have : TK__DWIN;
+		assert_int_equal(tk__dpart_resolve(&d, got + have - w, w, got + have), 0);
+		memcpy(got + have + d.n_marked, d.plain + d.plain_at, d.n_plain - d.plain_at);
+		if (!first) {
+			*marked += d.n_marked > 0;
+			*plain += d.plain_at > 0 && d.n_plain > d.plain_at;
+			/* the same part inflated with its window known: the same bytes */
+			tk__dpart e = {0};
+			assert_int_equal(tk__dpart_inflate(s, c, cn, start[i], stop, got + have - w, w, SIZE_MAX, &e), TK__DP_OK);
+			assert_int_equal(e.n_marked, 0);
+			assert_int_equal(tk__dpart_len(&e), len);
+			assert_memory_equal(e.plain + e.plain_at, got + have, len);
+			tk__dpart_free(&e);
+		}
+		have += len;
+	}
+	assert_int_equal(have, z->out_len);
+	assert_memory_equal(got, z->out, have);
+	tk__dpart_free(&d);
+	free(got);
+	free(start);
+	tk__dscan_free(s);
+}
+
+typedef struct scase {
+	int level, strategy;
+	size_t flush_every, part;
+} scase;
+
+static void test_parts(void **state)
+{
+	(void)state;
+	size_t n;
+	char *text = make_text(3u << 20, 7, &n);
+	const scase cases[] = {
+	    {6, Z_DEFAULT_STRATEGY, 0, 64 << 10},    {1, Z_DEFAULT_STRATEGY, 0, 48 << 10},
+	    {9, Z_DEFAULT_STRATEGY, 0, 100 << 10},   {6, Z_DEFAULT_STRATEGY, 1 << 20, 32 << 10},
+	    {6, Z_HUFFMAN_ONLY, 0, 256 << 10},       {6, Z_RLE, 0, 128 << 10},
+	    {6, Z_DEFAULT_STRATEGY, 100000, 20 << 10},
+	};
+	int marked = 0, plain = 0;
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		size_t cn;
+		uint8_t *c = deflate_raw(text, n, cases[i].level, cases[i].strategy, cases[i].flush_every, &cn);
+		zblocks z = z_blocks(c, cn, n);
+		assert_true(z.ended);
+		assert_int_equal(z.out_len, n);
+		int found = 0;
+		parts_match(c, cn, &z, cases[i].part, &marked, &plain, &found);
+		/* the finder misses a start only where the share has none, or it is stored or fixed */
+		assert_true(found >= (int)(cn / cases[i].part) / 2);
+		zblocks_free(&z);
+		free(c);
+	}
+	/* both kinds of output were made: markers, then plain bytes after 32 KiB without one */
+	assert_true(marked > 10);
+	assert_true(plain > 10);
+	free(text);
+
+	/* markers copied on through whole parts */
+	n = 6u << 20;
+	text = make_periodic(n, 5);
+	size_t cn;
+	uint8_t *c = deflate_raw(text, n, 6, Z_DEFAULT_STRATEGY, 0, &cn);
+	zblocks z = z_blocks(c, cn, n);
+	assert_true(z.ended);
+	int found = 0;
+	marked = plain = 0;
+	parts_match(c, cn, &z, 16 << 10, &marked, &plain, &found);
+	assert_true(found > 10);
+	assert_true(marked >= found - 1);
+	zblocks_free(&z);
+	free(c);
+	free(text);
+}
+
+/* Fixed-code blocks (Z_FIXED) are not found; the part before goes on through them. */
+static void test_fixed(void **state)
+{
+	(void)state;
+	size_t n, cn;
+	char *text = make_text(1u << 20, 3, &n);
+	uint8_t *c = deflate_raw(text, n, 6, Z_FIXED, 0, &cn);
+	tk__dscan *s = tk__dscan_new();
+	uint64_t at;
+	assert_int_equal(tk__dscan_find(s, c, cn, 8 * 1000, (uint64_t)cn * 8, &at), 0);
+	tk__dpart d = {0};
+	assert_int_equal(tk__dpart_inflate(s, c, cn, 0, UINT64_MAX, (const uint8_t *)"", 0, SIZE_MAX, &d), TK__DP_OK);
+	assert_int_equal(tk__dpart_len(&d), n);
+	assert_memory_equal(d.plain + d.plain_at, text, n);
+	tk__dpart_free(&d);
+	tk__dscan_free(s);
+	free(c);
+	free(text);
+}
+
+/* Short input, too much output, a window too short for a part's markers, damage. */
+static void test_limits(void **state)
+{
+	(void)state;
+	size_t n, cn;
+	char *text = make_text(1u << 20, 11, &n);
+	uint8_t *c = deflate_raw(text, n, 6, Z_DEFAULT_STRATEGY, 0, &cn);
+	zblocks z = z_blocks(c, cn, n);
+	tk__dscan *s = tk__dscan_new();
+	tk__dpart d = {0};
+	const uint8_t *none = (const uint8_t *)"";
+	/* cut anywhere before the end: short, never a success or damage */
+	for (size_t cut = 1; cut < cn; cut += cn / 37 + 1)
+		assert_int_equal(tk__dpart_inflate(s, c, cut, 0, UINT64_MAX, none, 0, SIZE_MAX, &d), TK__DP_SHORT);
+	assert_int_equal(tk__dpart_inflate(s, c, cn - 1, 0, UINT64_MAX, none, 0, SIZE_MAX, &d), TK__DP_SHORT);
+	assert_int_equal(tk__dpart_inflate(s, c, cn, 0, UINT64_MAX, none, 0, n - 1, &d), TK__DP_BIG);
+	assert_int_equal(tk__dpart_inflate(s, c, cn, 0, UINT64_MAX, none, 0, n, &d), TK__DP_OK);
+	/* a part from the third block: its markers need more than 100 bytes before it */
+	assert_true(z.n > 3);
+	assert_int_equal(tk__dpart_inflate(s, c, cn, z.bit[2], z.bit[3], NULL, 0, SIZE_MAX, &d), TK__DP_OK);
+	assert_true(d.n_marked > 0);
+	uint8_t *dst = malloc(d.n_marked);
+	assert_int_equal(tk__dpart_resolve(&d, (const uint8_t *)text, 100, dst), -1);
+	/* the same part with a window known, but too short for its matches: damage */
+	assert_int_equal(tk__dpart_inflate(s, c, cn, z.bit[2], z.bit[3], (const uint8_t *)text, 100, SIZE_MAX, &d),
+	                 TK__DP_BAD);
+	free(dst);
+	/* bits flipped: where zlib inflates to the end, the same bytes; where it
+	 * refuses, damage or short, never a success */
+	uint8_t *bad = malloc(cn);
+	unsigned x = 12345;
+	int ok = 0, refused = 0;
+	for (int i = 0; i < 300; i++) {
+		memcpy(bad, c, cn);
+		x = x * 1103515245u + 12345u;
+		size_t at = (x >> 8) % (cn < 4000 ? cn : 4000); /* in the first blocks: the rest decodes for long */
+		bad[at] ^= (uint8_t)(1u << (x % 8));
+		zblocks zb = z_blocks(bad, cn, 2 * n);
+		int rc = tk__dpart_inflate(s, bad, cn, 0, UINT64_MAX, none, 0, 2 * n, &d);
+		if (zb.ended) {
+			assert_int_equal(rc, TK__DP_OK);
+			assert_int_equal(tk__dpart_len(&d), zb.out_len);
+			assert_memory_equal(d.plain + d.plain_at, zb.out, zb.out_len);
+			ok++;
+		} else {
+			assert_true(rc == TK__DP_BAD || rc == TK__DP_SHORT);
+			refused++;
+		}
+		zblocks_free(&zb);
+	}
+	assert_true(refused > 50);
+	(void)ok;
+	free(bad);
+	tk__dpart_free(&d);
+	tk__dscan_free(s);
+	zblocks_free(&z);
+	free(c);
+	free(text);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_parts),
+	    cmocka_unit_test(test_fixed),
+	    cmocka_unit_test(test_limits),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
