@@ -136,7 +136,7 @@ static void parts(const uint8_t *c, size_t cn, size_t part, int nth, uint32_t *c
 		size_t n = tk__dpart_len(d);
 		if (n > cap && !(buf = realloc(buf, cap = n)))
 			die("out of memory");
-		if (tk__dpart_resolve(d, win, w, buf))
+		if (tk__dpart_resolve(d, win, w, 0, d->n_marked, buf))
 			die("a marker before the stream's start");
 		memcpy(buf + d->n_marked, d->plain + d->plain_at, d->n_plain - d->plain_at);
 		*crc = (uint32_t)crc32(*crc, buf, (uInt)n);

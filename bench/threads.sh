@@ -14,6 +14,9 @@ case through rss_run (best of --repeat runs, median beside it) with --threads 1,
   baselines      cat TRACE.json, zcat and igzip -dc TRACE.json.gz
   parse_only     TRACE.json and TRACE.json.gz (the reader alone)
   trace-stats    -t ops,kernels,memcpy,api on TRACE.json and TRACE.json.gz
+  json.gz rows   on 2 threads and more, parse_only and trace-stats on TRACE.json.gz also
+                 with the gzip stream inflated in parts forced on (TK_GZIP_PARTS=2) and
+                 off (TK_GZIP_PARTS=0); by default it is on from 8 threads
   trace-convert  TRACE.json -o OUT.json (json -> json), TRACE.json.gz -o OUT.json,
                  and TRACE.json -o OUT.json.gz (gzip output, level 6)
   .tkb           parse_only and trace-stats on TRACE.tkb and on TRACE.z.tkb (its
@@ -89,6 +92,16 @@ for t in "${THREADS[@]}"; do
 	run "parse_only json.gz" "$t" "$PARSE" --threads "$t" "$GZ"
 	run "trace-stats json" "$t" "$STATS" -q -t ops,kernels,memcpy,api --threads "$t" "$IN"
 	run "trace-stats json.gz" "$t" "$STATS" -q -t ops,kernels,memcpy,api --threads "$t" "$GZ"
+	if ((t > 1)); then
+		# the gzip stream inflated in parts on threads (docs/gzip.md: from 8 threads by default),
+		# forced on and off
+		for p in 2 0; do
+			w=$([[ $p == 0 ]] && echo "one stream" || echo "in parts")
+			run "parse_only json.gz, $w" "$t" env TK_GZIP_PARTS=$p "$PARSE" --threads "$t" "$GZ"
+			run "trace-stats json.gz, $w" "$t" env TK_GZIP_PARTS=$p "$STATS" -q -t ops,kernels,memcpy,api \
+				--threads "$t" "$GZ"
+		done
+	fi
 	run "parse_only tkb" "$t" "$PARSE" --threads "$t" "$TKB"
 	run "parse_only tkb (compressed)" "$t" "$PARSE" --threads "$t" "$ZTKB"
 	run "trace-stats tkb" "$t" "$STATS" -q -t ops,kernels,memcpy,api --threads "$t" "$TKB"
@@ -140,6 +153,8 @@ cpu_row() { # NAME CMD...
 }
 cpu_row "trace-stats json" "$STATS" -q -t ops,kernels,memcpy,api --threads "$T" "$IN"
 cpu_row "trace-stats json.gz" "$STATS" -q -t ops,kernels,memcpy,api --threads "$T" "$GZ"
+cpu_row "trace-stats json.gz, in parts" env TK_GZIP_PARTS=2 "$STATS" -q -t ops,kernels,memcpy,api --threads "$T" "$GZ"
+cpu_row "trace-stats json.gz, one stream" env TK_GZIP_PARTS=0 "$STATS" -q -t ops,kernels,memcpy,api --threads "$T" "$GZ"
 cpu_row "trace-stats tkb" "$STATS" -q -t ops,kernels,memcpy,api --threads "$T" "$TKB"
 cpu_row "trace-stats pftrace" "$STATS" -q -t ops,kernels,memcpy,api --threads "$T" "$PFT"
 cpu_row "trace-convert json -> json" "$CONVERT" -q --threads "$T" "$IN" -o /dev/null

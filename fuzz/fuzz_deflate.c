@@ -154,7 +154,7 @@ static void check_parts(tk__dscan *s, const uint8_t *data, size_t size)
 			fail("a part from a block start zlib passes does not inflate");
 		size_t before = (size_t)z.start_out[i], len = tk__dpart_len(&d);
 		size_t w = before < TK__DWIN ? before : TK__DWIN;
-		if (!d.final || before + len != z.out_len || tk__dpart_resolve(&d, z.out + before - w, w, res) ||
+		if (!d.final || before + len != z.out_len || tk__dpart_resolve(&d, z.out + before - w, w, 0, d.n_marked, res) ||
 		    memcmp(res, z.out + before, d.n_marked) ||
 		    memcmp(d.plain + d.plain_at, z.out + before + d.n_marked, len - d.n_marked))
 			fail("a part from a block start, resolved, is not zlib's bytes from there");

@@ -8,6 +8,7 @@
 
 #include "tracekit/tracekit.h"
 #include "../libtrace/src/internal.h"
+#include "../libtrace/src/inflate_par.h"
 #include "../libtrace/src/par.h"
 #include "fuzz_lockstep.h"
 
@@ -101,7 +102,8 @@ static void gzip_lockstep(const uint8_t *data, size_t size, const tk_reader_opts
  * alone: the same events in the same order, the same end, error,
  * warnings, counts and metadata; the input bytes counted alike when read
  * to the end. Sometimes with no thread started (the caller parses the
- * blocks itself, in the same order). */
+ * blocks itself, in the same order). A gzip input is inflated in parts
+ * of 32 to 128 bytes on threads too (inflate_par.c). */
 static void par_lockstep(const uint8_t *data, size_t size, const tk_reader_opts *ro)
 {
 	tk_reader_opts o1 = *ro, o2 = *ro;
@@ -111,7 +113,11 @@ static void par_lockstep(const uint8_t *data, size_t size, const tk_reader_opts 
 	tk__render_always = size % 2;
 	tk__par_block_bytes = 16 + size % 113;
 	tk__no_threads = size % 5 == 0;
+	tk__gz_par_min = 2;
+	tk__ipar_part_bytes = 32 + size % 97;
 	tk_fuzz_lockstep_memory(data, size, &o1, &o2, NULL);
+	tk__gz_par_min = 0;
+	tk__ipar_part_bytes = 0;
 	tk__par_block_bytes = 0;
 	tk__no_threads = 0;
 	tk__render_always = 0;

@@ -6,7 +6,8 @@
   event larger than the reader's first 1 MiB window (libtrace/src/reader.c,
   TK__BUF0), so that the window grows (up to fuzz_json's 1 MiB value limit
   + 64 KiB) and the value is then refused (TK_ERR_LIMIT); a few KiB
-  compressed, over 1 MiB read.
+  compressed, over 1 MiB read; *.blocks.gz: two of them in deflate blocks
+  of 128 symbols, for the inflating of one stream in parts.
 - variants of trace seeds with trailing whitespace (still the same trace)
   whose hash gives the harness each of its main options: the harnesses
   draw their options from an FNV-1a hash of the whole input
@@ -108,6 +109,12 @@ def json_seeds():
     # just over the limit, and one far over it
     write(os.path.join(d, "window-grow.json.gz"), gz(big_event(1060000)))
     write(os.path.join(d, "window-limit.json.gz"), gz(big_event(2600000)))
+    # deflate blocks of 128 symbols (memLevel 1), so that a small stream has block starts in
+    # many of fuzz_json's small shares when it is inflated in parts (inflate_par.c)
+    for name, text in (("example_kineto.json", read(os.path.join(d, "example_kineto.json"))),
+                       ("kineto_small.json", kineto_small())):
+        c = zlib.compressobj(6, zlib.DEFLATED, 31, 1)
+        write(os.path.join(d, name + ".blocks.gz"), c.compress(text) + c.flush())
 
 
 def option_variants():

@@ -8,6 +8,8 @@
 
 #include "testutil.h"
 #include "../libtrace/src/core/deflate_scan.h"
+#include "../libtrace/src/inflate_par.h"
+#include "../libtrace/src/internal.h"
 
 /* JSON much like a Kineto trace's: events of a few names and categories,
  * growing timestamps, args with numbers that vary. */
@@ -181,7 +183,7 @@ static void parts_match(const uint8_t *c, size_t cn, const zblocks *z, size_t pa
 		size_t len = tk__dpart_len(&d);
 		assert_true(have + len <= z->out_len);
 		size_t w = have < TK__DWIN ? have : TK__DWIN;
-		assert_int_equal(tk__dpart_resolve(&d, got + have - w, w, got + have), 0);
+		assert_int_equal(tk__dpart_resolve(&d, got + have - w, w, 0, d.n_marked, got + have), 0);
 		memcpy(got + have + d.n_marked, d.plain + d.plain_at, d.n_plain - d.plain_at);
 		if (!first) {
 			*marked += d.n_marked > 0;
@@ -298,7 +300,7 @@ static void test_limits(void **state)
 	assert_int_equal(tk__dpart_inflate(s, c, cn, z.bit[2], z.bit[3], NULL, 0, SIZE_MAX, &d), TK__DP_OK);
 	assert_true(d.n_marked > 0);
 	uint8_t *dst = malloc(d.n_marked);
-	assert_int_equal(tk__dpart_resolve(&d, (const uint8_t *)text, 100, dst), -1);
+	assert_int_equal(tk__dpart_resolve(&d, (const uint8_t *)text, 100, 0, d.n_marked, dst), -1);
 	/* the same part with a window known, but too short for its matches: damage */
 	assert_int_equal(tk__dpart_inflate(s, c, cn, z.bit[2], z.bit[3], (const uint8_t *)text, 100, SIZE_MAX, &d),
 	                 TK__DP_BAD);
@@ -336,12 +338,135 @@ static void test_limits(void **state)
 	free(text);
 }
 
+/* ---- a reader's gzip input inflated in parts on threads (inflate_par.c) ---- */
+
+/* A gzip member of p[0..n) as gzip writes it: its name in the header, then
+ * zlib's raw deflate at `level`, the CRC-32 and the length. */
+static uint8_t *gzip_member(const void *p, size_t n, int level, int strategy, size_t flush_every, size_t *out_len)
+{
+	size_t cn;
+	uint8_t *c = deflate_raw(p, n, level, strategy, flush_every, &cn);
+	static const uint8_t hdr[] = {0x1f, 0x8b, 8, 8, 0, 0, 0, 0, 0, 3, 't', '.', 'j', 's', 'o', 'n', 0};
+	uint8_t *g = malloc(sizeof hdr + cn + 8);
+	assert_non_null(g);
+	memcpy(g, hdr, sizeof hdr);
+	memcpy(g + sizeof hdr, c, cn);
+	uint32_t crc = (uint32_t)crc32(0, p, (uInt)n), len = (uint32_t)n;
+	uint8_t *t = g + sizeof hdr + cn;
+	for (int i = 0; i < 4; i++) {
+		t[i] = (uint8_t)(crc >> 8 * i);
+		t[4 + i] = (uint8_t)(len >> 8 * i);
+	}
+	*out_len = sizeof hdr + cn + 8;
+	free(c);
+	return g;
+}
+
+/* p[0..n) read on one thread and on 4 with the stream inflated in parts of
+ * 16 KiB, in lockstep: from memory, then from a file. The parts given out. */
+static uint64_t same_read(const void *p, size_t n, const char *what)
+{
+	uint64_t parts = __atomic_load_n(&tk__ipar_parts_out, __ATOMIC_RELAXED);
+	tk__gz_par_min = 2;
+	tk__ipar_part_bytes = 16 << 10;
+	tk_reader_opts o1 = {0}, o4 = {0};
+	o1.threads = 1;
+	o4.threads = 4;
+	for (int file = 0; file < 2; file++) {
+		tk_reader *a = NULL, *b = NULL;
+		int ra, rb;
+		if (file) {
+			const char *path = tu_path("par.json.gz");
+			tu_write_file(path, p, n);
+			ra = tk_reader_open_path(&a, path, &o1);
+			rb = tk_reader_open_path(&b, path, &o4);
+		} else {
+			ra = tk_reader_open_memory(&a, p, n, "t.json.gz", &o1);
+			rb = tk_reader_open_memory(&b, p, n, "t.json.gz", &o4);
+		}
+		assert_int_equal(ra, rb);
+		char w[128];
+		snprintf(w, sizeof w, "%s, %s", what, file ? "a file" : "memory");
+		if (!ra) {
+			tu_lockstep(a, b, w, NULL); /* at the end, the same bytes in and decoded too */
+		} else {
+			tu_same_end(a, b, ra);
+		}
+		tk_reader_free(a);
+		tk_reader_free(b);
+	}
+	tk__gz_par_min = 0;
+	tk__ipar_part_bytes = 0;
+	return __atomic_load_n(&tk__ipar_parts_out, __ATOMIC_RELAXED) - parts;
+}
+
+static void test_reader(void **state)
+{
+	(void)state;
+	size_t n, gn;
+	char *text = make_text(4u << 20, 21, &n);
+	/* whole, at three levels; with the same data's fixed codes (no start is found: each part is
+	 * inflated again by the caller from where the one before ended); with an empty stored block
+	 * every 20,000 bytes (the part before may end at one, where no start is looked for: the part
+	 * found after it is inflated again from there) */
+	const int levels[][3] = {{6, Z_DEFAULT_STRATEGY, 0}, {1, Z_DEFAULT_STRATEGY, 0}, {9, Z_DEFAULT_STRATEGY, 0},
+	                         {6, Z_FIXED, 0}, {6, Z_DEFAULT_STRATEGY, 20000}};
+	for (size_t i = 0; i < 5; i++) {
+		uint64_t redone = __atomic_load_n(&tk__ipar_parts_redone, __ATOMIC_RELAXED);
+		uint8_t *g = gzip_member(text, n, levels[i][0], levels[i][1], (size_t)levels[i][2], &gn);
+		uint64_t parts = same_read(g, gn, "whole");
+		redone = __atomic_load_n(&tk__ipar_parts_redone, __ATOMIC_RELAXED) - redone;
+		/* the threads did the work: they found most shares' starts */
+		assert_true(parts > 2 * (gn / (16 << 10)) / 3);
+		if (i == 0) /* at most the part of the final block, which the finder does not look for, per read */
+			assert_true(redone <= 2);
+		if (i >= 3)
+			assert_true(redone > 0);
+		free(g);
+	}
+	uint8_t *g = gzip_member(text, n, 6, Z_DEFAULT_STRATEGY, 0, &gn);
+	/* two members, the second read by ISA-L after the threads' */
+	size_t hn;
+	uint8_t *h = gzip_member("", 0, 6, Z_DEFAULT_STRATEGY, 0, &hn);
+	uint8_t *two = malloc(gn + hn + 3);
+	memcpy(two, g, gn);
+	memcpy(two + gn, h, hn);
+	assert_true(same_read(two, gn + hn, "two members") > 0);
+	/* bytes after the member */
+	memcpy(two + gn, "xyz", 3);
+	same_read(two, gn + 3, "trailing bytes");
+	free(h);
+	free(two);
+	/* cut at places through the stream, the trailer and the header */
+	for (size_t cut = 5; cut < gn; cut += gn / 13)
+		same_read(g, cut, "cut");
+	same_read(g, gn - 1, "cut in the trailer");
+	same_read(g, gn - 8, "no trailer");
+	/* damage: a CRC or a length that does not match, bits flipped in the middle */
+	uint8_t *bad = malloc(gn);
+	for (size_t k = 0; k < 8; k++) {
+		memcpy(bad, g, gn);
+		bad[gn - 8 + k] ^= 0x10;
+		same_read(bad, gn, "a bad trailer");
+	}
+	for (size_t k = 1; k < 12; k++) {
+		memcpy(bad, g, gn);
+		bad[gn * k / 12] ^= (uint8_t)(1u << (k % 8));
+		same_read(bad, gn, "a flipped bit");
+	}
+	free(bad);
+	free(g);
+	free(text);
+	tu_cleanup();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parts),
 	    cmocka_unit_test(test_fixed),
 	    cmocka_unit_test(test_limits),
+	    cmocka_unit_test(test_reader),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

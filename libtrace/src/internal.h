@@ -73,6 +73,15 @@ int tk__src_can_pread(const tk__src *s);
 /* Up to cap bytes of the base's stream from offset off (0 = its first
  * byte): count, 0 at its end, <0 with s->err set. */
 long tk__src_pread(tk__src *s, uint64_t off, unsigned char *dst, size_t cap);
+/* The same without touching s (several threads at once): < 0 with errno set. */
+long tk__src_pread_mt(const tk__src *s, uint64_t off, unsigned char *dst, size_t cap);
+/* Inflate the top filter's stream on `threads` threads where it can
+ * (a gzip member over a file or memory, with at least tk__gz_par_min
+ * threads asked): the same bytes, messages and end as on one. */
+void tk__src_inflate_threads(tk__src *s, unsigned threads);
+/* The threads asked from which a gzip input is inflated on threads
+ * (0: TK_GZIP_PARTS from the environment, else 8); tests set it lower. */
+extern unsigned tk__gz_par_min;
 /* Another base (the source closes it). */
 void tk__src_init_base(tk__src *s, const tk__base *b);
 /* Reads up to cap decoded bytes of the top stage: >0 bytes, 0 at end, <0
@@ -227,14 +236,17 @@ extern unsigned tk__pf_max_threads;
 /* pthread_create, unless tests set tk__no_threads; `name` (at most 15
  * characters) is the thread's, as top -H, perf and /proc show it:
  * tk-parse (a reader's parse threads), tk-input (the input read and
- * inflated ahead), tk-read (events read ahead for a tool), tk-nest (the
- * stats' nesting), tk-sort, tk-write (output deflated and written). */
+ * inflated ahead), tk-inflate (one gzip stream inflated in parts),
+ * tk-read (events read ahead for a tool), tk-nest (the stats' nesting),
+ * tk-sort, tk-write (output deflated and written). */
 int tk__thread_start(pthread_t *th, void *(*fn)(void *), void *arg, const char *name);
 /* Tests set this to make the gzip writer's walk of libdeflate's blocks
  * refuse every one, so that its way out (zlib deflates them) is exercised. */
 extern int tk__gzip_no_walk;
 /* Processors this process may run on (its affinity mask), at least 1. */
 int tk__cpus(void);
+/* The CRC-32 of gzip (zlib's crc32()) of p[0..n) after `crc`: ISA-L's where built in. */
+uint32_t tk__crc32(uint32_t crc, const void *p, size_t n);
 
 /* a + b and a - b held at INT64_MIN / INT64_MAX instead of overflowing:
  * times near the ends of int64 (an event's end, a rank's clock shift). */

@@ -210,6 +210,10 @@ int tk__reader_open_src(tk_reader **out, tk__src *src, const char *name, const c
 	if (member && !r->src.base.read)
 		return tk__err_set(&r->err, TK_ERR_ARG, "%s: not an archive, so it has no member '%s'", r->name,
 		                   member);
+	/* one gzip stream inflated in parts on threads: before the format is
+	 * picked, which reads the first window (1 MiB) */
+	if (r->opts.threads > 1)
+		tk__src_inflate_threads(&r->src, r->opts.threads);
 	if ((rc = pick_format(r)))
 		return rc;
 	if (r->opts.skip_args)

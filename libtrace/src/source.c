@@ -28,7 +28,7 @@ int tk__src_can_pread(const tk__src *s)
 	return !s->base.read && (s->mem || s->fd_start >= 0);
 }
 
-long tk__src_pread(tk__src *s, uint64_t off, unsigned char *dst, size_t cap)
+long tk__src_pread_mt(const tk__src *s, uint64_t off, unsigned char *dst, size_t cap)
 {
 	if (s->mem) {
 		if (off >= s->mem_len)
@@ -41,12 +41,22 @@ long tk__src_pread(tk__src *s, uint64_t off, unsigned char *dst, size_t cap)
 		ssize_t n = pread(s->fd, dst, cap, (off_t)((uint64_t)s->fd_start + off));
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
-			snprintf(s->err, sizeof s->err, "read failed: %s", strerror(errno));
-			return -1;
-		}
-		return (long)n;
+		return n < 0 ? -1 : (long)n;
 	}
+}
+
+long tk__src_pread(tk__src *s, uint64_t off, unsigned char *dst, size_t cap)
+{
+	long n = tk__src_pread_mt(s, off, dst, cap);
+	if (n < 0)
+		snprintf(s->err, sizeof s->err, "read failed: %s", strerror(errno));
+	return n;
+}
+
+void tk__src_inflate_threads(tk__src *s, unsigned threads)
+{
+	if (s->n >= 2 && s->st[s->n - 1].f->threads)
+		s->st[s->n - 1].f->threads(s, s->n - 1, threads);
 }
 
 int tk__src_open_file(tk__src *s, const char *path, char *err)

@@ -534,15 +534,28 @@ int tk__dpart_inflate(tk__dscan *s, const uint8_t *p, size_t n, uint64_t start_b
 	return TK__DP_OK;
 }
 
-int tk__dpart_resolve(const tk__dpart *d, const uint8_t *win, size_t win_len, uint8_t *dst)
+int tk__dpart_resolve(const tk__dpart *d, const uint8_t *win, size_t win_len, size_t from, size_t to, uint8_t *dst)
 {
 	if (win_len > TK__DWIN) {
 		win += win_len - TK__DWIN;
 		win_len = TK__DWIN;
 	}
 	size_t lost = TK__DWIN - win_len; /* markers below this stand for bytes before win */
-	const uint16_t *m = d->marked + TK__DWIN;
-	for (size_t i = 0; i < d->n_marked; i++) {
+	/* in place, dst[i] is written after entry i is read and before any later one */
+	const uint16_t *m = d->marked + TK__DWIN + from;
+	uint8_t *map;
+	if (!lost && to - from >= 16 * TK__DWIN && (map = malloc(TK__DMARK + TK__DWIN))) {
+		/* every entry looked up, no branch: bytes 0-255 are themselves, markers
+		 * their window's bytes (entries 256 to TK__DMARK - 1 never occur) */
+		for (unsigned v = 0; v < 256; v++)
+			map[v] = (uint8_t)v;
+		memcpy(map + TK__DMARK, win, TK__DWIN);
+		for (size_t i = 0; i < to - from; i++)
+			dst[i] = map[m[i]];
+		free(map);
+		return 0;
+	}
+	for (size_t i = 0; i < to - from; i++) {
 		uint16_t v = m[i];
 		if (v & TK__DMARK) {
 			size_t k = v & (TK__DWIN - 1);
@@ -558,8 +571,11 @@ int tk__dpart_resolve(const tk__dpart *d, const uint8_t *win, size_t win_len, ui
 
 /* Walks a block from its header at bit `at` as tk__dpart_inflate reads
  * it, with matches allowed up to TK__DWIN before it, writing nothing: 0
- * with *next the bit after it, -1 otherwise. Only a dynamic block, not
- * final, is taken (what tk__dscan_find looks for). */
+ * with *next the bit after it, 1 where its first WALK_SYMBOLS symbols
+ * decode (enough to tell a block start from chance: the caller checks
+ * where the stream's blocks start anyway), -1 otherwise. Only a dynamic
+ * block, not final, is taken (what tk__dscan_find looks for). */
+#define WALK_SYMBOLS 4096
 static int walk_block(tk__dscan *s, const uint8_t *p, size_t n, uint64_t at, uint64_t *next)
 {
 	bits b;
@@ -571,9 +587,11 @@ static int walk_block(tk__dscan *s, const uint8_t *p, size_t n, uint64_t at, uin
 	if (block_tables(s, &b, 2, &lt, &dt, &lbits, &dbits))
 		return -1;
 	uint64_t out = TK__DWIN;
-	for (;;) {
+	for (unsigned k = 0;; k++) {
 		if (refill(&b) || past_end(&b))
 			return -1;
+		if (k == WALK_SYMBOLS)
+			return 1;
 		int sym = decode(&b, lt, lbits);
 		if (sym < 256) {
 			if (sym < 0)
@@ -617,24 +635,40 @@ static int header_fits(tk__dscan *s, const uint8_t *p, size_t n, uint64_t at)
 	return dynamic_tables(s, &b, &lbits, &dbits) == 0 || past_end(&b);
 }
 
-/* The quick test of a dynamic header at bit x: at most 286 + 30 codes,
- * and the code length code's lengths make a complete code (zlib refuses
- * any other), most bits failing here before a table is built. */
-static int cl_complete(const uint8_t *p, size_t n, uint64_t x)
+/* At least 57 bits of p[0..n) from bit x, zeros past the end. */
+static inline uint64_t bits57(const uint8_t *p, size_t n, uint64_t x)
 {
-	bits b;
-	bits_at(&b, p, n, x + 3);
-	unsigned hlit = take(&b, 5), hdist = take(&b, 5), ncl = take(&b, 4) + 4;
-	if (hlit > 29 || hdist > 29)
+	size_t i = (size_t)(x / 8);
+	uint64_t w = 0;
+	if (i + 8 <= n) {
+		memcpy(&w, p + i, 8);
+	} else {
+		for (size_t k = 0; i + k < n; k++)
+			w |= (uint64_t)p[i + k] << (8 * k);
+	}
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	w = __builtin_bswap64(w);
+#endif
+	return w >> (x % 8);
+}
+
+/* The quick test of a block start at bit x, where most bits fail before a
+ * table is built: not final, dynamic, at most 286 + 30 codes, and the code
+ * length code's lengths make a complete code (zlib refuses any other). */
+static int quick_header(const uint8_t *p, size_t n, uint64_t x)
+{
+	uint64_t w = bits57(p, n, x);
+	if ((w & 7) != 4 || ((w >> 3) & 31) > 29 || ((w >> 8) & 31) > 29)
 		return 0;
-	unsigned sum = 0;
-	refill(&b); /* 56 bits: 18 lengths */
+	unsigned ncl = (unsigned)((w >> 13) & 15) + 4, sum = 0;
+	w >>= 17; /* 40 bits: 13 lengths */
 	for (unsigned i = 0; i < ncl; i++) {
-		if (i == 18)
-			refill(&b);
-		unsigned l = take(&b, 3);
-		if (l)
-			sum += 128u >> l;
+		if (i == 13)
+			w = bits57(p, n, x + 17 + 39);
+		unsigned l = (unsigned)(w & 7);
+		w >>= 3;
+		if (l && (sum += 128u >> l) > 128)
+			return 0;
 	}
 	return sum == 128;
 }
@@ -644,15 +678,11 @@ int tk__dscan_find(tk__dscan *s, const uint8_t *p, size_t n, uint64_t from, uint
 	if (to > (uint64_t)n * 8)
 		to = (uint64_t)n * 8;
 	for (uint64_t x = from; x + 17 < to; x++) {
-		/* BFINAL 0, BTYPE 2 (dynamic) in bits x, x+1, x+2 */
-		size_t i = (size_t)(x / 8);
-		unsigned v = (p[i] | (unsigned)p[i + 1] << 8) >> (x % 8);
-		if ((v & 7) != 4)
-			continue;
-		if (!cl_complete(p, n, x))
+		if (!quick_header(p, n, x))
 			continue;
 		uint64_t next;
-		if (walk_block(s, p, n, x, &next) == 0 && header_fits(s, p, n, next)) {
+		int w = walk_block(s, p, n, x, &next);
+		if (w == 1 || (w == 0 && header_fits(s, p, n, next))) {
 			*at = x;
 			return 1;
 		}

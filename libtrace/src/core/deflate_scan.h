@@ -68,10 +68,11 @@ static inline size_t tk__dpart_len(const tk__dpart *d)
 {
 	return d->n_marked + d->n_plain - d->plain_at;
 }
-/* The part's marked output written to dst (n_marked bytes), each marker
- * replaced by its byte of win, the win_len (at most TK__DWIN) bytes before
- * the part; -1 where a marker stands for a byte before win. */
-int tk__dpart_resolve(const tk__dpart *d, const uint8_t *win, size_t win_len, uint8_t *dst);
+/* The part's marked output [from, to) written to dst (to - from bytes), each
+ * marker replaced by its byte of win, the win_len (at most TK__DWIN) bytes
+ * before the part; -1 where a marker stands for a byte before win. dst may
+ * be (uint8_t *)d->marked: the bytes then take the entries' place. */
+int tk__dpart_resolve(const tk__dpart *d, const uint8_t *win, size_t win_len, size_t from, size_t to, uint8_t *dst);
 void tk__dpart_free(tk__dpart *d);
 
 /* The first bit in [from, to) of p[0..n) where a block could start: a

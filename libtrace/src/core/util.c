@@ -2,8 +2,28 @@
 #define _GNU_SOURCE
 #include <sched.h>
 #include <unistd.h>
+#include <zlib.h>
+#ifdef TK_HAVE_ISAL
+#include <isa-l/crc.h>
+#endif
 
 #include "internal.h"
+
+uint32_t tk__crc32(uint32_t crc, const void *p, size_t n)
+{
+#ifdef TK_HAVE_ISAL
+	return crc32_gzip_refl(crc, p, (uint64_t)n);
+#else
+	const unsigned char *q = p;
+	while (n) {
+		uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
+		crc = (uint32_t)crc32(crc, q, k);
+		q += k;
+		n -= k;
+	}
+	return crc;
+#endif
+}
 
 const char *tk_version(void)
 {

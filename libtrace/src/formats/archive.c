@@ -89,7 +89,7 @@ static int arc_bid(const unsigned char *p, size_t n)
 	return tar_header(p, n) ? 50 : 0;
 }
 
-const tk__ifilter tk__ifilter_archive = {"archive", 1, "", arc_bid, NULL, NULL, NULL};
+const tk__ifilter tk__ifilter_archive = {"archive", 1, "", arc_bid, NULL, NULL, NULL, NULL};
 
 void tk__arc_support(struct archive *a)
 {

@@ -90,6 +90,9 @@ typedef struct tk__ifilter {
 	 * s->cut to its name. */
 	long (*read)(tk__src *s, int level, unsigned char *dst, size_t cap);
 	void (*close)(void *st);
+	/* Optional: decode on `threads` threads from here on where it can
+	 * (tk__src_inflate_threads), with the same bytes, end and errors. */
+	void (*threads)(tk__src *s, int level, unsigned threads);
 } tk__ifilter;
 
 /* The input filters, in the order of the table; NULL past the end. */

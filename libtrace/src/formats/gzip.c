@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "formats/formats.h"
+#include "inflate_par.h"
 
 #ifdef TK_HAVE_ISAL
 #include <isa-l/crc.h>
@@ -33,22 +34,6 @@ static int use_isal(void)
 #endif
 }
 
-/* The CRC-32 of gzip, as zlib's crc32() computes it. */
-static uint32_t gz_crc(const unsigned char *p, size_t n)
-{
-#ifdef TK_HAVE_ISAL
-	return crc32_gzip_refl(0, p, (uint64_t)n);
-#else
-	uint32_t c = 0;
-	while (n) {
-		uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
-		c = (uint32_t)crc32(c, p, k);
-		p += k;
-		n -= k;
-	}
-	return c;
-#endif
-}
 
 /* ---- input ---- */
 
@@ -67,9 +52,14 @@ typedef struct gz_in {
 	uint64_t member_start; /* the current member's offset in them */
 	uint64_t member_out;   /* bytes of it given out */
 	/* after switch_to_zlib(): bytes [replay_off, replay_end) of the stage
-	 * below are read again, and the first `skip` bytes inflated dropped */
+	 * below are read again, and the first `skip` bytes inflated dropped;
+	 * once a member was inflated on threads, replay_end is UINT64_MAX: the
+	 * rest of the input is read from there on with pread */
 	uint64_t replay_off, replay_end, skip;
+	tk__ipar *par; /* the member inflated on threads (gz_threads) */
 } gz_in;
+
+unsigned tk__gz_par_min;
 
 static int gz_bid(const unsigned char *p, size_t n)
 {
@@ -81,6 +71,7 @@ static void gz_close(void *st)
 	gz_in *g = st;
 	if (!g)
 		return;
+	tk__ipar_free(g->par);
 #ifdef TK_HAVE_ISAL
 	if (g->is)
 		free(g->is);
@@ -132,12 +123,19 @@ static long refill(tk__src *s, int level, gz_in *g, size_t keep)
 	if (g->replay_off < g->replay_end) {
 		uint64_t left = g->replay_end - g->replay_off;
 		n = tk__src_pread(s, g->replay_off, g->zin + keep, left < TK__ZIN - keep ? (size_t)left : TK__ZIN - keep);
-		if (n == 0) {
+		if (n == 0 && g->replay_end == UINT64_MAX) {
+			g->eof_raw = 1; /* read with pread to the end */
+		} else if (n == 0) {
 			snprintf(s->err, sizeof s->err, "the file became shorter while it was read");
 			return -1;
 		}
-		if (n > 0)
+		if (n > 0) {
 			g->replay_off += (uint64_t)n;
+			if (g->replay_off > g->raw_got) { /* new bytes: counted as read */
+				s->bytes_in += g->replay_off - g->raw_got;
+				g->raw_got = g->replay_off;
+			}
+		}
 	} else {
 		n = tk__src_read_at(s, level - 1, g->zin + keep, TK__ZIN - keep);
 		if (n == 0)
@@ -244,18 +242,141 @@ static int switch_to_zlib(tk__src *s, gz_in *g)
 		return -1;
 	}
 	g->replay_off = g->member_start;
-	g->replay_end = g->raw_got;
+	if (g->replay_end != UINT64_MAX)
+		g->replay_end = g->raw_got;
 	g->skip = g->member_out;
 	g->eof_raw = 0;
 	return 0;
 }
 #endif
 
+/* ---- one member inflated on threads (inflate_par.c) ---- */
+
+static long par_pread(void *ctx, uint64_t off, unsigned char *dst, size_t cap)
+{
+	return tk__src_pread_mt(ctx, off, dst, cap);
+}
+
+/* The length of the gzip header at p[0..n), or 0 where it is not whole there. */
+static size_t header_len(const unsigned char *p, size_t n)
+{
+	if (n < 10 || p[0] != 0x1f || p[1] != 0x8b || p[2] != 8)
+		return 0;
+	unsigned flg = p[3];
+	size_t at = 10;
+	if (flg & 4) {
+		if (at + 2 > n)
+			return 0;
+		at += 2 + (p[at] | (size_t)p[at + 1] << 8);
+	}
+	for (unsigned f = 8; f <= 16; f <<= 1)
+		if (flg & f) {
+			while (at < n && p[at])
+				at++;
+			if (at++ >= n)
+				return 0;
+		}
+	if (flg & 2)
+		at += 2;
+	return at < n ? at : 0;
+}
+
+/* From here on the member is inflated by tk__ipar on threads, where ISA-L
+ * inflates it (a file or memory, read again with pread), it is the first
+ * member and large enough: the bytes given out so far are dropped from the
+ * threads' output. The rest of the input is then read with pread. */
+static void gz_threads(tk__src *s, int level, unsigned threads)
+{
+#ifdef TK_HAVE_ISAL
+	gz_in *g = s->st[level].st;
+	/* from 8 threads asked; TK_GZIP_PARTS=N in the environment: from N (0: never) */
+	const char *e = getenv("TK_GZIP_PARTS");
+	unsigned min = tk__gz_par_min ? tk__gz_par_min : e && *e ? (unsigned)strtoul(e, NULL, 10) : 8;
+	if (!min || !g->is || level != 1 || g->par || g->done || g->failed || g->member_start || threads < min ||
+	    g->replay_off < g->replay_end)
+		return;
+	size_t part = tk__ipar_part_bytes ? tk__ipar_part_bytes : 512 * 1024;
+	unsigned char hdr[4096], probe;
+	long n = tk__src_pread(s, 0, hdr, sizeof hdr);
+	size_t h = n > 0 ? header_len(hdr, (size_t)n) : 0;
+	if (!h || tk__src_pread(s, h + 4 * (uint64_t)part, &probe, 1) != 1)
+		return; /* a header of over 4 KiB, or under 4 parts' worth: one thread */
+	/* the threads inflate as much as the parse takes on about half the processors */
+	tk__ipar *P = tk__ipar_start(par_pread, s, h, threads / 2 > 2 ? threads / 2 : 2);
+	if (!P)
+		return;
+	g->par = P;
+	g->skip = g->member_out;
+	g->replay_off = g->raw_got;
+	g->replay_end = UINT64_MAX;
+	g->z.avail_in = 0;
+#else
+	(void)s;
+	(void)level;
+	(void)threads;
+#endif
+}
+
+/* The member's bytes from the threads; at its end the input goes on (with
+ * pread) after its trailer, and where they cannot go on, ISA-L inflates the
+ * member again from its start, dropping the bytes given out. > 0, or 0
+ * with g->par gone: go on as without it. */
+static long par_read(tk__src *s, int level, gz_in *g, unsigned char *dst, size_t cap)
+{
+	for (;;) {
+		long n = tk__ipar_read(g->par, dst, cap);
+		uint64_t at = tk__ipar_in_pos(g->par);
+		if (at > g->raw_got) { /* progress: the input the parts given out reach */
+			s->bytes_in += at - g->raw_got;
+			g->raw_got = at;
+		}
+		if (n > 0 && g->skip) {
+			size_t k = g->skip < (uint64_t)n ? (size_t)g->skip : (size_t)n;
+			memmove(dst, dst + k, (size_t)n - k);
+			g->skip -= k;
+			n -= (long)k;
+			if (!n)
+				continue;
+		}
+		if (n > 0) {
+			g->member_out += (uint64_t)n;
+			return n;
+		}
+		if (n == 0) {
+			g->replay_off = tk__ipar_end(g->par); /* the member ended, its trailer checked */
+			if (g->replay_off > g->raw_got) {
+				s->bytes_in += g->replay_off - g->raw_got;
+				g->raw_got = g->replay_off;
+			}
+		} else {
+			/* from the member's start on one thread, which meets the problem */
+			g->replay_off = g->member_start;
+			g->skip = g->member_out;
+		}
+#ifdef TK_HAVE_ISAL
+		isal_inflate_reset(g->is);
+		g->is->crc_flag = ISAL_GZIP;
+#endif
+		tk__ipar_free(g->par);
+		g->par = NULL;
+		g->z.avail_in = 0;
+		g->eof_raw = 0;
+		if (n == 0 && next_member(s, level, g))
+			return -1;
+		return 0;
+	}
+}
+
 static long gz_read(tk__src *s, int level, unsigned char *dst, size_t cap)
 {
 	gz_in *g = s->st[level].st;
 	if (g->failed)
 		return -1;
+	if (g->par) {
+		long n = par_read(s, level, g, dst, cap);
+		if (n)
+			return n < 0 ? (g->failed = 1, -1) : n;
+	}
 	unsigned char *next_out = dst;
 	uInt want = (uInt)(cap > (1u << 30) ? (1u << 30) : cap), avail_out = want;
 	while (avail_out == want && !g->done) {
@@ -306,7 +427,7 @@ static long gz_read(tk__src *s, int level, unsigned char *dst, size_t cap)
 	return (long)(want - avail_out);
 }
 
-const tk__ifilter tk__ifilter_gzip = {"gzip", 0, ".gz", gz_bid, gz_open, gz_read, gz_close};
+const tk__ifilter tk__ifilter_gzip = {"gzip", 0, ".gz", gz_bid, gz_open, gz_read, gz_close, gz_threads};
 
 /* ---- output ----
  * One gzip member: a header, then each block raw-deflated on its own with
@@ -582,7 +703,7 @@ static int gzo_encode(void *enc, void *ctx, const tk__buf *raw, tk__buf *out, ch
 {
 	gz_enc *e = enc;
 	gz_ctx *c = ctx;
-	c->crc = gz_crc((const unsigned char *)raw->p, raw->len);
+	c->crc = tk__crc32(0, raw->p, raw->len);
 #ifdef TK_HAVE_ISAL
 	if (e->isal)
 		return isal_encode(e, e->isal_level, c, raw, out, err);
