@@ -56,7 +56,9 @@ struct tk__ipar {
 	int quit;
 	pthread_t *th;
 	unsigned nth;
-	tk__dscan *scan; /* the caller's */
+	tk__dscan *scan;   /* the caller's */
+	tk__dscan **scans; /* each thread's */
+	unsigned next_scan;
 	/* the caller's, under mu where the threads read them */
 	uint64_t expect;       /* the bit the part `valid` must start at */
 	uint8_t win[TK__DWIN]; /* the 32 KiB before part `valid` */
@@ -200,18 +202,17 @@ static void do_job(tk__ipar *P, tk__dscan *s, part *p, int job)
 static void *worker_main(void *arg)
 {
 	tk__ipar *P = arg;
-	tk__dscan *s = tk__dscan_new();
 	pthread_mutex_lock(&P->mu);
+	tk__dscan *s = P->scans[P->next_scan++];
 	while (!P->quit) {
 		part *p;
-		int job = s ? take_job(P, &p, 1) : 0;
+		int job = take_job(P, &p, 1);
 		if (job)
 			do_job(P, s, p, job);
 		else
 			pthread_cond_wait(&P->cv_w, &P->mu);
 	}
 	pthread_mutex_unlock(&P->mu);
-	tk__dscan_free(s);
 	return NULL;
 }
 
@@ -235,8 +236,12 @@ tk__ipar *tk__ipar_start(tk__ipar_pread rd, void *ctx, uint64_t start, unsigned 
 	pthread_cond_init(&P->cv_c, NULL);
 	P->ring = calloc(P->R, sizeof *P->ring);
 	P->th = calloc(threads, sizeof *P->th);
+	P->scans = calloc(threads, sizeof *P->scans);
 	P->scan = tk__dscan_new();
-	if (!P->ring || !P->th || !P->scan) {
+	int ok = P->ring && P->th && P->scans && P->scan;
+	for (unsigned i = 0; ok && i < threads; i++)
+		ok = (P->scans[i] = tk__dscan_new()) != NULL;
+	if (!ok) {
 		tk__ipar_free(P);
 		return NULL;
 	}
@@ -449,6 +454,9 @@ void tk__ipar_free(tk__ipar *P)
 	free(P->ring);
 	free(P->th);
 	tk__dscan_free(P->scan);
+	for (unsigned i = 0; P->scans && i < P->R - 2; i++)
+		tk__dscan_free(P->scans[i]);
+	free(P->scans);
 	pthread_mutex_destroy(&P->mu);
 	pthread_cond_destroy(&P->cv_w);
 	pthread_cond_destroy(&P->cv_c);
