@@ -118,6 +118,28 @@ if [ -n "$REAL" ] && [ -f "$REAL/index.tsv" ]; then
 		same "real $rel: stats of its .tkb" "$BIN/trace-stats" real.tkb -t ops,kernels,memcpy,api,steps,launch -f json
 		same "real $rel: its .tkb to json" "$BIN/trace-convert" real.tkb -o OUT.json
 	done
+	# the real .json.gz of over 2 MiB: on 8 threads their gzip stream is inflated in parts
+	# (docs/gzip.md); whole, cut, and with a byte changed in the middle
+	n=0
+	for f in $(find "$REAL" -name '*.json.gz' -size +2200k | sort); do
+		n=$((n + 1))
+		same "real $f: convert (the gzip in parts)" "$BIN/trace-convert" "$f" -o OUT.json
+		same "real $f: stats (the gzip in parts)" "$BIN/trace-stats" "$f" -t ops,kernels -f json
+	done
+	check "real .json.gz of over 2 MiB: some ($n)" [ "$n" -gt 0 ]
+	f=$(find "$REAL" -name '*.json.gz' -size +2200k | sort | tail -n 1)
+	if [ -n "$f" ]; then
+		size=$(stat -c %s "$f")
+		head -c $((size * 3 / 5)) "$f" > realcut.json.gz
+		python3 - "$f" realbad.json.gz <<'PY' || exit 1
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+b[len(b) * 2 // 3] ^= 0x5a
+open(sys.argv[2], "wb").write(b)
+PY
+		same "a real .json.gz cut (the gzip in parts)" "$BIN/trace-convert" realcut.json.gz -o OUT.json
+		same "a real .json.gz damaged (the gzip in parts)" "$BIN/trace-convert" realbad.json.gz -o OUT.json
+	fi
 else
 	echo "note: no real traces (../shared/realtraces or \$TK_REALTRACES): generated traces only"
 fi
