@@ -492,15 +492,27 @@ int tk__dpart_inflate(tk__dscan *s, const uint8_t *p, size_t n, uint64_t start_b
 				if (before + (o - base) + len > max_out)
 					return TK__DP_BIG;
 				if (marked) {
-					uint16_t *m = d->marked + o, any = 0;
+					uint16_t *m = d->marked + o;
 					const uint16_t *from = m - dist;
-					for (size_t i = 0; i < len; i++) {
-						uint16_t v = from[i];
-						m[i] = v;
-						any |= v;
+					uint64_t any = 0;
+					if (dist >= 4) {
+						/* 4 entries at a time, each word's source written already; the
+						 * last word's entries past the match may count as markers too,
+						 * which only puts the plain bytes off */
+						for (size_t i = 0; i < len; i += 4) {
+							uint64_t w;
+							memcpy(&w, from + i, 8);
+							memcpy(m + i, &w, 8);
+							any |= w;
+						}
+					} else {
+						for (size_t i = 0; i < len; i++) {
+							m[i] = from[i];
+							any |= from[i];
+						}
 					}
 					o += len;
-					if (any & TK__DMARK)
+					if (any & 0x8000800080008000ull)
 						clean = o;
 				} else {
 					uint8_t *q = d->plain + o;
