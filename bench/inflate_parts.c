@@ -33,26 +33,6 @@ static void die(const char *m)
 	exit(1);
 }
 
-/* The raw deflate data of the file's first gzip member: its offset. */
-static size_t skip_header(const uint8_t *p, size_t n)
-{
-	if (n < 18 || p[0] != 0x1f || p[1] != 0x8b || p[2] != 8)
-		die("not a gzip file");
-	unsigned flg = p[3];
-	size_t at = 10;
-	if (flg & 4)
-		at += 2 + (p[at] | (size_t)p[at + 1] << 8);
-	for (unsigned f = 8; f <= 16; f <<= 1)
-		if (flg & f)
-			while (at < n && p[at++])
-				;
-	if (flg & 2)
-		at += 2;
-	if (at >= n)
-		die("gzip header runs past the file");
-	return at;
-}
-
 typedef struct job {
 	const uint8_t *c;
 	size_t cn, part, np;
@@ -192,7 +172,9 @@ int main(int argc, char **argv)
 	if (!p || fread(p, 1, n, f) != n)
 		die("cannot read the file");
 	fclose(f);
-	size_t at = skip_header(p, n);
+	size_t at = tk__gzip_header_len(p, n);
+	if (!at)
+		die("not a gzip file");
 	const uint8_t *c = p + at;
 	size_t cn = n - at;
 

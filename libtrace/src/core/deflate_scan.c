@@ -140,6 +140,41 @@ static uint64_t bit_pos(const bits *b)
 	return (uint64_t)b->pos * 8 - b->cnt;
 }
 
+/* 1 where the bits read so far run past p[n) (zeros stood in for them). */
+static inline int past_end(const bits *b)
+{
+	return b->pos > b->n && bit_pos(b) > (uint64_t)b->n * 8;
+}
+
+/* A coded block's symbols walked, nothing written, *out counting the bytes
+ * they stand for (matches may reach back *out bytes): 0 at its end-of-block
+ * code, -1 where the bits are not a block's or run past p[n). */
+static int walk_symbols(bits *b, const uint32_t *lt, unsigned lbits, const uint32_t *dt, unsigned dbits,
+                        uint64_t *out)
+{
+	for (;;) {
+		if (refill(b) || past_end(b)) /* a length and a distance take at most 48 bits */
+			return -1;
+		int sym = decode(b, lt, lbits);
+		if (sym < 256) {
+			if (sym < 0)
+				return -1;
+			++*out;
+			continue;
+		}
+		if (sym == 256)
+			return past_end(b) ? -1 : 0;
+		sym -= 257;
+		if (sym >= 29)
+			return -1;
+		unsigned len = len_base[sym] + take(b, len_extra[sym]);
+		int dc = decode(b, dt, dbits);
+		if (dc < 0 || dc >= 30 || dist_base[dc] + take(b, dist_extra[dc]) > *out)
+			return -1; /* a bad code, or a match before what came out (no dictionary) */
+		*out += len;
+	}
+}
+
 /* A dynamic block's header: its two tables. */
 static int dynamic_tables(tk__dscan *s, bits *b, unsigned *lbits, unsigned *dbits)
 {
@@ -247,30 +282,8 @@ int tk__dscan_stream(tk__dscan *s, const void *p, size_t n, tk__dscan_result *r)
 			} else if (dynamic_tables(s, &b, &lbits, &dbits)) {
 				return -1;
 			}
-			for (;;) {
-				if (refill(&b)) /* a length and a distance take at most 48 bits */
-					return -1;
-				int sym = decode(&b, lt, lbits);
-				if (sym < 256) {
-					if (sym < 0)
-						return -1;
-					out++;
-					continue;
-				}
-				if (sym == 256)
-					break;
-				sym -= 257;
-				if (sym >= 29)
-					return -1;
-				unsigned len = len_base[sym] + take(&b, len_extra[sym]);
-				int d = decode(&b, dt, dbits);
-				if (d < 0 || d >= 30)
-					return -1;
-				uint64_t dist = dist_base[d] + take(&b, dist_extra[d]);
-				if (dist > out) /* before the stream's first byte: no dictionary */
-					return -1;
-				out += len;
-			}
+			if (walk_symbols(&b, lt, lbits, dt, dbits, &out))
+				return -1;
 		}
 		if (final) {
 			uint64_t end = bit_pos(&b);
@@ -329,12 +342,6 @@ static void bits_at(bits *b, const uint8_t *p, size_t n, uint64_t at)
 	*b = (bits){p, n, (size_t)(at / 8), 0, 0};
 	refill(b);
 	take(b, (unsigned)(at % 8));
-}
-
-/* 1 where the bits read so far run past p[n) (zeros stood in for them). */
-static inline int past_end(const bits *b)
-{
-	return b->pos > b->n && bit_pos(b) > (uint64_t)b->n * 8;
 }
 
 /* Where the bits are not a stream's: damage, or only the zeros read past p[n). */
@@ -583,11 +590,8 @@ int tk__dpart_resolve(const tk__dpart *d, const uint8_t *win, size_t win_len, si
 
 /* Walks a block from its header at bit `at` as tk__dpart_inflate reads
  * it, with matches allowed up to TK__DWIN before it, writing nothing: 0
- * with *next the bit after it, 1 where its first WALK_SYMBOLS symbols
- * decode (enough to tell a block start from chance: the caller checks
- * where the stream's blocks start anyway), -1 otherwise. Only a dynamic
- * block, not final, is taken (what tk__dscan_find looks for). */
-#define WALK_SYMBOLS 4096
+ * with *next the bit after it, -1 otherwise. Only a dynamic block, not
+ * final, is taken (what tk__dscan_find looks for). */
 static int walk_block(tk__dscan *s, const uint8_t *p, size_t n, uint64_t at, uint64_t *next)
 {
 	bits b;
@@ -599,30 +603,7 @@ static int walk_block(tk__dscan *s, const uint8_t *p, size_t n, uint64_t at, uin
 	if (block_tables(s, &b, 2, &lt, &dt, &lbits, &dbits))
 		return -1;
 	uint64_t out = TK__DWIN;
-	for (unsigned k = 0;; k++) {
-		if (refill(&b) || past_end(&b))
-			return -1;
-		if (k == WALK_SYMBOLS)
-			return 1;
-		int sym = decode(&b, lt, lbits);
-		if (sym < 256) {
-			if (sym < 0)
-				return -1;
-			out++;
-			continue;
-		}
-		if (sym == 256)
-			break;
-		sym -= 257;
-		if (sym >= 29)
-			return -1;
-		unsigned len = len_base[sym] + take(&b, len_extra[sym]);
-		int dc = decode(&b, dt, dbits);
-		if (dc < 0 || dc >= 30 || dist_base[dc] + take(&b, dist_extra[dc]) > out)
-			return -1;
-		out += len;
-	}
-	if (past_end(&b))
+	if (walk_symbols(&b, lt, lbits, dt, dbits, &out))
 		return -1;
 	*next = bit_pos(&b);
 	return 0;
@@ -693,11 +674,34 @@ int tk__dscan_find(tk__dscan *s, const uint8_t *p, size_t n, uint64_t from, uint
 		if (!quick_header(p, n, x))
 			continue;
 		uint64_t next;
-		int w = walk_block(s, p, n, x, &next);
-		if (w == 1 || (w == 0 && header_fits(s, p, n, next))) {
+		if (walk_block(s, p, n, x, &next) == 0 && header_fits(s, p, n, next)) {
 			*at = x;
 			return 1;
 		}
 	}
 	return 0;
+}
+
+/* The length of the gzip header at p[0..n), or 0 where it is not whole there. */
+size_t tk__gzip_header_len(const unsigned char *p, size_t n)
+{
+	if (n < 10 || p[0] != 0x1f || p[1] != 0x8b || p[2] != 8)
+		return 0;
+	unsigned flg = p[3];
+	size_t at = 10;
+	if (flg & 4) {
+		if (at + 2 > n)
+			return 0;
+		at += 2 + (p[at] | (size_t)p[at + 1] << 8);
+	}
+	for (unsigned f = 8; f <= 16; f <<= 1)
+		if (flg & f) {
+			while (at < n && p[at])
+				at++;
+			if (at++ >= n)
+				return 0;
+		}
+	if (flg & 2)
+		at += 2;
+	return at < n ? at : 0;
 }

@@ -83,4 +83,8 @@ void tk__dpart_free(tk__dpart *d);
  * bit passes too, or it is stored or fixed, or it runs past p[n). */
 int tk__dscan_find(tk__dscan *s, const uint8_t *p, size_t n, uint64_t from, uint64_t to, uint64_t *at);
 
+/* The length of a gzip member's header at p[0..n) (its name, comment, extra
+ * field and header CRC included), or 0 where it is not a whole one there. */
+size_t tk__gzip_header_len(const unsigned char *p, size_t n);
+
 #endif

@@ -10,19 +10,17 @@
 #endif
 #ifdef TK_HAVE_LIBDEFLATE
 #include <libdeflate.h>
-
-#include "core/deflate_scan.h"
 #endif
 
-#if defined(TK_HAVE_ISAL) || defined(TK_HAVE_LIBDEFLATE)
+#include "core/deflate_scan.h"
+
 /* 1 unless TK_GZIP is "zlib" (read at each open: tests and users compare
- * the libraries). */
+ * the libraries): zlib for everything, no other inflater nor deflater. */
 static int fast_libs(void)
 {
 	const char *e = getenv("TK_GZIP");
 	return !(e && strcmp(e, "zlib") == 0);
 }
-#endif
 
 /* 1 when ISA-L does the work it can: built with it, and TK_GZIP allows. */
 static int use_isal(void)
@@ -257,48 +255,24 @@ static long par_pread(void *ctx, uint64_t off, unsigned char *dst, size_t cap)
 	return tk__src_pread_mt(ctx, off, dst, cap);
 }
 
-/* The length of the gzip header at p[0..n), or 0 where it is not whole there. */
-static size_t header_len(const unsigned char *p, size_t n)
-{
-	if (n < 10 || p[0] != 0x1f || p[1] != 0x8b || p[2] != 8)
-		return 0;
-	unsigned flg = p[3];
-	size_t at = 10;
-	if (flg & 4) {
-		if (at + 2 > n)
-			return 0;
-		at += 2 + (p[at] | (size_t)p[at + 1] << 8);
-	}
-	for (unsigned f = 8; f <= 16; f <<= 1)
-		if (flg & f) {
-			while (at < n && p[at])
-				at++;
-			if (at++ >= n)
-				return 0;
-		}
-	if (flg & 2)
-		at += 2;
-	return at < n ? at : 0;
-}
-
-/* From here on the member is inflated by tk__ipar on threads, where ISA-L
- * inflates it (a file or memory, read again with pread), it is the first
- * member and large enough: the bytes given out so far are dropped from the
- * threads' output. The rest of the input is then read with pread. */
+/* From here on the member is inflated by tk__ipar on threads, where the
+ * input can be read again (a file or memory, with pread), it is the first
+ * member and large enough, and TK_GZIP does not ask for zlib alone: the
+ * bytes given out so far are dropped from the threads' output. The rest of
+ * the input is then read with pread. */
 static void gz_threads(tk__src *s, int level, unsigned threads)
 {
-#ifdef TK_HAVE_ISAL
 	gz_in *g = s->st[level].st;
 	/* from 8 threads asked; TK_GZIP_PARTS=N in the environment: from N (0: never) */
 	const char *e = getenv("TK_GZIP_PARTS");
 	unsigned min = tk__gz_par_min ? tk__gz_par_min : e && *e ? (unsigned)strtoul(e, NULL, 10) : 8;
-	if (!min || !g->is || level != 1 || g->par || g->done || g->failed || g->member_start || threads < min ||
-	    g->replay_off < g->replay_end)
+	if (!min || level != 1 || !tk__src_can_pread(s) || !fast_libs() || g->par || g->done || g->failed ||
+	    g->member_start || threads < min || g->replay_off < g->replay_end)
 		return;
 	size_t part = tk__ipar_part_bytes ? tk__ipar_part_bytes : 512 * 1024;
 	unsigned char hdr[4096], probe;
 	long n = tk__src_pread(s, 0, hdr, sizeof hdr);
-	size_t h = n > 0 ? header_len(hdr, (size_t)n) : 0;
+	size_t h = n > 0 ? tk__gzip_header_len(hdr, (size_t)n) : 0;
 	if (!h || tk__src_pread(s, h + 4 * (uint64_t)part, &probe, 1) != 1)
 		return; /* a header of over 4 KiB, or under 4 parts' worth: one thread */
 	/* the threads inflate as much as the parse takes on about half the processors */
@@ -310,17 +284,13 @@ static void gz_threads(tk__src *s, int level, unsigned threads)
 	g->replay_off = g->raw_got;
 	g->replay_end = UINT64_MAX;
 	g->z.avail_in = 0;
-#else
-	(void)s;
-	(void)level;
-	(void)threads;
-#endif
 }
 
 /* The member's bytes from the threads; at its end the input goes on (with
- * pread) after its trailer, and where they cannot go on, ISA-L inflates the
- * member again from its start, dropping the bytes given out. > 0, or 0
- * with g->par gone: go on as without it. */
+ * pread) after its trailer, and where they cannot go on, the reader's own
+ * inflater (ISA-L or zlib) inflates the member again from its start,
+ * dropping the bytes given out. > 0, or 0 with g->par gone: go on as
+ * without it. */
 static long par_read(tk__src *s, int level, gz_in *g, unsigned char *dst, size_t cap)
 {
 	for (;;) {
@@ -354,9 +324,12 @@ static long par_read(tk__src *s, int level, gz_in *g, unsigned char *dst, size_t
 			g->skip = g->member_out;
 		}
 #ifdef TK_HAVE_ISAL
-		isal_inflate_reset(g->is);
-		g->is->crc_flag = ISAL_GZIP;
+		if (g->is) {
+			isal_inflate_reset(g->is);
+			g->is->crc_flag = ISAL_GZIP;
+		} else
 #endif
+			inflateReset(&g->z);
 		tk__ipar_free(g->par);
 		g->par = NULL;
 		g->z.avail_in = 0;
