@@ -17,7 +17,6 @@
 size_t tk__ipar_part_bytes;
 uint64_t tk__ipar_parts_out, tk__ipar_parts_redone;
 
-#define PART_IN (512u * 1024)     /* compressed bytes per share */
 #define EXTRA0 (128u * 1024)      /* read past the share at first: the block that crosses its end */
 #define PART_MAX_OUT (256u << 20) /* a part's output beyond this: one thread inflates the rest */
 
@@ -216,7 +215,7 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-tk__ipar *tk__ipar_start(tk__ipar_pread rd, void *ctx, uint64_t start, unsigned threads)
+tk__ipar *tk__ipar_start(tk__ipar_pread rd, void *ctx, uint64_t start, size_t share, unsigned threads)
 {
 	if (threads < 1)
 		threads = 1;
@@ -226,7 +225,7 @@ tk__ipar *tk__ipar_start(tk__ipar_pread rd, void *ctx, uint64_t start, unsigned 
 	P->rd = rd;
 	P->ctx = ctx;
 	P->base = start;
-	P->pin = tk__ipar_part_bytes ? tk__ipar_part_bytes : PART_IN;
+	P->pin = tk__ipar_part_bytes ? tk__ipar_part_bytes : share ? share : 1;
 	P->R = threads + 2;
 	P->limit = UINT64_MAX;
 	P->crc = (uint32_t)crc32(0, NULL, 0);

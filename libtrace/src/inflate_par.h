@@ -11,15 +11,17 @@ typedef struct tk__ipar tk__ipar;
  * an error. Called from several threads at once. */
 typedef long (*tk__ipar_pread)(void *ctx, uint64_t off, unsigned char *dst, size_t cap);
 
-/* Compressed bytes per part (0: the default, 512 KiB); tests make it small. */
+/* Compressed bytes per part, where not 0 (tests make it small), instead of
+ * what tk__ipar_start is given. */
 extern size_t tk__ipar_part_bytes;
 /* For tests: parts given out, and of them those inflated again by the
  * caller (their found start was not where the part before ended). */
 extern uint64_t tk__ipar_parts_out, tk__ipar_parts_redone;
 
 /* Starts `threads` threads (named tk-inflate) on the deflate stream at byte
- * `start` of the input; NULL where none could be started or memory is short. */
-tk__ipar *tk__ipar_start(tk__ipar_pread rd, void *ctx, uint64_t start, unsigned threads);
+ * `start` of the input, cut into shares of `share` compressed bytes; NULL
+ * where none could be started or memory is short. */
+tk__ipar *tk__ipar_start(tk__ipar_pread rd, void *ctx, uint64_t start, size_t share, unsigned threads);
 
 /* The next inflated bytes in order, up to cap: > 0; 0 once the stream has
  * ended and its gzip trailer (CRC-32 and length, right after it) matched;

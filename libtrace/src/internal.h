@@ -73,6 +73,9 @@ int tk__src_can_pread(const tk__src *s);
 /* Up to cap bytes of the base's stream from offset off (0 = its first
  * byte): count, 0 at its end, <0 with s->err set. */
 long tk__src_pread(tk__src *s, uint64_t off, unsigned char *dst, size_t cap);
+/* The base's length where known (memory, a regular file, from where the
+ * fd stood at the start), else UINT64_MAX. */
+uint64_t tk__src_base_size(const tk__src *s);
 /* The same without touching s (several threads at once): < 0 with errno set. */
 long tk__src_pread_mt(const tk__src *s, uint64_t off, unsigned char *dst, size_t cap);
 /* Inflate the top filter's stream on `threads` threads where it can

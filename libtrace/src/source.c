@@ -215,17 +215,24 @@ static void ahead_free(tk__ahead *a);
 
 size_t tk__ahead_min = 256u << 10;
 
+uint64_t tk__src_base_size(const tk__src *s)
+{
+	if (s->mem)
+		return s->mem_len;
+	struct stat st;
+	if (s->base.read || s->fd_start < 0 || fstat(s->fd, &st) != 0 || st.st_size < s->fd_start)
+		return UINT64_MAX;
+	return (uint64_t)st.st_size - (uint64_t)s->fd_start;
+}
+
 /* The base's bytes not yet read, where known (memory, a regular file);
  * else UINT64_MAX. */
 static uint64_t base_left(const tk__src *s)
 {
-	if (s->mem)
-		return s->mem_len > s->mem_pos ? s->mem_len - s->mem_pos : 0;
-	struct stat st;
-	if (s->fd_start < 0 || fstat(s->fd, &st) != 0 || st.st_size < 0)
+	uint64_t size = tk__src_base_size(s), at = s->mem ? s->mem_pos : s->bytes_in;
+	if (size == UINT64_MAX)
 		return UINT64_MAX;
-	uint64_t at = (uint64_t)s->fd_start + s->bytes_in;
-	return (uint64_t)st.st_size > at ? (uint64_t)st.st_size - at : 0;
+	return size > at ? size - at : 0;
 }
 
 void tk__src_read_ahead(tk__src *s)

@@ -118,7 +118,7 @@ if [ -n "$REAL" ] && [ -f "$REAL/index.tsv" ]; then
 		same "real $rel: stats of its .tkb" "$BIN/trace-stats" real.tkb -t ops,kernels,memcpy,api,steps,launch -f json
 		same "real $rel: its .tkb to json" "$BIN/trace-convert" real.tkb -o OUT.json
 	done
-	# the real .json.gz of over 2 MiB: on 8 threads their gzip stream is inflated in parts
+	# the real .json.gz of over 2 MiB (four shares or more): on 8 threads their gzip stream is inflated in parts
 	# (docs/gzip.md); whole, cut, and with a byte changed in the middle
 	n=0
 	for f in $(find "$REAL" -name '*.json.gz' -size +2200k | sort); do

@@ -55,7 +55,14 @@ typedef struct gz_in {
 	 * rest of the input is read from there on with pread */
 	uint64_t replay_off, replay_end, skip;
 	tk__ipar *par; /* the member inflated on threads (gz_threads) */
+	/* where the reads from the stage below ended before it (ISA-L, on
+	 * damage, gives bytes up to where its input ran out: read again, the
+	 * input comes in the same pieces); more than GZ_ENDS: no threads */
+	uint64_t ends[4];
+	int n_ends;
 } gz_in;
+
+#define GZ_ENDS 4
 
 unsigned tk__gz_par_min;
 
@@ -120,6 +127,17 @@ static long refill(tk__src *s, int level, gz_in *g, size_t keep)
 	long n;
 	if (g->replay_off < g->replay_end) {
 		uint64_t left = g->replay_end - g->replay_off;
+		if (g->replay_end == UINT64_MAX) {
+			/* after the threads: in the pieces the stage below gave, then
+			 * would have given (TK__ZIN each) */
+			uint64_t b = 0, last = g->n_ends ? g->ends[g->n_ends - 1] : 0;
+			for (int i = 0; i < g->n_ends && !b; i++)
+				if (g->ends[i] > g->replay_off)
+					b = g->ends[i];
+			if (!b)
+				b = last + ((g->replay_off - last) / TK__ZIN + 1) * TK__ZIN;
+			left = b - g->replay_off;
+		}
 		n = tk__src_pread(s, g->replay_off, g->zin + keep, left < TK__ZIN - keep ? (size_t)left : TK__ZIN - keep);
 		if (n == 0 && g->replay_end == UINT64_MAX) {
 			g->eof_raw = 1; /* read with pread to the end */
@@ -138,8 +156,13 @@ static long refill(tk__src *s, int level, gz_in *g, size_t keep)
 		n = tk__src_read_at(s, level - 1, g->zin + keep, TK__ZIN - keep);
 		if (n == 0)
 			g->eof_raw = 1;
-		if (n > 0)
+		if (n > 0) {
 			g->raw_got += (uint64_t)n;
+			if (g->n_ends <= GZ_ENDS)
+				g->n_ends++;
+			if (g->n_ends <= GZ_ENDS)
+				g->ends[g->n_ends - 1] = g->raw_got;
+		}
 	}
 	if (n >= 0) {
 		g->z.next_in = g->zin;
@@ -267,16 +290,29 @@ static void gz_threads(tk__src *s, int level, unsigned threads)
 	const char *e = getenv("TK_GZIP_PARTS");
 	unsigned min = tk__gz_par_min ? tk__gz_par_min : e && *e ? (unsigned)strtoul(e, NULL, 10) : 8;
 	if (!min || level != 1 || !tk__src_can_pread(s) || !fast_libs() || g->par || g->done || g->failed ||
-	    g->member_start || threads < min || g->replay_off < g->replay_end)
+	    g->member_start || threads < min || g->replay_off < g->replay_end || g->n_ends > GZ_ENDS)
 		return;
-	size_t part = tk__ipar_part_bytes ? tk__ipar_part_bytes : 512 * 1024;
-	unsigned char hdr[4096], probe;
+	unsigned char hdr[4096], t[4];
 	long n = tk__src_pread(s, 0, hdr, sizeof hdr);
 	size_t h = n > 0 ? tk__gzip_header_len(hdr, (size_t)n) : 0;
-	if (!h || tk__src_pread(s, h + 4 * (uint64_t)part, &probe, 1) != 1)
-		return; /* a header of over 4 KiB, or under 4 parts' worth: one thread */
+	uint64_t size = tk__src_base_size(s);
+	if (!h || size == UINT64_MAX || size < h + 8 || tk__src_pread(s, size - 4, t, 4) != 4)
+		return; /* a header of over 4 KiB, or no room for the trailer */
+	/* parts of about 8 MiB of output, by the ratio of the last member's
+	 * length (its trailer's, which is the length modulo 4 GiB: where that
+	 * is not plausible, 512 KiB), 128 KiB to 1 MiB of gzip each */
+	uint64_t in = size - h - 8, out = t[0] | (uint64_t)t[1] << 8 | (uint64_t)t[2] << 16 | (uint64_t)t[3] << 24;
+	size_t part = 512 * 1024;
+	if (out > in) {
+		double p = 8.0 * 1024 * 1024 * (double)in / (double)out;
+		part = p < 128 * 1024 ? 128 * 1024 : p > 1024 * 1024 ? 1024 * 1024 : (size_t)p;
+	}
+	if (tk__ipar_part_bytes)
+		part = tk__ipar_part_bytes;
+	if (in < 4 * (uint64_t)part)
+		return; /* under 4 parts' worth: one thread */
 	/* the threads inflate as much as the parse takes on about half the processors */
-	tk__ipar *P = tk__ipar_start(par_pread, s, h, threads / 2 > 2 ? threads / 2 : 2);
+	tk__ipar *P = tk__ipar_start(par_pread, s, h, part, threads / 2 > 2 ? threads / 2 : 2);
 	if (!P)
 		return;
 	g->par = P;
