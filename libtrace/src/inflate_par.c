@@ -226,7 +226,7 @@ tk__ipar *tk__ipar_start(tk__ipar_pread rd, void *ctx, uint64_t start, size_t sh
 	P->ctx = ctx;
 	P->base = start;
 	P->pin = tk__ipar_part_bytes ? tk__ipar_part_bytes : share ? share : 1;
-	P->R = threads + 2;
+	P->R = threads + 1; /* a part for each thread, and the one being given out */
 	P->limit = UINT64_MAX;
 	P->crc = (uint32_t)crc32(0, NULL, 0);
 	P->in_pos = start;
@@ -453,7 +453,7 @@ void tk__ipar_free(tk__ipar *P)
 	free(P->ring);
 	free(P->th);
 	tk__dscan_free(P->scan);
-	for (unsigned i = 0; P->scans && i < P->R - 2; i++)
+	for (unsigned i = 0; P->scans && i < P->R - 1; i++)
 		tk__dscan_free(P->scans[i]);
 	free(P->scans);
 	pthread_mutex_destroy(&P->mu);
