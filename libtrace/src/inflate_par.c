@@ -18,7 +18,9 @@ size_t tk__ipar_part_bytes;
 uint64_t tk__ipar_parts_out, tk__ipar_parts_redone;
 
 #define EXTRA0 (128u * 1024)      /* read past the share at first: the block that crosses its end */
-#define PART_MAX_OUT (256u << 20) /* a part's output beyond this: one thread inflates the rest */
+#define EXTRA_MAX (16u << 20)     /* at most: a block running further past the share fails the part */
+#define PART_MAX_OUT (24u << 20)  /* a part's output beyond this (48 MiB marked) fails it: one thread
+                                   * inflates the member (a trace makes about 6 MiB a part) */
 
 enum { S_FREE, S_INFLATING, S_INFLATED, S_RESOLVABLE, S_RESOLVING, S_READY };
 
@@ -115,7 +117,7 @@ static int inflate_part(tk__ipar *P, tk__dscan *s, part *p, int find, uint64_t s
 	for (;;) {
 		if (read_share(P, p, want))
 			return -1;
-		uint64_t at = start - share;
+		uint64_t at = find ? 0 : start - share;
 		if (find) {
 			p->found = p->idx == 0 || tk__dscan_find(s, p->in, p->in_len, 0, stop, &at);
 			if (!p->found)
@@ -124,8 +126,9 @@ static int inflate_part(tk__ipar *P, tk__dscan *s, part *p, int find, uint64_t s
 				at = 0;
 		}
 		int rc = tk__dpart_inflate(s, p->in, p->in_len, at, stop, win, win_len, PART_MAX_OUT, &p->d);
-		if (rc == TK__DP_SHORT && !p->eof && want < ((size_t)1 << 30)) {
-			want *= 4; /* a block that crosses the share's end is longer than read */
+		if (rc == TK__DP_SHORT && !p->eof && want < P->pin + EXTRA_MAX) {
+			/* a block that crosses the share's end is longer than read */
+			want = want * 4 < P->pin + EXTRA_MAX ? want * 4 : P->pin + EXTRA_MAX;
 			continue;
 		}
 		if (rc != TK__DP_OK)

@@ -300,12 +300,12 @@ static void gz_threads(tk__src *s, int level, unsigned threads)
 		return; /* a header of over 4 KiB, or no room for the trailer */
 	/* parts of about 6 MiB of output, by the ratio of the last member's
 	 * length (its trailer's, which is the length modulo 4 GiB: where that
-	 * is not plausible, 512 KiB), 128 KiB to 1 MiB of gzip each */
+	 * is not plausible, 512 KiB), 32 KiB to 1 MiB of gzip each */
 	uint64_t in = size - h - 8, out = t[0] | (uint64_t)t[1] << 8 | (uint64_t)t[2] << 16 | (uint64_t)t[3] << 24;
 	size_t part = 512 * 1024;
 	if (out > in) {
 		double p = 6.0 * 1024 * 1024 * (double)in / (double)out;
-		part = p < 128 * 1024 ? 128 * 1024 : p > 1024 * 1024 ? 1024 * 1024 : (size_t)p;
+		part = p < 32 * 1024 ? 32 * 1024 : p > 1024 * 1024 ? 1024 * 1024 : (size_t)p;
 	}
 	if (tk__ipar_part_bytes)
 		part = tk__ipar_part_bytes;
