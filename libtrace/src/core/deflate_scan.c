@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "core/deflate_scan.h"
 
 #define MAXBITS 15
@@ -304,36 +305,16 @@ void tk__dpart_free(tk__dpart *d)
 	memset(d, 0, sizeof *d);
 }
 
-/* Room for at least `need` more entries after `used`: a match or a stored
- * run never needs more than its length and 8 bytes of slack. */
+/* Room for at least `need` more entries after `used` (tk__grow): a match
+ * or a stored run never needs more than its length and 8 of slack. */
 static int grow16(tk__dpart *d, size_t used, size_t need)
 {
-	if (d->cap_marked - used >= need)
-		return 0;
-	size_t cap = d->cap_marked ? d->cap_marked : TK__DWIN * 4;
-	while (cap - used < need)
-		cap *= 2;
-	uint16_t *m = realloc(d->marked, cap * sizeof *m);
-	if (!m)
-		return -1;
-	d->marked = m;
-	d->cap_marked = cap;
-	return 0;
+	return tk__grow(&d->marked, &d->cap_marked, used + need, sizeof *d->marked, TK__DWIN * 4);
 }
 
 static int grow8(tk__dpart *d, size_t used, size_t need)
 {
-	if (d->cap_plain - used >= need)
-		return 0;
-	size_t cap = d->cap_plain ? d->cap_plain : TK__DWIN * 8;
-	while (cap - used < need)
-		cap *= 2;
-	uint8_t *q = realloc(d->plain, cap);
-	if (!q)
-		return -1;
-	d->plain = q;
-	d->cap_plain = cap;
-	return 0;
+	return tk__grow(&d->plain, &d->cap_plain, used + need, 1, TK__DWIN * 8);
 }
 
 /* The bits from bit `at` of p[0..n). */

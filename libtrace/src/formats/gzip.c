@@ -36,6 +36,7 @@ static int use_isal(void)
 /* ---- input ---- */
 
 #define TK__ZIN (256 * 1024)
+#define GZ_ENDS 4
 
 typedef struct gz_in {
 	z_stream z; /* zlib's inflater, or only next_in/avail_in with ISA-L's */
@@ -58,11 +59,9 @@ typedef struct gz_in {
 	/* where the reads from the stage below ended before it (ISA-L, on
 	 * damage, gives bytes up to where its input ran out: read again, the
 	 * input comes in the same pieces); more than GZ_ENDS: no threads */
-	uint64_t ends[4];
+	uint64_t ends[GZ_ENDS];
 	int n_ends;
 } gz_in;
-
-#define GZ_ENDS 4
 
 unsigned tk__gz_par_min;
 
@@ -158,10 +157,10 @@ static long refill(tk__src *s, int level, gz_in *g, size_t keep)
 			g->eof_raw = 1;
 		if (n > 0) {
 			g->raw_got += (uint64_t)n;
+			if (g->n_ends < GZ_ENDS)
+				g->ends[g->n_ends] = g->raw_got;
 			if (g->n_ends <= GZ_ENDS)
 				g->n_ends++;
-			if (g->n_ends <= GZ_ENDS)
-				g->ends[g->n_ends - 1] = g->raw_got;
 		}
 	}
 	if (n >= 0) {
