@@ -23,7 +23,9 @@ static int usage(void)
 	      "  read   the caller reads each event's args members itself (tk_stats_add)\n"
 	      "  notes  the parse threads read them (tk_stats_note, tk_stats_add_noted)\n"
 	      "  nest   as notes, with the ops' nesting on a thread of its own\n"
-	      "         (tk_stats_opts.threads = N), as the tools build them\n"
+	      "         (tk_stats_opts.threads = N)\n"
+	      "  batch  as nest, with the tables' part of each batch made on the\n"
+	      "         parse threads (tk_stats_add_from), as the tools build them\n"
 	      "  none   no tables: the cost of the timing alone, to subtract\n",
 	      stderr);
 	return 2;
@@ -40,7 +42,8 @@ int main(int argc, char **argv)
 	if (argc - i != 2)
 		return usage();
 	const char *mode = argv[i], *path = argv[i + 1];
-	int nest = strcmp(mode, "nest") == 0;
+	int batch = strcmp(mode, "batch") == 0;
+	int nest = batch || strcmp(mode, "nest") == 0;
 	int notes = nest || strcmp(mode, "notes") == 0, none = strcmp(mode, "none") == 0;
 	if (!notes && !none && strcmp(mode, "read") != 0)
 		return usage();
@@ -67,7 +70,7 @@ int main(int argc, char **argv)
 	int rc;
 	while ((rc = tk_reader_next(r, &ev)) == TK_OK) {
 		double a = now();
-		if (!none && tk_stats_add_noted(s, ev, tk_reader_event_note(r)))
+		if (!none && (batch ? tk_stats_add_from(s, r, ev) : tk_stats_add_noted(s, ev, tk_reader_event_note(r))))
 			break;
 		in += now() - a;
 	}

@@ -7,6 +7,11 @@ target_link_libraries(test_stats PRIVATE tracekit_static PkgConfig::CMOCKA)
 target_compile_definitions(test_stats PRIVATE TK_TESTDATA="${PROJECT_SOURCE_DIR}/testdata/stats")
 add_test(NAME stats_unit COMMAND test_stats)
 
+# The tables' part of each batch made on the parse threads, taken whole.
+add_executable(test_stats_batch ${CMAKE_CURRENT_SOURCE_DIR}/test_stats_batch.c)
+target_link_libraries(test_stats_batch PRIVATE tracekit_static PkgConfig::CMOCKA)
+add_test(NAME stats_batch COMMAND test_stats_batch)
+
 # Golden tables: torch 1.13's own key_averages().table() output for the run
 # that wrote trace.json, and hand-checked tables of small traces.
 set(tk_stats_data ${PROJECT_SOURCE_DIR}/testdata/stats)

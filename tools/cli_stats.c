@@ -163,7 +163,8 @@ static int add_all(tk_reader *r, const cli_stats_req *q, const tk_stats_opts *so
 	while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK) {
 		tick(prog, r, NULL);
 		if (whole) {
-			if ((rc = tk_stats_add_noted(st, ev, tk_reader_event_note(r))) != 0)
+			/* the batches the parse threads made the tables' part of */
+			if ((rc = tk_stats_add_from(st, r, ev)) != 0)
 				*err = tk_stats_error(st);
 			continue;
 		}
@@ -184,7 +185,7 @@ static int add_all(tk_reader *r, const cli_stats_req *q, const tk_stats_opts *so
 			if ((rc = rank_stats(out, -1, so, &st)) == 0) {
 				tk_stats_set_pid_span(st, sp);
 				whole = 1;
-				if ((rc = tk_stats_add_noted(st, ev, tk_reader_event_note(r))) != 0)
+				if ((rc = tk_stats_add_from(st, r, ev)) != 0)
 					*err = tk_stats_error(st);
 			} else {
 				*err = "out of memory";

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "tracekit/stats.h"
 
 static size_t sv_size(tk_sv s)
 {
@@ -150,8 +151,10 @@ void tk__batch_fix(tk_event *ev, size_t n, const tk__buf *text)
 	}
 }
 
-void tk__batch_notes(const tk_reader_opts *o, const tk_event *ev, size_t n, unsigned char **notes, size_t *cap)
+void tk__batch_notes(const tk_reader_opts *o, const tk_event *ev, size_t n, unsigned char **notes, size_t *cap,
+                     tk__buf *summary)
 {
+	summary->len = 0;
 	if (!o->note_fn)
 		return;
 	if (n > *cap) {
@@ -162,6 +165,8 @@ void tk__batch_notes(const tk_reader_opts *o, const tk_event *ev, size_t n, unsi
 	}
 	for (size_t i = 0; *notes && i < n; i++)
 		o->note_fn(o->note_ctx, &ev[i], *notes + i * o->note_size);
+	if (*notes && o->note_fn == tk_stats_note)
+		tk__stats_batch(o->note_ctx, ev, n, *notes, summary);
 }
 
 int tk__render_always;

@@ -369,7 +369,14 @@ void tk__batch_fix(tk_event *ev, size_t n, const tk__buf *text);
  * thread that parsed them, into *notes (room for *cap events, grown as
  * needed). Without room (out of memory) *notes is NULL and the reader
  * writes each note as it hands the event out. */
-void tk__batch_notes(const tk_reader_opts *o, const tk_event *ev, size_t n, unsigned char **notes, size_t *cap);
+void tk__batch_notes(const tk_reader_opts *o, const tk_event *ev, size_t n, unsigned char **notes, size_t *cap,
+                     tk__buf *summary);
+/* stats.c: with note_fn tk_stats_note, after the notes: the tables' part of
+ * the batch's n events under the options ctx (a tk_stats_opts) into out,
+ * the first event's note pointing at it (tk_stats_add_from takes it whole);
+ * nothing where those options build a table that needs every event in
+ * turn, or on failure. */
+void tk__stats_batch(const void *ctx, const tk_event *ev, size_t n, unsigned char *notes, tk__buf *out);
 
 /* An event's JSON text as the JSON writer writes it, written ahead on the
  * thread that parsed it (opts.render_json): at text + off, len bytes, with

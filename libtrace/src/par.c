@@ -30,6 +30,7 @@ typedef struct blk {
 	tk__buf text; /* the events' args and extra */
 	unsigned char *notes; /* opts.note_fn: a note per event, NULL when they could not be had */
 	size_t notes_cap;     /* events they have room for */
+	tk__buf summary;      /* the stats tables' part of the batch (tk__stats_batch) */
 	int render;           /* the texts are written (tk__render_now) */
 	tk__buf rtext;        /* the events' JSON texts */
 	tk__rend *rend;       /* where each is, NULL when that could not be had */
@@ -87,6 +88,7 @@ static void blk_free(blk *b)
 	free(b->p);
 	free(b->ev);
 	free(b->notes);
+	tk__buf_free(&b->summary);
 	free(b->rend);
 	tk__buf_free(&b->rtext);
 	tk__buf_free(&b->text);
@@ -268,7 +270,7 @@ static void parse_block(tk__par *P, tk_reader *w, blk *b)
 	tk__batch_fix(b->ev, b->n, &b->text);
 	/* the caller's notes on the events, here on the parsing thread (without
 	 * room for them, the reader writes each as it hands the event out) */
-	tk__batch_notes(&P->r->opts, b->ev, b->n, &b->notes, &b->notes_cap);
+	tk__batch_notes(&P->r->opts, b->ev, b->n, &b->notes, &b->notes_cap, &b->summary);
 	if (b->render)
 		tk__batch_render(&P->r->opts, b->ev, b->n, &b->rtext, &b->rend, &b->rend_cap);
 	b->nl = tk__count_nl(b->p, b->len);

@@ -63,10 +63,21 @@ static int classify(const tk_stats *s, const tk_event *ev)
 /* ---- notes: the args members read on the reader's threads ---- */
 
 /* The options a note depends on. */
-static uint64_t note_fp(const char *cats, int flops, int shapes)
+static uint32_t note_fp(const char *cats, int flops, int shapes)
 {
 	uint64_t h = cats ? tk__hash(cats, strlen(cats)) : 0x6e6f7465u;
-	return tk__mix64(h ^ ((uint64_t)(unsigned)flops << 1 | (shapes != 0)));
+	return (uint32_t)tk__mix64(h ^ ((uint64_t)(unsigned)flops << 1 | (shapes != 0)));
+}
+
+/* Options under which an event's part of the tables depends on the event
+ * alone and on the rows of its names and thread, so that a batch's part
+ * can be made on a reader's thread (tk__stats_batch) and taken whole: none
+ * of the tables that follow every event in turn, no window, and rows by
+ * name alone. */
+static int batch_opts_ok(const tk_stats_opts *o)
+{
+	return !o->memory_table && !o->collective_table && !o->step_table && !o->launch_table && !o->flame &&
+	       !o->window.set && !o->group_by_shapes;
 }
 
 size_t tk_stats_note_size(void)
@@ -106,6 +117,7 @@ int tk_stats_new(tk_stats **out, const tk_stats_opts *opts)
 	if (!s->opts.max_pending)
 		s->opts.max_pending = TK__DEFAULT_PENDING;
 	s->note_fp = note_fp(s->opts.cats, s->opts.flops, s->opts.group_by_shapes);
+	s->batches_ok = batch_opts_ok(&s->opts);
 	if (s->opts.cats) {
 		if (!(s->cats = tk__strdup(s->opts.cats))) {
 			free(s);
@@ -183,6 +195,7 @@ void tk_stats_free(tk_stats *s)
 	tk__stats_free_flame(s);
 	free(s->threads);
 	tk__map_free(&s->thread_index);
+	free(s->bmap);
 	tk_steps_free(s->st_steps);
 	tk__stats_free_steps(s);
 	free(s->step_rows);
@@ -308,7 +321,7 @@ static int keep_id(tk_stats *s, tk_id *dst, const tk_id *src)
 	return 0;
 }
 
-static tk__thread *thread_lookup(tk_stats *s, const tk_event *ev);
+static tk__thread *thread_lookup(tk_stats *s, const tk_id *pid, const tk_id *tid);
 
 /* Consecutive events mostly share a thread: compare before building a key. */
 static tk__thread *thread_of(tk_stats *s, const tk_event *ev);
@@ -322,21 +335,21 @@ static tk__thread *thread_of(tk_stats *s, const tk_event *ev)
 {
 	if (s->last_thread && same_id(&s->last_pid, &ev->pid) && same_id(&s->last_tid, &ev->tid))
 		return &s->threads[s->last_thread - 1];
-	tk__thread *t = thread_lookup(s, ev);
+	tk__thread *t = thread_lookup(s, &ev->pid, &ev->tid);
 	if (!t || keep_id(s, &s->last_pid, &ev->pid) || keep_id(s, &s->last_tid, &ev->tid))
 		return NULL;
 	s->last_thread = (size_t)(t - s->threads) + 1;
 	return t;
 }
 
-static tk__thread *thread_lookup(tk_stats *s, const tk_event *ev)
+static tk__thread *thread_lookup(tk_stats *s, const tk_id *pid, const tk_id *tid)
 {
 	/* pid/tid strings are interned by the reader, but a stats object may
 	 * outlive readers: the key is built from the text. */
 	tk__buf *b = &s->scratch;
 	b->len = 0;
 	char tmp[48];
-	const tk_id *ids[2] = {&ev->pid, &ev->tid};
+	const tk_id *ids[2] = {pid, tid};
 	for (int i = 0; i < 2; i++) {
 		int n = snprintf(tmp, sizeof tmp, "%d:%lld:", ids[i]->kind, (long long)ids[i]->num);
 		if (tk__buf_append(b, tmp, (size_t)n) ||
@@ -538,6 +551,18 @@ void tk__sargs_read(const tk_event *ev, unsigned need, tk__sargs *a)
 
 /* ---- names: rows found by the event's name pointer ---- */
 
+/* The rows of a name of class cls, made at its first event: its op row + 1
+ * (0 when ops are keyed by shapes too: op_key) and summary row + 1 (0 for
+ * CPU ops). 0 or TK_ERR_NOMEM. */
+static int name_rows(tk_stats *s, tk_sv name, int cls, uint32_t *row, uint32_t *sum)
+{
+	int by_shapes = s->opts.group_by_shapes && cls <= TK_STATS_API;
+	*row = by_shapes ? 0 : op_row(s, name, (tk_sv){NULL, 0}, cls >= TK_STATS_KERNEL);
+	tk__sumrow *sr = cls == TK_STATS_OP ? NULL : sum_row(s, name, cls);
+	*sum = sr ? (uint32_t)(sr - s->sums) + 1 : 0;
+	return (!by_shapes && !*row) || (cls != TK_STATS_OP && !sr) ? TK_ERR_NOMEM : 0;
+}
+
 /* Events mostly repeat names the reader interned: a direct-mapped cache by
  * pointer finds the rows with one memcmp instead of hashing the text. The
  * text is compared, so a pointer that a later reader reuses for another
@@ -551,13 +576,10 @@ static tk__namec *name_of(tk_stats *s, tk_sv name, int cls)
 		return c;
 	c->src = NULL;
 	tk_sv nm = intern(s, name.ptr, name.len);
-	int by_shapes = s->opts.group_by_shapes && cls <= TK_STATS_API;
-	uint32_t row = by_shapes ? 0 : op_row(s, name, (tk_sv){NULL, 0}, cls >= TK_STATS_KERNEL);
-	tk__sumrow *sum = cls == TK_STATS_OP ? NULL : sum_row(s, name, cls);
-	if (!nm.ptr || (!by_shapes && !row) || (cls != TK_STATS_OP && !sum))
+	uint32_t row, sum;
+	if (!nm.ptr || name_rows(s, name, cls, &row, &sum))
 		return NULL;
-	*c = (tk__namec){name.ptr, nm.ptr, name.len, cls, 0, row,
-	                 sum ? (uint32_t)(sum - s->sums) + 1 : 0, 0};
+	*c = (tk__namec){name.ptr, nm.ptr, name.len, cls, 0, row, sum, 0};
 	if (cls == TK_STATS_OP && s->opts.flops)
 		c->flops = tk__flops_needs(name, s->opts.flops);
 	return c;
@@ -603,15 +625,48 @@ static void read_members(const tk_event *ev, unsigned need, unsigned fl, int mod
 	m->flops = fl ? tk__flops_args(ev->name, &a, mode) : 0;
 }
 
-/* The members of ev in need: its note's, when the note was written for
- * these options and read them, else read here. */
-static void members(const tk_stats *s, const tk_event *ev, unsigned need, unsigned fl, tk__sread *m)
+/* The members of ev in need: its note n's, when the note was written for
+ * these options (fp) and read them, else read here. */
+static void members(const tk__snote *n, uint32_t fp, int flops, const tk_event *ev, unsigned need, unsigned fl,
+                    tk__sread *m)
 {
-	const tk__snote *n = s->note;
-	if (n && n->fp == s->note_fp && n->need == need)
+	if (n && n->fp == fp && n->need == need)
 		*m = n->m;
 	else
-		read_members(ev, need, fl, s->opts.flops, m);
+		read_members(ev, need, fl, flops, m);
+}
+
+/* Whether ev (an 'X' event of class cls with a time and a name) is one the
+ * rows count (not a utility op torch drops). */
+static int counted(const tk_event *ev, int cls)
+{
+	return cls != TK_STATS_SKIP && !filtered_name(ev->name);
+}
+
+/* ev's start and end into the trace's span. */
+static void span_add(int64_t *lo, int64_t *hi, const tk_event *ev)
+{
+	if (ev->ts < *lo)
+		*lo = ev->ts;
+	if (tk__sat_add(ev->ts, ev->dur) > *hi)
+		*hi = tk__sat_add(ev->ts, ev->dur);
+}
+
+/* The part of the tables of ev, of class cls (counted), its members a:
+ * all but its rows and thread. */
+static void event_rec(const tk_event *ev, int cls, const tk__sread *a, tk__sbrec *e)
+{
+	int64_t dur = ev->has & TK_HAS_DUR ? ev->dur : 0;
+	*e = (tk__sbrec){ev->ts, dur, a->ext_id, 0, a->flops, 0, 0, TK__NREC_OP};
+	if (cls == TK_STATS_API) {
+		e->kind = TK__NREC_API;
+		e->corr = a->corr_id; /* ops are found by External id */
+	} else if (cls >= TK_STATS_KERNEL) {
+		int64_t bytes = cls != TK_STATS_KERNEL ? a->n_bytes : 0;
+		e->kind = TK__NREC_DEV;
+		e->corr = a->corr_id;
+		e->val = bytes > 0 ? (uint64_t)bytes : 0;
+	}
 }
 
 /* The record to the nesting: 0 or its error, in s->err. */
@@ -640,50 +695,35 @@ static void merge_nest(tk_stats *s)
 	s->info.unattributed += n->unattributed;
 }
 
-/* CPU ops and API calls wait on their thread to be nested by time. */
-static int add_cpu(tk_stats *s, const tk_event *ev, const tk__namec *c, int api)
+/* An event's part e of the tables, its rows known (row: op row + 1; sum:
+ * summary row + 1; thread: a CPU event's trace thread). CPU ops and API
+ * calls wait on their thread to be nested by time; a GPU activity counts
+ * in its row at once, and its time goes to the op that launched it. */
+static int apply(tk_stats *s, const tk__sbrec *e, uint32_t row, uint32_t sum, uint32_t thread)
 {
-	unsigned need = need_of(api ? TK_STATS_API : TK_STATS_OP, s->opts.group_by_shapes, c->flops);
-	tk__sread a;
-	members(s, ev, need, c->flops, &a);
-	uint32_t key = op_key(s, a.dims, c);
-	tk__thread *t = key ? thread_of(s, ev) : NULL;
-	if (!t)
-		return tk__stats_nomem(s);
-	int64_t dur = ev->has & TK_HAS_DUR ? ev->dur : 0;
-	if (api) {
+	int rc;
+	if (e->kind == TK__NREC_DEV) {
+		tk__oprow *o = &s->ops[row - 1];
+		o->pub.count++;
+		o->pub.self_dev += e->dur;
+		o->pub.dev_total += e->dur;
+		tk__first_seen(&o->first_ts, &o->first_end, e->ts, tk__sat_add(e->ts, e->dur));
+		s->info.device++;
+		tk__nrec r = {e->ts, e->dur, e->ext, e->corr, 0, 0, 0, TK__NREC_DEV};
+		if ((rc = nest_add(s, &r)) != 0)
+			return rc;
+		rc = sum_add(s, sum, e->dur, e->val);
+		return rc ? tk__stats_map_fail(s, rc) : 0;
+	}
+	if (e->kind == TK__NREC_API) {
 		s->info.apis++;
-		int rc = sum_add(s, c->sum, dur, 0);
-		if (rc)
+		if ((rc = sum_add(s, sum, e->dur, 0)) != 0)
 			return tk__stats_map_fail(s, rc);
 	} else {
 		s->info.ops++;
 	}
-	/* ops are found by External id */
-	tk__nrec r = {ev->ts, dur, a.ext_id, api ? a.corr_id : 0, a.flops, key, (uint32_t)(t - s->threads),
-	              api ? TK__NREC_API : TK__NREC_OP};
+	tk__nrec r = {e->ts, e->dur, e->ext, e->corr, e->val, row, thread, e->kind};
 	return nest_add(s, &r);
-}
-
-static int add_device(tk_stats *s, const tk_event *ev, const tk__namec *nc, int cls)
-{
-	int64_t dur = ev->has & TK_HAS_DUR ? ev->dur : 0;
-	unsigned need = need_of(cls, s->opts.group_by_shapes, 0);
-	tk__sread a;
-	members(s, ev, need, 0, &a);
-	int64_t ext = a.ext_id, corr = a.corr_id, bytes = cls != TK_STATS_KERNEL ? a.n_bytes : 0;
-	tk__oprow *row = &s->ops[nc->row - 1];
-	row->pub.count++;
-	row->pub.self_dev += dur;
-	row->pub.dev_total += dur;
-	tk__first_seen(&row->first_ts, &row->first_end, ev->ts, tk__sat_add(ev->ts, dur));
-	s->info.device++;
-	tk__nrec r = {ev->ts, dur, ext, corr, 0, 0, 0, TK__NREC_DEV};
-	int rc = nest_add(s, &r);
-	if (rc)
-		return rc;
-	rc = sum_add(s, nc->sum, dur, bytes > 0 ? (uint64_t)bytes : 0);
-	return rc ? tk__stats_map_fail(s, rc) : 0;
 }
 
 int tk_stats_add(tk_stats *s, const tk_event *ev)
@@ -718,19 +758,24 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 	if (py) /* not an op: the call paths' alone */
 		return tk__stats_flame_add(s, ev, ev->name, NULL) ? tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory") : 0;
 	s->info.events++;
-	if (ev->ts < s->info.ts_min)
-		s->info.ts_min = ev->ts;
-	if (tk__sat_add(ev->ts, ev->dur) > s->info.ts_max)
-		s->info.ts_max = tk__sat_add(ev->ts, ev->dur);
+	span_add(&s->info.ts_min, &s->info.ts_max, ev);
 	tk_sv name = row_name(ev->name, cls);
 	tk__namec *c = name_of(s, name, cls);
 	if (!c || (s->opts.flame && cls <= TK_STATS_API && tk__stats_flame_add(s, ev, name, &c->fl)))
 		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
-	switch (cls) {
-	case TK_STATS_OP: return add_cpu(s, ev, c, 0);
-	case TK_STATS_API: return add_cpu(s, ev, c, 1);
-	default: return add_device(s, ev, c, cls);
+	tk__sread a;
+	members(s->note, s->note_fp, s->opts.flops, ev, need_of(cls, s->opts.group_by_shapes, c->flops), c->flops, &a);
+	tk__sbrec e;
+	event_rec(ev, cls, &a, &e);
+	uint32_t row = c->row, thread = 0;
+	if (cls <= TK_STATS_API) {
+		row = op_key(s, a.dims, c);
+		tk__thread *t = row ? thread_of(s, ev) : NULL;
+		if (!t)
+			return tk__stats_nomem(s);
+		thread = (uint32_t)(t - s->threads);
 	}
+	return apply(s, &e, row, c->sum, thread);
 }
 
 void tk_stats_set_pid_span(tk_stats *s, int64_t span)
@@ -746,11 +791,12 @@ void tk_stats_note(const void *ctx, const tk_event *ev, void *out)
 	tk__snote *n = out;
 	n->fp = note_fp(o->cats, o->flops, o->group_by_shapes);
 	n->need = 0;
+	n->batch = NULL;
 	if (ev->ph != 'X' || !(ev->has & TK_HAS_TS) || !ev->name.ptr || !ev->args.ptr)
 		return;
 	/* the members add_cpu and add_device ask for */
 	int cls = classify_in(o->cats, ev);
-	if (cls == TK_STATS_SKIP || filtered_name(ev->name))
+	if (!counted(ev, cls))
 		return;
 	unsigned fl = cls == TK_STATS_OP && o->flops ? tk__flops_needs(row_name(ev->name, cls), o->flops) : 0;
 	n->need = need_of(cls, o->group_by_shapes, fl);
@@ -765,6 +811,166 @@ int tk_stats_add_noted(tk_stats *s, const tk_event *ev, const void *note)
 	int rc = tk_stats_add(s, ev);
 	s->note = NULL;
 	return rc;
+}
+
+/* ---- a batch's part of the tables, made on a reader's thread ---- */
+
+#define BATCH_THREADS 256 /* a batch of more trace threads is added event by event */
+
+void tk__stats_batch(const void *ctx, const tk_event *ev, size_t n, unsigned char *notes, tk__buf *out)
+{
+	const tk_stats_opts *o = ctx;
+	tk__snote *nt = (tk__snote *)(void *)notes;
+	out->len = 0;
+	if (!n || n > UINT32_MAX || !batch_opts_ok(o))
+		return;
+	tk__sbatch h = {note_fp(o->cats, o->flops, 0), (uint32_t)n, 0, INT64_MAX, INT64_MIN, 0, 0, 0};
+	struct bname {
+		tk__sbname pub;
+		unsigned fl; /* its FLOP formula's members */
+	} *names = NULL;
+	size_t n_names = 0, cap_names = 0, n_threads = 0, last = 0;
+	tk__sbthread *threads = malloc(BATCH_THREADS * sizeof *threads);
+	tk__map index = {0};
+	int ok = threads && tk__buf_append(out, &h, sizeof h) == 0;
+	for (size_t i = 0; ok && i < n; i++) {
+		const tk_event *e = &ev[i];
+		if (e->ph != 'X' || !(e->has & TK_HAS_TS) || !e->name.ptr)
+			continue;
+		int cls = classify_in(o->cats, e);
+		if (!counted(e, cls))
+			continue;
+		h.events++;
+		span_add(&h.ts_min, &h.ts_max, e);
+		/* the batch's names by pointer: the same text at two pointers is two
+		 * names of one row */
+		tk_sv name = row_name(e->name, cls);
+		uint64_t key = (uint64_t)(uintptr_t)name.ptr * 8 + (unsigned)cls;
+		size_t k = (size_t)tk__map_get0(&index, key);
+		if (!k) {
+			if (tk__grow(&names, &cap_names, n_names + 1, sizeof *names, 64)) {
+				ok = 0;
+				break;
+			}
+			names[n_names].pub = (tk__sbname){name, cls};
+			names[n_names].fl = cls == TK_STATS_OP && o->flops ? tk__flops_needs(name, o->flops) : 0;
+			k = ++n_names;
+			if (tk__map_put_int(&index, key, k)) {
+				ok = 0;
+				break;
+			}
+		} else if (names[k - 1].pub.name.len != name.len) {
+			ok = 0; /* one pointer, two texts: left to tk_stats_add */
+			break;
+		}
+		unsigned fl = names[k - 1].fl;
+		tk__sread a;
+		members(&nt[i], h.fp, o->flops, e, need_of(cls, 0, fl), fl, &a);
+		tk__sbrec r;
+		event_rec(e, cls, &a, &r);
+		r.name = (uint32_t)(k - 1);
+		if (cls <= TK_STATS_API) {
+			/* consecutive events mostly share a thread */
+			size_t t = last;
+			if (t >= n_threads || !same_id(&threads[t].pid, &e->pid) || !same_id(&threads[t].tid, &e->tid)) {
+				for (t = 0; t < n_threads; t++)
+					if (same_id(&threads[t].pid, &e->pid) && same_id(&threads[t].tid, &e->tid))
+						break;
+				if (t == n_threads) {
+					if (n_threads == BATCH_THREADS) {
+						ok = 0;
+						break;
+					}
+					threads[n_threads++] = (tk__sbthread){e->pid, e->tid};
+				}
+				last = t;
+			}
+			r.thread = (uint32_t)t;
+		}
+		ok = tk__buf_append(out, &r, sizeof r) == 0;
+		h.n_recs++;
+	}
+	for (size_t i = 0; ok && i < n_names; i++)
+		ok = tk__buf_append(out, &names[i].pub, sizeof names[i].pub) == 0;
+	ok = ok && (n_threads == 0 || tk__buf_append(out, threads, n_threads * sizeof *threads) == 0);
+	if (ok) {
+		h.n_names = n_names;
+		h.n_threads = n_threads;
+		memcpy(out->p, &h, sizeof h);
+		nt[0].batch = (const tk__sbatch *)(void *)out->p;
+	} else {
+		out->len = 0;
+	}
+	free(names);
+	free(threads);
+	tk__map_free(&index);
+}
+
+/* Batch b's part of the tables: its names' and threads' rows made in the
+ * order their first events would make them, then its records added in
+ * order, as tk_stats_add would add its events. */
+static int take_batch(tk_stats *s, const tk__sbatch *b)
+{
+	const tk__sbrec *rec = (const tk__sbrec *)(const void *)(b + 1);
+	const tk__sbname *nm = (const tk__sbname *)(const void *)(rec + b->n_recs);
+	const tk__sbthread *th = (const tk__sbthread *)(const void *)(nm + b->n_names);
+	if (tk__grow(&s->bmap, &s->cap_bmap, 2 * b->n_names + b->n_threads + 1, sizeof *s->bmap, 64))
+		return tk__stats_nomem(s);
+	uint32_t *rows = s->bmap, *sums = rows + b->n_names, *ths = sums + b->n_names;
+	s->info.events += b->events;
+	if (b->ts_min < s->info.ts_min)
+		s->info.ts_min = b->ts_min;
+	if (b->ts_max > s->info.ts_max)
+		s->info.ts_max = b->ts_max;
+	for (size_t i = 0; i < b->n_names; i++)
+		if (name_rows(s, nm[i].name, nm[i].cls, &rows[i], &sums[i]))
+			return tk__stats_nomem(s);
+	for (size_t i = 0; i < b->n_threads; i++) {
+		tk__thread *t = thread_lookup(s, &th[i].pid, &th[i].tid);
+		if (!t)
+			return tk__stats_nomem(s);
+		ths[i] = (uint32_t)(t - s->threads);
+	}
+	for (size_t i = 0; i < b->n_recs; i++) {
+		const tk__sbrec *e = &rec[i];
+		int rc = apply(s, e, rows[e->name], sums[e->name], e->kind == TK__NREC_DEV ? 0 : ths[e->thread]);
+		if (rc)
+			return rc;
+	}
+	s->batches++;
+	return 0;
+}
+
+int tk_stats_add_from(tk_stats *s, const tk_reader *r, const tk_event *ev)
+{
+	if (!s || !r || !ev || s->finished)
+		return TK_ERR_ARG;
+	if (s->cover_left) {
+		/* an event of the batch taken whole */
+		if (r != s->cover_r || ev != s->cover_next)
+			return tk__err_msg(&s->err, TK_ERR_ARG, "an event of a batch taken whole was not given next: "
+			                                       "tk_stats_add_from takes every event of its reader in turn");
+		s->cover_left--;
+		s->cover_next++;
+		return 0;
+	}
+	const tk__snote *n = r->opts.note_fn == tk_stats_note ? tk_reader_event_note(r) : NULL;
+	const tk__sbatch *b = n ? n->batch : NULL;
+	if (b && s->batches_ok && b->fp == s->note_fp) {
+		int rc = take_batch(s, b);
+		if (rc)
+			return rc;
+		s->cover_left = b->n - 1;
+		s->cover_next = ev + 1;
+		s->cover_r = r;
+		return 0;
+	}
+	return tk_stats_add_noted(s, ev, n);
+}
+
+uint64_t tk__stats_batches(const tk_stats *s)
+{
+	return s->batches;
 }
 
 int tk__stats_map_fail(tk_stats *s, int rc)
@@ -790,9 +996,9 @@ int tk_stats_add_reader(tk_stats *s, tk_reader *r)
 		if (first && s->st_steps && tk_merge_pid_span(r, &span) == 0)
 			tk_steps_set_pid_span(s->st_steps, span);
 		first = 0;
-		/* a reader opened with tk_stats_note has read the args ahead */
-		const void *note = r->opts.note_fn == tk_stats_note ? tk_reader_event_note(r) : NULL;
-		if ((rc = tk_stats_add_noted(s, ev, note)) != 0)
+		/* a reader opened with tk_stats_note has read the args ahead,
+		 * and made the tables' part of its batches */
+		if ((rc = tk_stats_add_from(s, r, ev)) != 0)
 			return rc;
 	}
 	if (rc < 0)

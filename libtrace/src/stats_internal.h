@@ -131,10 +131,44 @@ typedef struct tk__sread {
 
 /* The same, read ahead on a reader's thread (tk_stats_note): 64 bytes. */
 typedef struct tk__snote {
-	uint64_t fp;   /* the options it was written for */
+	uint32_t fp;   /* the options it was written for */
 	unsigned need; /* the members read (TK__NEED_*); 0: none */
+	/* on the first event of a batch whose tables were made on the
+	 * reader's thread (tk__stats_batch): them; else NULL */
+	const struct tk__sbatch *batch;
 	tk__sread m;
 } tk__snote;
+
+/* ---- a batch's part of the tables, made on a reader's thread ---- */
+
+/* An event's part of the tables (stats.c event_rec): a CPU op, an API call
+ * or a GPU activity (kind TK__NREC_*), its name and thread by their index
+ * in the batch (tk__sbatch), or in a stats object's rows once known. */
+typedef struct tk__sbrec {
+	int64_t ts, dur, ext, corr;
+	uint64_t val; /* op, API call: FLOPs; GPU activity: bytes */
+	uint32_t name, thread;
+	int kind;
+} tk__sbrec;
+/* A name of the batch: an event's row name and class (the reader's
+ * string, alive as long as the batch's events). */
+typedef struct tk__sbname {
+	tk_sv name;
+	int cls;
+} tk__sbname;
+/* The trace thread of CPU events (the reader's strings). */
+typedef struct tk__sbthread {
+	tk_id pid, tid;
+} tk__sbthread;
+/* In one buffer: this, then n_recs records, n_names names, n_threads
+ * threads, in the order of the events' first appearance in the batch. */
+typedef struct tk__sbatch {
+	uint32_t fp; /* the options (as a note's) */
+	uint32_t n;  /* the batch's events, all of which it holds */
+	uint64_t events; /* tk_stats_info.events */
+	int64_t ts_min, ts_max;
+	size_t n_recs, n_names, n_threads;
+} tk__sbatch;
 
 /* ---- the stats object (stats.c) ---- */
 
@@ -330,7 +364,19 @@ struct tk_stats {
 	/* the note of the event being added (tk_stats_add_noted), and the
 	 * options a note must have been written for */
 	const struct tk__snote *note;
-	uint64_t note_fp;
+	uint32_t note_fp;
+	/* tk_stats_add_from: the batches' tables are taken (opts allow it); a
+	 * batch taken whole, its events still to come (cover_left), the next
+	 * expected (cover_next, of cover_r); batches taken */
+	int batches_ok;
+	size_t cover_left;
+	const tk_event *cover_next;
+	const struct tk_reader *cover_r;
+	uint64_t batches;
+	/* a batch's names and threads as rows: op row + 1, summary row + 1;
+	 * thread index */
+	uint32_t *bmap;
+	size_t cap_bmap;
 	tk__err err;
 };
 
@@ -352,6 +398,8 @@ void tk__stats_free_flame(tk_stats *s);
 /* Python's repr of the Input Dims list: "[[8, 1024], [], [1024, 1024]]". */
 int tk__shapes_repr(tk_sv dims_json, tk__buf *out);
 int tk__stats_finish_sums(tk_stats *s);
+/* The batches tk_stats_add_from took whole (tests). */
+uint64_t tk__stats_batches(const tk_stats *s);
 /* s's error "out of memory": TK_ERR_NOMEM. */
 static inline int tk__stats_nomem(tk_stats *s)
 {

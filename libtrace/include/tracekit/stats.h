@@ -123,6 +123,17 @@ TK_API int tk_stats_add(tk_stats *s, const tk_event *ev);
 TK_API void tk_stats_note(const void *opts, const tk_event *ev, void *out);
 TK_API size_t tk_stats_note_size(void);
 TK_API int tk_stats_add_noted(tk_stats *s, const tk_event *ev, const void *note);
+/* ev, the event tk_reader_next(r) gave last, with its note: as
+ * tk_stats_add_noted(). Where r's threads made the tables' part of a batch
+ * of events as they parsed it (r opened with the notes above, and options
+ * whose every table depends on each event alone and its rows: the ops,
+ * kernels, memcpy/memset and API tables without a window, call paths or
+ * grouping by input shape), the batch is taken whole at its first event,
+ * and the rest of its events, given in turn, add nothing more: the same
+ * tables, with only the batch's records added on the caller's thread.
+ * Every event r gives must come here, in order; an event of a batch taken
+ * whole that is not the next one is TK_ERR_ARG. */
+TK_API int tk_stats_add_from(tk_stats *s, const tk_reader *r, const tk_event *ev);
 /* A merged trace's pid scheme rank*span+pid (tk_merge_pid_span), before
  * the first event: step attribution then keeps correlation ids per rank.
  * tk_stats_add_reader() sets it itself. */

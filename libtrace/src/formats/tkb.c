@@ -120,6 +120,7 @@ typedef struct tjob {
 	tk__buf text;
 	unsigned char *notes;
 	size_t notes_cap;
+	tk__buf summary; /* the stats tables' part of the batch (tk__stats_batch) */
 	int render;    /* the events' JSON texts are written (tk__render_now) */
 	tk__buf rtext; /* the texts, and where each is */
 	tk__rend *rend;
@@ -203,6 +204,7 @@ static void job_free(tjob *j)
 	free(j->ev);
 	tk__buf_free(&j->text);
 	free(j->notes);
+	tk__buf_free(&j->summary);
 	tk__buf_free(&j->rtext);
 	free(j->rend);
 	free(j->before);
@@ -1304,7 +1306,7 @@ static void decode_batch(tdec *d, tjob *j, const tk_reader_opts *o)
 		j->cut = 1;
 	}
 	tk__batch_fix(j->ev, j->n, &j->text);
-	tk__batch_notes(o, j->ev, j->n, &j->notes, &j->notes_cap);
+	tk__batch_notes(o, j->ev, j->n, &j->notes, &j->notes_cap, &j->summary);
 	if (j->render)
 		tk__batch_render(o, j->ev, j->n, &j->rtext, &j->rend, &j->rend_cap);
 	j->idx = 0;
