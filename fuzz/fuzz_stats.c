@@ -56,13 +56,21 @@
  *    negative; S1 against itself as two ranks: every collective matched,
  *    no skew, each counted last once;
  *  - trace-diff's rendering of S1 against S2 (the same figures) is JSON,
- *    every change in it 0 and no row new or gone. */
+ *    every change in it 0 and no row new or gone;
+ *  - with the options whose tables depend on each event alone (no steps,
+ *    launch, memory or collectives tables, call paths or shapes), the
+ *    input and its .tkb copy read on 2 to 4 threads in blocks of 64 bytes
+ *    to 4 KiB, the tables' part of each batch made on the parse threads
+ *    and taken whole (tk_stats_add_from), give the tables of the same
+ *    events added one by one on one thread, field by field. */
 #define _GNU_SOURCE
 #include "fuzz_events.h"
 #include "tracekit/stats.h"
 #include "core/buf.h"
 #include "core/json_text.h"
 #include "internal.h"
+#include "par.h"
+#include "tkb_int.h"
 
 #define WHO "fuzz_stats"
 #define MAX_EVENTS 2048
@@ -583,6 +591,64 @@ static void memory_late(const tk_stats_opts *so, const fz_events *evs, const tk_
 	free(late.v);
 }
 
+/* The tables of the reader opened by open (on one thread, event by
+ * event, or on `threads` with the batches taken whole) into s: 0 or -1. */
+static int read_into(tk_stats *s, tk_reader *r, int whole)
+{
+	const tk_event *ev;
+	int rc;
+	while ((rc = tk_reader_next(r, &ev)) == TK_OK) {
+		int arc = whole ? tk_stats_add_from(s, r, ev) : tk_stats_add(s, ev);
+		FZ_CHECK(WHO, arc != TK_ERR_ARG, "a batch's event was refused: %s", tk_stats_error(s));
+		if (arc)
+			return -1;
+	}
+	return tk_stats_finish(s) == TK_OK ? 0 : -1;
+}
+
+/* S5 (data read on threads, or the .tkb at fd) against S6 (one thread,
+ * event by event), with the options the batches serve. */
+static void batches_check(const char *what, const uint8_t *data, size_t size, int fd, const tk_stats_opts *so0,
+                          unsigned b)
+{
+	tk_stats_opts so = {0};
+	so.flops = so0->flops;
+	so.cats = so0->cats;
+	so.threads = 2;
+	tk_reader_opts ro = {.max_value_bytes = 1 << 20, .max_depth = 64};
+	tk_reader_opts rt = ro;
+	rt.threads = 2 + b % 3;
+	rt.note_fn = tk_stats_note;
+	rt.note_ctx = &so;
+	rt.note_size = tk_stats_note_size();
+	tk__par_block_bytes = (size_t)64 << (b / 3 % 7);
+	tk__tkb_batch = (size_t)256 << (b / 21 % 8);
+	tk_reader *r5 = NULL, *r6 = NULL;
+	tk_stats *s5 = NULL, *s6 = NULL;
+	int ok;
+	size_t tkb_batch = tk__tkb_batch;
+	if (fd >= 0) {
+		/* one reader after the other from the start of the file */
+		lseek(fd, 0, SEEK_SET);
+		ok = tk_reader_open_fd(&r6, fd, "(tkb)", &ro) == TK_OK && (s6 = new_stats(&so)) && read_into(s6, r6, 0) == 0;
+		lseek(fd, 0, SEEK_SET);
+		ok = ok && tk_reader_open_fd(&r5, fd, "(tkb)", &rt) == TK_OK && (s5 = new_stats(&so)) &&
+		     read_into(s5, r5, 1) == 0;
+	} else {
+		ok = tk_reader_open_memory(&r6, data, size, "(fuzz)", &ro) == TK_OK &&
+		     tk_reader_open_memory(&r5, data, size, "(fuzz)", &rt) == TK_OK && (s5 = new_stats(&so)) &&
+		     (s6 = new_stats(&so)) && read_into(s6, r6, 0) == 0 && read_into(s5, r5, 1) == 0;
+	}
+	tk__par_block_bytes = 0;
+	tk__tkb_batch = tkb_batch;
+	if (ok)
+		compare(what, s6, s5, 1, 1);
+	tk_stats_free(s5);
+	tk_stats_free(s6);
+	tk_reader_free(r5);
+	tk_reader_free(r6);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	fz_opts fo = fz_opts_of(data, size);
@@ -657,6 +723,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		accounting(s3);
 		tables(s1, s2, s3, b2 >> 2 | fz_byte(&fo) << 8);
 		diff_same(s1, s2);
+		batches_check("with the batches taken whole", data, size, -1, &so, b2);
+		batches_check("with the .tkb copy's batches taken whole", NULL, 0, fd, &so, b2 >> 1);
 		if (so.flame) {
 			flame_check("after a .tkb round trip", s1, s2);
 			/* the other tables are the same without the paths */
