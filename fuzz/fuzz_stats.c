@@ -58,7 +58,7 @@
  *  - trace-diff's rendering of S1 against S2 (the same figures) is JSON,
  *    every change in it 0 and no row new or gone;
  *  - with the options whose tables depend on each event alone (no steps,
- *    launch, memory or collectives tables, call paths or shapes), the
+ *    launch, memory or collectives tables, no call paths), the
  *    input and its .tkb copy read on 2 to 4 threads in blocks of 64 bytes
  *    to 4 KiB, the tables' part of each batch made on the parse threads
  *    and taken whole (tk_stats_add_from), give the tables of the same
@@ -614,6 +614,7 @@ static void batches_check(const char *what, const uint8_t *data, size_t size, in
 	tk_stats_opts so = {0};
 	so.flops = so0->flops;
 	so.cats = so0->cats;
+	so.group_by_shapes = so0->group_by_shapes;
 	so.threads = 2;
 	tk_reader_opts ro = {.max_value_bytes = 1 << 20, .max_depth = 64};
 	tk_reader_opts rt = ro;

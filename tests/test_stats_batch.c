@@ -76,6 +76,12 @@ static char *make_trace(size_t steps, size_t *len)
 			else
 				snprintf(tid, sizeof tid, "%d", th + 1);
 			int64_t ts = base + 100 + th * 37;
+			/* rows whose first events tie: their order is the order they
+			 * were made in */
+			put(&step, ",\n{\"ph\": \"X\", \"cat\": \"%s\", \"name\": \"tie_%d\", \"pid\": 1, \"tid\": %s, "
+			        "\"ts\": %lld, \"dur\": 10, \"args\": {\"Input Dims\": [[%d]]}}",
+			    th == 3 ? "kernel" : "cpu_op", (int)((s + (size_t)th) % 7), tid, (long long)base + 50,
+			    (int)(s % 3));
 			for (int k = 0; k < 4; k++, ts += 20000) {
 				int64_t e = ext++;
 				const char *cat = k == 3 ? "user_annotation" : "cpu_op";
@@ -101,8 +107,9 @@ static char *make_trace(size_t steps, size_t *len)
 				        "\"ts\": %lld, \"dur\": 2000, \"args\": {\"External id\": %lld}}",
 				    (int)(rnd(&x) % 1500), tid, (long long)ts + 9500, (long long)ext++);
 				put(&step, ",\n{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::add\", \"pid\": 1, \"tid\": %s, "
-				        "\"ts\": %lld, \"dur\": 1000, \"args\": {\"External id\": %lld}}",
-				    tid, (long long)ts + 12000, (long long)ext++);
+				        "\"ts\": %lld, \"dur\": 1000, \"args\": {\"External id\": %lld%s}}",
+				    tid, (long long)ts + 12000, (long long)ext++,
+				    k == 1 ? ", \"Input dims\": [[4, 4], [4, 4], []]" : "");
 				/* torch drops these */
 				put(&step, ",\n{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::is_leaf\", \"pid\": 1, \"tid\": %s, "
 				        "\"ts\": %lld, \"dur\": 10}",
@@ -263,9 +270,9 @@ static void to_tkb(const char *path, const char *out)
 	tk_reader_free(r);
 }
 
-/* Options with every FLOP mode and a category list, in blocks of 2 to 64
- * KiB on 2 to 8 threads, JSON and .tkb: the batches were taken, and the
- * tables are one thread's. */
+/* Options with every FLOP mode, a category list and grouping by input
+ * shapes, in blocks of 2 to 64 KiB on 2 to 8 threads, JSON and .tkb: the
+ * batches were taken, and the tables are one thread's. */
 static void test_batches_same(void **st)
 {
 	(void)st;
@@ -284,10 +291,11 @@ static void test_batches_same(void **st)
 	size_t tkb_batch = tk__tkb_batch;
 	uint64_t tkb_batches = 0;
 	for (int flops = 0; flops < 3; flops++)
-		for (int c = 0; c < 2; c++) {
+		for (int c = 0; c < 4; c++) {
 			tk_stats_opts so = {0};
 			so.flops = flops;
-			so.cats = cats[c];
+			so.cats = cats[c & 1];
+			so.group_by_shapes = c >> 1;
 			char *want = tables_one(json, &so);
 			for (int k = 0; k < 3; k++) {
 				uint64_t batches = 0;
@@ -323,9 +331,9 @@ static void test_batches_same(void **st)
 	assert_int_equal(rmdir(dir), 0);
 }
 
-/* Options the batches cannot serve (the shapes, the call paths, a window,
- * the tables that follow every event in turn), or notes written for other
- * options: no batch is taken, the tables are one thread's. */
+/* Options the batches cannot serve (the call paths, a window, the tables
+ * that follow every event in turn), or notes written for other options:
+ * no batch is taken, the tables are one thread's. */
 static void test_batches_declined(void **st)
 {
 	(void)st;
@@ -337,11 +345,10 @@ static void test_batches_declined(void **st)
 	snprintf(json, sizeof json, "%s/t.json", dir);
 	write_file(json, trace, len);
 	free(trace);
-	for (int k = 0; k < 6; k++) {
+	for (int k = 1; k < 7; k++) {
 		tk_stats_opts so = {0}, note = {0};
 		so.flops = note.flops = TK_FLOPS_TORCH;
 		switch (k) {
-		case 0: so.group_by_shapes = note.group_by_shapes = 1; break;
 		case 1: so.flame = note.flame = 1; break;
 		case 2:
 			so.window = note.window = (tk_window){1, 1500000, 2500000, 0, 0};
@@ -349,6 +356,7 @@ static void test_batches_declined(void **st)
 		case 3: so.step_table = note.step_table = 1; break;
 		case 4: so.memory_table = 1; break;              /* the notes' options would batch */
 		case 5: note.flops = TK_FLOPS_EXTENDED; break; /* notes for other options */
+		case 6: note.group_by_shapes = 1; break;
 		}
 		char *want = tables_one(json, &so);
 		uint64_t batches = 1;

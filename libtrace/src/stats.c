@@ -70,14 +70,14 @@ static uint32_t note_fp(const char *cats, int flops, int shapes)
 }
 
 /* Options under which an event's part of the tables depends on the event
- * alone and on the rows of its names and thread, so that a batch's part
- * can be made on a reader's thread (tk__stats_batch) and taken whole: none
- * of the tables that follow every event in turn, no window, and rows by
- * name alone. */
+ * alone and on the rows of its name (and shapes) and thread, so that a
+ * batch's part can be made on a reader's thread (tk__stats_batch) and taken
+ * whole: none of the tables that follow every event in turn, and no
+ * window. */
 static int batch_opts_ok(const tk_stats_opts *o)
 {
 	return !o->memory_table && !o->collective_table && !o->step_table && !o->launch_table && !o->flame &&
-	       !o->window.set && !o->group_by_shapes;
+	       !o->window.set;
 }
 
 size_t tk_stats_note_size(void)
@@ -657,7 +657,7 @@ static void span_add(int64_t *lo, int64_t *hi, const tk_event *ev)
 static void event_rec(const tk_event *ev, int cls, const tk__sread *a, tk__sbrec *e)
 {
 	int64_t dur = ev->has & TK_HAS_DUR ? ev->dur : 0;
-	*e = (tk__sbrec){ev->ts, dur, a->ext_id, 0, a->flops, 0, 0, TK__NREC_OP};
+	*e = (tk__sbrec){ev->ts, dur, a->ext_id, 0, a->flops, 0, 0, 0, TK__NREC_OP};
 	if (cls == TK_STATS_API) {
 		e->kind = TK__NREC_API;
 		e->corr = a->corr_id; /* ops are found by External id */
@@ -817,6 +817,58 @@ int tk_stats_add_noted(tk_stats *s, const tk_event *ev, const void *note)
 
 #define BATCH_THREADS 256 /* a batch of more trace threads is added event by event */
 
+/* The batch's keys as they are made (tk__stats_batch). */
+typedef struct bkeys {
+	struct bkey {
+		tk__sbname pub;
+		unsigned fl; /* a name's FLOP formula's members */
+	} *v;
+	size_t n, cap;
+	tk__map index; /* name: pointer * 8 + class; shapes: the text's hash with the name's */
+	tk__buf text;  /* the shapes */
+} bkeys;
+
+/* The index + 1 of a name's key, made on its first event; 0 when out of
+ * memory, or where one pointer has two texts (left to tk_stats_add). */
+static size_t bkey_name(bkeys *k, tk_sv name, int cls, int flops)
+{
+	uint64_t key = (uint64_t)(uintptr_t)name.ptr * 8 + (unsigned)cls;
+	size_t i = (size_t)tk__map_get0(&k->index, key);
+	if (i)
+		return k->v[i - 1].pub.name.len == name.len ? i : 0;
+	if (tk__grow(&k->v, &k->cap, k->n + 1, sizeof *k->v, 64))
+		return 0;
+	k->v[k->n] = (struct bkey){{name, cls, 0, 0, 0}, cls == TK_STATS_OP && flops ? tk__flops_needs(name, flops) : 0};
+	return tk__map_put_int(&k->index, key, k->n + 1) ? 0 : ++k->n;
+}
+
+/* The index + 1 of the key of a CPU event's name (key nk + 1) grouped by
+ * the shapes of dims, made on its first event; 0 when out of memory, or
+ * where two such keys share a hash. */
+static size_t bkey_shapes(bkeys *k, size_t nk, tk_sv dims)
+{
+	size_t off = k->text.len;
+	if (tk__shapes_repr(dims, &k->text))
+		return 0;
+	const tk__sbname *nm = &k->v[nk - 1].pub;
+	size_t len = k->text.len - off;
+	/* apart from the names' keys, whose top bit is 0 */
+	uint64_t key = tk__mix64(tk__hash(k->text.p + off, len) ^ (uint64_t)(uintptr_t)nm->name.ptr) | (uint64_t)1 << 63;
+	size_t i = (size_t)tk__map_get0(&k->index, key);
+	if (i) {
+		const tk__sbname *x = &k->v[i - 1].pub;
+		k->text.len = off;
+		return x->name.ptr == nm->name.ptr && x->cls == nm->cls && x->shapes_len == len &&
+		               memcmp(k->text.p + x->shapes_off, k->text.p + off, len) == 0
+		           ? i
+		           : 0;
+	}
+	if (tk__grow(&k->v, &k->cap, k->n + 1, sizeof *k->v, 64))
+		return 0;
+	k->v[k->n] = (struct bkey){{nm->name, nm->cls, 1, off, len}, 0};
+	return tk__map_put_int(&k->index, key, k->n + 1) ? 0 : ++k->n;
+}
+
 void tk__stats_batch(const void *ctx, const tk_event *ev, size_t n, unsigned char *notes, tk__buf *out)
 {
 	const tk_stats_opts *o = ctx;
@@ -824,14 +876,11 @@ void tk__stats_batch(const void *ctx, const tk_event *ev, size_t n, unsigned cha
 	out->len = 0;
 	if (!n || n > UINT32_MAX || !batch_opts_ok(o))
 		return;
-	tk__sbatch h = {note_fp(o->cats, o->flops, 0), (uint32_t)n, 0, INT64_MAX, INT64_MIN, 0, 0, 0};
-	struct bname {
-		tk__sbname pub;
-		unsigned fl; /* its FLOP formula's members */
-	} *names = NULL;
-	size_t n_names = 0, cap_names = 0, n_threads = 0, last = 0;
+	int shapes = o->group_by_shapes != 0;
+	tk__sbatch h = {note_fp(o->cats, o->flops, shapes), (uint32_t)n, 0, INT64_MAX, INT64_MIN, 0, 0, 0, 0};
+	bkeys keys = {0};
+	size_t n_threads = 0, last = 0;
 	tk__sbthread *threads = malloc(BATCH_THREADS * sizeof *threads);
-	tk__map index = {0};
 	int ok = threads && tk__buf_append(out, &h, sizeof h) == 0;
 	for (size_t i = 0; ok && i < n; i++) {
 		const tk_event *e = &ev[i];
@@ -843,33 +892,25 @@ void tk__stats_batch(const void *ctx, const tk_event *ev, size_t n, unsigned cha
 		h.events++;
 		span_add(&h.ts_min, &h.ts_max, e);
 		/* the batch's names by pointer: the same text at two pointers is two
-		 * names of one row */
-		tk_sv name = row_name(e->name, cls);
-		uint64_t key = (uint64_t)(uintptr_t)name.ptr * 8 + (unsigned)cls;
-		size_t k = (size_t)tk__map_get0(&index, key);
+		 * keys of one row */
+		size_t k = bkey_name(&keys, row_name(e->name, cls), cls, o->flops);
 		if (!k) {
-			if (tk__grow(&names, &cap_names, n_names + 1, sizeof *names, 64)) {
-				ok = 0;
-				break;
-			}
-			names[n_names].pub = (tk__sbname){name, cls};
-			names[n_names].fl = cls == TK_STATS_OP && o->flops ? tk__flops_needs(name, o->flops) : 0;
-			k = ++n_names;
-			if (tk__map_put_int(&index, key, k)) {
-				ok = 0;
-				break;
-			}
-		} else if (names[k - 1].pub.name.len != name.len) {
-			ok = 0; /* one pointer, two texts: left to tk_stats_add */
+			ok = 0;
 			break;
 		}
-		unsigned fl = names[k - 1].fl;
+		unsigned fl = keys.v[k - 1].fl;
 		tk__sread a;
-		members(&nt[i], h.fp, o->flops, e, need_of(cls, 0, fl), fl, &a);
+		members(&nt[i], h.fp, o->flops, e, need_of(cls, shapes, fl), fl, &a);
 		tk__sbrec r;
 		event_rec(e, cls, &a, &r);
-		r.name = (uint32_t)(k - 1);
+		r.name = r.key = (uint32_t)(k - 1);
 		if (cls <= TK_STATS_API) {
+			size_t sk = shapes ? bkey_shapes(&keys, k, a.dims) : k;
+			if (!sk) {
+				ok = 0;
+				break;
+			}
+			r.key = (uint32_t)(sk - 1);
 			/* consecutive events mostly share a thread */
 			size_t t = last;
 			if (t >= n_threads || !same_id(&threads[t].pid, &e->pid) || !same_id(&threads[t].tid, &e->tid)) {
@@ -890,30 +931,34 @@ void tk__stats_batch(const void *ctx, const tk_event *ev, size_t n, unsigned cha
 		ok = tk__buf_append(out, &r, sizeof r) == 0;
 		h.n_recs++;
 	}
-	for (size_t i = 0; ok && i < n_names; i++)
-		ok = tk__buf_append(out, &names[i].pub, sizeof names[i].pub) == 0;
+	for (size_t i = 0; ok && i < keys.n; i++)
+		ok = tk__buf_append(out, &keys.v[i].pub, sizeof keys.v[i].pub) == 0;
 	ok = ok && (n_threads == 0 || tk__buf_append(out, threads, n_threads * sizeof *threads) == 0);
+	ok = ok && (keys.text.len == 0 || tk__buf_append(out, keys.text.p, keys.text.len) == 0);
 	if (ok) {
-		h.n_names = n_names;
+		h.n_names = keys.n;
 		h.n_threads = n_threads;
+		h.n_text = keys.text.len;
 		memcpy(out->p, &h, sizeof h);
 		nt[0].batch = (const tk__sbatch *)(void *)out->p;
 	} else {
 		out->len = 0;
 	}
-	free(names);
+	free(keys.v);
+	tk__map_free(&keys.index);
+	tk__buf_free(&keys.text);
 	free(threads);
-	tk__map_free(&index);
 }
 
-/* Batch b's part of the tables: its names' and threads' rows made in the
- * order their first events would make them, then its records added in
- * order, as tk_stats_add would add its events. */
+/* Batch b's part of the tables: the rows of its keys and its threads found,
+ * or made in the order their first events would make them, then its
+ * records added in order, as tk_stats_add would add its events. */
 static int take_batch(tk_stats *s, const tk__sbatch *b)
 {
 	const tk__sbrec *rec = (const tk__sbrec *)(const void *)(b + 1);
 	const tk__sbname *nm = (const tk__sbname *)(const void *)(rec + b->n_recs);
 	const tk__sbthread *th = (const tk__sbthread *)(const void *)(nm + b->n_names);
+	const char *text = (const char *)(th + b->n_threads);
 	if (tk__grow(&s->bmap, &s->cap_bmap, 2 * b->n_names + b->n_threads + 1, sizeof *s->bmap, 64))
 		return tk__stats_nomem(s);
 	uint32_t *rows = s->bmap, *sums = rows + b->n_names, *ths = sums + b->n_names;
@@ -922,9 +967,18 @@ static int take_batch(tk_stats *s, const tk__sbatch *b)
 		s->info.ts_min = b->ts_min;
 	if (b->ts_max > s->info.ts_max)
 		s->info.ts_max = b->ts_max;
-	for (size_t i = 0; i < b->n_names; i++)
-		if (name_rows(s, nm[i].name, nm[i].cls, &rows[i], &sums[i]))
+	for (size_t i = 0; i < b->n_names; i++) {
+		const tk__sbname *k = &nm[i];
+		int bad;
+		if (k->has_shapes) {
+			sums[i] = 0;
+			bad = !(rows[i] = op_row(s, k->name, (tk_sv){text + k->shapes_off, k->shapes_len}, 0));
+		} else {
+			bad = name_rows(s, k->name, k->cls, &rows[i], &sums[i]) != 0;
+		}
+		if (bad)
 			return tk__stats_nomem(s);
+	}
 	for (size_t i = 0; i < b->n_threads; i++) {
 		tk__thread *t = thread_lookup(s, &th[i].pid, &th[i].tid);
 		if (!t)
@@ -933,7 +987,7 @@ static int take_batch(tk_stats *s, const tk__sbatch *b)
 	}
 	for (size_t i = 0; i < b->n_recs; i++) {
 		const tk__sbrec *e = &rec[i];
-		int rc = apply(s, e, rows[e->name], sums[e->name], e->kind == TK__NREC_DEV ? 0 : ths[e->thread]);
+		int rc = apply(s, e, rows[e->key], sums[e->name], e->kind == TK__NREC_DEV ? 0 : ths[e->thread]);
 		if (rc)
 			return rc;
 	}

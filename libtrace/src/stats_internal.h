@@ -142,32 +142,37 @@ typedef struct tk__snote {
 /* ---- a batch's part of the tables, made on a reader's thread ---- */
 
 /* An event's part of the tables (stats.c event_rec): a CPU op, an API call
- * or a GPU activity (kind TK__NREC_*), its name and thread by their index
- * in the batch (tk__sbatch), or in a stats object's rows once known. */
+ * or a GPU activity (kind TK__NREC_*); by their index in the batch
+ * (tk__sbatch), its name, the key of its op row (its name's, or with
+ * group_by_shapes a CPU event's name and shapes) and its thread. */
 typedef struct tk__sbrec {
 	int64_t ts, dur, ext, corr;
 	uint64_t val; /* op, API call: FLOPs; GPU activity: bytes */
-	uint32_t name, thread;
+	uint32_t name, key, thread;
 	int kind;
 } tk__sbrec;
-/* A name of the batch: an event's row name and class (the reader's
- * string, alive as long as the batch's events). */
+/* A key of the batch's rows: an event's row name and class (the reader's
+ * string, alive as long as the batch's events), and for a CPU event
+ * grouped by shapes its shapes text (shapes_len bytes at shapes_off in the
+ * batch's text; has_shapes 0 for a name's own rows). */
 typedef struct tk__sbname {
 	tk_sv name;
-	int cls;
+	int cls, has_shapes;
+	size_t shapes_off, shapes_len;
 } tk__sbname;
 /* The trace thread of CPU events (the reader's strings). */
 typedef struct tk__sbthread {
 	tk_id pid, tid;
 } tk__sbthread;
-/* In one buffer: this, then n_recs records, n_names names, n_threads
- * threads, in the order of the events' first appearance in the batch. */
+/* In one buffer: this, then n_recs records, n_names keys, n_threads
+ * threads, in the order of the events' first appearance in the batch (a
+ * name's key before its shapes'), then the shapes' text. */
 typedef struct tk__sbatch {
 	uint32_t fp; /* the options (as a note's) */
 	uint32_t n;  /* the batch's events, all of which it holds */
 	uint64_t events; /* tk_stats_info.events */
 	int64_t ts_min, ts_max;
-	size_t n_recs, n_names, n_threads;
+	size_t n_recs, n_names, n_threads, n_text;
 } tk__sbatch;
 
 /* ---- the stats object (stats.c) ---- */

@@ -127,8 +127,8 @@ TK_API int tk_stats_add_noted(tk_stats *s, const tk_event *ev, const void *note)
  * tk_stats_add_noted(). Where r's threads made the tables' part of a batch
  * of events as they parsed it (r opened with the notes above, and options
  * whose every table depends on each event alone and its rows: the ops,
- * kernels, memcpy/memset and API tables without a window, call paths or
- * grouping by input shape), the batch is taken whole at its first event,
+ * kernels, memcpy/memset and API tables, by name or by input shape,
+ * without a window or call paths), the batch is taken whole at its first event,
  * and the rest of its events, given in turn, add nothing more: the same
  * tables, with only the batch's records added on the caller's thread.
  * Every event r gives must come here, in order; an event of a batch taken
