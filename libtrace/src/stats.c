@@ -850,22 +850,23 @@ static size_t bkey_shapes(bkeys *k, size_t nk, tk_sv dims)
 	size_t off = k->text.len;
 	if (tk__shapes_repr(dims, &k->text))
 		return 0;
-	const tk__sbname *nm = &k->v[nk - 1].pub;
+	/* a copy: the keys may move as they grow */
+	const tk__sbname nm = k->v[nk - 1].pub;
 	size_t len = k->text.len - off;
 	/* apart from the names' keys, whose top bit is 0 */
-	uint64_t key = tk__mix64(tk__hash(k->text.p + off, len) ^ (uint64_t)(uintptr_t)nm->name.ptr) | (uint64_t)1 << 63;
+	uint64_t key = tk__mix64(tk__hash(k->text.p + off, len) ^ (uint64_t)(uintptr_t)nm.name.ptr) | (uint64_t)1 << 63;
 	size_t i = (size_t)tk__map_get0(&k->index, key);
 	if (i) {
 		const tk__sbname *x = &k->v[i - 1].pub;
 		k->text.len = off;
-		return x->name.ptr == nm->name.ptr && x->cls == nm->cls && x->shapes_len == len &&
+		return x->name.ptr == nm.name.ptr && x->cls == nm.cls && x->shapes_len == len &&
 		               memcmp(k->text.p + x->shapes_off, k->text.p + off, len) == 0
 		           ? i
 		           : 0;
 	}
 	if (tk__grow(&k->v, &k->cap, k->n + 1, sizeof *k->v, 64))
 		return 0;
-	k->v[k->n] = (struct bkey){{nm->name, nm->cls, 1, off, len}, 0};
+	k->v[k->n] = (struct bkey){{nm.name, nm.cls, 1, off, len}, 0};
 	return tk__map_put_int(&k->index, key, k->n + 1) ? 0 : ++k->n;
 }
 
