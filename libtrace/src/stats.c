@@ -636,8 +636,15 @@ static void members(const tk__snote *n, uint32_t fp, int flops, const tk_event *
 		read_members(ev, need, fl, flops, m);
 }
 
-/* Whether ev (an 'X' event of class cls with a time and a name) is one the
- * rows count (not a utility op torch drops). */
+/* Whether ev is an 'X' event with a time and a name: the only kind the
+ * rows take. */
+static int timed_x(const tk_event *ev)
+{
+	return ev->ph == 'X' && (ev->has & TK_HAS_TS) && ev->name.ptr;
+}
+
+/* Whether ev (timed_x, of class cls) is one the rows count (not a utility
+ * op torch drops). */
 static int counted(const tk_event *ev, int cls)
 {
 	return cls != TK_STATS_SKIP && !filtered_name(ev->name);
@@ -734,7 +741,7 @@ int tk_stats_add(tk_stats *s, const tk_event *ev)
 	int rc;
 	if (s->opts.memory_table && ev->name.ptr && (rc = tk__stats_memory_add(s, ev)) != 0)
 		return rc;
-	if (ev->ph != 'X' || !(ev->has & TK_HAS_TS) || !ev->name.ptr)
+	if (!timed_x(ev))
 		return 0;
 	if (s->opts.memory_table && tk__stats_memory_cpu(s, ev))
 		return tk__err_msg(&s->err, TK_ERR_NOMEM, "out of memory");
@@ -792,7 +799,7 @@ void tk_stats_note(const void *ctx, const tk_event *ev, void *out)
 	n->fp = note_fp(o->cats, o->flops, o->group_by_shapes);
 	n->need = 0;
 	n->batch = NULL;
-	if (ev->ph != 'X' || !(ev->has & TK_HAS_TS) || !ev->name.ptr || !ev->args.ptr)
+	if (!timed_x(ev) || !ev->args.ptr)
 		return;
 	/* the members add_cpu and add_device ask for */
 	int cls = classify_in(o->cats, ev);
@@ -880,12 +887,12 @@ void tk__stats_batch(const void *ctx, const tk_event *ev, size_t n, unsigned cha
 	int shapes = o->group_by_shapes != 0;
 	tk__sbatch h = {note_fp(o->cats, o->flops, shapes), (uint32_t)n, 0, INT64_MAX, INT64_MIN, 0, 0, 0, 0};
 	bkeys keys = {0};
-	size_t n_threads = 0, last = 0;
-	tk__sbthread *threads = malloc(BATCH_THREADS * sizeof *threads);
-	int ok = threads && tk__buf_append(out, &h, sizeof h) == 0;
+	size_t n_threads = 0, cap_threads = 0, last = 0;
+	tk__sbthread *threads = NULL;
+	int ok = tk__buf_append(out, &h, sizeof h) == 0;
 	for (size_t i = 0; ok && i < n; i++) {
 		const tk_event *e = &ev[i];
-		if (e->ph != 'X' || !(e->has & TK_HAS_TS) || !e->name.ptr)
+		if (!timed_x(e))
 			continue;
 		int cls = classify_in(o->cats, e);
 		if (!counted(e, cls))
@@ -919,7 +926,8 @@ void tk__stats_batch(const void *ctx, const tk_event *ev, size_t n, unsigned cha
 					if (same_id(&threads[t].pid, &e->pid) && same_id(&threads[t].tid, &e->tid))
 						break;
 				if (t == n_threads) {
-					if (n_threads == BATCH_THREADS) {
+					if (n_threads == BATCH_THREADS ||
+					    tk__grow(&threads, &cap_threads, n_threads + 1, sizeof *threads, 16)) {
 						ok = 0;
 						break;
 					}
