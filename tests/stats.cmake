@@ -9,7 +9,7 @@ add_test(NAME stats_unit COMMAND test_stats)
 
 # The tables' part of each batch made on the parse threads, taken whole.
 add_executable(test_stats_batch ${CMAKE_CURRENT_SOURCE_DIR}/test_stats_batch.c)
-target_link_libraries(test_stats_batch PRIVATE tracekit_static PkgConfig::CMOCKA)
+target_link_libraries(test_stats_batch PRIVATE tk_testutil)
 add_test(NAME stats_batch COMMAND test_stats_batch)
 
 # Golden tables: torch 1.13's own key_averages().table() output for the run

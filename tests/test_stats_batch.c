@@ -6,37 +6,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "testutil.h"
 #include "tracekit/stats.h"
 #include "tracekit/tracekit.h"
 #include "../libtrace/src/par.h"
 #include "../libtrace/src/stats_internal.h"
 #include "../libtrace/src/tkb_int.h"
 
-typedef struct text {
-	char *p;
-	size_t n, cap;
-} text;
+typedef tu_bytes text;
 
+/* printf onto t (tu_put), NUL kept after the text */
 static void put(text *t, const char *fmt, ...)
 {
 	va_list ap;
-	for (;;) {
-		va_start(ap, fmt);
-		int k = vsnprintf(t->p + t->n, t->cap - t->n, fmt, ap);
-		va_end(ap);
-		assert_true(k >= 0);
-		if ((size_t)k < t->cap - t->n) {
-			t->n += (size_t)k;
-			return;
-		}
-		t->cap = t->cap * 2 + (size_t)k + 4096;
-		t->p = realloc(t->p, t->cap);
-		assert_non_null(t->p);
-	}
+	va_start(ap, fmt);
+	int k = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	assert_true(k >= 0);
+	char *tmp = malloc((size_t)k + 1);
+	assert_non_null(tmp);
+	va_start(ap, fmt);
+	vsnprintf(tmp, (size_t)k + 1, fmt, ap);
+	va_end(ap);
+	tu_put(t, tmp, (size_t)k + 1);
+	t->n--; /* the NUL stays after the text, not in it */
+	free(tmp);
 }
 
 static uint64_t rnd(uint64_t *x)
@@ -159,7 +156,7 @@ static char *make_trace(size_t steps, size_t *len)
 	}
 	put(&t, "\n],\n\"traceName\": \"batch test\"}\n");
 	*len = t.n;
-	return t.p;
+	return (char *)t.p;
 }
 
 /* The tables as text (JSON), every row: what must be the same. */
@@ -192,7 +189,7 @@ static char *tables(tk_stats *s)
 		    (unsigned long long)o->count, (long long)o->self_cpu, (long long)o->cpu_total, (long long)o->self_dev,
 		    (long long)o->dev_total, (unsigned long long)o->flops, (unsigned long long)o->first);
 	}
-	return t.p;
+	return (char *)t.p;
 }
 
 /* The trace on one thread, event by event (tk_stats_add). */
@@ -244,47 +241,21 @@ static char *tables_par(const char *path, const tk_stats_opts *so, const tk_stat
 	return t;
 }
 
-static char dir[] = "/tmp/tk_sbatch.XXXXXX";
-
-static void write_file(const char *path, const char *p, size_t n)
-{
-	FILE *f = fopen(path, "wb");
-	assert_non_null(f);
-	assert_int_equal(fwrite(p, 1, n, f), n);
-	assert_int_equal(fclose(f), 0);
-}
-
-/* The JSON trace at path as a .tkb at out. */
-static void to_tkb(const char *path, const char *out)
-{
-	tk_reader *r = NULL;
-	tk_writer *w = NULL;
-	tk_writer_opts wo = {TK_FORMAT_TKB, 0, 0, 0, 0};
-	assert_int_equal(tk_reader_open_path(&r, path, NULL), 0);
-	assert_int_equal(tk_writer_open_path(&w, out, &wo), 0);
-	const tk_event *ev;
-	while (tk_reader_next(r, &ev) == TK_OK)
-		assert_int_equal(tk_writer_write(w, ev), 0);
-	assert_int_equal(tk_writer_close(w), 0);
-	tk_writer_free(w);
-	tk_reader_free(r);
-}
-
 /* Options with every FLOP mode, a category list and grouping by input
  * shapes, in blocks of 2 to 64 KiB on 2 to 8 threads, JSON and .tkb: the
  * batches were taken, and the tables are one thread's. */
 static void test_batches_same(void **st)
 {
 	(void)st;
-	assert_non_null(mkdtemp(dir));
 	size_t len;
 	char *trace = make_trace(120, &len);
-	char json[64], tkb[64];
-	snprintf(json, sizeof json, "%s/t.json", dir);
-	snprintf(tkb, sizeof tkb, "%s/t.tkb", dir);
-	write_file(json, trace, len);
+	char json[1024], tkb[1024];
+	snprintf(json, sizeof json, "%s", tu_path("t.json"));
+	snprintf(tkb, sizeof tkb, "%s", tu_path("t.tkb"));
+	tu_write_file(json, trace, len);
 	free(trace);
-	to_tkb(json, tkb);
+	tk_writer_opts wo = {TK_FORMAT_TKB, 0, 0, 0, 0};
+	assert_int_equal(tu_convert(json, tkb, &wo, NULL), 0);
 	static const char *const cats[] = {NULL, "cpu_op,kernel,cuda_runtime,gpu_memcpy,Foo"};
 	static const size_t blocks[] = {2048, 9000, 65536};
 	static const unsigned threads[] = {2, 3, 8};
@@ -326,9 +297,7 @@ static void test_batches_same(void **st)
 	}
 	if (!tkb_batches)
 		fail_msg(".tkb: no batch taken");
-	unlink(json);
-	unlink(tkb);
-	assert_int_equal(rmdir(dir), 0);
+	tu_cleanup();
 }
 
 /* Options the batches cannot serve (the call paths, a window, the tables
@@ -337,13 +306,11 @@ static void test_batches_same(void **st)
 static void test_batches_declined(void **st)
 {
 	(void)st;
-	strcpy(dir, "/tmp/tk_sbatch.XXXXXX");
-	assert_non_null(mkdtemp(dir));
 	size_t len;
 	char *trace = make_trace(30, &len);
-	char json[64];
-	snprintf(json, sizeof json, "%s/t.json", dir);
-	write_file(json, trace, len);
+	char json[1024];
+	snprintf(json, sizeof json, "%s", tu_path("t.json"));
+	tu_write_file(json, trace, len);
 	free(trace);
 	for (int k = 1; k < 7; k++) {
 		tk_stats_opts so = {0}, note = {0};
@@ -368,8 +335,7 @@ static void test_batches_declined(void **st)
 		free(want);
 		free(got);
 	}
-	unlink(json);
-	assert_int_equal(rmdir(dir), 0);
+	tu_cleanup();
 }
 
 /* An event of a batch taken whole not given next is an error, not tables
@@ -386,9 +352,8 @@ static void test_batches_misuse(void **st)
 	ro.note_ctx = &so;
 	ro.note_size = tk_stats_note_size();
 	tk__par_block_bytes = 4096;
-	tk_reader *r = NULL;
+	tk_reader *r = tu_open_mem(trace, len, "t.json", &ro);
 	tk_stats *s = NULL;
-	assert_int_equal(tk_reader_open_memory(&r, trace, len, "t.json", &ro), 0);
 	assert_int_equal(tk_stats_new(&s, &so), 0);
 	const tk_event *ev;
 	int rc = 0, skipped = 0;
