@@ -10,16 +10,33 @@
 #include "core/deflate_scan.h"
 
 #define MAXBITS 15
-enum { CODES, LENS, DISTS };
+enum { LENS, DISTS };
 
-/* A decoding table of 1 << bits entries, indexed by the next bits of the
- * stream: sym << 4 | length of its code, 0 where no code starts so. */
+/* The literal/length and distance tables: 1 << LROOT (DROOT) entries
+ * indexed by the next bits of the stream, then the subtables of the codes
+ * longer than that, indexed by the bits after those. An entry: bits 0-4
+ * the bits its code takes (in a subtable, those past the root), bits 5-7
+ * its kind, then a literal's byte (bits 8-15); a length's or a distance's
+ * extra bits (8-11) and base (16-31); a subtable's index bits (0-4) and
+ * offset (16-31). E_BAD: a code for no length or distance (286, 287; 30,
+ * 31), or with no bits taken, no code starting so. */
+#define LROOT 10
+#define DROOT 8
+enum { E_BAD = 0, E_LIT = 1 << 5, E_LEN = 2 << 5, E_EOB = 3 << 5, E_SUB = 4 << 5, E_KIND = 7 << 5 };
+/* The most entries a table of a complete code takes: a subtable of 1 << k
+ * entries holds at least k + 1 codes, so at most 286 / 6 subtables of 32
+ * past a root of 10 bits (1,525 entries), 30 / 8 of 128 past 8 (480). */
+#define LIT_ENOUGH ((1 << LROOT) + 1536)
+#define DIST_ENOUGH ((1 << DROOT) + 512)
+
+/* The code length code's table: 1 << bits entries, sym << 4 | length of its
+ * code, 0 where no code starts so. */
 struct tk__dscan {
-	uint32_t lit[1 << MAXBITS];
-	uint32_t dist[1 << MAXBITS];
+	uint32_t lit[LIT_ENOUGH];
+	uint32_t dist[DIST_ENOUGH];
 	uint32_t codes[1 << 7];
-	uint32_t fixed_lit[1 << 9]; /* the fixed codes, built with the walk */
-	uint32_t fixed_dist[1 << 5];
+	uint32_t fixed_lit[1 << LROOT]; /* the fixed codes, built with the walk */
+	uint32_t fixed_dist[1 << DROOT];
 };
 
 static const uint16_t len_base[29] = {3,  4,  5,  6,  7,  8,  9,  10, 11,  13,  15,  17,  19,  23, 27,
@@ -34,14 +51,12 @@ static const uint8_t dist_extra[30] = {0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5,
 /* the order in which the code length code's lengths come */
 static const uint8_t cl_order[19] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
 
-/* The canonical code of lens[0..n) as a table; *bits its longest code.
- * zlib's rules: an over-subscribed set is refused, an incomplete one too
- * unless it is a single code of one bit (literal/length and distance
- * codes); a set without codes decodes nothing. */
-static int build(uint32_t *tab, unsigned *bits, const uint8_t *lens, unsigned n, int type)
+/* The code length code of lens[0..19) as a table; *bits its longest code.
+ * zlib's rules: an over-subscribed or incomplete set is refused. */
+static int build_codes(uint32_t *tab, unsigned *bits, const uint8_t *lens)
 {
 	unsigned count[MAXBITS + 1] = {0};
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < 19; i++)
 		count[lens[i]]++;
 	count[0] = 0;
 	unsigned max = MAXBITS;
@@ -58,17 +73,15 @@ static int build(uint32_t *tab, unsigned *bits, const uint8_t *lens, unsigned n,
 		if (left < 0)
 			return -1;
 	}
-	if (left > 0 && (type == CODES || max != 1))
+	if (left > 0)
 		return -1;
 	unsigned size = 1u << max;
-	if (left > 0)
-		memset(tab, 0, size * sizeof *tab);
 	unsigned next[MAXBITS + 1], code = 0;
 	for (unsigned l = 1; l <= max; l++) {
 		code = (code + count[l - 1]) << 1;
 		next[l] = code;
 	}
-	for (unsigned sym = 0; sym < n; sym++) {
+	for (unsigned sym = 0; sym < 19; sym++) {
 		unsigned l = lens[sym];
 		if (!l)
 			continue;
@@ -79,6 +92,99 @@ static int build(uint32_t *tab, unsigned *bits, const uint8_t *lens, unsigned n,
 			tab[i] = sym << 4 | l;
 	}
 	*bits = max;
+	return 0;
+}
+
+/* The entry of symbol sym of a literal/length or a distance code. */
+static uint32_t entry(unsigned sym, int type)
+{
+	if (type == DISTS)
+		return sym < 30 ? E_LEN | (uint32_t)dist_extra[sym] << 8 | (uint32_t)dist_base[sym] << 16 : E_BAD;
+	if (sym < 256)
+		return E_LIT | sym << 8;
+	if (sym == 256)
+		return E_EOB;
+	sym -= 257;
+	return sym < 29 ? E_LEN | (uint32_t)len_extra[sym] << 8 | (uint32_t)len_base[sym] << 16 : E_BAD;
+}
+
+/* The literal/length (LENS) or distance (DISTS) code of lens[0..n) as a
+ * table of `root` bits and its subtables (cap entries in all), under
+ * build's rules. */
+static int build_fast(uint32_t *tab, size_t cap, const uint8_t *lens, unsigned n, int type, unsigned root)
+{
+	unsigned count[MAXBITS + 1] = {0};
+	for (unsigned i = 0; i < n; i++)
+		count[lens[i]]++;
+	count[0] = 0;
+	unsigned max = MAXBITS;
+	while (max >= 1 && !count[max])
+		max--;
+	unsigned rsize = 1u << root, rmask = rsize - 1;
+	if (max == 0) {
+		memset(tab, 0, rsize * sizeof *tab);
+		return 0;
+	}
+	int left = 1;
+	for (unsigned l = 1; l <= MAXBITS; l++) {
+		left = 2 * left - (int)count[l];
+		if (left < 0)
+			return -1;
+	}
+	if (left > 0 && max != 1)
+		return -1;
+	if (left > 0)
+		memset(tab, 0, rsize * sizeof *tab);
+	unsigned next[MAXBITS + 1], code = 0;
+	for (unsigned l = 1; l <= max; l++) {
+		code = (code + count[l - 1]) << 1;
+		next[l] = code;
+	}
+	/* each code reversed (the stream's order); the longest code under each
+	 * root entry that has a subtable */
+	uint16_t rev[288];
+	uint8_t sub[1 << LROOT];
+	if (max > root)
+		memset(sub, 0, rsize);
+	for (unsigned sym = 0; sym < n; sym++) {
+		unsigned l = lens[sym];
+		if (!l)
+			continue;
+		unsigned c = next[l]++, r = 0;
+		for (unsigned k = 0; k < l; k++, c >>= 1)
+			r = r << 1 | (c & 1);
+		rev[sym] = (uint16_t)r;
+		if (l > root && sub[r & rmask] < l)
+			sub[r & rmask] = (uint8_t)l;
+	}
+	if (max > root) {
+		size_t off = rsize;
+		for (unsigned k = 0; k < rsize; k++) {
+			if (!sub[k])
+				continue;
+			unsigned sb = sub[k] - root;
+			if (off + ((size_t)1 << sb) > cap)
+				return -1; /* not for a complete code (LIT_ENOUGH) */
+			tab[k] = E_SUB | sb | (uint32_t)off << 16;
+			off += (size_t)1 << sb;
+		}
+	}
+	for (unsigned sym = 0; sym < n; sym++) {
+		unsigned l = lens[sym];
+		if (!l)
+			continue;
+		uint32_t e = entry(sym, type);
+		unsigned r = rev[sym];
+		if (l <= root) {
+			for (unsigned i = r; i < rsize; i += 1u << l)
+				tab[i] = e | l;
+		} else {
+			uint32_t *st = tab + (tab[r & rmask] >> 16);
+			unsigned sb = sub[r & rmask] - root;
+			for (unsigned i = r >> root; i < 1u << sb; i += 1u << (l - root))
+				st[i] = e | (l - root);
+		}
+	}
 	return 0;
 }
 
@@ -136,6 +242,22 @@ static inline int decode(bits *b, const uint32_t *tab, unsigned tbits)
 	return (int)(e >> 4);
 }
 
+/* The next entry of a literal/length or distance table, its code's bits
+ * taken (none where no code starts so). */
+static inline uint32_t fdecode(bits *b, const uint32_t *tab, unsigned root)
+{
+	uint32_t e = tab[b->buf & ((1u << root) - 1)];
+	if ((e & E_KIND) == E_SUB) {
+		b->buf >>= root;
+		b->cnt -= root;
+		e = tab[(e >> 16) + (b->buf & ((1u << (e & 31)) - 1))];
+	}
+	unsigned l = e & 31;
+	b->buf >>= l;
+	b->cnt -= l;
+	return e;
+}
+
 static uint64_t bit_pos(const bits *b)
 {
 	return (uint64_t)b->pos * 8 - b->cnt;
@@ -150,34 +272,31 @@ static inline int past_end(const bits *b)
 /* A coded block's symbols walked, nothing written, *out counting the bytes
  * they stand for (matches may reach back *out bytes): 0 at its end-of-block
  * code, -1 where the bits are not a block's or run past p[n). */
-static int walk_symbols(bits *b, const uint32_t *lt, unsigned lbits, const uint32_t *dt, unsigned dbits,
-                        uint64_t *out)
+static int walk_symbols(bits *b, const uint32_t *lt, const uint32_t *dt, uint64_t *out)
 {
 	for (;;) {
 		if (refill(b) || past_end(b)) /* a length and a distance take at most 48 bits */
 			return -1;
-		int sym = decode(b, lt, lbits);
-		if (sym < 256) {
-			if (sym < 0)
-				return -1;
+		uint32_t e = fdecode(b, lt, LROOT);
+		unsigned kind = e & E_KIND;
+		if (kind == E_LIT) {
 			++*out;
 			continue;
 		}
-		if (sym == 256)
+		if (kind == E_EOB)
 			return past_end(b) ? -1 : 0;
-		sym -= 257;
-		if (sym >= 29)
+		if (kind != E_LEN)
 			return -1;
-		unsigned len = len_base[sym] + take(b, len_extra[sym]);
-		int dc = decode(b, dt, dbits);
-		if (dc < 0 || dc >= 30 || dist_base[dc] + take(b, dist_extra[dc]) > *out)
+		unsigned len = (e >> 16) + take(b, (e >> 8) & 15);
+		uint32_t d = fdecode(b, dt, DROOT);
+		if ((d & E_KIND) != E_LEN || (d >> 16) + take(b, (d >> 8) & 15) > *out)
 			return -1; /* a bad code, or a match before what came out (no dictionary) */
 		*out += len;
 	}
 }
 
 /* A dynamic block's header: its two tables. */
-static int dynamic_tables(tk__dscan *s, bits *b, unsigned *lbits, unsigned *dbits)
+static int dynamic_tables(tk__dscan *s, bits *b)
 {
 	if (refill(b))
 		return -1;
@@ -192,7 +311,7 @@ static int dynamic_tables(tk__dscan *s, bits *b, unsigned *lbits, unsigned *dbit
 		lens[cl_order[i]] = (uint8_t)take(b, 3);
 	}
 	unsigned cbits;
-	if (build(s->codes, &cbits, lens, 19, CODES))
+	if (build_codes(s->codes, &cbits, lens))
 		return -1;
 	for (unsigned i = 0; i < nlit + ndist;) {
 		if (refill(b))
@@ -223,7 +342,8 @@ static int dynamic_tables(tk__dscan *s, bits *b, unsigned *lbits, unsigned *dbit
 	}
 	if (!lens[256]) /* no end-of-block code */
 		return -1;
-	if (build(s->lit, lbits, lens, nlit, LENS) || build(s->dist, dbits, lens + nlit, ndist, DISTS))
+	if (build_fast(s->lit, LIT_ENOUGH, lens, nlit, LENS, LROOT) ||
+	    build_fast(s->dist, DIST_ENOUGH, lens + nlit, ndist, DISTS, DROOT))
 		return -1;
 	return 0;
 }
@@ -238,10 +358,9 @@ tk__dscan *tk__dscan_new(void)
 	memset(lens + 144, 9, 112);
 	memset(lens + 256, 7, 24);
 	memset(lens + 280, 8, 8);
-	unsigned tbits;
-	build(s->fixed_lit, &tbits, lens, 288, LENS);
+	build_fast(s->fixed_lit, 1 << LROOT, lens, 288, LENS, LROOT);
 	memset(lens, 5, 32);
-	build(s->fixed_dist, &tbits, lens, 32, DISTS);
+	build_fast(s->fixed_dist, 1 << DROOT, lens, 32, DISTS, DROOT);
 	return s;
 }
 
@@ -276,14 +395,13 @@ int tk__dscan_stream(tk__dscan *s, const void *p, size_t n, tk__dscan_result *r)
 			return -1;
 		} else {
 			const uint32_t *lt = s->lit, *dt = s->dist;
-			unsigned lbits = 9, dbits = 5;
 			if (type == 1) {
 				lt = s->fixed_lit;
 				dt = s->fixed_dist;
-			} else if (dynamic_tables(s, &b, &lbits, &dbits)) {
+			} else if (dynamic_tables(s, &b)) {
 				return -1;
 			}
-			if (walk_symbols(&b, lt, lbits, dt, dbits, &out))
+			if (walk_symbols(&b, lt, dt, &out))
 				return -1;
 		}
 		if (final) {
@@ -306,7 +424,8 @@ void tk__dpart_free(tk__dpart *d)
 }
 
 /* Room for at least `need` more entries after `used` (tk__grow): a match
- * or a stored run never needs more than its length and 8 of slack. */
+ * never needs more than its length and 16 of slack, a stored run its length
+ * and 8. */
 static int grow16(tk__dpart *d, size_t used, size_t need)
 {
 	return tk__grow(&d->marked, &d->cap_marked, used + need, sizeof *d->marked, TK__DWIN * 4);
@@ -332,19 +451,16 @@ static int fail_at(const bits *b)
 }
 
 /* A block's coded symbols: its tables, from its header (past BTYPE). */
-static int block_tables(tk__dscan *s, bits *b, unsigned type, const uint32_t **lt, const uint32_t **dt,
-                        unsigned *lbits, unsigned *dbits)
+static int block_tables(tk__dscan *s, bits *b, unsigned type, const uint32_t **lt, const uint32_t **dt)
 {
 	*lt = s->lit;
 	*dt = s->dist;
 	if (type == 1) {
 		*lt = s->fixed_lit;
 		*dt = s->fixed_dist;
-		*lbits = 9;
-		*dbits = 5;
 		return 0;
 	}
-	return dynamic_tables(s, b, lbits, dbits);
+	return dynamic_tables(s, b);
 }
 
 /* A stored block's length, past its header, with b moved to its first
@@ -430,8 +546,10 @@ int tk__dpart_inflate(tk__dscan *s, const uint8_t *p, size_t n, uint64_t start_b
 			b.pos += (size_t)len;
 		} else {
 			const uint32_t *lt, *dt;
-			unsigned lbits, dbits;
-			if (block_tables(s, &b, type, &lt, &dt, &lbits, &dbits))
+			bits t = b; /* b itself never has its address passed on: it stays in registers */
+			int bad = block_tables(s, &t, type, &lt, &dt);
+			b = t;
+			if (bad)
 				return fail_at(&b);
 			for (;;) {
 				if (refill(&b))
@@ -447,32 +565,30 @@ int tk__dpart_inflate(tk__dscan *s, const uint8_t *p, size_t n, uint64_t start_b
 					marked = 0;
 					o = base = d->plain_at = TK__DWIN;
 				}
-				/* room for the longest match and the 8-byte copies' slack */
-				if (marked ? d->cap_marked - o < 258 + 8 && grow16(d, o, 258 + 8)
-				           : d->cap_plain - o < 258 + 8 && grow8(d, o, 258 + 8))
+				/* room for the longest match and the copies' slack */
+				if (marked ? d->cap_marked - o < 258 + 16 && grow16(d, o, 258 + 16)
+				           : d->cap_plain - o < 258 + 16 && grow8(d, o, 258 + 16))
 					return TK__DP_NOMEM;
-				int sym = decode(&b, lt, lbits);
-				if (sym < 256) {
-					if (sym < 0)
-						return fail_at(&b);
+				uint32_t e = fdecode(&b, lt, LROOT);
+				unsigned kind = e & E_KIND;
+				if (kind == E_LIT) {
 					if (marked)
-						d->marked[o++] = (uint16_t)sym;
+						d->marked[o++] = (uint16_t)(e >> 8 & 255);
 					else
-						d->plain[o++] = (uint8_t)sym;
+						d->plain[o++] = (uint8_t)(e >> 8);
 					if (before + (o - base) > max_out)
 						return TK__DP_BIG;
 					continue;
 				}
-				if (sym == 256)
+				if (kind == E_EOB)
 					break;
-				sym -= 257;
-				if (sym >= 29)
+				if (kind != E_LEN)
 					return fail_at(&b);
-				size_t len = len_base[sym] + take(&b, len_extra[sym]);
-				int dc = decode(&b, dt, dbits);
-				if (dc < 0 || dc >= 30)
+				size_t len = (e >> 16) + take(&b, (e >> 8) & 15);
+				uint32_t de = fdecode(&b, dt, DROOT);
+				if ((de & E_KIND) != E_LEN)
 					return fail_at(&b);
-				size_t dist = dist_base[dc] + take(&b, dist_extra[dc]);
+				size_t dist = (de >> 16) + take(&b, (de >> 8) & 15);
 				if (past_end(&b))
 					return TK__DP_SHORT;
 				if (dist > o) /* before the window */
@@ -483,10 +599,17 @@ int tk__dpart_inflate(tk__dscan *s, const uint8_t *p, size_t n, uint64_t start_b
 					uint16_t *m = d->marked + o;
 					const uint16_t *from = m - dist;
 					uint64_t any = 0;
-					if (dist >= 4) {
-						/* 4 entries at a time, each word's source written already; the
-						 * last word's entries past the match may count as markers too,
-						 * which only puts the plain bytes off */
+					if (dist >= 8) {
+						/* 8 entries at a time, each one's source written already; the
+						 * last entries past the match may count as markers too, which
+						 * only puts the plain bytes off */
+						for (size_t i = 0; i < len; i += 8) {
+							uint64_t w[2];
+							memcpy(w, from + i, 16);
+							memcpy(m + i, w, 16);
+							any |= w[0] | w[1];
+						}
+					} else if (dist >= 4) {
 						for (size_t i = 0; i < len; i += 4) {
 							uint64_t w;
 							memcpy(&w, from + i, 8);
@@ -505,8 +628,11 @@ int tk__dpart_inflate(tk__dscan *s, const uint8_t *p, size_t n, uint64_t start_b
 				} else {
 					uint8_t *q = d->plain + o;
 					const uint8_t *from = q - dist;
-					if (dist >= 8) {
-						/* 8 bytes at a time: each word's source is written already */
+					if (dist >= 16) {
+						/* 16 bytes at a time: each one's source is written already */
+						for (size_t i = 0; i < len; i += 16)
+							memcpy(q + i, from + i, 16);
+					} else if (dist >= 8) {
 						for (size_t i = 0; i < len; i += 8)
 							memcpy(q + i, from + i, 8);
 					} else if (dist == 1) {
@@ -580,11 +706,10 @@ static int walk_block(tk__dscan *s, const uint8_t *p, size_t n, uint64_t at, uin
 	if (take(&b, 3) != 4) /* BFINAL 0, BTYPE 2 */
 		return -1;
 	const uint32_t *lt, *dt;
-	unsigned lbits, dbits;
-	if (block_tables(s, &b, 2, &lt, &dt, &lbits, &dbits))
+	if (block_tables(s, &b, 2, &lt, &dt))
 		return -1;
 	uint64_t out = TK__DWIN;
-	if (walk_symbols(&b, lt, lbits, dt, dbits, &out))
+	if (walk_symbols(&b, lt, dt, &out))
 		return -1;
 	*next = bit_pos(&b);
 	return 0;
@@ -605,8 +730,7 @@ static int header_fits(tk__dscan *s, const uint8_t *p, size_t n, uint64_t at)
 		return stored_len(&b) != -1;
 	if (type == 1)
 		return 1;
-	unsigned lbits, dbits;
-	return dynamic_tables(s, &b, &lbits, &dbits) == 0 || past_end(&b);
+	return dynamic_tables(s, &b) == 0 || past_end(&b);
 }
 
 /* At least 57 bits of p[0..n) from bit x, zeros past the end. */
