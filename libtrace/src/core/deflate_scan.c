@@ -37,6 +37,7 @@ struct tk__dscan {
 	uint32_t codes[1 << 7];
 	uint32_t fixed_lit[1 << LROOT]; /* the fixed codes, built with the walk */
 	uint32_t fixed_dist[1 << DROOT];
+	uint16_t kraft[1 << 12]; /* four code length code lengths (3 bits each): their sum of 128 >> length */
 };
 
 static const uint16_t len_base[29] = {3,  4,  5,  6,  7,  8,  9,  10, 11,  13,  15,  17,  19,  23, 27,
@@ -361,6 +362,9 @@ tk__dscan *tk__dscan_new(void)
 	build_fast(s->fixed_lit, 1 << LROOT, lens, 288, LENS, LROOT);
 	memset(lens, 5, 32);
 	build_fast(s->fixed_dist, 1 << DROOT, lens, 32, DISTS, DROOT);
+	for (unsigned v = 0; v < 1u << 12; v++)
+		for (unsigned k = 0; k < 12; k += 3)
+			s->kraft[v] = (uint16_t)(s->kraft[v] + (v >> k & 7 ? 128u >> (v >> k & 7) : 0));
 	return s;
 }
 
@@ -753,21 +757,17 @@ static inline uint64_t bits57(const uint8_t *p, size_t n, uint64_t x)
 /* The quick test of a block start at bit x, where most bits fail before a
  * table is built: not final, dynamic, at most 286 + 30 codes, and the code
  * length code's lengths make a complete code (zlib refuses any other). */
-static int quick_header(const uint8_t *p, size_t n, uint64_t x)
+static int quick_header(const tk__dscan *s, const uint8_t *p, size_t n, uint64_t x)
 {
 	uint64_t w = bits57(p, n, x);
 	if ((w & 7) != 4 || ((w >> 3) & 31) > 29 || ((w >> 8) & 31) > 29)
 		return 0;
-	unsigned ncl = (unsigned)((w >> 13) & 15) + 4, sum = 0;
-	w >>= 17; /* 40 bits: 13 lengths */
-	for (unsigned i = 0; i < ncl; i++) {
-		if (i == 13)
-			w = bits57(p, n, x + 17 + 39);
-		unsigned l = (unsigned)(w & 7);
-		w >>= 3;
-		if (l && (sum += 128u >> l) > 128)
-			return 0;
-	}
+	unsigned nbits = ((unsigned)((w >> 13) & 15) + 4) * 3; /* the lengths' bits: 12 to 57 */
+	/* the first 12 lengths (36 bits), then the rest (at most 21 bits) */
+	uint64_t lo = w >> 17 & (((uint64_t)1 << (nbits < 36 ? nbits : 36)) - 1);
+	uint64_t hi = nbits > 36 ? bits57(p, n, x + 17 + 36) & (((uint64_t)1 << (nbits - 36)) - 1) : 0;
+	const uint16_t *k = s->kraft;
+	unsigned sum = k[lo & 0xfff] + k[lo >> 12 & 0xfff] + k[lo >> 24] + k[hi & 0xfff] + k[hi >> 12];
 	return sum == 128;
 }
 
@@ -775,13 +775,20 @@ int tk__dscan_find(tk__dscan *s, const uint8_t *p, size_t n, uint64_t from, uint
 {
 	if (to > (uint64_t)n * 8)
 		to = (uint64_t)n * 8;
-	for (uint64_t x = from; x + 17 < to; x++) {
-		if (!quick_header(p, n, x))
-			continue;
-		uint64_t next;
-		if (walk_block(s, p, n, x, &next) == 0 && header_fits(s, p, n, next)) {
-			*at = x;
-			return 1;
+	for (uint64_t x = from; x + 17 < to; x += 32) {
+		/* the 32 bits from x at once: where BFINAL 0 and BTYPE 2 (bits 0 0 1),
+		 * HLIT and HDIST at most 29 (not 30 or 31: their top four bits set) */
+		uint64_t w = bits57(p, n, x);
+		uint64_t hlit = w >> 4 & w >> 5 & w >> 6 & w >> 7, hdist = w >> 9 & w >> 10 & w >> 11 & w >> 12;
+		uint64_t cand = ~w & ~(w >> 1) & w >> 2 & ~hlit & ~hdist & 0xffffffffu;
+		if (to - x < 32 + 17)
+			cand &= ((uint64_t)1 << (to - x - 17)) - 1;
+		for (; cand; cand &= cand - 1) {
+			uint64_t y = x + (unsigned)__builtin_ctzll(cand), next;
+			if (quick_header(s, p, n, y) && walk_block(s, p, n, y, &next) == 0 && header_fits(s, p, n, next)) {
+				*at = y;
+				return 1;
+			}
 		}
 	}
 	return 0;
