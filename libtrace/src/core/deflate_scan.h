@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The walk's tables (about 260 KiB): one per thread, kept between calls. */
+/* The walk's tables (about 27 KiB): one per thread, kept between calls. */
 typedef struct tk__dscan tk__dscan;
 tk__dscan *tk__dscan_new(void);
 void tk__dscan_free(tk__dscan *s);
