@@ -258,6 +258,87 @@ static void test_parts(void **state)
 	free(text);
 }
 
+/* A symbol of 0 .. m - 1, each half as likely as the one before. */
+static unsigned halving(uint64_t *x, unsigned m)
+{
+	*x = *x * 6364136223846793005ull + 1442695040888963407ull;
+	unsigned r = (unsigned)(*x >> 32), k = 0;
+	while (k + 1 < m && (r & 1)) {
+		k++;
+		r >>= 1;
+	}
+	return k;
+}
+
+/* Bytes whose literal codes (literals) or distance codes (!literals) run
+ * long: literals each half as likely as the one before, which Z_HUFFMAN_ONLY
+ * codes in up to 15 bits; or random bytes with copies of 8 earlier bytes
+ * at distances whose codes are each half as likely as the one before. The
+ * tables then need subtables past their first 10 (literal/length) and 8
+ * (distance) bits. */
+static uint8_t *make_skewed(size_t n, int literals, uint64_t seed)
+{
+	static const unsigned base[30] = {1,    2,    3,    4,    5,    7,     9,     13,    17,  25,
+	                                  33,   49,   65,   97,   129,  193,   257,   385,   513, 769,
+	                                  1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
+	uint8_t *p = malloc(n + 8);
+	assert_non_null(p);
+	uint64_t x = seed;
+	for (size_t i = 0; i < n;) {
+		if (literals) {
+			p[i++] = (uint8_t)(' ' + halving(&x, 40));
+			continue;
+		}
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		unsigned r = (unsigned)(x >> 33);
+		if (i < 32768 || r % 2) {
+			for (int k = 0; k < 4; k++) {
+				x = x * 6364136223846793005ull + 1442695040888963407ull;
+				p[i++] = (uint8_t)(x >> 56);
+			}
+			continue;
+		}
+		unsigned c = halving(&x, 30), span = c + 1 < 30 ? base[c + 1] - base[c] : 8192;
+		size_t d = base[c] + (r >> 1) % span;
+		for (int k = 0; k < 8; k++, i++)
+			p[i] = p[i - d];
+	}
+	return p;
+}
+
+/* Streams whose codes are longer than the tables' first bits: inflated
+ * whole, in parts and walked, they give zlib's bytes. */
+static void test_long_codes(void **state)
+{
+	(void)state;
+	tk__dscan *s = tk__dscan_new();
+	assert_non_null(s);
+	for (int literals = 1; literals >= 0; literals--) {
+		size_t n = 3u << 20, cn;
+		uint8_t *text = make_skewed(n, literals, 11);
+		uint8_t *c = deflate_raw(text, n, 6, literals ? Z_HUFFMAN_ONLY : Z_DEFAULT_STRATEGY, 0, &cn);
+		zblocks z = z_blocks(c, cn, n);
+		assert_true(z.ended);
+		assert_int_equal(z.out_len, n);
+		assert_memory_equal(z.out, text, n);
+		tk__dscan_result r;
+		assert_int_equal(tk__dscan_stream(s, c, cn, &r), 0);
+		assert_int_equal(r.out_len, n);
+		tk__dpart d = {0};
+		assert_int_equal(tk__dpart_inflate(s, c, cn, 0, UINT64_MAX, (const uint8_t *)"", 0, SIZE_MAX, &d), TK__DP_OK);
+		assert_int_equal(tk__dpart_len(&d), n);
+		assert_memory_equal(d.plain + d.plain_at, text, n);
+		tk__dpart_free(&d);
+		int marked = 0, plain = 0, found = 0;
+		parts_match(c, cn, &z, 64 << 10, &marked, &plain, &found);
+		assert_true(found > 4);
+		zblocks_free(&z);
+		free(c);
+		free(text);
+	}
+	tk__dscan_free(s);
+}
+
 /* Fixed-code blocks (Z_FIXED) are not found; the part before goes on through them. */
 static void test_fixed(void **state)
 {
@@ -464,6 +545,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parts),
+	    cmocka_unit_test(test_long_codes),
 	    cmocka_unit_test(test_fixed),
 	    cmocka_unit_test(test_limits),
 	    cmocka_unit_test(test_reader),
