@@ -52,45 +52,62 @@ static const uint8_t dist_extra[30] = {0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5,
 /* the order in which the code length code's lengths come */
 static const uint8_t cl_order[19] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
 
-/* The code length code of lens[0..19) as a table; *bits its longest code.
- * zlib's rules: an over-subscribed or incomplete set is refused. */
-static int build_codes(uint32_t *tab, unsigned *bits, const uint8_t *lens)
+/* The canonical code of lens[0..n): next[l] the first code of each length
+ * up to *max, the longest (0 where there are no codes). The codes missing
+ * from a complete set: 0, more where it is incomplete; -1 where it is
+ * over-subscribed. */
+static int canonical(const uint8_t *lens, unsigned n, unsigned next[MAXBITS + 1], unsigned *max)
 {
 	unsigned count[MAXBITS + 1] = {0};
-	for (unsigned i = 0; i < 19; i++)
+	for (unsigned i = 0; i < n; i++)
 		count[lens[i]]++;
 	count[0] = 0;
-	unsigned max = MAXBITS;
-	while (max >= 1 && !count[max])
-		max--;
-	if (max == 0) {
-		tab[0] = tab[1] = 0;
-		*bits = 1;
-		return 0;
-	}
+	unsigned m = MAXBITS;
+	while (m >= 1 && !count[m])
+		m--;
+	*max = m;
 	int left = 1;
 	for (unsigned l = 1; l <= MAXBITS; l++) {
 		left = 2 * left - (int)count[l];
 		if (left < 0)
 			return -1;
 	}
-	if (left > 0)
-		return -1;
-	unsigned size = 1u << max;
-	unsigned next[MAXBITS + 1], code = 0;
-	for (unsigned l = 1; l <= max; l++) {
+	unsigned code = 0;
+	for (unsigned l = 1; l <= m; l++) {
 		code = (code + count[l - 1]) << 1;
 		next[l] = code;
 	}
+	return left;
+}
+
+/* Code c of l bits in the stream's order (its first bit lowest). */
+static unsigned reversed(unsigned c, unsigned l)
+{
+	unsigned r = 0;
+	for (unsigned k = 0; k < l; k++, c >>= 1)
+		r = r << 1 | (c & 1);
+	return r;
+}
+
+/* The code length code of lens[0..19) as a table; *bits its longest code.
+ * zlib's rules: an over-subscribed or incomplete set is refused; a set
+ * without codes decodes nothing. */
+static int build_codes(uint32_t *tab, unsigned *bits, const uint8_t *lens)
+{
+	unsigned next[MAXBITS + 1], max;
+	int left = canonical(lens, 19, next, &max);
+	if (max == 0) {
+		tab[0] = tab[1] = 0;
+		*bits = 1;
+		return 0;
+	}
+	if (left != 0)
+		return -1;
 	for (unsigned sym = 0; sym < 19; sym++) {
 		unsigned l = lens[sym];
-		if (!l)
-			continue;
-		unsigned c = next[l]++, r = 0;
-		for (unsigned k = 0; k < l; k++, c >>= 1)
-			r = r << 1 | (c & 1);
-		for (unsigned i = r; i < size; i += 1u << l)
-			tab[i] = sym << 4 | l;
+		if (l)
+			for (unsigned i = reversed(next[l]++, l); i < 1u << max; i += 1u << l)
+				tab[i] = sym << 4 | l;
 	}
 	*bits = max;
 	return 0;
@@ -114,33 +131,17 @@ static uint32_t entry(unsigned sym, int type)
  * build's rules. */
 static int build_fast(uint32_t *tab, size_t cap, const uint8_t *lens, unsigned n, int type, unsigned root)
 {
-	unsigned count[MAXBITS + 1] = {0};
-	for (unsigned i = 0; i < n; i++)
-		count[lens[i]]++;
-	count[0] = 0;
-	unsigned max = MAXBITS;
-	while (max >= 1 && !count[max])
-		max--;
+	unsigned next[MAXBITS + 1], max;
+	int left = canonical(lens, n, next, &max);
 	unsigned rsize = 1u << root, rmask = rsize - 1;
 	if (max == 0) {
 		memset(tab, 0, rsize * sizeof *tab);
 		return 0;
 	}
-	int left = 1;
-	for (unsigned l = 1; l <= MAXBITS; l++) {
-		left = 2 * left - (int)count[l];
-		if (left < 0)
-			return -1;
-	}
-	if (left > 0 && max != 1)
+	if (left < 0 || (left > 0 && max != 1))
 		return -1;
 	if (left > 0)
 		memset(tab, 0, rsize * sizeof *tab);
-	unsigned next[MAXBITS + 1], code = 0;
-	for (unsigned l = 1; l <= max; l++) {
-		code = (code + count[l - 1]) << 1;
-		next[l] = code;
-	}
 	/* each code reversed (the stream's order); the longest code under each
 	 * root entry that has a subtable */
 	uint16_t rev[288];
@@ -151,9 +152,7 @@ static int build_fast(uint32_t *tab, size_t cap, const uint8_t *lens, unsigned n
 		unsigned l = lens[sym];
 		if (!l)
 			continue;
-		unsigned c = next[l]++, r = 0;
-		for (unsigned k = 0; k < l; k++, c >>= 1)
-			r = r << 1 | (c & 1);
+		unsigned r = reversed(next[l]++, l);
 		rev[sym] = (uint16_t)r;
 		if (l > root && sub[r & rmask] < l)
 			sub[r & rmask] = (uint8_t)l;
