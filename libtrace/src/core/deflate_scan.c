@@ -29,11 +29,11 @@ enum { E_BAD = 0, E_LIT = 1 << 5, E_LEN = 2 << 5, E_EOB = 3 << 5, E_SUB = 4 << 5
 #define LIT_ENOUGH ((1 << LROOT) + 1536)
 #define DIST_ENOUGH ((1 << DROOT) + 512)
 
-/* The code length code's table: 1 << bits entries, sym << 4 | length of its
- * code, 0 where no code starts so. */
 struct tk__dscan {
 	uint32_t lit[LIT_ENOUGH];
 	uint32_t dist[DIST_ENOUGH];
+	/* the code length code: 1 << bits entries, sym << 4 | length of its
+	 * code, 0 where no code starts so */
 	uint32_t codes[1 << 7];
 	uint32_t fixed_lit[1 << LROOT]; /* the fixed codes, built with the walk */
 	uint32_t fixed_dist[1 << DROOT];
@@ -127,8 +127,9 @@ static uint32_t entry(unsigned sym, int type)
 }
 
 /* The literal/length (LENS) or distance (DISTS) code of lens[0..n) as a
- * table of `root` bits and its subtables (cap entries in all), under
- * build's rules. */
+ * table of `root` bits and its subtables (cap entries in all). zlib's
+ * rules: an over-subscribed set is refused, an incomplete one too unless
+ * it is a single code of one bit; a set without codes decodes nothing. */
 static int build_fast(uint32_t *tab, size_t cap, const uint8_t *lens, unsigned n, int type, unsigned root)
 {
 	unsigned next[MAXBITS + 1], max;
