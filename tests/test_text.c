@@ -1,5 +1,5 @@
-/* test_text.c: the JSON text helpers of the library's core against what
- * they stand for. */
+/* test_text.c: the JSON text helpers of the library's core (numbers and
+ * integers as text) against what they stand for. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -114,11 +114,61 @@ static void test_double_random(void **state)
 	assert_int_equal(bad, 0);
 }
 
+/* tk__buf_u64 and tk__buf_i64 against printf: every power of ten, its
+ * neighbours and one and a half times it (where the digits' groups of two
+ * and of eight meet), the extremes, and random values of every length. */
+static void test_integers(void **state)
+{
+	(void)state;
+	tk__buf b = {0};
+	char want[64];
+	int bad = 0;
+	uint64_t p = 1;
+	for (int k = 0; k <= 19 && bad < 5; k++, p *= 10) { /* 10^19 is the last that fits */
+		uint64_t v[] = {p - 1, p, p + 1, p + p / 2};
+		for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+			for (int neg = 0; neg < 2; neg++) {
+				b.len = 0;
+				if (neg) {
+					if (v[i] > INT64_MAX)
+						continue;
+					assert_int_equal(tk__buf_i64(&b, -(int64_t)v[i]), 0);
+					snprintf(want, sizeof want, "%lld", -(long long)v[i]);
+				} else {
+					assert_int_equal(tk__buf_u64(&b, v[i]), 0);
+					snprintf(want, sizeof want, "%llu", (unsigned long long)v[i]);
+				}
+				bad += b.len != strlen(want) || memcmp(b.p, want, b.len) != 0;
+			}
+		}
+	}
+	const int64_t ends[] = {INT64_MIN, INT64_MAX, 0, -1};
+	for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++) {
+		b.len = 0;
+		assert_int_equal(tk__buf_i64(&b, ends[i]), 0);
+		snprintf(want, sizeof want, "%lld", (long long)ends[i]);
+		bad += b.len != strlen(want) || memcmp(b.p, want, b.len) != 0;
+	}
+	b.len = 0;
+	assert_int_equal(tk__buf_u64(&b, UINT64_MAX), 0);
+	bad += b.len != 20 || memcmp(b.p, "18446744073709551615", 20) != 0;
+	for (int i = 0; i < 200000 && bad < 5; i++) {
+		uint64_t u = next() >> (next() % 64);
+		b.len = 0;
+		assert_int_equal(tk__buf_u64(&b, u), 0);
+		snprintf(want, sizeof want, "%llu", (unsigned long long)u);
+		bad += b.len != strlen(want) || memcmp(b.p, want, b.len) != 0;
+	}
+	tk__buf_free(&b);
+	assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_double_edges),
 	    cmocka_unit_test(test_double_random),
+	    cmocka_unit_test(test_integers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -72,7 +72,6 @@ static const char digits2[] = "0001020304050607080910111213141516171819202122232
                               "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
                               "8081828384858687888990919293949596979899";
 
-/* Decimal digits of v, written backwards ending at `end`; two at a time. */
 int tk__buf_u64(tk__buf *b, uint64_t v)
 {
 	char t[24], *e = t + sizeof t, *q = tk__fmt_u64(e, v);
@@ -87,20 +86,35 @@ int tk__buf_i64(tk__buf *b, int64_t v)
 	return tk__buf_append(b, q, (size_t)(e - q));
 }
 
+/* The two digits of d (below 100) before `end`. */
+static inline char *put2(char *end, unsigned d)
+{
+	end -= 2;
+	memcpy(end, digits2 + 2 * d, 2);
+	return end;
+}
+
+/* Decimal digits of v, written backwards ending at `end`. */
 char *tk__fmt_u64(char *end, uint64_t v)
 {
-	while (v >= 100) {
-		unsigned d = (unsigned)(v % 100) * 2;
-		v /= 100;
-		*--end = digits2[d + 1];
-		*--end = digits2[d];
+	/* eight digits at a time from the low end: one 64-bit division, then
+	 * 32-bit work that does not wait on the next division */
+	while (v >= 100000000) {
+		uint32_t lo = (uint32_t)(v % 100000000), hi4 = lo / 10000, lo4 = lo % 10000;
+		v /= 100000000;
+		end = put2(end, lo4 % 100);
+		end = put2(end, lo4 / 100);
+		end = put2(end, hi4 % 100);
+		end = put2(end, hi4 / 100);
 	}
-	if (v >= 10) {
-		*--end = digits2[v * 2 + 1];
-		*--end = digits2[v * 2];
-	} else {
-		*--end = (char)('0' + v);
+	uint32_t u = (uint32_t)v;
+	while (u >= 100) {
+		end = put2(end, u % 100);
+		u /= 100;
 	}
+	if (u >= 10)
+		return put2(end, u);
+	*--end = (char)('0' + u);
 	return end;
 }
 
