@@ -10,18 +10,20 @@
 #include "core/deflate_scan.h"
 
 #define MAXBITS 15
-enum { LENS, DISTS };
+enum { CODES, LENS, DISTS };
 
-/* The literal/length and distance tables: 1 << LROOT (DROOT) entries
- * indexed by the next bits of the stream, then the subtables of the codes
- * longer than that, indexed by the bits after those. An entry: bits 0-4
- * the bits its code takes (in a subtable, those past the root), bits 5-7
- * its kind, then a literal's byte (bits 8-15); a length's or a distance's
+/* The decoding tables (literal/length, distance, code length): 1 << LROOT
+ * (DROOT, CROOT) entries indexed by the next bits of the stream, then the
+ * subtables of the codes longer than that, indexed by the bits after
+ * those. An entry: bits 0-4 the bits its code takes (in a subtable, those
+ * past the root), bits 5-7 its kind, then a literal's byte or a code length
+ * code's symbol (bits 8-15); a length's or a distance's
  * extra bits (8-11) and base (16-31); a subtable's index bits (0-4) and
  * offset (16-31). E_BAD: a code for no length or distance (286, 287; 30,
  * 31), or with no bits taken, no code starting so. */
 #define LROOT 10
 #define DROOT 8
+#define CROOT 7 /* the code length code's lengths are at most 7 bits: no subtables */
 enum { E_BAD = 0, E_LIT = 1 << 5, E_LEN = 2 << 5, E_EOB = 3 << 5, E_SUB = 4 << 5, E_KIND = 7 << 5 };
 /* The most entries a table of a complete code takes: a subtable of 1 << k
  * entries holds at least k + 1 codes, so at most 286 / 6 subtables of 32
@@ -32,9 +34,7 @@ enum { E_BAD = 0, E_LIT = 1 << 5, E_LEN = 2 << 5, E_EOB = 3 << 5, E_SUB = 4 << 5
 struct tk__dscan {
 	uint32_t lit[LIT_ENOUGH];
 	uint32_t dist[DIST_ENOUGH];
-	/* the code length code: 1 << bits entries, sym << 4 | length of its
-	 * code, 0 where no code starts so */
-	uint32_t codes[1 << 7];
+	uint32_t codes[1 << CROOT]; /* the code length code: its symbols as E_LIT entries */
 	uint32_t fixed_lit[1 << LROOT]; /* the fixed codes, built with the walk */
 	uint32_t fixed_dist[1 << DROOT];
 	uint16_t kraft[1 << 12]; /* four code length code lengths (3 bits each): their sum of 128 >> length */
@@ -89,33 +89,11 @@ static unsigned reversed(unsigned c, unsigned l)
 	return r;
 }
 
-/* The code length code of lens[0..19) as a table; *bits its longest code.
- * zlib's rules: an over-subscribed or incomplete set is refused; a set
- * without codes decodes nothing. */
-static int build_codes(uint32_t *tab, unsigned *bits, const uint8_t *lens)
-{
-	unsigned next[MAXBITS + 1], max;
-	int left = canonical(lens, 19, next, &max);
-	if (max == 0) {
-		tab[0] = tab[1] = 0;
-		*bits = 1;
-		return 0;
-	}
-	if (left != 0)
-		return -1;
-	for (unsigned sym = 0; sym < 19; sym++) {
-		unsigned l = lens[sym];
-		if (l)
-			for (unsigned i = reversed(next[l]++, l); i < 1u << max; i += 1u << l)
-				tab[i] = sym << 4 | l;
-	}
-	*bits = max;
-	return 0;
-}
-
-/* The entry of symbol sym of a literal/length or a distance code. */
+/* The entry of symbol sym of a code length, literal/length or distance code. */
 static uint32_t entry(unsigned sym, int type)
 {
+	if (type == CODES)
+		return E_LIT | sym << 8;
 	if (type == DISTS)
 		return sym < 30 ? E_LEN | (uint32_t)dist_extra[sym] << 8 | (uint32_t)dist_base[sym] << 16 : E_BAD;
 	if (sym < 256)
@@ -126,11 +104,12 @@ static uint32_t entry(unsigned sym, int type)
 	return sym < 29 ? E_LEN | (uint32_t)len_extra[sym] << 8 | (uint32_t)len_base[sym] << 16 : E_BAD;
 }
 
-/* The literal/length (LENS) or distance (DISTS) code of lens[0..n) as a
- * table of `root` bits and its subtables (cap entries in all). zlib's
- * rules: an over-subscribed set is refused, an incomplete one too unless
- * it is a single code of one bit; a set without codes decodes nothing. */
-static int build_fast(uint32_t *tab, size_t cap, const uint8_t *lens, unsigned n, int type, unsigned root)
+/* The code length (CODES), literal/length (LENS) or distance (DISTS) code
+ * of lens[0..n) as a table of `root` bits and its subtables (cap entries in
+ * all). zlib's rules: an over-subscribed set is refused, an incomplete one
+ * too unless it is a single literal/length or distance code of one bit; a
+ * set without codes decodes nothing. */
+static int build(uint32_t *tab, size_t cap, const uint8_t *lens, unsigned n, int type, unsigned root)
 {
 	unsigned next[MAXBITS + 1], max;
 	int left = canonical(lens, n, next, &max);
@@ -139,7 +118,7 @@ static int build_fast(uint32_t *tab, size_t cap, const uint8_t *lens, unsigned n
 		memset(tab, 0, rsize * sizeof *tab);
 		return 0;
 	}
-	if (left < 0 || (left > 0 && max != 1))
+	if (left < 0 || (left > 0 && (type == CODES || max != 1)))
 		return -1;
 	if (left > 0)
 		memset(tab, 0, rsize * sizeof *tab);
@@ -231,20 +210,8 @@ static inline unsigned take(bits *b, unsigned k)
 	return v;
 }
 
-/* The next symbol of a table, or -1 where no code starts with these bits. */
-static inline int decode(bits *b, const uint32_t *tab, unsigned tbits)
-{
-	uint32_t e = tab[b->buf & ((1u << tbits) - 1)];
-	unsigned l = e & 15;
-	if (!l)
-		return -1;
-	b->buf >>= l;
-	b->cnt -= l;
-	return (int)(e >> 4);
-}
-
-/* The next entry of a literal/length or distance table, its code's bits
- * taken (none where no code starts so). */
+/* The next entry of a decoding table, its code's bits taken (none where
+ * no code starts so). */
 static inline uint32_t fdecode(bits *b, const uint32_t *tab, unsigned root)
 {
 	uint32_t e = tab[b->buf & ((1u << root) - 1)];
@@ -311,15 +278,15 @@ static int dynamic_tables(tk__dscan *s, bits *b)
 			return -1;
 		lens[cl_order[i]] = (uint8_t)take(b, 3);
 	}
-	unsigned cbits;
-	if (build_codes(s->codes, &cbits, lens))
+	if (build(s->codes, 1 << CROOT, lens, 19, CODES, CROOT))
 		return -1;
 	for (unsigned i = 0; i < nlit + ndist;) {
 		if (refill(b))
 			return -1;
-		int sym = decode(b, s->codes, cbits);
-		if (sym < 0)
+		uint32_t e = fdecode(b, s->codes, CROOT);
+		if ((e & E_KIND) != E_LIT)
 			return -1;
+		unsigned sym = e >> 8 & 255;
 		if (sym < 16) {
 			lens[i++] = (uint8_t)sym;
 			continue;
@@ -343,8 +310,8 @@ static int dynamic_tables(tk__dscan *s, bits *b)
 	}
 	if (!lens[256]) /* no end-of-block code */
 		return -1;
-	if (build_fast(s->lit, LIT_ENOUGH, lens, nlit, LENS, LROOT) ||
-	    build_fast(s->dist, DIST_ENOUGH, lens + nlit, ndist, DISTS, DROOT))
+	if (build(s->lit, LIT_ENOUGH, lens, nlit, LENS, LROOT) ||
+	    build(s->dist, DIST_ENOUGH, lens + nlit, ndist, DISTS, DROOT))
 		return -1;
 	return 0;
 }
@@ -359,9 +326,9 @@ tk__dscan *tk__dscan_new(void)
 	memset(lens + 144, 9, 112);
 	memset(lens + 256, 7, 24);
 	memset(lens + 280, 8, 8);
-	build_fast(s->fixed_lit, 1 << LROOT, lens, 288, LENS, LROOT);
+	build(s->fixed_lit, 1 << LROOT, lens, 288, LENS, LROOT);
 	memset(lens, 5, 32);
-	build_fast(s->fixed_dist, 1 << DROOT, lens, 32, DISTS, DROOT);
+	build(s->fixed_dist, 1 << DROOT, lens, 32, DISTS, DROOT);
 	for (unsigned v = 0; v < 1u << 12; v++)
 		for (unsigned k = 0; k < 12; k += 3)
 			s->kraft[v] = (uint16_t)(s->kraft[v] + (v >> k & 7 ? 128u >> (v >> k & 7) : 0));
