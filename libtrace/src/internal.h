@@ -263,6 +263,21 @@ static inline int64_t tk__sat_sub(int64_t a, int64_t b)
 	int64_t r;
 	return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
 }
+/* memset(ev, 0, sizeof *ev) as plain 16-byte stores, for the readers that
+ * clear an event for every one they decode: compilers make that memset a
+ * `rep stos`, whose start costs more than the stores (about 6% of the JSON
+ * parse). The empty asm keeps the loop from being made a memset again. */
+static inline void tk__event_zero(tk_event *ev)
+{
+	unsigned char *d = (unsigned char *)ev;
+	const __m128i z = _mm_setzero_si128();
+	size_t i = 0;
+	for (; i + 16 <= sizeof *ev; i += 16) {
+		_mm_storeu_si128((__m128i *)(void *)(d + i), z);
+		__asm__("" : : "r"(d) : "memory");
+	}
+	memset(d + i, 0, sizeof *ev - i);
+}
 /* The end of an event that starts at ts and lasts dur (a negative dur counts as 0). */
 static inline int64_t tk__ev_end(int64_t ts, int64_t dur)
 {

@@ -154,7 +154,7 @@ static const char *get_id(const char *p, int kind, tk_id *id)
 
 void tk__sort_rec_decode(const char *p, tk_event *ev, uint64_t *tag)
 {
-	memset(ev, 0, sizeof *ev);
+	tk__event_zero(ev);
 	ev->has = get_u32(p + 4);
 	memcpy(&ev->ts, p + 8, 8);
 	memcpy(&ev->dur, p + 16, 8);

@@ -661,7 +661,7 @@ static int rec_get(tk_sorter *s, tk__run_rd *r, size_t hdr)
 	const unsigned char *b = (const unsigned char *)r->buf + r->pos;
 	cur c = {b + hdr, b + r->rec_len, 0};
 	tk_event *ev = &r->ev;
-	memset(ev, 0, sizeof *ev);
+	tk__event_zero(ev);
 	r->evb.len = 0;
 	ev->has = (unsigned)get_vu(&c);
 	if (c.e - c.p < 3)

@@ -202,19 +202,86 @@ static int parse_time(tk_reader *r, const unsigned char *p, const unsigned char 
 	return TK__J_OK;
 }
 
+/* The members an event object gives itself; K_OTHER: an extra member. */
+enum { K_OTHER, K_PH, K_NAME, K_CAT, K_TS, K_DUR, K_PID, K_TID, K_ID, K_ARGS };
+
 #define KEY(s) (kn == sizeof(s) - 1 && memcmp(kp, s, sizeof(s) - 1) == 0)
 
-/* One member of an event object; kp/kn is the raw key text. */
-static int event_member(tk_reader *r, const unsigned char *kp, size_t kn, int kplain,
+/* Which member the raw key text kp/kn (no escapes) names. */
+static int key_code(const unsigned char *kp, size_t kn)
+{
+	if (KEY("ph"))
+		return K_PH;
+	if (KEY("name"))
+		return K_NAME;
+	if (KEY("cat"))
+		return K_CAT;
+	if (KEY("ts"))
+		return K_TS;
+	if (KEY("dur"))
+		return K_DUR;
+	if (KEY("pid"))
+		return K_PID;
+	if (KEY("tid"))
+		return K_TID;
+	if (KEY("id"))
+		return K_ID;
+	if (KEY("args"))
+		return K_ARGS;
+	return K_OTHER;
+}
+
+/* The same for a key read straight from the text: the bytes at kp (after
+ * the opening quote) are one of the member names above and its closing
+ * quote, before e (the bytes after e are readable padding). Returns the
+ * code and sets *kn, or -1: not one of them, look for the key's end. */
+#define W3(a, b, c) ((uint64_t)(a) | (uint64_t)(b) << 8 | (uint64_t)(c) << 16)
+#define W4(a, b, c, d) (W3(a, b, c) | (uint64_t)(d) << 24)
+#define W5(a, b, c, d, f) (W4(a, b, c, d) | (uint64_t)(f) << 32)
+static inline int key_word(const unsigned char *kp, const unsigned char *e, size_t *kn)
+{
+	uint64_t w;
+	memcpy(&w, kp, 8);
+	uint64_t w3 = w & 0xFFFFFF, w4 = w & 0xFFFFFFFF, w5 = w & 0xFFFFFFFFFFull;
+	int code;
+	size_t n;
+	if (w3 == W3('p', 'h', '"'))
+		code = K_PH, n = 2;
+	else if (w3 == W3('t', 's', '"'))
+		code = K_TS, n = 2;
+	else if (w3 == W3('i', 'd', '"'))
+		code = K_ID, n = 2;
+	else if (w4 == W4('p', 'i', 'd', '"'))
+		code = K_PID, n = 3;
+	else if (w4 == W4('t', 'i', 'd', '"'))
+		code = K_TID, n = 3;
+	else if (w4 == W4('c', 'a', 't', '"'))
+		code = K_CAT, n = 3;
+	else if (w4 == W4('d', 'u', 'r', '"'))
+		code = K_DUR, n = 3;
+	else if (w5 == W5('n', 'a', 'm', 'e', '"'))
+		code = K_NAME, n = 4;
+	else if (w5 == W5('a', 'r', 'g', 's', '"'))
+		code = K_ARGS, n = 4;
+	else
+		return -1;
+	if (kp + n >= e)
+		return -1;
+	*kn = n;
+	return code;
+}
+
+/* One member of an event object; kp/kn is the raw key text, code what
+ * key_code() says of it (K_OTHER for a key with escapes). */
+static int event_member(tk_reader *r, int code, const unsigned char *kp, size_t kn,
                         const unsigned char *p, const unsigned char *e, const unsigned char **endp)
 {
 	tk_event *ev = &r->ev;
 	int fb = 0, rc = TK__J_OK;
-	if (!kplain)
-		goto extra;
 	/* A member given twice ("ts":1,"ts":2, two args) goes to dup: the first
 	 * is the event's, the others are kept as extra members, so none is lost. */
-	if (KEY("ph")) {
+	switch (code) {
+	case K_PH:
 		if (ev->has & TK_HAS_PH)
 			goto dup;
 		if (*p != '"')
@@ -227,41 +294,44 @@ static int event_member(tk_reader *r, const unsigned char *kp, size_t kn, int kp
 		ev->has |= TK_HAS_PH;
 		*endp = p + 3;
 		return TK__J_OK;
-	}
-	if (KEY("name")) {
+	case K_NAME:
 		if (ev->has & TK_HAS_NAME)
 			goto dup;
 		if (*p != '"')
 			goto extra;
 		ev->has |= TK_HAS_NAME;
 		return intern_string(r, p, e, &ev->name, endp);
-	}
-	if (KEY("cat")) {
+	case K_CAT:
 		if (ev->has & TK_HAS_CAT)
 			goto dup;
 		if (*p != '"')
 			goto extra;
 		ev->has |= TK_HAS_CAT;
 		return intern_string(r, p, e, &ev->cat, endp);
-	}
-	if (KEY("ts")) {
+	case K_TS:
 		if (ev->has & TK_HAS_TS)
 			goto dup;
 		rc = parse_time(r, p, e, &ev->ts, endp, &fb);
 		if (!rc && !fb)
 			ev->has |= TK_HAS_TS;
-	} else if (KEY("dur")) {
+		break;
+	case K_DUR:
 		if (ev->has & TK_HAS_DUR)
 			goto dup;
 		rc = parse_time(r, p, e, &ev->dur, endp, &fb);
 		if (!rc && !fb)
 			ev->has |= TK_HAS_DUR;
-	} else if (KEY("pid") || KEY("tid") || KEY("id")) {
-		tk_id *id = kn == 2 ? &ev->id : kp[0] == 'p' ? &ev->pid : &ev->tid;
+		break;
+	case K_PID:
+	case K_TID:
+	case K_ID: {
+		tk_id *id = code == K_ID ? &ev->id : code == K_PID ? &ev->pid : &ev->tid;
 		if (id->kind != TK_ID_NONE)
 			goto dup;
 		rc = parse_id(r, p, e, id, endp, &fb);
-	} else if (KEY("args")) {
+		break;
+	}
+	case K_ARGS:
 		if (r->args.len || r->lazy_pending)
 			goto dup;
 		if (*p != '{')
@@ -278,7 +348,7 @@ static int event_member(tk_reader *r, const unsigned char *kp, size_t kn, int kp
 			}
 		}
 		return tk__json_canon_value(p, e, &r->args, endp, r->opts.max_depth, &((jstate *)r->fs)->je);
-	} else {
+	default:
 		goto extra;
 	}
 	if (rc || !fb)
@@ -307,7 +377,7 @@ static int parse_event(tk_reader *r, const unsigned char *p, const unsigned char
 {
 	jstate *s = r->fs;
 	tk_event *ev = &r->ev;
-	memset(ev, 0, sizeof *ev);
+	tk__event_zero(ev);
 	r->args.len = 0;
 	r->extra.len = 0;
 	r->lazy_pending = 0;
@@ -322,14 +392,21 @@ static int parse_event(tk_reader *r, const unsigned char *p, const unsigned char
 	for (;;) {
 		if (*p != '"')
 			return jbad(s, p, "expected a string key in event object");
-		const unsigned char *kp = p + 1, *ke = tk__scan_special(kp, e);
-		int kplain = 1, rc;
-		if (ke < e && *ke == '"') {
-			ke++;
-		} else if ((rc = tk__json_decode_string(kp, e, &s->key, &ke, &kplain, &s->je))) {
-			return rc;
+		const unsigned char *kp = p + 1, *ke;
+		size_t kn;
+		int rc, code = key_word(kp, e, &kn);
+		if (code >= 0) {
+			ke = kp + kn + 1;
+		} else {
+			int kplain = 1;
+			ke = tk__scan_special(kp, e);
+			if (ke < e && *ke == '"')
+				ke++;
+			else if ((rc = tk__json_decode_string(kp, e, &s->key, &ke, &kplain, &s->je)))
+				return rc;
+			kn = (size_t)(ke - kp - 1);
+			code = kplain ? key_code(kp, kn) : K_OTHER;
 		}
-		size_t kn = (size_t)(ke - kp - 1);
 		p = tk__skip_ws(ke, e);
 		if (p >= e)
 			return TK__J_MORE;
@@ -338,7 +415,7 @@ static int parse_event(tk_reader *r, const unsigned char *p, const unsigned char
 		p = tk__skip_ws(p + 1, e);
 		if (p >= e)
 			return TK__J_MORE;
-		rc = event_member(r, kp, kn, kplain, p, e, &p);
+		rc = event_member(r, code, kp, kn, p, e, &p);
 		if (rc)
 			return rc;
 		p = tk__skip_ws(p, e);

@@ -1143,7 +1143,7 @@ static int decode_event(tdec *d)
 		d->bad = "unknown event flags";
 		return DEC_BAD;
 	}
-	memset(ev, 0, sizeof *ev);
+	tk__event_zero(ev);
 	d->suspect = 0;
 	d->abase = d->append ? d->args.len : 0;
 	ev->has = (unsigned)(f & 31);
