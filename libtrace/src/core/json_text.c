@@ -223,7 +223,7 @@ static int ctl_escape(char *d, unsigned c)
 #define TK__FFFD "\xEF\xBF\xBD"
 
 /* The string body at p (after the opening quote) to w, closing quote included. */
-static int canon_str(const unsigned char *p, const unsigned char *e, wout *w,
+static inline __attribute__((always_inline)) int canon_str(const unsigned char *p, const unsigned char *e, wout *w,
                      const unsigned char **endp, tk__jerr *je)
 {
 	int repaired = 0;
@@ -454,7 +454,10 @@ static int scalar(const unsigned char *p, const unsigned char *e, wout *w,
 			return bad(je, p, "NaN and Infinity are not valid JSON numbers");
 		return bad(je, p, "expected a JSON value (string, number, object, array, true, false or null)");
 	}
-	memcpy(w->o, p, (size_t)(q - p));
+	if (q - p <= 16) /* the input's padding and the output's slack take it */
+		_mm_storeu_si128((__m128i *)(void *)w->o, _mm_loadu_si128((const __m128i *)(const void *)p));
+	else
+		memcpy(w->o, p, (size_t)(q - p));
 	w->o += q - p;
 	*endp = q;
 	return TK__J_OK;
