@@ -1,5 +1,5 @@
 /* test_text.c: the JSON text helpers of the library's core (numbers and
- * integers as text) against what they stand for. */
+ * integers as text, the number scanner) against what they stand for. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -163,12 +163,78 @@ static void test_integers(void **state)
 	assert_int_equal(bad, 0);
 }
 
+/* A JSON number's end the slow way, byte by byte: NULL where no number
+ * starts, e where it may go on past e. */
+static const unsigned char *slow_number(const unsigned char *p, const unsigned char *e)
+{
+#define D(q) ((q) < e && *(q) >= '0' && *(q) <= '9')
+	if (p < e && *p == '-')
+		p++;
+	if (p >= e)
+		return e;
+	if (*p == '0')
+		p++;
+	else if (D(p))
+		while (D(p))
+			p++;
+	else
+		return NULL;
+	if (p < e && *p == '.') {
+		if (++p >= e)
+			return e;
+		if (!D(p))
+			return NULL;
+		while (D(p))
+			p++;
+	}
+	if (p < e && (*p == 'e' || *p == 'E')) {
+		p++;
+		if (p < e && (*p == '+' || *p == '-'))
+			p++;
+		if (p >= e)
+			return e;
+		if (!D(p))
+			return NULL;
+		while (D(p))
+			p++;
+	}
+	return p;
+#undef D
+}
+
+/* tk__json_scan_number against slow_number on random text cut at every
+ * length, the text going on past the cut (the scanner reads ahead into a
+ * buffer's padding, and what is there must not count). */
+static void test_scan_number(void **state)
+{
+	(void)state;
+	static const char alphabet[] = "0123456789012345678901234567890123456789.-+eE ,]}x";
+	unsigned char t[40 + TK__PAD];
+	int bad = 0;
+	for (int i = 0; i < 100000 && bad < 5; i++) {
+		size_t n = 1 + next() % 40;
+		for (size_t j = 0; j < n; j++)
+			t[j] = (unsigned char)alphabet[next() % (sizeof alphabet - 1)];
+		if (next() % 2)
+			t[0] = (unsigned char)('1' + next() % 9); /* digit runs of every length */
+		memset(t + n, next() % 2 ? 0 : '7', TK__PAD);
+		for (size_t cut = 1; cut <= n; cut++) {
+			const unsigned char *got = tk__json_scan_number(t, t + cut), *want = slow_number(t, t + cut);
+			if (got != want && bad++ < 5)
+				print_error("\"%.*s\" cut at %zu: got %td, want %td\n", (int)n, t, cut,
+				            got ? got - t : -1, want ? want - t : -1);
+		}
+	}
+	assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_double_edges),
 	    cmocka_unit_test(test_double_random),
 	    cmocka_unit_test(test_integers),
+	    cmocka_unit_test(test_scan_number),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
