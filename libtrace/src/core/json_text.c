@@ -222,9 +222,12 @@ static int ctl_escape(char *d, unsigned c)
 
 #define TK__FFFD "\xEF\xBF\xBD"
 
-/* The string body at p (after the opening quote) to w, closing quote included. */
-static inline __attribute__((always_inline)) int canon_str(const unsigned char *p, const unsigned char *e, wout *w,
-                     const unsigned char **endp, tk__jerr *je)
+/* The string body at p (after the opening quote) to w, closing quote
+ * included. Inlined where it is called, so that its vector constants stay in
+ * registers while an object's keys and strings are copied. */
+static inline __attribute__((always_inline)) int
+canon_str(const unsigned char *p, const unsigned char *e, wout *w, const unsigned char **endp,
+          tk__jerr *je)
 {
 	int repaired = 0;
 	const __m128i vq = _mm_set1_epi8('"'), vb = _mm_set1_epi8('\\'), vs = _mm_set1_epi8(0x20);
