@@ -416,6 +416,56 @@ static void test_duplicate_members(void **state)
 	tk_reader_free(r);
 }
 
+/* Member names that begin like the event's own (ph, ts, id, pid, tid, cat,
+ * dur, name, args) but are longer, shorter, or spelled with an escape, are
+ * extra members; the event's own are read wherever they stand, with
+ * whitespace before the colon, and at the end of the input's window. */
+static void test_member_names(void **state)
+{
+	(void)state;
+	static const char text[] =
+	    "[{\"phx\":1,\"tsx\":2,\"idx\":3,\"pidx\":4,\"tidx\":5,\"cats\":\"c\",\"durr\":6,"
+	    "\"name2\":\"n\",\"argsx\":{},\"p\":7,\"t\":8,\"i\":9,\"pi\":10,\"na\":11,\"arg\":12,"
+	    "\"\\u0070h\":\"B\",\"n\\u0061me\":\"esc\",\"ph\" :\"X\",\"ts\"\t: 1,\"dur\":2,"
+	    "\"pid\":3,\"tid\":4,\"id\":5,\"cat\":\"k\",\"name\":\"a\",\"args\":{\"x\":1}},"
+	    "{\"name\":\"b\",\"ph\":\"i\",\"ts\":7}]";
+	tk_reader *r = NULL;
+	tu_events ev = {0};
+	assert_int_equal(tk_reader_open_memory(&r, text, strlen(text), "names.json", NULL), 0);
+	assert_int_equal(tu_read_all(r, &ev), TK_EOF);
+	assert_int_equal(ev.n, 2);
+	const tk_event *a = ev.ev[0];
+	assert_int_equal(a->ph, 'X');
+	assert_int_equal(a->ts, 1000);
+	assert_int_equal(a->dur, 2000);
+	assert_int_equal(a->pid.num, 3);
+	assert_int_equal(a->tid.num, 4);
+	assert_int_equal(a->id.num, 5);
+	assert_true(tu_sv_is(a->cat, "k"));
+	assert_true(tu_sv_is(a->name, "a"));
+	assert_string_equal(a->args.ptr, "{\"x\":1}");
+	assert_string_equal(a->extra.ptr,
+	                    "\"phx\":1,\"tsx\":2,\"idx\":3,\"pidx\":4,\"tidx\":5,\"cats\":\"c\",\"durr\":6,"
+	                    "\"name2\":\"n\",\"argsx\":{},\"p\":7,\"t\":8,\"i\":9,\"pi\":10,\"na\":11,"
+	                    "\"arg\":12,\"\\u0070h\":\"B\",\"n\\u0061me\":\"esc\"");
+	assert_null(ev.ev[1]->extra.ptr);
+	assert_int_equal(ev.ev[1]->ts, 7000);
+	assert_null(tk_reader_warning(r, 0));
+	tu_events_free(&ev);
+	tk_reader_free(r);
+	/* cut right after each of the event's own names: never an event, and
+	 * the same warning as a cut anywhere else in the event */
+	static const char keys[] = "[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"args\":{}}]";
+	for (size_t cut = 3; cut < sizeof keys - 3; cut++) {
+		assert_int_equal(tk_reader_open_memory(&r, keys, cut, "cut.json", NULL), 0);
+		const tk_event *e;
+		assert_int_equal(tk_reader_next(r, &e), TK_EOF);
+		assert_non_null(tk_reader_warning(r, 0));
+		assert_non_null(strstr(tk_reader_warning(r, 0), "kept 0 complete events"));
+		tk_reader_free(r);
+	}
+}
+
 /* ---- pid / tid / id ---- */
 
 static void test_ids(void **state)
@@ -821,6 +871,7 @@ int main(void)
 		cmocka_unit_test(test_timestamps_exact),
 		cmocka_unit_test(test_timestamp_not_number),
 		cmocka_unit_test(test_duplicate_members),
+		cmocka_unit_test(test_member_names),
 		cmocka_unit_test(test_ids),
 		cmocka_unit_test(test_strings_stable),
 		cmocka_unit_test(test_string_escapes),
