@@ -205,36 +205,12 @@ static int parse_time(tk_reader *r, const unsigned char *p, const unsigned char 
 /* The members an event object gives itself; K_OTHER: an extra member. */
 enum { K_OTHER, K_PH, K_NAME, K_CAT, K_TS, K_DUR, K_PID, K_TID, K_ID, K_ARGS };
 
-#define KEY(s) (kn == sizeof(s) - 1 && memcmp(kp, s, sizeof(s) - 1) == 0)
-
-/* Which member the raw key text kp/kn (no escapes) names. */
-static int key_code(const unsigned char *kp, size_t kn)
-{
-	if (KEY("ph"))
-		return K_PH;
-	if (KEY("name"))
-		return K_NAME;
-	if (KEY("cat"))
-		return K_CAT;
-	if (KEY("ts"))
-		return K_TS;
-	if (KEY("dur"))
-		return K_DUR;
-	if (KEY("pid"))
-		return K_PID;
-	if (KEY("tid"))
-		return K_TID;
-	if (KEY("id"))
-		return K_ID;
-	if (KEY("args"))
-		return K_ARGS;
-	return K_OTHER;
-}
-
-/* The same for a key read straight from the text: the bytes at kp (after
- * the opening quote) are one of the member names above and its closing
- * quote, before e (the bytes after e are readable padding). Returns the
- * code and sets *kn, or -1: not one of them, look for the key's end. */
+/* Which member a key names, read straight from the text: the bytes at kp
+ * (after the opening quote) are one of the member names above and its
+ * closing quote, before e (the bytes after e are readable padding). Returns
+ * the code and sets *kn, or -1: not one of them, look for the key's end (a
+ * whole key found there is an extra member: its text and closing quote
+ * stand before e, so it would have matched here). */
 #define W3(a, b, c) ((uint64_t)(a) | (uint64_t)(b) << 8 | (uint64_t)(c) << 16)
 #define W4(a, b, c, d) (W3(a, b, c) | (uint64_t)(d) << 24)
 #define W5(a, b, c, d, f) (W4(a, b, c, d) | (uint64_t)(f) << 32)
@@ -272,7 +248,7 @@ static inline int key_word(const unsigned char *kp, const unsigned char *e, size
 }
 
 /* One member of an event object; kp/kn is the raw key text, code what
- * key_code() says of it (K_OTHER for a key with escapes). */
+ * key_word() says of it (K_OTHER for any other key, escaped ones too). */
 static int event_member(tk_reader *r, int code, const unsigned char *kp, size_t kn,
                         const unsigned char *p, const unsigned char *e, const unsigned char **endp)
 {
@@ -405,7 +381,7 @@ static int parse_event(tk_reader *r, const unsigned char *p, const unsigned char
 			else if ((rc = tk__json_decode_string(kp, e, &s->key, &ke, &kplain, &s->je)))
 				return rc;
 			kn = (size_t)(ke - kp - 1);
-			code = kplain ? key_code(kp, kn) : K_OTHER;
+			code = K_OTHER;
 		}
 		p = tk__skip_ws(ke, e);
 		if (p >= e)
