@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -67,6 +68,7 @@ typedef struct outcome {
 	int par;              /* the threads started */
 	uint64_t handed;      /* events the threads handed out */
 	uint64_t resumed;     /* times they took over again */
+	uint64_t tail_cuts;   /* blocks cut from their tail alone (read by offset) */
 } outcome;
 
 /* Reads p[0..n) on one thread and on `threads` with blocks of `block`
@@ -92,6 +94,7 @@ static outcome both(const void *p, size_t n, unsigned threads, size_t block, con
 	out.rc = ra;
 	out.par = b->par != NULL;
 	tk__par_counts(b->par, &out.handed, &out.resumed);
+	out.tail_cuts = tk__par_tail_cuts(b->par);
 	tk_reader_free(a);
 	tk_reader_free(b);
 	tk__par_block_bytes = 0;
@@ -285,10 +288,181 @@ static void test_trickled_source(void **state)
 		assert_true(tk_event_equal(ev1.ev[i], ev2.ev[i]));
 	tu_same_end(r1, r2, TK_EOF);
 	assert_non_null(r2->par);
+	assert_int_equal(tk__par_tail_cuts(r2->par), 0); /* a pipe is read in order */
 	tk_reader_free(r1);
 	tk_reader_free(r2);
 	tu_events_free(&ev1);
 	tu_events_free(&ev2);
+	free(t);
+}
+
+/* A file or memory without a filter is read by offset: a block is cut
+ * from its tail alone and the thread that cut it reads the rest, while
+ * the next is cut. From memory, and from a file whose fd stands past
+ * other bytes at the start: the same as one thread. */
+static void test_read_by_offset(void **state)
+{
+	(void)state;
+	for (int layout = L_KINETO; layout <= L_BARE; layout++) {
+		size_t n;
+		char *t = make_trace(12000, layout, &n); /* past the reader's first window */
+		outcome o = both(t, n, 3, 4096, NULL);
+		assert_int_equal(o.rc, TK_EOF);
+		assert_int_equal(o.events, 12000);
+		assert_true(o.tail_cuts > 0);
+
+		const char *path = tu_path("offset.json");
+		tk__buf f = {0};
+		assert_int_equal(tk__buf_puts(&f, "not the trace\n"), 0);
+		assert_int_equal(tk__buf_append(&f, t, n), 0);
+		tu_write_file(path, f.p, f.len);
+		int fd = open(path, O_RDONLY);
+		assert_true(fd >= 0);
+		assert_int_equal(lseek(fd, 14, SEEK_SET), 14);
+		tk_reader_opts o1 = {0}, o2 = {0};
+		o1.threads = 1;
+		o2.threads = 4;
+		tk__par_block_bytes = 4096;
+		tk_reader *a = NULL, *b = NULL;
+		assert_int_equal(tk_reader_open_memory(&a, t, n, "t.json", &o1), 0);
+		assert_int_equal(tk_reader_open_fd(&b, fd, "t.json", &o2), 0);
+		uint64_t events = 0;
+		assert_int_equal(tu_lockstep(a, b, "a file read by offset", &events), TK_EOF);
+		assert_int_equal(events, 12000);
+		assert_true(tk__par_tail_cuts(b->par) > 0);
+		assert_int_equal(tk_reader_get_stats(b)->bytes_in, n);
+		tk__par_block_bytes = 0;
+		tk_reader_free(a);
+		tk_reader_free(b);
+		close(fd);
+		tk__buf_free(&f);
+		free(t);
+	}
+	/* events of every size, some longer than a block: blocks without an
+	 * end in their tail are read whole, and the next is read by offset
+	 * from that one's cut */
+	tk__buf b = {0};
+	assert_int_equal(tk__buf_puts(&b, "{\"traceEvents\":[\n"), 0);
+	for (int i = 0; i < 6000; i++) {
+		size_t big = i % 9 == 0 ? 500 + (size_t)i * 37 % 7000 : (size_t)i % 90;
+		char head[100];
+		int k = snprintf(head, sizeof head, "%s{\"ph\":\"i\",\"ts\":%d,\"args\":{\"s\":\"", i ? ",\n" : "", i);
+		assert_int_equal(tk__buf_append(&b, head, (size_t)k), 0);
+		for (size_t j = 0; j < big; j++)
+			assert_int_equal(tk__buf_putc(&b, (char)('a' + j % 26)), 0);
+		assert_int_equal(tk__buf_puts(&b, "\"}}"), 0);
+	}
+	assert_int_equal(tk__buf_puts(&b, "\n]}\n"), 0);
+	assert_true(b.len > (2u << 20));
+	for (size_t block = 4096; block <= 16384; block *= 2) {
+		outcome o = both(b.p, b.len, 3, block, NULL);
+		assert_int_equal(o.rc, TK_EOF);
+		assert_int_equal(o.events, 6000);
+		assert_true(o.tail_cuts > 0);
+	}
+	tk__buf_free(&b);
+}
+
+/* What happens to the file before a block cut from its tail is filled
+ * (tk__par_fill_hook): once, for the first block at or past `from`. */
+static struct {
+	const char *path;
+	int fd, dirfd; /* dirfd >= 0: it replaces fd (reads fail), else the file is cut */
+	uint64_t from, at;
+	int fired;
+} hk;
+
+static void fill_hook(uint64_t off, size_t len)
+{
+	(void)len;
+	if (off < hk.from || __atomic_exchange_n(&hk.fired, 1, __ATOMIC_SEQ_CST))
+		return;
+	hk.at = off;
+	if (hk.dirfd >= 0)
+		assert_int_equal(dup2(hk.dirfd, hk.fd), hk.fd);
+	else
+		assert_int_equal(truncate(hk.path, (off_t)(off + 100)), 0);
+}
+
+/* A file cut short while the threads read it, between a block's cut and
+ * the read of its bytes: the reader ends as one thread reading the
+ * file's bytes up to the cut does, events, warnings and counts. */
+static void test_file_shrinks(void **state)
+{
+	(void)state;
+	size_t n;
+	char *t = make_trace(12000, L_KINETO, &n);
+	const char *path = tu_path("shrinks.json");
+	for (int round = 0; round < 8; round++) {
+		tu_write_file(path, t, n);
+		hk = (__typeof__(hk)){path, -1, -1, n / 2 + (uint64_t)round * 9973, 0, 0};
+		tk__par_fill_hook = fill_hook;
+		tk__par_block_bytes = 4096;
+		tk_reader_opts o = {0};
+		o.threads = 2 + round % 3;
+		tk_reader *b = NULL;
+		assert_int_equal(tk_reader_open_path(&b, path, &o), 0);
+		tu_events eb = {0};
+		int rc = tu_read_all(b, &eb);
+		tk__par_block_bytes = 0;
+		tk__par_fill_hook = NULL;
+		assert_true(hk.fired);
+		tk_reader *a = tu_open_mem(t, (size_t)hk.at + 100, path, NULL);
+		tu_events ea = {0};
+		assert_int_equal(tu_read_all(a, &ea), rc);
+		assert_true(ea.n < 12000);
+		assert_int_equal(ea.n, eb.n);
+		for (size_t i = 0; i < ea.n; i++)
+			assert_true(tk_event_equal(ea.ev[i], eb.ev[i]));
+		tu_same_end(a, b, rc);
+		tk_reader_free(a);
+		tk_reader_free(b);
+		tu_events_free(&ea);
+		tu_events_free(&eb);
+	}
+	free(t);
+}
+
+/* A read by offset that fails while the threads read the file: the
+ * events before it are handed out, in order, and the reader ends with the
+ * read's error. */
+static void test_file_read_fails(void **state)
+{
+	(void)state;
+	size_t n;
+	char *t = make_trace(12000, L_KINETO, &n);
+	const char *path = tu_path("fails.json");
+	tu_write_file(path, t, n);
+	tk_reader *a = tu_open_mem(t, n, path, NULL);
+	tu_events ea = {0};
+	assert_int_equal(tu_read_all(a, &ea), TK_EOF);
+	for (int round = 0; round < 8; round++) {
+		int fd = open(path, O_RDONLY), dirfd = open(tu_tmpdir(), O_RDONLY | O_DIRECTORY);
+		assert_true(fd >= 0 && dirfd >= 0);
+		hk = (__typeof__(hk)){path, fd, dirfd, n / 2 + (uint64_t)round * 9973, 0, 0};
+		tk__par_fill_hook = fill_hook;
+		tk__par_block_bytes = 4096;
+		tk_reader_opts o = {0};
+		o.threads = 2 + round % 3;
+		tk_reader *b = NULL;
+		assert_int_equal(tk_reader_open_fd(&b, fd, path, &o), 0);
+		tu_events eb = {0};
+		int rc = tu_read_all(b, &eb);
+		tk__par_block_bytes = 0;
+		tk__par_fill_hook = NULL;
+		assert_true(hk.fired);
+		assert_true(rc < 0);
+		assert_true(tu_contains(tk_reader_error(b), "read failed: Is a directory"));
+		assert_true(eb.n < ea.n);
+		for (size_t i = 0; i < eb.n; i++)
+			assert_true(tk_event_equal(ea.ev[i], eb.ev[i]));
+		tk_reader_free(b);
+		tu_events_free(&eb);
+		close(fd);
+		close(dirfd);
+	}
+	tk_reader_free(a);
+	tu_events_free(&ea);
 	free(t);
 }
 
@@ -708,6 +882,9 @@ int main(void)
 		cmocka_unit_test(test_big_events),
 		cmocka_unit_test(test_no_threads),
 		cmocka_unit_test(test_trickled_source),
+		cmocka_unit_test(test_read_by_offset),
+		cmocka_unit_test(test_file_shrinks),
+		cmocka_unit_test(test_file_read_fails),
 		cmocka_unit_test(test_small_input_alone),
 		cmocka_unit_test(test_archive_moved_on),
 		cmocka_unit_test(test_skip_args),

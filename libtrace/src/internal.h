@@ -78,6 +78,8 @@ long tk__src_pread(tk__src *s, uint64_t off, unsigned char *dst, size_t cap);
 uint64_t tk__src_base_size(const tk__src *s);
 /* The same without touching s (several threads at once): < 0 with errno set. */
 long tk__src_pread_mt(const tk__src *s, uint64_t off, unsigned char *dst, size_t cap);
+/* The message of a read that failed with errno e, into err (TK__ERRLEN). */
+void tk__src_failed(char *err, int e);
 /* Inflate the top filter's stream on `threads` threads where it can
  * (a gzip member over a file or memory, with at least tk__gz_par_min
  * threads asked): the same bytes, messages and end as on one. */

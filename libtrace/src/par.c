@@ -1,5 +1,6 @@
 /* par.c: the events of one trace parsed on several threads: the decoded input is cut into blocks where an event probably ends, each block is parsed by a worker into a batch, and the batches are handed out in file order; where a block does not start where the previous block's parse ended, the caller's reader parses on alone until an event of its own ends where a block starts. */
 #define _GNU_SOURCE /* memrchr */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -9,10 +10,13 @@
 #define MAX_THREADS 64
 #define GROW_LIMIT 16 /* a block grows to this many times its size looking for a cut */
 #define SPARES 16     /* blocks kept for reuse (at most max_blk) */
+#define TAIL ((size_t)64 << 10) /* read first to find a block's cut (at most half a block) */
 
 size_t tk__par_block_bytes;
+void (*tk__par_fill_hook)(uint64_t off, size_t len);
 
-enum { B_READ, B_PARSING, B_DONE };
+/* B_FILL: cut, its bytes before the tail being read by the thread that cut it */
+enum { B_FILL, B_READ, B_PARSING, B_DONE };
 
 typedef struct blk {
 	struct blk *next;
@@ -22,6 +26,8 @@ typedef struct blk {
 	uint64_t bytes_in; /* the source's input bytes once it was read */
 	int last;          /* nothing follows: the source ended, or failed (src_rc) */
 	int src_rc;
+	int err_no;  /* src_rc < 0 from a read by offset: its errno (the message is written when it is met) */
+	size_t fill; /* bytes p[0..fill) left to read by offset (B_FILL) */
 	int status;
 	int orphan; /* let go of while a worker parsed it: the worker recycles it */
 	/* the worker's parse */
@@ -69,6 +75,12 @@ struct tk__par {
 	tk__buf carry;
 	size_t carry_pos;
 	uint64_t next_off;
+	/* the source's bytes are read by offset (a file or memory without a
+	 * filter): src_off is the next one after the carry's; a block is cut
+	 * from its tail alone, and the rest is read outside `reading` */
+	int pread;
+	uint64_t src_off;
+	uint64_t tail_cuts; /* blocks cut from their tail (tests) */
 	/* the caller's side */
 	int seq;     /* the reader parses alone, fed by tk__par_read() */
 	blk *cur;    /* the block whose events are handed out */
@@ -108,7 +120,8 @@ static blk *blk_take(tk__par *P)
 	b->next = NULL;
 	b->len = b->n = b->stop = 0;
 	b->text.len = 0;
-	b->last = b->src_rc = b->orphan = 0;
+	b->last = b->src_rc = b->err_no = b->orphan = 0;
+	b->fill = 0;
 	b->status = B_READ;
 	if (b->cap < P->block) {
 		unsigned char *np = realloc(b->p, P->block + TK__PAD);
@@ -146,21 +159,60 @@ static void release_head(tk__par *P)
 		P->cur = NULL;
 	if (P->feed == b)
 		P->feed = NULL;
-	if (b->status == B_PARSING)
+	if (b->status == B_PARSING || b->status == B_FILL)
 		b->orphan = 1;
 	else
 		blk_recycle(P, b);
 	pthread_cond_broadcast(&P->cv_w);
 }
 
+/* The source's next bytes for the block being read (`reading` held). */
+static long src_get(tk__par *P, blk *b, unsigned char *dst, size_t cap)
+{
+	if (!P->pread)
+		return tk__src_read(&P->r->src, dst, cap);
+	long n = tk__src_pread_mt(&P->r->src, P->src_off, dst, cap);
+	if (n < 0)
+		b->err_no = errno;
+	else
+		P->src_off += (uint64_t)n;
+	return n;
+}
+
+/* Reading by offset, with no carry: b cut from its tail alone, the bytes
+ * before it left to fill (b->fill). 0 when no cut is in the tail, or the
+ * source ends or fails in it: the block is read whole. */
+static int tail_cut(tk__par *P, blk *b)
+{
+	size_t want = P->block, t = want / 2 < TAIL ? want / 2 : TAIL;
+	long k = tk__src_pread_mt(&P->r->src, b->off + want - t, b->p + want - t, t);
+	if (k != (long)t)
+		return 0;
+	size_t cut = P->f->cut(b->p + want - t, t);
+	if (!cut)
+		return 0;
+	b->fill = want - t;
+	b->len = want - t + cut;
+	P->src_off = b->off + b->len;
+	P->tail_cuts++;
+	return 1;
+}
+
 /* Reads the next block into b, the carry first, then the source, and
  * cuts it where the format finds the end of an event (the thread holds
- * `reading`, not mu: the carry, the source and next_off are the reading
- * thread's; next_off changes under mu). 0, or TK_ERR_NOMEM. */
+ * `reading`, not mu: the carry, the source, src_off and next_off are the
+ * reading thread's; next_off changes under mu). When the source is read
+ * by offset, the block may be only cut (b->fill: fill_block() reads the
+ * rest). 0, or TK_ERR_NOMEM. */
 static int read_block(tk__par *P, blk *b)
 {
 	tk__src *src = &P->r->src;
 	b->off = P->next_off;
+	if (P->pread && P->carry_pos == P->carry.len && tail_cut(P, b)) {
+		b->bytes_in = b->off + b->len;
+		memset(b->p + b->len, 0, TK__PAD);
+		return 0;
+	}
 	for (;;) {
 		size_t k = P->carry.len - P->carry_pos;
 		if (k > b->cap - b->len)
@@ -172,7 +224,7 @@ static int read_block(tk__par *P, blk *b)
 		if (P->carry_pos == P->carry.len)
 			P->carry.len = P->carry_pos = 0;
 		while (b->len < b->cap && !b->last) {
-			long n = P->src_eof ? 0 : tk__src_read(src, b->p + b->len, b->cap - b->len);
+			long n = P->src_eof ? 0 : src_get(P, b, b->p + b->len, b->cap - b->len);
 			if (n <= 0) {
 				b->last = 1;
 				b->src_rc = (int)n;
@@ -188,7 +240,9 @@ static int read_block(tk__par *P, blk *b)
 		if (cut) {
 			/* the rest goes before what is left of the carry */
 			size_t tail = b->len - cut, left = P->carry.len - P->carry_pos;
-			if (tail) {
+			if (P->pread && !left) {
+				P->src_off = b->off + cut; /* the rest is read again */
+			} else if (tail) {
 				tk__buf nc = {0};
 				if (tk__buf_reserve(&nc, tail + left + 1))
 					return TK_ERR_NOMEM;
@@ -209,9 +263,28 @@ static int read_block(tk__par *P, blk *b)
 		b->p = np;
 		b->cap *= 2;
 	}
-	b->bytes_in = tk__src_bytes_in(src);
+	b->bytes_in = P->pread ? P->src_off : tk__src_bytes_in(src);
 	memset(b->p + b->len, 0, TK__PAD);
 	return 0;
+}
+
+/* Reads b's bytes before its tail by offset (mu not held: b is B_FILL,
+ * only this thread's). Where the source ends or fails first, b ends
+ * there: *len and *rc, else len stays; the errno in *err_no. */
+static void fill_block(tk__par *P, blk *b, size_t *len, int *rc, int *err_no)
+{
+	size_t got = 0;
+	while (got < b->fill) {
+		long n = tk__src_pread_mt(&P->r->src, b->off + got, b->p + got, b->fill - got);
+		if (n <= 0) {
+			/* the file got shorter (the end a read would meet) or failed */
+			*len = got;
+			*rc = n < 0 ? -1 : 0;
+			*err_no = n < 0 ? errno : 0;
+			return;
+		}
+		got += (size_t)n;
+	}
 }
 
 static int can_read(const tk__par *P)
@@ -246,7 +319,34 @@ static void read_next(tk__par *P)
 			P->head = b;
 		P->tail = b;
 		P->n_blk++;
+		b->status = b->fill ? B_FILL : B_READ;
 	}
+	pthread_cond_broadcast(&P->cv_w);
+	pthread_cond_broadcast(&P->cv_m);
+	if (rc || !b->fill)
+		return;
+	/* the next block is read meanwhile */
+	size_t len = b->len;
+	int src_rc = 0, err_no = 0;
+	pthread_mutex_unlock(&P->mu);
+	if (tk__par_fill_hook)
+		tk__par_fill_hook(b->off, b->fill);
+	fill_block(P, b, &len, &src_rc, &err_no);
+	pthread_mutex_lock(&P->mu);
+	if (b->orphan) {
+		blk_recycle(P, b);
+		return;
+	}
+	if (len < b->len) {
+		b->len = len;
+		b->last = 1;
+		b->src_rc = src_rc;
+		b->err_no = err_no;
+		b->bytes_in = b->off + len;
+		memset(b->p + len, 0, TK__PAD);
+	}
+	b->fill = 0;
+	b->status = B_READ;
 	pthread_cond_broadcast(&P->cv_w);
 	pthread_cond_broadcast(&P->cv_m);
 }
@@ -340,6 +440,11 @@ void tk__par_counts(const tk__par *p, uint64_t *handed, uint64_t *resumed)
 	*resumed = p ? p->resumed : 0;
 }
 
+uint64_t tk__par_tail_cuts(const tk__par *p)
+{
+	return p ? p->tail_cuts : 0;
+}
+
 /* The reader parses alone from the block's stop on (mu held). */
 static void enter_seq(tk__par *P, blk *b)
 {
@@ -430,6 +535,10 @@ long tk__par_read(tk_reader *r, unsigned char *dst, size_t cap)
 	pthread_mutex_lock(&P->mu);
 	for (;;) {
 		blk *b = P->feed;
+		if (b && b->status == B_FILL) {
+			pthread_cond_wait(&P->cv_m, &P->mu);
+			continue;
+		}
 		if (b && P->feed_pos < b->len) {
 			/* to the end of the block at most: the reader asks again */
 			size_t n = b->len - P->feed_pos;
@@ -443,6 +552,8 @@ long tk__par_read(tk_reader *r, unsigned char *dst, size_t cap)
 		}
 		if (b && b->last) {
 			pthread_mutex_unlock(&P->mu);
+			if (b->src_rc < 0 && b->err_no)
+				tk__src_failed(r->src.err, b->err_no);
 			if (b->src_rc < 0)
 				return b->src_rc; /* the source's message is in r->src.err */
 			return 0;
@@ -528,6 +639,11 @@ int tk__par_start(tk_reader *r, const tk__par_fmt *f)
 	P->src_eof = r->eof;
 	P->next_off = r->base + r->pos;
 	P->bytes_in = tk__src_bytes_in(&r->src);
+	/* by offset where the decoded bytes are the base's, from the window's end on */
+	const tk__src *src = &r->src;
+	P->src_off = r->base + r->end;
+	P->pread = !r->eof && src->n == 1 && !src->ahead && tk__src_can_pread(src) &&
+	           src->st[0].ahead_pos == src->st[0].ahead_len && tk__src_bytes_in(src) == P->src_off;
 	tk__reader_lines_at(r, r->pos, &P->line, &P->line_at);
 	pthread_mutex_init(&P->mu, NULL);
 	pthread_cond_init(&P->cv_w, NULL);

@@ -61,9 +61,15 @@ void tk__par_free(tk__par *p);
 /* Tests: the events the threads parsed and handed out, and the times they
  * took over again after the reader parsed alone. */
 void tk__par_counts(const tk__par *p, uint64_t *handed, uint64_t *resumed);
+/* Tests: the blocks cut from their tail alone, their bytes before it
+ * read by the thread that cut them (a file or memory without a filter). */
+uint64_t tk__par_tail_cuts(const tk__par *p);
 
 /* Tests: the size of a block (0: 1 MiB), so that small inputs are cut
  * into many blocks. */
 extern size_t tk__par_block_bytes;
+/* Tests: called before a block cut from its tail is filled, with the
+ * decoded offset and length of what is read then (on the filling thread). */
+extern void (*tk__par_fill_hook)(uint64_t off, size_t len);
 
 #endif

@@ -49,8 +49,13 @@ long tk__src_pread(tk__src *s, uint64_t off, unsigned char *dst, size_t cap)
 {
 	long n = tk__src_pread_mt(s, off, dst, cap);
 	if (n < 0)
-		snprintf(s->err, sizeof s->err, "read failed: %s", strerror(errno));
+		tk__src_failed(s->err, errno);
 	return n;
+}
+
+void tk__src_failed(char *err, int e)
+{
+	snprintf(err, TK__ERRLEN, "read failed: %s", strerror(e));
 }
 
 void tk__src_inflate_threads(tk__src *s, unsigned threads)
@@ -123,7 +128,7 @@ static long base_read(tk__src *s, unsigned char *dst, size_t cap)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			snprintf(s->err, sizeof s->err, "read failed: %s", strerror(errno));
+			tk__src_failed(s->err, errno);
 			return -1;
 		}
 		s->bytes_in += (uint64_t)n;
