@@ -146,13 +146,17 @@ static void damaged_parts(const uint8_t *data, size_t size, const tk_reader_opts
 }
 
 /* The threads that parse one trace (par.c) in small blocks (so that a
- * small input is cut into many, anywhere), against the caller's thread
- * alone: the same events in the same order, the same end, error,
- * warnings, counts and metadata; the input bytes counted alike when read
- * to the end. Sometimes with no thread started (the caller parses the
- * blocks itself, in the same order). A gzip input is inflated in parts
- * of 32 to 128 bytes on threads too (inflate_par.c): where zlib finds its
- * stream damaged, the weaker check above. */
+ * small input is cut into many, anywhere: mostly 16 to 128 bytes, else
+ * up to 636, where some cuts are found in a block's tail), against the
+ * caller's thread alone: the same events in the same order, the same
+ * end, error, warnings, counts and metadata; the input bytes counted
+ * alike when read to the end. Sometimes with no thread started (the
+ * caller parses the blocks itself, in the same order). Both readers
+ * mostly start with a first window of 48 to 258 bytes, so that the rest
+ * of a plain input is read by offset (blocks cut from their tails, filled
+ * by the threads). A gzip input is inflated in parts of 32 to 128 bytes
+ * on threads too (inflate_par.c): where zlib finds its stream damaged,
+ * the weaker check above. */
 static void par_lockstep(const uint8_t *data, size_t size, const tk_reader_opts *ro)
 {
 	tk_reader_opts o1 = *ro, o2 = *ro;
@@ -160,14 +164,14 @@ static void par_lockstep(const uint8_t *data, size_t size, const tk_reader_opts 
 	o2.threads = 2 + (unsigned)(size % 3);
 	o2.render_json = 1; /* the events' JSON written ahead too: by every thread, or as the tools run */
 	tk__render_always = size % 2;
-	tk__par_block_bytes = 16 + size % 113;
+	tk__par_block_bytes = size % 7 < 3 ? 128 + size % 509 : 16 + size % 113;
 	tk__no_threads = size % 5 == 0;
 	tk__gz_par_min = 2;
 	tk__ipar_part_bytes = 32 + size % 97;
 	if (gzip_damaged(data, size, ro))
 		damaged_parts(data, size, &o1, &o2);
 	else
-		tk_fuzz_lockstep_memory(data, size, &o1, &o2, NULL);
+		tk_fuzz_lockstep_memory(data, size, &o1, &o2, size % 4 ? 48 + size % 211 : 0, NULL);
 	tk__gz_par_min = 0;
 	tk__ipar_part_bytes = 0;
 	tk__par_block_bytes = 0;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "tracekit/tracekit.h"
+#include "../libtrace/src/internal.h" /* tk__reader_window0 */
 
 /* A JSON writer into a temporary file, or NULL (f too) when none opens. */
 static tk_writer *tk_fuzz_json_out(FILE **f)
@@ -102,15 +103,21 @@ static int tk_fuzz_lockstep(tk_reader *a, tk_reader *b)
 }
 
 /* Opens data twice from memory, with o1 (one thread) and o2 (several),
- * and reads both in lockstep (tk_fuzz_lockstep), then hands both to
- * `after` (NULL: nothing more) for checks of the format's own; a failed
- * open must fail both, with the same code. */
+ * both with a first window of `window` bytes (0: the default; a value
+ * over the limit is seen as such where the window has grown past it, so
+ * the two must start alike), and reads both in lockstep
+ * (tk_fuzz_lockstep), then hands both to `after` (NULL: nothing more) for
+ * checks of the format's own; a failed open must fail both, with the same
+ * code. */
 static void tk_fuzz_lockstep_memory(const uint8_t *data, size_t size, const tk_reader_opts *o1,
-                                    const tk_reader_opts *o2, void (*after)(tk_reader *a, tk_reader *b))
+                                    const tk_reader_opts *o2, size_t window,
+                                    void (*after)(tk_reader *a, tk_reader *b))
 {
 	tk_reader *a = NULL, *b = NULL;
+	tk__reader_window0 = window;
 	int ra = tk_reader_open_memory(&a, data, size, "fuzz", o1);
 	int rb = tk_reader_open_memory(&b, data, size, "fuzz", o2);
+	tk__reader_window0 = 0;
 	if (ra != rb)
 		abort();
 	if (a && b) {

@@ -24,7 +24,7 @@ static void threads_lockstep(const uint8_t *data, size_t size)
 	o2.threads = 2 + (unsigned)(size % 3);
 	tk__pf_block_bytes = 16 + size % 301;
 	tk__no_threads = size % 7 == 0; /* none started: the caller renders every block */
-	tk_fuzz_lockstep_memory(data, size, &o1, &o2, NULL);
+	tk_fuzz_lockstep_memory(data, size, &o1, &o2, 0, NULL);
 	tk__no_threads = 0;
 	tk__pf_block_bytes = 0;
 }

@@ -47,7 +47,7 @@ static void threads_lockstep(const uint8_t *data, size_t size, const tk_reader_o
 	size_t batch = tk__tkb_batch;
 	if (size % 5 < 3) /* batches cut after a few events: the caller decodes the rest */
 		tk__tkb_batch = 200 + 300 * (size % 5);
-	tk_fuzz_lockstep_memory(data, size, &o1, &o2, same_tkb_info);
+	tk_fuzz_lockstep_memory(data, size, &o1, &o2, 0, same_tkb_info);
 	tk__tkb_batch = batch;
 	tk__no_threads = 0;
 	tk__render_always = 0;

@@ -104,20 +104,28 @@ static outcome both(const void *p, size_t n, unsigned threads, size_t block, con
 /* ---- tests ---- */
 
 /* Every layout, blocks of many sizes (cuts everywhere: inside strings that
- * hold "},{", inside nested args, at event ends), 2, 3 and 8 threads. */
+ * hold "},{", inside nested args, at event ends), 2, 3 and 8 threads, and
+ * the blocks read whole or cut from their tails. */
 static void test_layouts_and_cuts(void **state)
 {
 	(void)state;
 	for (int layout = L_KINETO; layout <= L_BARE; layout++) {
 		size_t n;
 		char *t = make_trace(60, layout, &n);
+		uint64_t tails = 0;
 		for (size_t block = 24; block < 700; block += 13) {
 			unsigned threads = block % 3 == 0 ? 2 : block % 3 == 1 ? 3 : 8;
+			/* every other with a first window smaller than the input: the
+			 * rest is read by offset, blocks cut from their tails */
+			tk__reader_window0 = block % 2 ? 100 + block % 157 : 0;
 			outcome o = both(t, n, threads, block, NULL);
+			tk__reader_window0 = 0;
 			assert_int_equal(o.rc, TK_EOF);
 			assert_int_equal(o.events, 60);
 			assert_true(o.par); /* the input is many blocks long: the threads ran */
+			tails += o.tail_cuts;
 		}
+		assert_true(tails > 0);
 		free(t);
 	}
 }

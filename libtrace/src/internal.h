@@ -222,6 +222,9 @@ tk_reader *tk__reader_worker(const tk_reader *main);
  * writer threads, batches and tables use besides it. */
 size_t tk__sorter_share(size_t total);
 
+/* The reader's first input window (reader.c): tests and fuzzers make it
+ * smaller, so that a small input is read past it; 0: 1 MiB. */
+extern size_t tk__reader_window0;
 /* Tests set this to make every thread the library starts fail to start,
  * so that the paths without one (the caller does the work) are exercised. */
 extern int tk__no_threads;

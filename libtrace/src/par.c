@@ -639,11 +639,13 @@ int tk__par_start(tk_reader *r, const tk__par_fmt *f)
 	P->src_eof = r->eof;
 	P->next_off = r->base + r->pos;
 	P->bytes_in = tk__src_bytes_in(&r->src);
-	/* by offset where the decoded bytes are the base's, from the window's end on */
+	/* by offset where the decoded bytes are the base's (no filter: the
+	 * bytes a bid read ahead are the base's first), from the window's end */
 	const tk__src *src = &r->src;
+	const tk__stage *st = &src->st[0];
 	P->src_off = r->base + r->end;
 	P->pread = !r->eof && src->n == 1 && !src->ahead && tk__src_can_pread(src) &&
-	           src->st[0].ahead_pos == src->st[0].ahead_len && tk__src_bytes_in(src) == P->src_off;
+	           tk__src_bytes_in(src) - (st->ahead_len - st->ahead_pos) == P->src_off;
 	tk__reader_lines_at(r, r->pos, &P->line, &P->line_at);
 	pthread_mutex_init(&P->mu, NULL);
 	pthread_cond_init(&P->cv_w, NULL);

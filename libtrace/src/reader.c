@@ -8,6 +8,8 @@
 
 #define TK__BUF0 (1024 * 1024)
 
+size_t tk__reader_window0;
+
 static int reader_new(tk_reader **out, const char *name, const tk_reader_opts *opts)
 {
 	tk_reader *r = calloc(1, sizeof *r);
@@ -30,7 +32,7 @@ static int reader_new(tk_reader **out, const char *name, const tk_reader_opts *o
 		r->opts.note_size = 0;
 	r->note_buf = r->opts.note_fn ? malloc(r->opts.note_size) : NULL;
 	r->name = tk__strdup(name ? name : "(input)");
-	r->cap = TK__BUF0;
+	r->cap = tk__reader_window0 ? tk__reader_window0 : TK__BUF0;
 	r->stats.window_bytes = r->cap;
 	r->buf = malloc(r->cap + TK__PAD);
 	r->line = 1;
