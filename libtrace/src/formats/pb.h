@@ -65,6 +65,33 @@ static inline int tk__pb_end(tk__buf *b, size_t mark)
 	b->len = mark - 4 + k + n;
 	return 0;
 }
+/* The same for a message that is mostly under 128 bytes (an annotation):
+ * one byte of room for its length, the body moved only when it is longer
+ * (0, TK_ERR_NOMEM or TK_ERR_LIMIT). */
+static inline size_t tk__pb_begin_small(tk__buf *b, unsigned field)
+{
+	tk__pb_key(b, field, TK__PB_LEN);
+	b->len += 1;
+	return b->len;
+}
+static inline int tk__pb_end_small(tk__buf *b, size_t mark)
+{
+	size_t n = b->len - mark;
+	if (n < 128) {
+		b->p[mark - 1] = (char)n;
+		return 0;
+	}
+	if (n >= (1u << 28))
+		return TK_ERR_LIMIT;
+	unsigned char tmp[TK__VARINT_MAX];
+	size_t k = (size_t)(tk__varint_at(tmp, n) - tmp);
+	if (tk__pb_room(b, k))
+		return TK_ERR_NOMEM;
+	memmove(b->p + mark - 1 + k, b->p + mark, n);
+	memcpy(b->p + mark - 1, tmp, k);
+	b->len = mark - 1 + k + n;
+	return 0;
+}
 
 /* ---- reading ---- */
 

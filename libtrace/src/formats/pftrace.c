@@ -128,6 +128,7 @@ typedef struct pw {
 	int clear_next, snapshots;
 	int64_t clk; /* the sequence clock's last value */
 	tk__buf te, intern, scratch, bundle;
+	tk__buf name; /* a member's name decoded (members) */
 	size_t n_bundle;
 	tk__procs pt; /* processes (pproc) and threads (pthr) */
 	tk__map ctr_map, flow_map;
@@ -556,6 +557,7 @@ static void pw_free(tk_writer *w)
 	tk__buf_free(&s->te);
 	tk__buf_free(&s->intern);
 	tk__buf_free(&s->scratch);
+	tk__buf_free(&s->name);
 	tk__buf_free(&s->bundle);
 	for (size_t i = 0; i < s->pt.n_thr; i++) {
 		pthr *t = THR(s, i);
@@ -587,7 +589,7 @@ static int ann(pw *s, tk__buf *b, unsigned field, const char *name, size_t nlen,
 {
 	if (tk__pb_room(b, 2 * TK__PB_ROOM))
 		return TK_ERR_NOMEM;
-	size_t m = tk__pb_begin(b, field);
+	size_t m = tk__pb_begin_small(b, field);
 	if (name) {
 		uint64_t iid;
 		if (intern(s, K_ANN, name, nlen, &iid))
@@ -595,23 +597,33 @@ static int ann(pw *s, tk__buf *b, unsigned field, const char *name, size_t nlen,
 		tk__pb_uint(b, F_DA_NAME_IID, iid);
 	}
 	int rc = ann_value(s, b, v, depth);
-	return rc ? rc : tk__pb_end(b, m);
+	return rc ? rc : tk__pb_end_small(b, m);
 }
 
 /* A member's name (raw JSON text between quotes) decoded, with one more
- * "tk." in front at the top level when it starts with "tk.". */
-static int member_name(tk_sv key, int top, tk__buf *out)
+ * "tk." in front at the top level when it starts with "tk.": *name, the
+ * key itself where it needs neither, else decoded into out. */
+static int member_name(tk_sv key, int top, tk__buf *out, tk_sv *name)
 {
+	int prefix = top && key.len >= 3 && memcmp(key.ptr, RESERVED, 3) == 0;
+	if (!prefix && !memchr(key.ptr, '\\', key.len)) {
+		*name = key;
+		return 0;
+	}
 	out->len = 0;
-	if (top && key.len >= 3 && memcmp(key.ptr, RESERVED, 3) == 0 && tk__buf_puts(out, RESERVED))
+	if (prefix && tk__buf_puts(out, RESERVED))
 		return TK_ERR_NOMEM;
-	if (!memchr(key.ptr, '\\', key.len))
-		return tk__buf_append(out, key.ptr, key.len);
-	tk__buf d = {0};
-	int rc = tk__js_str_buf((tk_sv){key.ptr - 1, key.len + 2}, &d);
-	if (!rc)
-		rc = tk__buf_append(out, d.p, d.len);
-	tk__buf_free(&d);
+	int rc;
+	if (!memchr(key.ptr, '\\', key.len)) {
+		rc = tk__buf_append(out, key.ptr, key.len);
+	} else {
+		tk__buf d = {0};
+		rc = tk__js_str_buf((tk_sv){key.ptr - 1, key.len + 2}, &d);
+		if (!rc)
+			rc = tk__buf_append(out, d.p, d.len);
+		tk__buf_free(&d);
+	}
+	*name = (tk_sv){out->p ? out->p : "", out->len};
 	return rc;
 }
 
@@ -620,17 +632,17 @@ static int members(pw *s, tk__buf *b, unsigned field, tk_sv obj, unsigned depth,
 	tk__js_iter it;
 	tk_sv k, v;
 	int rc;
-	tk__buf name = {0};
 	if (tk__js_obj(&it, obj))
 		return TK_ERR_FORMAT;
 	while ((rc = tk__js_member(&it, &k, &v)) == 1) {
-		rc = member_name(k, top, &name);
+		/* s->name: ann() is done with it (interned) before nested values */
+		tk_sv name;
+		rc = member_name(k, top, &s->name, &name);
 		if (!rc)
-			rc = ann(s, b, field, name.p ? name.p : "", name.len, v, depth + 1);
+			rc = ann(s, b, field, name.ptr, name.len, v, depth + 1);
 		if (rc)
 			break;
 	}
-	tk__buf_free(&name);
 	return rc < 0 ? rc : 0;
 }
 
@@ -1166,16 +1178,14 @@ static int bundle_add(tk_writer *w, const tk_event *ev)
 		rc |= tk__pb_bytes(b, F_CTE_CAT, ev->cat.ptr, ev->cat.len);
 	if (ev->args.ptr && ev->args.len > 2 && ev->args.ptr[0] == '{') {
 		tk__js_iter it;
-		tk_sv k, v;
-		tk__buf name = {0};
+		tk_sv k, v, name;
 		int r2 = tk__js_obj(&it, ev->args);
 		while (!rc && !r2 && (r2 = tk__js_member(&it, &k, &v)) == 1) {
-			rc |= member_name(k, 1, &name);
+			rc |= member_name(k, 1, &s->name, &name);
 			if (!rc)
-				rc |= arg_json(b, name.p ? name.p : "", name.len, F_ARG_JSON, v.ptr, v.len);
+				rc |= arg_json(b, name.ptr, name.len, F_ARG_JSON, v.ptr, v.len);
 			r2 = 0;
 		}
-		tk__buf_free(&name);
 		if (r2 < 0)
 			rc |= r2;
 	} else if (ev->args.ptr) {
