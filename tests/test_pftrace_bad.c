@@ -1,7 +1,7 @@
 /* test_pftrace_bad.c: the .pftrace reader on crafted input: times and durations out of range, and
  * inputs of a few bytes a field that would make far more of them (joined categories, interned strings
  * copied into args, packet sequences, interning tables, nested dict entries): each is an error or
- * costs what its bytes do. */
+ * costs what its bytes do. And the writer's annotations of every length, read back. */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <stdio.h>
@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "formats/pb.h"
 
 /* Protobuf written forwards. */
 typedef tu_bytes pb;
@@ -553,6 +554,94 @@ static void test_wide_field_header(void **state)
 		}
 }
 
+/* A nested message written with one byte of room for its length
+ * (tk__pb_begin_small, as the writer's annotations are) is byte for byte
+ * the one written with four (tk__pb_begin), at every length up to past
+ * three bytes of varint, after other bytes and nested in another. */
+static void test_small_messages(void **state)
+{
+	(void)state;
+	tk__buf a = {0}, b = {0};
+	for (size_t n = 0; n < 20000; n += n < 300 ? 1 : n < 16500 ? 97 : 1) {
+		a.len = b.len = 0;
+		assert_int_equal(tk__pb_room(&a, n + 64), 0);
+		assert_int_equal(tk__pb_room(&b, n + 64), 0);
+		tk__pb_uint(&a, 1, n);
+		tk__pb_uint(&b, 1, n);
+		size_t ma = tk__pb_begin(&a, 9), mb = tk__pb_begin_small(&b, 9);
+		size_t ia = tk__pb_begin(&a, 3), ib = tk__pb_begin_small(&b, 3);
+		for (size_t i = 0; i < n; i++) {
+			a.p[a.len++] = (char)(i * 7 + n);
+			b.p[b.len++] = (char)(i * 7 + n);
+		}
+		assert_int_equal(tk__pb_end(&a, ia), 0);
+		assert_int_equal(tk__pb_end_small(&b, ib), 0);
+		assert_int_equal(tk__pb_end(&a, ma), 0);
+		assert_int_equal(tk__pb_end_small(&b, mb), 0);
+		assert_int_equal(a.len, b.len);
+		assert_memory_equal(a.p, b.p, a.len);
+	}
+	tk__buf_free(&a);
+	tk__buf_free(&b);
+}
+
+/* Annotations of every length as the writer writes them: under 128 bytes
+ * (their length in one byte) and longer (in 2 and 3 bytes: strings
+ * written inline, dicts, lists), at the top and nested: read back, every
+ * event equals the JSON's. */
+static void test_long_annotations(void **state)
+{
+	(void)state;
+	const size_t lens[] = {0, 10, 100, 120, 127, 128, 200, 300, 5000, 16383, 16384, 20000};
+	const size_t n_lens = sizeof lens / sizeof lens[0];
+	char *text = NULL;
+	size_t tlen = 0;
+	FILE *f = open_memstream(&text, &tlen);
+	assert_non_null(f);
+	fputs("{\"traceEvents\":[\n", f);
+	for (size_t i = 0; i < n_lens; i++) {
+		fprintf(f, "%s{\"ph\":\"i\",\"s\":\"t\",\"name\":\"e%zu\",\"pid\":1,\"tid\":2,\"ts\":%zu,\"args\":{\"s\":\"",
+		        i ? ",\n" : "", i, 10 + i);
+		for (size_t j = 0; j < lens[i]; j++)
+			fputc('a' + (int)(j % 26), f);
+		fputs("\",\"d\":{", f);
+		for (size_t j = 0; j < lens[i] / 8; j++)
+			fprintf(f, "%s\"k%zu\":%zu", j ? "," : "", j, j * 1000);
+		fprintf(f, "%s\"n\":{\"x\":\"", lens[i] >= 8 ? "," : "");
+		for (size_t j = 0; j < lens[i]; j++)
+			fputc('z' - (int)(j % 26), f);
+		fputs("\"}},\"l\":[", f);
+		for (size_t j = 0; j < lens[i] / 4; j++)
+			fprintf(f, "%s%zu", j ? "," : "", j);
+		fputs("]}}", f);
+	}
+	fputs("\n]}\n", f);
+	fclose(f);
+	char json[512], pf[512]; /* tu_path's buffer is its next call's */
+	snprintf(json, sizeof json, "%s", tu_path("long.json"));
+	snprintf(pf, sizeof pf, "%s", tu_path("long.pftrace"));
+	tu_write_file(json, text, tlen);
+	free(text);
+	tk_writer_opts wo = {.format = TK_FORMAT_PFTRACE};
+	assert_int_equal(tu_convert(json, pf, &wo, NULL), 0);
+	tk_reader *a = NULL, *b = NULL;
+	tu_events ea = {0}, eb = {0};
+	assert_int_equal(tk_reader_open_path(&a, json, NULL), 0);
+	assert_int_equal(tk_reader_open_path(&b, pf, NULL), 0);
+	assert_int_equal(tu_read_all(a, &ea), TK_EOF);
+	assert_int_equal(tu_read_all(b, &eb), TK_EOF);
+	assert_int_equal(ea.n, n_lens);
+	assert_int_equal(eb.n, n_lens);
+	for (size_t i = 0; i < n_lens; i++)
+		if (!tk_event_equal(ea.ev[i], eb.ev[i]))
+			fail_msg("event %zu (strings of %zu bytes): args %.*s", i, lens[i], (int)eb.ev[i]->args.len,
+			         eb.ev[i]->args.ptr);
+	tu_events_free(&ea);
+	tu_events_free(&eb);
+	tk_reader_free(a);
+	tk_reader_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -560,7 +649,8 @@ int main(void)
 		cmocka_unit_test(test_many_categories),       cmocka_unit_test(test_interned_string_copies),
 		cmocka_unit_test(test_many_sequences),        cmocka_unit_test(test_interned_iids),
 		cmocka_unit_test(test_nested_dict_entries),   cmocka_unit_test(test_deep_pftrace),
-		cmocka_unit_test(test_wide_field_header),
+		cmocka_unit_test(test_wide_field_header),     cmocka_unit_test(test_long_annotations),
+		cmocka_unit_test(test_small_messages),
 	};
 	return cmocka_run_group_tests_name("pftrace_bad", tests, NULL, teardown);
 }
