@@ -392,6 +392,29 @@ static void fill_hook(uint64_t off, size_t len)
 		assert_int_equal(truncate(hk.path, (off_t)(off + 100)), 0);
 }
 
+/* Reads the trace at path (fd >= 0: from fd) on `threads` in blocks of
+ * 4 KiB, the hook set for the blocks from `from` on (dirfd as in hk):
+ * the events into *ev, the reader into *rp; the last tk_reader_next(). */
+static int read_hooked(const char *path, int fd, int dirfd, uint64_t from, unsigned threads, tu_events *ev,
+                       tk_reader **rp)
+{
+	hk = (__typeof__(hk)){path, fd, dirfd, from, 0, 0};
+	tk__par_fill_hook = fill_hook;
+	tk__par_block_bytes = 4096;
+	tk_reader_opts o = {0};
+	o.threads = threads;
+	*rp = NULL;
+	if (fd >= 0)
+		assert_int_equal(tk_reader_open_fd(rp, fd, path, &o), 0);
+	else
+		assert_int_equal(tk_reader_open_path(rp, path, &o), 0);
+	int rc = tu_read_all(*rp, ev);
+	tk__par_block_bytes = 0;
+	tk__par_fill_hook = NULL;
+	assert_true(hk.fired);
+	return rc;
+}
+
 /* A file cut short while the threads read it, between a block's cut and
  * the read of its bytes: the reader ends as one thread reading the
  * file's bytes up to the cut does, events, warnings and counts. */
@@ -403,18 +426,9 @@ static void test_file_shrinks(void **state)
 	const char *path = tu_path("shrinks.json");
 	for (int round = 0; round < 8; round++) {
 		tu_write_file(path, t, n);
-		hk = (__typeof__(hk)){path, -1, -1, n / 2 + (uint64_t)round * 9973, 0, 0};
-		tk__par_fill_hook = fill_hook;
-		tk__par_block_bytes = 4096;
-		tk_reader_opts o = {0};
-		o.threads = 2 + round % 3;
-		tk_reader *b = NULL;
-		assert_int_equal(tk_reader_open_path(&b, path, &o), 0);
+		tk_reader *b;
 		tu_events eb = {0};
-		int rc = tu_read_all(b, &eb);
-		tk__par_block_bytes = 0;
-		tk__par_fill_hook = NULL;
-		assert_true(hk.fired);
+		int rc = read_hooked(path, -1, -1, n / 2 + (uint64_t)round * 9973, 2 + round % 3, &eb, &b);
 		tk_reader *a = tu_open_mem(t, (size_t)hk.at + 100, path, NULL);
 		tu_events ea = {0};
 		assert_int_equal(tu_read_all(a, &ea), rc);
@@ -447,18 +461,9 @@ static void test_file_read_fails(void **state)
 	for (int round = 0; round < 8; round++) {
 		int fd = open(path, O_RDONLY), dirfd = open(tu_tmpdir(), O_RDONLY | O_DIRECTORY);
 		assert_true(fd >= 0 && dirfd >= 0);
-		hk = (__typeof__(hk)){path, fd, dirfd, n / 2 + (uint64_t)round * 9973, 0, 0};
-		tk__par_fill_hook = fill_hook;
-		tk__par_block_bytes = 4096;
-		tk_reader_opts o = {0};
-		o.threads = 2 + round % 3;
-		tk_reader *b = NULL;
-		assert_int_equal(tk_reader_open_fd(&b, fd, path, &o), 0);
+		tk_reader *b;
 		tu_events eb = {0};
-		int rc = tu_read_all(b, &eb);
-		tk__par_block_bytes = 0;
-		tk__par_fill_hook = NULL;
-		assert_true(hk.fired);
+		int rc = read_hooked(path, fd, dirfd, n / 2 + (uint64_t)round * 9973, 2 + round % 3, &eb, &b);
 		assert_true(rc < 0);
 		assert_true(tu_contains(tk_reader_error(b), "read failed: Is a directory"));
 		assert_true(eb.n < ea.n);

@@ -41,43 +41,21 @@ static inline int tk__pb_bytes(tk__buf *b, unsigned field, const void *p, size_t
 	b->len += n;
 	return 0;
 }
-/* A nested message: tk__pb_begin writes its key and leaves room for its
- * length; tk__pb_end writes the length (in as few bytes as it needs) once
- * the message is complete. */
-static inline size_t tk__pb_begin(tk__buf *b, unsigned field)
+/* A nested message: tk__pb_begin_in writes its key and leaves `room`
+ * bytes for its length; tk__pb_end_in writes the length (in as few bytes
+ * as it needs, the body moved when that is not `room`) once the message
+ * is complete: 0, TK_ERR_NOMEM, or TK_ERR_LIMIT for a message of 256 MiB
+ * or more. */
+static inline size_t tk__pb_begin_in(tk__buf *b, unsigned field, size_t room)
 {
 	tk__pb_key(b, field, TK__PB_LEN);
-	b->len += 4;
+	b->len += room;
 	return b->len;
 }
-/* 0, or TK_ERR_LIMIT for a message of 256 MiB or more. */
-static inline int tk__pb_end(tk__buf *b, size_t mark)
+static inline int tk__pb_end_in(tk__buf *b, size_t mark, size_t room)
 {
 	size_t n = b->len - mark;
-	if (n >= (1u << 28))
-		return TK_ERR_LIMIT;
-	unsigned char tmp[TK__VARINT_MAX];
-	size_t k = (size_t)(tk__varint_at(tmp, n) - tmp);
-	char *at = b->p + mark - 4;
-	if (k < 4)
-		memmove(at + k, b->p + mark, n);
-	memcpy(at, tmp, k);
-	b->len = mark - 4 + k + n;
-	return 0;
-}
-/* The same for a message that is mostly under 128 bytes (an annotation):
- * one byte of room for its length, the body moved only when it is longer
- * (0, TK_ERR_NOMEM or TK_ERR_LIMIT). */
-static inline size_t tk__pb_begin_small(tk__buf *b, unsigned field)
-{
-	tk__pb_key(b, field, TK__PB_LEN);
-	b->len += 1;
-	return b->len;
-}
-static inline int tk__pb_end_small(tk__buf *b, size_t mark)
-{
-	size_t n = b->len - mark;
-	if (n < 128) {
+	if (room == 1 && n < 128) {
 		b->p[mark - 1] = (char)n;
 		return 0;
 	}
@@ -85,12 +63,32 @@ static inline int tk__pb_end_small(tk__buf *b, size_t mark)
 		return TK_ERR_LIMIT;
 	unsigned char tmp[TK__VARINT_MAX];
 	size_t k = (size_t)(tk__varint_at(tmp, n) - tmp);
-	if (tk__pb_room(b, k))
+	if (k > room && tk__pb_room(b, k - room))
 		return TK_ERR_NOMEM;
-	memmove(b->p + mark - 1 + k, b->p + mark, n);
-	memcpy(b->p + mark - 1, tmp, k);
-	b->len = mark - 1 + k + n;
+	char *at = b->p + mark - room;
+	if (k != room)
+		memmove(at + k, b->p + mark, n);
+	memcpy(at, tmp, k);
+	b->len = mark - room + k + n;
 	return 0;
+}
+/* Four bytes of room: a length under 256 MiB always fits. */
+static inline size_t tk__pb_begin(tk__buf *b, unsigned field)
+{
+	return tk__pb_begin_in(b, field, 4);
+}
+static inline int tk__pb_end(tk__buf *b, size_t mark)
+{
+	return tk__pb_end_in(b, mark, 4);
+}
+/* One byte of room, for a message mostly under 128 bytes (an annotation). */
+static inline size_t tk__pb_begin_small(tk__buf *b, unsigned field)
+{
+	return tk__pb_begin_in(b, field, 1);
+}
+static inline int tk__pb_end_small(tk__buf *b, size_t mark)
+{
+	return tk__pb_end_in(b, mark, 1);
 }
 
 /* ---- reading ---- */
