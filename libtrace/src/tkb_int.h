@@ -46,6 +46,11 @@ uint64_t tk__tkb_cut(const tk_reader *r);
  * caller takes the rest (about; 8 MiB). Fuzzing sets it small, so that
  * small inputs are cut too. */
 extern size_t tk__tkb_batch;
+/* Tests: every events chunk decoded into a batch, on the caller's thread
+ * where no thread took it first, so that batches are made however the
+ * threads are scheduled (on a busy machine the caller gets to most
+ * chunks first). */
+extern int tk__tkb_batch_all;
 
 /* ---- the encoder: dictionaries, events, chunk framing (tkb_enc.c) ---- */
 typedef struct tk__tkb_slot {

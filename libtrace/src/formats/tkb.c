@@ -1258,6 +1258,7 @@ static int batch_keep(tdec *d, tjob *j)
 }
 
 size_t tk__tkb_batch = 8u << 20;
+int tk__tkb_batch_all;
 
 /* Decodes j into its batch (a thread's work), notes included: all of it,
  * or as far as the batch's events and text reach tk__tkb_batch bytes (a
@@ -1592,6 +1593,8 @@ static tjob *next_job(tk_reader *r)
 		/* the first job's payload is still to be inflated */
 		work_or_wait(P, &s->dec, &s->z, &s->z_init, &P->cv_m);
 	}
+	if (P && j && tk__tkb_batch_all && decodable(j))
+		decode_here(P, &s->dec, j); /* as a thread would */
 	while (P && j && j->status == J_TAKEN)
 		work_or_wait(P, &s->dec, &s->z, &s->z_init, &P->cv_m);
 	if (j) {
