@@ -76,10 +76,9 @@ struct tk__par {
 	size_t carry_pos;
 	uint64_t next_off;
 	/* the source's bytes are read by offset (a file or memory without a
-	 * filter): src_off is the next one after the carry's; a block is cut
-	 * from its tail alone, and the rest is read outside `reading` */
+	 * filter; no carry: a block's bytes are read from its offset on): a
+	 * block is cut from its tail alone, and the rest read outside `reading` */
 	int pread;
-	uint64_t src_off;
 	uint64_t tail_cuts; /* blocks cut from their tail (tests) */
 	/* the caller's side */
 	int seq;     /* the reader parses alone, fed by tk__par_read() */
@@ -171,15 +170,13 @@ static long src_get(tk__par *P, blk *b, unsigned char *dst, size_t cap)
 {
 	if (!P->pread)
 		return tk__src_read(&P->r->src, dst, cap);
-	long n = tk__src_pread_mt(&P->r->src, P->src_off, dst, cap);
+	long n = tk__src_pread_mt(&P->r->src, b->off + (uint64_t)(dst - b->p), dst, cap);
 	if (n < 0)
 		b->err_no = errno;
-	else
-		P->src_off += (uint64_t)n;
 	return n;
 }
 
-/* Reading by offset, with no carry: b cut from its tail alone, the bytes
+/* Reading by offset: b cut from its tail alone, the bytes
  * before it left to fill (b->fill). 0 when no cut is in the tail, or the
  * source ends or fails in it: the block is read whole. */
 static int tail_cut(tk__par *P, blk *b)
@@ -193,14 +190,13 @@ static int tail_cut(tk__par *P, blk *b)
 		return 0;
 	b->fill = want - t;
 	b->len = want - t + cut;
-	P->src_off = b->off + b->len;
 	P->tail_cuts++;
 	return 1;
 }
 
 /* Reads the next block into b, the carry first, then the source, and
  * cuts it where the format finds the end of an event (the thread holds
- * `reading`, not mu: the carry, the source, src_off and next_off are the
+ * `reading`, not mu: the carry, the source and next_off are the
  * reading thread's; next_off changes under mu). When the source is read
  * by offset, the block may be only cut (b->fill: fill_block() reads the
  * rest). 0, or TK_ERR_NOMEM. */
@@ -208,7 +204,7 @@ static int read_block(tk__par *P, blk *b)
 {
 	tk__src *src = &P->r->src;
 	b->off = P->next_off;
-	if (P->pread && P->carry_pos == P->carry.len && tail_cut(P, b)) {
+	if (P->pread && tail_cut(P, b)) {
 		b->bytes_in = b->off + b->len;
 		memset(b->p + b->len, 0, TK__PAD);
 		return 0;
@@ -240,9 +236,7 @@ static int read_block(tk__par *P, blk *b)
 		if (cut) {
 			/* the rest goes before what is left of the carry */
 			size_t tail = b->len - cut, left = P->carry.len - P->carry_pos;
-			if (P->pread && !left) {
-				P->src_off = b->off + cut; /* the rest is read again */
-			} else if (tail) {
+			if (tail && !P->pread) { /* by offset, the next block reads it again */
 				tk__buf nc = {0};
 				if (tk__buf_reserve(&nc, tail + left + 1))
 					return TK_ERR_NOMEM;
@@ -263,7 +257,7 @@ static int read_block(tk__par *P, blk *b)
 		b->p = np;
 		b->cap *= 2;
 	}
-	b->bytes_in = P->pread ? P->src_off : tk__src_bytes_in(src);
+	b->bytes_in = P->pread ? b->off + b->len : tk__src_bytes_in(src);
 	memset(b->p + b->len, 0, TK__PAD);
 	return 0;
 }
@@ -640,19 +634,19 @@ int tk__par_start(tk_reader *r, const tk__par_fmt *f)
 	P->next_off = r->base + r->pos;
 	P->bytes_in = tk__src_bytes_in(&r->src);
 	/* by offset where the decoded bytes are the base's (no filter: the
-	 * bytes a bid read ahead are the base's first), from the window's end */
+	 * bytes a bid read ahead are the base's first); the window's unread
+	 * bytes are read again from the source */
 	const tk__src *src = &r->src;
 	const tk__stage *st = &src->st[0];
-	P->src_off = r->base + r->end;
 	P->pread = !r->eof && src->n == 1 && !src->ahead && tk__src_can_pread(src) &&
-	           tk__src_bytes_in(src) - (st->ahead_len - st->ahead_pos) == P->src_off;
+	           tk__src_bytes_in(src) - (st->ahead_len - st->ahead_pos) == r->base + r->end;
 	tk__reader_lines_at(r, r->pos, &P->line, &P->line_at);
 	pthread_mutex_init(&P->mu, NULL);
 	pthread_cond_init(&P->cv_w, NULL);
 	pthread_cond_init(&P->cv_m, NULL);
 	P->wk = calloc(nth - 1, sizeof *P->wk);
 	P->mainw = tk__reader_worker(r);
-	if (!P->wk || !P->mainw || tk__buf_append(&P->carry, r->buf + r->pos, r->end - r->pos)) {
+	if (!P->wk || !P->mainw || (!P->pread && tk__buf_append(&P->carry, r->buf + r->pos, r->end - r->pos))) {
 		tk__par_free(P);
 		return -1;
 	}
