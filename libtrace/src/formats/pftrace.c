@@ -606,7 +606,8 @@ static int ann(pw *s, tk__buf *b, unsigned field, const char *name, size_t nlen,
 static int member_name(tk_sv key, int top, tk__buf *out, tk_sv *name)
 {
 	int prefix = top && key.len >= 3 && memcmp(key.ptr, RESERVED, 3) == 0;
-	if (!prefix && !memchr(key.ptr, '\\', key.len)) {
+	int escaped = memchr(key.ptr, '\\', key.len) != NULL;
+	if (!prefix && !escaped) {
 		*name = key;
 		return 0;
 	}
@@ -614,7 +615,7 @@ static int member_name(tk_sv key, int top, tk__buf *out, tk_sv *name)
 	if (prefix && tk__buf_puts(out, RESERVED))
 		return TK_ERR_NOMEM;
 	int rc;
-	if (!memchr(key.ptr, '\\', key.len)) {
+	if (!escaped) {
 		rc = tk__buf_append(out, key.ptr, key.len);
 	} else {
 		tk__buf d = {0};
