@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	tk_reader_opts o = {.max_value_bytes = 1 << 20, .max_depth = 64};
 	tk_reader *r = NULL;
 	if (tk_reader_open_memory(&r, data, size, "(fuzz)", &o) == TK_OK) {
-		tk_writer_opts wo = {TK_FORMAT_PFTRACE, 0, 0, 1 << 20, 0};
+		tk_writer_opts wo = {TK_FORMAT_PFTRACE, 0, 0, 1 << 20, 0, NULL};
 		tk_fuzz_reencode("fuzz_pftrace", r, &wo, MAX_EVENTS, 0, 1);
 	}
 	tk_reader_free(r);

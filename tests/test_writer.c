@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -478,7 +479,7 @@ static void test_open_errors(void **state)
 static void test_sqlite_output(void **state)
 {
 	(void)state;
-	tk_writer_opts o = {TK_FORMAT_AUTO, -1, 0, 0, 0};
+	tk_writer_opts o = {TK_FORMAT_AUTO, -1, 0, 0, 0, NULL};
 	assert_int_equal(tk_format_from_name("x.sqlite", &o), 0);
 	assert_int_equal(o.format, TK_FORMAT_SQLITE);
 	assert_int_equal(tk_format_from_name("sqlite", &o), 0);
@@ -541,6 +542,125 @@ static void test_sqlite_output(void **state)
 	assert_true(tu_contains(tk_writer_error(w), "not valid JSON"));
 	tk_writer_free(w);
 	free(nothing);
+}
+
+/* The names created in the directory watched as wd since the last call,
+ * each followed by a space, into out. */
+static void created(int fd, int wd, char *out, size_t cap)
+{
+	static char buf[1 << 16] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof buf)) > 0)
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const void *)p;
+			if (ev->wd == wd && ev->len && strlen(out) + strlen(ev->name) + 2 < cap) {
+				strcat(out, ev->name);
+				strcat(out, " ");
+			}
+			p += sizeof *ev + ev->len;
+		}
+}
+
+/* n (at most 40,000) slices of distinct names, in no time order, to w
+ * (the sorter and SQLite's index builds spill past a small budget): 0,
+ * or the error. */
+static int write_spilling(tk_writer *w, unsigned n)
+{
+	char name[32], args[32];
+	for (unsigned i = 0; i < n; i++) {
+		tk_event e = base_event('X');
+		e.has |= TK_HAS_TS | TK_HAS_DUR | TK_HAS_NAME;
+		e.ts = (int64_t)(i * 7919u % n) * 1000;
+		e.dur = 10;
+		snprintf(name, sizeof name, "op%u", i * 104729u % n);
+		snprintf(args, sizeof args, "{\"i\":%u}", i);
+		e.name = tu_sv(name);
+		e.args = tu_sv(args);
+		e.pid = (tk_id){TK_ID_INT, 1, {NULL, 0}};
+		e.tid = (tk_id){TK_ID_INT, 1 + i % 4, {NULL, 0}};
+		int rc = tk_writer_write(w, &e);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* tk_writer_opts.tmpdir: the sorted runs of .pftrace and .sqlite output,
+ * and SQLite's own temporary files, go to directories made there (none in
+ * $TMPDIR), removed at the end; one that cannot be made there is an error
+ * that names it. */
+static void test_spill_dir(void **state)
+{
+	(void)state;
+	char spill[512], env[512], gone[512];
+	snprintf(spill, sizeof spill, "%s/spill", tu_tmpdir());
+	snprintf(env, sizeof env, "%s/env", tu_tmpdir());
+	snprintf(gone, sizeof gone, "%s/no/such/dir", tu_tmpdir());
+	assert_int_equal(mkdir(spill, 0700), 0);
+	assert_int_equal(mkdir(env, 0700), 0);
+	char *old = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+	setenv("TMPDIR", env, 1);
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	assert_true(fd >= 0);
+	int ws = inotify_add_watch(fd, spill, IN_CREATE), we = inotify_add_watch(fd, env, IN_CREATE);
+	assert_true(ws >= 0 && we >= 0);
+	static const struct {
+		int format;
+		const char *name;
+		size_t memory;
+		unsigned events;
+		const char *made; /* the directories made in tmpdir */
+	} cases[] = {
+		{TK_FORMAT_PFTRACE, "spilled.pftrace", 256 << 10, 30000, "tksort-"},
+		{TK_FORMAT_SQLITE, "spilled.sqlite", 128 << 10, 40000, "tksort- tksql-"},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		char path[512], in_spill[1024] = "", in_env[1024] = "";
+		snprintf(path, sizeof path, "%s/%s", tu_tmpdir(), cases[c].name);
+		tk_writer_opts o = {cases[c].format, 0, 0, cases[c].memory, 0, spill};
+		tk_writer *w = open_writer(path, &o);
+		assert_int_equal(write_spilling(w, cases[c].events), 0);
+		close_ok(w);
+		created(fd, ws, in_spill, sizeof in_spill);
+		created(fd, we, in_env, sizeof in_env);
+		char want[64];
+		snprintf(want, sizeof want, "%s", cases[c].made);
+		for (char *k = strtok(want, " "); k; k = strtok(NULL, " "))
+			if (!tu_contains(in_spill, k))
+				fail_msg("%s: no %s directory made in tmpdir (made: %s)", cases[c].name, k, in_spill);
+		if (in_env[0])
+			fail_msg("%s: made in $TMPDIR: %s", cases[c].name, in_env);
+		assert_int_equal(tu_count_prefix(spill, "tk"), 0); /* removed */
+		if (cases[c].format == TK_FORMAT_PFTRACE) {
+			tu_events ev = read_back(path, NULL);
+			assert_int_equal(ev.n, cases[c].events);
+			tu_events_free(&ev);
+		} else {
+			size_t n;
+			char *t = tu_read_file(path, &n);
+			assert_true(n > 100 && memcmp(t, "SQLite format 3", 16) == 0);
+			free(t);
+		}
+		/* a tmpdir that is not there: an error that names it, no output */
+		snprintf(path, sizeof path, "%s/failed-%s", tu_tmpdir(), cases[c].name);
+		o.tmpdir = gone;
+		w = open_writer(path, &o);
+		int rc = write_spilling(w, cases[c].events);
+		if (!rc)
+			rc = tk_writer_close(w);
+		assert_int_equal(rc, TK_ERR_IO);
+		if (!tu_contains(tk_writer_error(w), gone))
+			fail_msg("%s: %s", cases[c].name, tk_writer_error(w));
+		tk_writer_free(w);
+		assert_int_equal(access(path, F_OK), -1);
+	}
+	close(fd);
+	if (old) {
+		setenv("TMPDIR", old, 1);
+		free(old);
+	} else {
+		unsetenv("TMPDIR");
+	}
 }
 
 /* tk_outfile: published whole when closed, never a device replaced, a
@@ -628,7 +748,7 @@ static void test_gzip_output(void **state)
 	} cases[] = {{"a.json.gz", -1, 0, 1}, {"b.json.gz", 0, 0, 0}, {"c.json", 1, 0, 1},
 	             {"d.json.gz", -1, 1, 1}, {"e.json.gz", -1, 9, 1}};
 	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-		tk_writer_opts o = {TK_FORMAT_AUTO, cases[c].gzip, cases[c].level, 0, 0};
+		tk_writer_opts o = {TK_FORMAT_AUTO, cases[c].gzip, cases[c].level, 0, 0, NULL};
 		const char *path = tu_path(cases[c].name);
 		write_sample(path, &o);
 		assert_int_equal(is_gzip(path), cases[c].want_gz);
@@ -663,7 +783,7 @@ static void test_write_to_fd(void **state)
 		const char *path = tu_path(gz ? "fd.json.gz" : "fd.json");
 		int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 		assert_true(fd >= 0);
-		tk_writer_opts o = {TK_FORMAT_JSON, gz, 0, 0, 0};
+		tk_writer_opts o = {TK_FORMAT_JSON, gz, 0, 0, 0, NULL};
 		tk_writer *w = NULL;
 		assert_int_equal(tk_writer_open_fd(&w, fd, "fd-out", &o), 0);
 		tk_event e = base_event('X');
@@ -787,6 +907,7 @@ int main(void)
 		cmocka_unit_test(test_temporary_file),
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_sqlite_output),
+		cmocka_unit_test(test_spill_dir),
 		cmocka_unit_test(test_outfile),
 		cmocka_unit_test(test_gzip_output),
 		cmocka_unit_test(test_write_to_fd),

@@ -8,7 +8,7 @@
 #include "tracekit/tracekit.h"
 
 enum { O_OUT = 'o', O_QUIET = 'q', O_FORMAT = 0x100, O_LEVEL, O_STRICT, O_COMPRESS, O_LIST, O_MEMORY,
-       O_MEM_COUNTERS, O_THREADS };
+       O_MEM_COUNTERS, O_THREADS, O_TMPDIR };
 
 static const cli_opt opts[] = {
 	{O_OUT, 'o', "output", "FILE", "write to FILE ('-' for standard output); required"},
@@ -16,6 +16,8 @@ static const cli_opt opts[] = {
 	{O_COMPRESS, 0, "compress", NULL, "tkb output: zlib-compress each chunk"},
 	{O_LEVEL, 0, "gzip-level", "N", "compression level 1-9 (default: gzip 6, tkb chunks 1)"},
 	{O_MEMORY, 0, "memory", "SIZE", "pftrace, sqlite output: memory to order events in (default 256M, sqlite 64M)"},
+	{O_TMPDIR, 0, "tmpdir", "DIR", "pftrace, sqlite output: where sorted runs and SQLite's temporary\n"
+	 "                             files go (default $TMPDIR or /tmp)"},
 	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
 	{O_THREADS, 0, "threads", "N",
 	 CLI_THREADS_HELP_OUT "; gzip output at\n"
@@ -39,7 +41,7 @@ static const cli_tool tool = {
 	"as /dev/null are JSON). Every event, argument and top-level metadata member\n"
 	"is kept (a SQLite database: as tables, docs/sql.md). OUT is written under a\n"
 	"temporary name and renamed when complete, so a failed run leaves no file;\n"
-	"events that do not fit in --memory are ordered through $TMPDIR.",
+	"events that do not fit in --memory are ordered through --tmpdir.",
 	opts,
 	"exit status: 0 success (warnings may be printed), 1 data or I/O error, 2 usage error.\n\n"
 	"examples:\n"
@@ -195,7 +197,7 @@ out:
 /* .tkb compresses its chunks with zlib instead of a gzip layer. */
 static int resolve_format(convert_opts *o)
 {
-	tk_writer_opts named = {TK_FORMAT_AUTO, -1, 0, 0, 0};
+	tk_writer_opts named = {TK_FORMAT_AUTO, -1, 0, 0, 0, NULL};
 	if (cli_check_output(&tool, o->out, &o->wopts))
 		return 2;
 	int tkb = o->wopts.format == TK_FORMAT_TKB ||
@@ -228,11 +230,11 @@ static int resolve_format(convert_opts *o)
  * is the same bytes whatever the counts. */
 static void share_threads(convert_opts *o)
 {
-	tk_writer_opts named = {TK_FORMAT_AUTO, -1, 0, 0, 0};
+	tk_writer_opts named = {TK_FORMAT_AUTO, -1, 0, 0, 0, NULL};
 	unsigned n = o->ropts.threads;
 	int level = o->wopts.gzip_level ? o->wopts.gzip_level : 6;
 	if (tk_format_from_name(o->out, &named)) /* no format's name: JSON, no gzip */
-		named = (tk_writer_opts){TK_FORMAT_JSON, 0, 0, 0, 0};
+		named = (tk_writer_opts){TK_FORMAT_JSON, 0, 0, 0, 0, NULL};
 	int format = o->wopts.format != TK_FORMAT_AUTO ? o->wopts.format : named.format;
 	int gz = o->wopts.gzip >= 0 ? o->wopts.gzip : named.gzip > 0;
 	int json = format == TK_FORMAT_JSON || format == TK_FORMAT_AUTO;
@@ -274,6 +276,7 @@ static int parse_args(int argc, char **argv, convert_opts *o)
 			if (cli_parse_memory(&tool, arg, &o->wopts.memory_bytes))
 				return 2;
 			break;
+		case O_TMPDIR: o->wopts.tmpdir = arg; break;
 		default: return 2;
 		}
 	}

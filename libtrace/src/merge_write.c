@@ -652,6 +652,8 @@ int tk_merge_write(tk_merge *m, const char *path)
 	out_ctx c = {m, NULL, {0}, {0}, {0}, 0, 0, 0};
 	tk_writer_opts wo = m->o.wopts;
 	wo.threads = tk__budget_writer_threads(wo.threads);
+	if (!wo.tmpdir) /* a .pftrace or .sqlite output spills where the merge does */
+		wo.tmpdir = m->o.tmpdir;
 	if ((rc = tk_writer_open_path(&c.w, path, &wo)) != 0)
 		rc = tk__err_set(&m->err, rc, "%s", c.w ? tk_writer_error(c.w) : tk_strerror(rc));
 	else

@@ -7,7 +7,7 @@
 
 static int writer_start(tk_writer **out, const char *path, const tk_writer_opts *opts, int fd)
 {
-	tk_writer_opts o = {TK_FORMAT_AUTO, -1, 0, 0, 0};
+	tk_writer_opts o = {TK_FORMAT_AUTO, -1, 0, 0, 0, NULL};
 	if (opts)
 		o = *opts;
 	tk_writer *w = calloc(1, sizeof *w);
@@ -27,7 +27,7 @@ static int writer_start(tk_writer **out, const char *path, const tk_writer_opts 
 		tk__format_for_output(base, &of);
 	int gz = o.gzip < 0 ? of != NULL : o.gzip;
 	w->fmt = f;
-	w->opts = (tk_writer_opts){f->id, gz, o.gzip_level, o.memory_bytes, o.threads};
+	w->opts = (tk_writer_opts){f->id, gz, o.gzip_level, o.memory_bytes, o.threads, o.tmpdir};
 	/* a format that compresses on its own (.tkb chunks) takes gzip as its option */
 	const tk__ofilter *filter = gz && (f->flags & TK__FMT_WHOLE_GZIP) ? tk__ofilter_by_name("gzip") : NULL;
 	int rc = fd >= 0 ? tk__sink_open_fd(&w->sink, fd, path, filter, o.gzip_level)
@@ -36,6 +36,7 @@ static int writer_start(tk_writer **out, const char *path, const tk_writer_opts 
 		return tk__err_set(&w->err, rc, "%s", w->sink.err[0] ? w->sink.err : "out of memory");
 	tk__sink_async(&w->sink, o.threads);
 	rc = f->wr->open ? f->wr->open(w) : 0;
+	w->opts.tmpdir = NULL; /* the caller's: read by the opening alone (copied where kept) */
 	if (rc && w->err.code) /* the format said why */
 		return w->err.code;
 	return rc ? tk__err_set(&w->err, rc, "%s: cannot start output", base) : 0;

@@ -303,5 +303,26 @@ check "dirty strings: the repair is reported" has stderr warning
 run dirty.json -o out-dirty-q.json -q
 check "-q silences the repair warning" empty stderr
 
+# --tmpdir: what .pftrace and .sqlite output spill (the sorted runs, SQLite's
+# temporary files) goes there, not to $TMPDIR, and is removed; a directory that
+# is not there is an error that names it, with no output left
+python3 -c '
+import json
+n = 40000
+print(json.dumps({"traceEvents": [{"ph": "X", "ts": i * 7919 % n, "dur": 1, "name": "op%d" % (i * 104729 % n),
+                                   "pid": 1, "tid": 1 + i % 4, "args": {"i": i}} for i in range(n)]}))' >spill.json
+mkdir spill
+for out in spill.pftrace spill.sqlite; do
+	TMPDIR=$T/no-such-tmp run spill.json -o "$out" --memory 256K --tmpdir "$T/spill"
+	check "$out: spilled to --tmpdir with \$TMPDIR missing (got $rc)" [ "$rc" = 0 ]
+	check "$out: written" [ -s "$out" ]
+	check "$out: --tmpdir left empty" [ -z "$(ls -A spill)" ]
+	run spill.json -o "gone-$out" --memory 256K --tmpdir "$T/no/such/dir"
+	check "$out: a missing --tmpdir is an error (got $rc)" [ "$rc" = 1 ]
+	check "$out: the error names the directory" has stderr "$T/no/such/dir"
+	check "$out: no output after the error" absent "gone-$out"
+	check "$out: no temporary file after the error" no_temps "gone-$out"
+done
+
 echo "$checks checks, $fails failed"
 [ "$fails" = 0 ]

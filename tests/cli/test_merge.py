@@ -138,6 +138,17 @@ def main():
         check(len(doc["deviceProperties"]) == 8, "dlrm: deviceProperties merged")
         check(doc["ranks"]["3"]["distributedInfo"]["rank"] == 3, "dlrm: distributedInfo kept")
         check(os.listdir(tmp) == ["dlrm.json"], "dlrm: temporary files left: %s" % os.listdir(tmp))
+        # a .pftrace or .sqlite output's own sorting spills to --tmpdir too, never to $TMPDIR
+        env = dict(os.environ, TMPDIR=os.path.join(tmp, "no-such-tmp"))
+        for name in ("dlrm.pftrace", "dlrm.sqlite"):
+            out = os.path.join(tmp, name)
+            p = subprocess.run([TOOL, DLRM, "-o", out, "-q", "--memory", "1M", "--tmpdir", tmp],
+                               capture_output=True, text=True, env=env)
+            check(p.returncode == 0 and os.path.getsize(out) > 0,
+                  "%s with --tmpdir and $TMPDIR missing: %d %s" % (name, p.returncode, p.stderr))
+            if os.path.exists(out):
+                os.remove(out)
+            check(os.listdir(tmp) == ["dlrm.json"], "%s: temporary files left: %s" % (name, os.listdir(tmp)))
 
         out = os.path.join(tmp, "gloo.json.gz")
         run(os.path.join(GLOO, "*.json"), "--rank-from", r"rank([0-9]+)", "-o", out)

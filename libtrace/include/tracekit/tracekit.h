@@ -235,13 +235,19 @@ typedef struct tk_writer_opts {
 	int format;     /* TK_FORMAT_*; AUTO picks from the path's name, else JSON */
 	int gzip;       /* -1 = from the name (".gz"), 0 = no, 1 = yes; for TKB: zlib chunks */
 	int gzip_level; /* 1..9, 0 = default (6) */
-	/* pftrace: the writer puts the events in time order (tracks need
-	 * slices that nest), in this much memory, spilling sorted runs to
-	 * $TMPDIR beyond it; 0 = 256 MiB */
+	/* pftrace, sqlite: the writer puts the events in time order (tracks
+	 * need slices that nest), in this much memory, spilling sorted runs to
+	 * tmpdir beyond it; 0 = 256 MiB (sqlite: 64 MiB, half of it SQLite's
+	 * page cache) */
 	size_t memory_bytes;
 	/* gzip output: the threads that deflate its blocks of about 1 MiB
 	 * (the same bytes with any count); 0 = one per processor. At most 64. */
 	unsigned threads;
+	/* pftrace, sqlite: the directory where sorted runs are spilled, and
+	 * (sqlite) SQLite's own temporary files, those of its index builds;
+	 * each writer makes a directory of its own there, removed when it is
+	 * freed. NULL: $TMPDIR, else /tmp. Read while the writer opens. */
+	const char *tmpdir;
 } tk_writer_opts;
 
 /* The output a name stands for, as every tool's --to and -o read it: a

@@ -535,7 +535,7 @@ static int pw_open(tk_writer *w)
 	if (!s)
 		return TK_ERR_NOMEM;
 	w->fs = s;
-	tk_sorter_opts so = {w->opts.memory_bytes, NULL};
+	tk_sorter_opts so = {w->opts.memory_bytes, w->opts.tmpdir};
 	int rc = tk_sorter_new(&s->sorter, &so);
 	if (rc)
 		return rc;

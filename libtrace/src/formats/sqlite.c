@@ -1,5 +1,6 @@
 /* sqlite.c: SQLite output (.sqlite): tables shaped like Perfetto's trace_processor (process, thread, track, slice, args, flow, counter, metadata), written in one transaction through prepared statements; docs/sql.md is the schema. */
 #define _GNU_SOURCE /* memmem */
+#include <errno.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include "core/jscan.h"
 #include "core/json_text.h"
 #include "core/strtab.h"
+#include "core/tmpreg.h"
 #include "formats/formats.h"
 #include "procs.h"
 #include "tracekit/sort.h"
@@ -138,8 +140,11 @@ typedef struct sflow { /* map record: a flow's key -> the slice it leaves (0: no
 	int64_t out;
 } sflow;
 
+typedef struct svfs svfs;
+
 typedef struct sw {
 	sqlite3 *db;
+	svfs *vfs; /* the connection's: its temporary files in tmpdir */
 	sqlite3_stmt *q[Q_N];
 	tk_sorter *sorter;
 	tk__procs pt; /* processes and threads (sthr) */
@@ -152,6 +157,111 @@ typedef struct sw {
 	size_t n_meta, meta_cap;
 } sw;
 
+/* ---- SQLite's temporary files ----
+ *
+ * SQLite opens its temporary files (the sorting of its index builds, temp
+ * tables) through the connection's VFS with no name, for the VFS to name
+ * in a directory of its choice. The writer's connection has a VFS of its
+ * own: a copy of the default one whose xOpen names each of those files in
+ * a directory it makes under tk_writer_opts.tmpdir ($TMPDIR, else /tmp)
+ * when the first one is opened, beside the sorter's. The default VFS
+ * removes such a file as soon as it has opened it; the directory goes when
+ * the writer is freed, and on a signal (core/tmpreg.h). */
+struct svfs {
+	sqlite3_vfs vfs; /* first: SQLite passes &vfs back */
+	sqlite3_vfs *real;
+	char name[48];
+	char *base;  /* tmpdir (a copy), or NULL */
+	char *dir;   /* the directory, once made */
+	int hold;    /* its handle in tmpreg */
+	unsigned seq;
+	char **names; /* every name given: the default VFS keeps it while the file is open */
+	size_t n_names, cap_names;
+	char err[TK__ERRLEN]; /* why a temporary file could not be made, for db_fail */
+};
+
+static int vfs_open(sqlite3_vfs *v, const char *name, sqlite3_file *f, int flags, int *out_flags)
+{
+	svfs *x = (svfs *)(void *)v;
+	if (name || !(flags & SQLITE_OPEN_DELETEONCLOSE))
+		return x->real->xOpen(x->real, name, f, flags, out_flags);
+	if (!x->dir) {
+		const char *base = tk__tmp_base(x->base);
+		size_t n = strlen(base) + 16;
+		if (!(x->dir = malloc(n)))
+			return SQLITE_NOMEM;
+		snprintf(x->dir, n, "%s/tksql-XXXXXX", base);
+		if (tk__tmp_create(x->dir, 1, &x->hold) < 0) {
+			snprintf(x->err, sizeof x->err, "cannot create a temporary directory in %s: %s", base,
+			         strerror(errno));
+			free(x->dir);
+			x->dir = NULL;
+			return SQLITE_CANTOPEN;
+		}
+	}
+	size_t n = strlen(x->dir) + 16;
+	char *path = calloc(1, n); /* ends in two NULs, as the names SQLite makes (no URI parameters) */
+	if (!path || tk__grow(&x->names, &x->cap_names, x->n_names + 1, sizeof *x->names, 8)) {
+		free(path);
+		return SQLITE_NOMEM;
+	}
+	snprintf(path, n - 1, "%s/t%u", x->dir, x->seq++);
+	x->names[x->n_names++] = path;
+	int rc = x->real->xOpen(x->real, path, f, flags, out_flags);
+	if (rc != SQLITE_OK && rc != SQLITE_NOMEM && !x->err[0])
+		snprintf(x->err, sizeof x->err, "cannot create the temporary file %s: %s", path, strerror(errno));
+	return rc;
+}
+
+/* The connection's VFS, registered under a name of its own (not the
+ * default), or NULL (out of memory, or no default VFS). */
+static svfs *vfs_new(const char *tmpdir)
+{
+	sqlite3_vfs *real = sqlite3_vfs_find(NULL);
+	svfs *x = real ? calloc(1, sizeof *x) : NULL;
+	if (!x || (tmpdir && !(x->base = tk__strdup(tmpdir)))) {
+		free(x);
+		return NULL;
+	}
+	/* the default VFS's methods read what they need from the VFS they are
+	 * given (its pAppData, mxPathname): a copy serves them */
+	x->vfs = *real;
+	x->real = real;
+	x->vfs.pNext = NULL;
+	snprintf(x->name, sizeof x->name, "tracekit-%p", (void *)x);
+	x->vfs.zName = x->name;
+	x->vfs.xOpen = vfs_open;
+	if (sqlite3_vfs_register(&x->vfs, 0) != SQLITE_OK) {
+		free(x->base);
+		free(x);
+		return NULL;
+	}
+	return x;
+}
+
+/* After the connection is closed. */
+static void vfs_free(svfs *x)
+{
+	if (!x)
+		return;
+	sqlite3_vfs_unregister(&x->vfs);
+	if (x->dir) {
+		rmdir(x->dir); /* its files went as they were opened */
+		tk__tmp_release(x->hold);
+		free(x->dir);
+	}
+	for (size_t i = 0; i < x->n_names; i++)
+		free(x->names[i]);
+	free(x->names);
+	free(x->base);
+	free(x);
+}
+
+static const char *vfs_error(const svfs *x)
+{
+	return x && x->err[0] ? x->err : NULL;
+}
+
 /* ---- errors ---- */
 
 static int db_fail(tk_writer *w, int rc)
@@ -159,8 +269,9 @@ static int db_fail(tk_writer *w, int rc)
 	sw *s = w->fs;
 	if (rc == SQLITE_NOMEM)
 		return tk__err_set(&w->err, TK_ERR_NOMEM, "out of memory");
+	const char *why = vfs_error(s->vfs);
 	return tk__err_set(&w->err, TK_ERR_IO, "%s: SQLite: %s", s->path ? s->path : "(output)",
-	                   s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+	                   why ? why : s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
 }
 
 static int nomem(tk_writer *w)
@@ -901,6 +1012,7 @@ static void sq_free(tk_writer *w)
 	for (int i = 0; i < Q_N; i++)
 		sqlite3_finalize(s->q[i]);
 	sqlite3_close(s->db);
+	vfs_free(s->vfs);
 	tk_sorter_free(s->sorter);
 	tk__map_free(&s->ctr_map);
 	tk__map_free(&s->flow_map);
@@ -939,15 +1051,17 @@ static int sq_open(tk_writer *w)
 		return TK_ERR_NOMEM;
 	/* the budget: half for the sorter, half for SQLite's page cache */
 	size_t budget = w->opts.memory_bytes ? w->opts.memory_bytes : DEFAULT_MEMORY;
-	tk_sorter_opts so = {budget / 2, NULL};
+	tk_sorter_opts so = {budget / 2, w->opts.tmpdir};
 	int rc = tk_sorter_new(&s->sorter, &so);
 	if (rc)
 		return rc;
+	if (!(s->vfs = vfs_new(w->opts.tmpdir)))
+		return nomem(w);
 	tk__procs_init(&s->pt, sizeof(tk__proc), sizeof(sthr));
 	tk__map_init(&s->ctr_map, sizeof(sidx), 4);
 	tk__map_init(&s->flow_map, sizeof(sflow), 4);
 	/* the sink made the file (empty) and renames it into place at the end */
-	rc = sqlite3_open_v2(w->sink.tmppath, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	rc = sqlite3_open_v2(w->sink.tmppath, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, s->vfs->name);
 	if (rc)
 		return db_fail(w, rc);
 	size_t cache = budget / 2;
