@@ -24,8 +24,8 @@ static int make_dir(tk_sorter *s)
 	snprintf(s->dir, n, "%s/tksort-XXXXXX", base);
 	if (tk__tmp_create(s->dir, 1, &s->dir_hold) < 0) {
 		int e = errno;
-		int rc = fail(s, TK_ERR_IO, "sorter: cannot create a temporary directory in %s: %s", base,
-		              strerror(e));
+		int rc = fail(s, TK_ERR_IO, "sorter: cannot create a temporary directory in %s%s: %s", base,
+		              tk__tmp_from(s->tmpdir), strerror(e));
 		free(s->dir);
 		s->dir = NULL;
 		return rc;

@@ -15,8 +15,8 @@ static int pool_fail(tk__pool *m, int code, const char *what, int e)
 		if (code == TK_ERR_NOMEM)
 			snprintf(m->msg, sizeof m->msg, "out of memory");
 		else
-			snprintf(m->msg, sizeof m->msg, "%s: %s in %s: %s", m->what ? m->what : "pages", what,
-			         tk__tmp_base(m->tmpdir), strerror(e));
+			snprintf(m->msg, sizeof m->msg, "%s: %s in %s%s: %s", m->what ? m->what : "pages", what,
+			         tk__tmp_base(m->tmpdir), tk__tmp_from(m->tmpdir), strerror(e));
 	}
 	return m->err;
 }

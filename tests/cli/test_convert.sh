@@ -322,6 +322,9 @@ for out in spill.pftrace spill.sqlite; do
 	check "$out: the error names the directory" has stderr "$T/no/such/dir"
 	check "$out: no output after the error" absent "gone-$out"
 	check "$out: no temporary file after the error" no_temps "gone-$out"
+	TMPDIR=$T/no-such-tmp run spill.json -o "gone-$out" --memory 256K
+	check "$out: a missing \$TMPDIR is an error (got $rc)" [ "$rc" = 1 ]
+	check "$out: the error says the directory came from \$TMPDIR" has stderr "$T/no-such-tmp (\$TMPDIR)"
 done
 
 echo "$checks checks, $fails failed"

@@ -36,6 +36,12 @@ const char *tk__tmp_base(const char *dir)
 	return dir && *dir ? dir : "/tmp";
 }
 
+const char *tk__tmp_from(const char *dir)
+{
+	const char *env = dir && *dir ? NULL : getenv("TMPDIR");
+	return env && *env ? " ($TMPDIR)" : "";
+}
+
 int tk__tmp_hold(const char *path, int dir)
 {
 	size_t n = strlen(path);

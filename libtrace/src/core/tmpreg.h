@@ -17,5 +17,8 @@ int tk__tmp_create(char *tmpl, int dir, int *hold);
 void tk__tmp_release(int hold);
 /* Where temporaries go: dir when given, else $TMPDIR when set, else /tmp. */
 const char *tk__tmp_base(const char *dir);
+/* For messages after tk__tmp_base(dir): " ($TMPDIR)" where the directory
+ * came from the environment, else "". */
+const char *tk__tmp_from(const char *dir);
 
 #endif

@@ -192,8 +192,8 @@ static int vfs_open(sqlite3_vfs *v, const char *name, sqlite3_file *f, int flags
 			return SQLITE_NOMEM;
 		snprintf(x->dir, n, "%s/tksql-XXXXXX", base);
 		if (tk__tmp_create(x->dir, 1, &x->hold) < 0) {
-			snprintf(x->err, sizeof x->err, "cannot create a temporary directory in %s: %s", base,
-			         strerror(errno));
+			snprintf(x->err, sizeof x->err, "cannot create a temporary directory in %s%s: %s", base,
+			         tk__tmp_from(x->base), strerror(errno));
 			free(x->dir);
 			x->dir = NULL;
 			return SQLITE_CANTOPEN;
