@@ -141,6 +141,16 @@ rm -rf "$W/o" "$W/o2"
 cmp -s "$W/o/s.part-0000.json" "$W/o2/s.part-0000.json" || bad "--window +1ms:+5ms differs from --range 1ms:5ms"
 expect_fail 2 "--window: bad value '1ms:x' (A:B" "$W/s.json" -o "$W/o" --window 1ms:x
 
+# .pftrace and .sqlite parts: their writers spill to --tmpdir too, never to $TMPDIR
+for to in pftrace sqlite; do
+	rm -rf "$W/o" "$W/spill"
+	mkdir "$W/spill"
+	TMPDIR=$W/no-such-tmp "$BIN" "$W/u.json" -o "$W/o" --parts 2 --to $to --memory 256K --tmpdir "$W/spill" -q ||
+		bad "--to $to --tmpdir with \$TMPDIR missing: exit $?"
+	[ -s "$W/o/u.part-0001.$to" ] || bad "--to $to: no second part"
+	[ -z "$(ls -A "$W/spill")" ] || bad "--to $to: left in --tmpdir: $(ls -A "$W/spill")"
+done
+
 # --help comes from the option table; --version names the library
 "$BIN" --help | grep -q -- "--steps-per-part K" || bad "--help lacks --steps-per-part"
 "$BIN" --version | grep -q libtracekit || bad "--version"
