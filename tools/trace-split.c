@@ -51,7 +51,8 @@ static const cli_opt opts[] = {
 	{O_LEVEL, 0, "gzip-level", "N", "compression level 1-9 (default: gzip 6, tkb chunks 1)"},
 	{O_MEMORY, 0, "memory", "SIZE", "memory for the whole run, ordering an unsorted input included\n"
 	 "                             (default 128M)"},
-	{O_TMPDIR, 0, "tmpdir", "DIR", "where ordering spills runs (default $TMPDIR or /tmp)"},
+	{O_TMPDIR, 0, "tmpdir", "DIR", "where ordering, and pftrace and sqlite parts, spill runs\n"
+	 "                             (default $TMPDIR or /tmp)"},
 	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
 	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP_OUT},
 	{O_LIST, 0, "list", NULL, "list the traces IN stands for (archive members) and exit"},
