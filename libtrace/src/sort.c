@@ -558,11 +558,7 @@ void tk_sorter_free(tk_sorter *s)
 				free(s->runs[i]);
 			}
 	free(s->runs);
-	if (s->dir) {
-		rmdir(s->dir);
-		tk__tmp_release(s->dir_hold);
-		free(s->dir);
-	}
+	tk__tmp_dir_free(s->dir, s->dir_hold);
 	free((char *)s->tmpdir);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);

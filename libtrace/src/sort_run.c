@@ -16,21 +16,9 @@ static int make_dir(tk_sorter *s)
 {
 	if (s->dir)
 		return 0;
-	const char *base = tk__tmp_base(s->tmpdir);
-	size_t n = strlen(base) + 32;
-	s->dir = malloc(n);
-	if (!s->dir)
-		return fail(s, TK_ERR_NOMEM, "sorter: out of memory");
-	snprintf(s->dir, n, "%s/tksort-XXXXXX", base);
-	if (tk__tmp_create(s->dir, 1, &s->dir_hold) < 0) {
-		int e = errno;
-		int rc = fail(s, TK_ERR_IO, "sorter: cannot create a temporary directory in %s%s: %s", base,
-		              tk__tmp_from(s->tmpdir), strerror(e));
-		free(s->dir);
-		s->dir = NULL;
-		return rc;
-	}
-	return 0;
+	char msg[TK__ERRLEN];
+	int rc = tk__tmp_dir(s->tmpdir, "tksort", &s->dir, &s->dir_hold, msg, sizeof msg);
+	return rc ? fail(s, rc, "sorter: %s", msg) : 0;
 }
 
 /* Create a new, empty run file for writing. */

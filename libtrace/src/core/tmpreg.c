@@ -42,6 +42,38 @@ const char *tk__tmp_from(const char *dir)
 	return env && *env ? " ($TMPDIR)" : "";
 }
 
+int tk__tmp_dir(const char *dir, const char *prefix, char **out, int *hold, char *msg, size_t msg_len)
+{
+	const char *base = tk__tmp_base(dir);
+	size_t n = strlen(base) + strlen(prefix) + 9;
+	char *path = malloc(n);
+	*out = NULL;
+	*hold = 0;
+	if (!path) {
+		snprintf(msg, msg_len, "out of memory");
+		return TK_ERR_NOMEM;
+	}
+	snprintf(path, n, "%s/%s-XXXXXX", base, prefix);
+	if (tk__tmp_create(path, 1, hold) < 0) {
+		int e = errno;
+		snprintf(msg, msg_len, "cannot create a temporary directory in %s%s: %s", base, tk__tmp_from(dir),
+		         strerror(e));
+		free(path);
+		return TK_ERR_IO;
+	}
+	*out = path;
+	return 0;
+}
+
+void tk__tmp_dir_free(char *path, int hold)
+{
+	if (!path)
+		return;
+	rmdir(path);
+	tk__tmp_release(hold);
+	free(path);
+}
+
 int tk__tmp_hold(const char *path, int dir)
 {
 	size_t n = strlen(path);

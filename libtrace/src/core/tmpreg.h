@@ -3,6 +3,8 @@
 #ifndef TK_TMPREG_H
 #define TK_TMPREG_H
 
+#include <stddef.h>
+
 /* Remember path (a file, or with dir a directory of files) until
  * tk__tmp_release; returns a handle > 0, or 0 when it could not be
  * remembered (it is then not removed on a signal; nothing else changes). */
@@ -20,5 +22,12 @@ const char *tk__tmp_base(const char *dir);
 /* For messages after tk__tmp_base(dir): " ($TMPDIR)" where the directory
  * came from the environment, else "". */
 const char *tk__tmp_from(const char *dir);
+/* A directory of one's own, tk__tmp_base(dir)/PREFIX-XXXXXX (mode 0700),
+ * held (*hold) until tk__tmp_dir_free: 0 with *out its path, or
+ * TK_ERR_NOMEM or TK_ERR_IO with why in msg ("out of memory", "cannot
+ * create a temporary directory in DIR[ ($TMPDIR)]: ..."). */
+int tk__tmp_dir(const char *dir, const char *prefix, char **out, int *hold, char *msg, size_t msg_len);
+/* Removes it (empty by then), forgets it and frees the path; NULL is a no-op. */
+void tk__tmp_dir_free(char *path, int hold);
 
 #endif

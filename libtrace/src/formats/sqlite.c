@@ -186,18 +186,11 @@ static int vfs_open(sqlite3_vfs *v, const char *name, sqlite3_file *f, int flags
 	if (name || !(flags & SQLITE_OPEN_DELETEONCLOSE))
 		return x->real->xOpen(x->real, name, f, flags, out_flags);
 	if (!x->dir) {
-		const char *base = tk__tmp_base(x->base);
-		size_t n = strlen(base) + 16;
-		if (!(x->dir = malloc(n)))
-			return SQLITE_NOMEM;
-		snprintf(x->dir, n, "%s/tksql-XXXXXX", base);
-		if (tk__tmp_create(x->dir, 1, &x->hold) < 0) {
-			snprintf(x->err, sizeof x->err, "cannot create a temporary directory in %s%s: %s", base,
-			         tk__tmp_from(x->base), strerror(errno));
-			free(x->dir);
-			x->dir = NULL;
-			return SQLITE_CANTOPEN;
-		}
+		int rc = tk__tmp_dir(x->base, "tksql", &x->dir, &x->hold, x->err, sizeof x->err);
+		if (rc == TK_ERR_NOMEM)
+			x->err[0] = 0; /* db_fail says it */
+		if (rc)
+			return rc == TK_ERR_NOMEM ? SQLITE_NOMEM : SQLITE_CANTOPEN;
 	}
 	size_t n = strlen(x->dir) + 16;
 	char *path = calloc(1, n); /* ends in two NULs, as the names SQLite makes (no URI parameters) */
@@ -245,11 +238,7 @@ static void vfs_free(svfs *x)
 	if (!x)
 		return;
 	sqlite3_vfs_unregister(&x->vfs);
-	if (x->dir) {
-		rmdir(x->dir); /* its files went as they were opened */
-		tk__tmp_release(x->hold);
-		free(x->dir);
-	}
+	tk__tmp_dir_free(x->dir, x->hold); /* its files went as they were opened */
 	for (size_t i = 0; i < x->n_names; i++)
 		free(x->names[i]);
 	free(x->names);
