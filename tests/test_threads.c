@@ -574,6 +574,96 @@ static void test_pftrace_threads(void **state)
 	free(pf);
 }
 
+/* Events written to a .pftrace with `threads`, its chunks of at most
+ * tk__pf_chunk_ops ops; the file's bytes (free them) and close's status. */
+static char *pf_write_events(const tk_event *const *ev, size_t n, unsigned threads, size_t *len, int *rc,
+                             char *msg, size_t cap)
+{
+	tk_writer *w = NULL;
+	tk_writer_opts wo = {TK_FORMAT_PFTRACE, 0, 0, 0, threads, NULL};
+	assert_int_equal(tk_writer_open_path(&w, tu_path("pfw.pftrace"), &wo), TK_OK);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(tk_writer_write(w, ev[i]), TK_OK);
+	*rc = tk_writer_close(w);
+	snprintf(msg, cap, "%s", tk_writer_error(w));
+	tk_writer_free(w);
+	return *rc ? NULL : tu_read_file(tu_path("pfw.pftrace"), len);
+}
+
+/* The .pftrace writer's chunks, each encoded from the sequence's state
+ * cleared, on threads: the same bytes with any count of threads (and with
+ * none able to start), the same events as the trace written in one chunk,
+ * and an error in a late chunk the one a single thread gives. */
+static void test_pftrace_write_threads(void **state)
+{
+	(void)state;
+	size_t one_len;
+	char *one = make_pftrace(6000, &one_len); /* one chunk: 6,000 events */
+	tu_events in = {0};
+	tk_reader *r = NULL;
+	assert_int_equal(tk_reader_open_path(&r, tu_path("pf_in.json"), NULL), TK_OK);
+	assert_int_equal(tu_read_all(r, &in), TK_EOF);
+	tk_reader_free(r);
+	tk__pf_chunk_ops = 97;
+	static const unsigned threads[] = {1, 2, 5, 8, 4};
+	char *many = NULL;
+	size_t many_len = 0;
+	for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++) {
+		tk__no_threads = i == 4; /* 4 asked for, none starts: the caller encodes */
+		size_t len;
+		int rc;
+		char msg[256];
+		char *p = pf_write_events((const tk_event *const *)in.ev, in.n, threads[i], &len, &rc, msg, sizeof msg);
+		tk__no_threads = 0;
+		assert_int_equal(rc, TK_OK);
+		if (!many) {
+			many = p;
+			many_len = len;
+			continue;
+		}
+		assert_int_equal(len, many_len);
+		assert_memory_equal(p, many, len);
+		free(p);
+	}
+	/* every chunk interns its strings again */
+	assert_true(many_len > one_len + 6000 / 97 * 20);
+	tu_events a = {0}, b = {0};
+	r = tu_open_mem(one, one_len, "one.pftrace", NULL);
+	assert_int_equal(tu_read_all(r, &a), TK_EOF);
+	tk_reader_free(r);
+	r = tu_open_mem(many, many_len, "many.pftrace", NULL);
+	assert_int_equal(tu_read_all(r, &b), TK_EOF);
+	tk_reader_free(r);
+	assert_true(a.n >= 6000);
+	assert_int_equal(a.n, b.n);
+	for (size_t i = 0; i < a.n; i++)
+		assert_true(tk_event_equal(a.ev[i], b.ev[i]));
+	tu_events_free(&a);
+	tu_events_free(&b);
+	/* an event whose args are not JSON, late in the trace: the same error
+	 * on one thread and on four, where chunks after it are encoded too */
+	size_t at = in.n * 3 / 4;
+	while (in.ev[at]->ph != 'X')
+		at++;
+	tk_event *bad = in.ev[at];
+	tk_sv keep = bad->args;
+	bad->args = (tk_sv){"{\"a\":[1,", 8};
+	int rc1, rc4;
+	char m1[256], m4[256];
+	size_t len;
+	assert_null(pf_write_events((const tk_event *const *)in.ev, in.n, 1, &len, &rc1, m1, sizeof m1));
+	assert_null(pf_write_events((const tk_event *const *)in.ev, in.n, 4, &len, &rc4, m4, sizeof m4));
+	bad->args = keep;
+	assert_int_equal(rc1, TK_ERR_FORMAT);
+	assert_int_equal(rc4, rc1);
+	assert_string_equal(m4, m1);
+	assert_true(tu_contains(m1, "args are not valid JSON"));
+	tk__pf_chunk_ops = 0;
+	tu_events_free(&in);
+	free(many);
+	free(one);
+}
+
 /* A thread adding files to a held directory while a signal's cleanup runs. */
 typedef struct {
 	const char *dir;
@@ -1049,6 +1139,7 @@ int main(void)
 		cmocka_unit_test(test_gzip_libdeflate),
 		cmocka_unit_test(test_gzip_read_ahead),
 		cmocka_unit_test(test_pftrace_threads),
+		cmocka_unit_test(test_pftrace_write_threads),
 		cmocka_unit_test(test_tmp_create),
 		cmocka_unit_test(test_thread_write_error),
 		cmocka_unit_test(test_free_without_close),

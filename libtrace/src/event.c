@@ -126,6 +126,38 @@ int tk_args_get_dims(const tk_event *ev, const char *key, tk_dims *out)
 	return rc ? rc : tk__js_dims(v, out);
 }
 
+int tk__event_pack(tk__buf *b, const tk_event *ev, size_t *off)
+{
+	size_t at = (b->len + 7) & ~(size_t)7;
+	if (tk__buf_reserve(b, at - b->len + sizeof *ev))
+		return TK_ERR_NOMEM;
+	b->len = at + sizeof *ev;
+	tk_event d = *ev;
+	tk_sv *sv[7] = {&d.name, &d.cat, &d.args, &d.extra, &d.pid.str, &d.tid.str, &d.id.str};
+	const tk_id *ids[3] = {&d.pid, &d.tid, &d.id};
+	for (int i = 0; i < 7; i++) {
+		if ((i >= 4 && ids[i - 4]->kind != TK_ID_STR) || !sv[i]->ptr)
+			continue;
+		size_t o = b->len;
+		if (tk__buf_append(b, sv[i]->ptr, sv[i]->len) || tk__buf_putc(b, 0))
+			return TK_ERR_NOMEM;
+		sv[i]->ptr = (const char *)(uintptr_t)(o + 1); /* 0 stays "absent" */
+	}
+	memcpy(b->p + at, &d, sizeof d);
+	*off = at;
+	return 0;
+}
+
+void tk__event_unpack(const tk__buf *b, size_t off, tk_event *out)
+{
+	memcpy(out, b->p + off, sizeof *out);
+	tk_sv *sv[7] = {&out->name, &out->cat, &out->args, &out->extra, &out->pid.str, &out->tid.str, &out->id.str};
+	const tk_id *ids[3] = {&out->pid, &out->tid, &out->id};
+	for (int i = 0; i < 7; i++)
+		if ((i < 4 || ids[i - 4]->kind == TK_ID_STR) && sv[i]->ptr)
+			sv[i]->ptr = b->p + ((uintptr_t)sv[i]->ptr - 1);
+}
+
 int tk__batch_copy(tk_event *dst, const tk_event *ev, tk__buf *text)
 {
 	*dst = *ev;

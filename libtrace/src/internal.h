@@ -241,6 +241,10 @@ uint64_t tk__pftrace_left(const tk_reader *r);
 /* The most threads that reader uses (the caller's counted), whatever
  * opts.threads asks: tests allow more; 0: 4, at most 64. */
 extern unsigned tk__pf_max_threads;
+/* The ops (packets, about) of one chunk of the .pftrace writer, each
+ * encoded from the sequence's state cleared: tests make them fewer, so
+ * that a small trace has many; 0: 65,536 (and at most 8 MiB of events). */
+extern size_t tk__pf_chunk_ops;
 /* pthread_create, unless tests set tk__no_threads; `name` (at most 15
  * characters) is the thread's, as top -H, perf and /proc show it:
  * tk-parse (a reader's parse threads), tk-input (the input read and
@@ -379,6 +383,11 @@ int tk__writer_flush(tk_writer *w);
  * (stats_coll.c). */
 int tk__coll_key(const tk_event *ev, char *buf, size_t cap, size_t *len);
 
+/* ev copied into b, at an offset aligned for it (*off), every string of
+ * it after it: kept there while b grows or moves, and read back, its
+ * pointers into b, by tk__event_unpack() (pftrace.c's chunks). */
+int tk__event_pack(tk__buf *b, const tk_event *ev, size_t *off);
+void tk__event_unpack(const tk__buf *b, size_t off, tk_event *out);
 /* Events copied into a batch for another thread (pump.c, par.c): *dst is
  * ev with its args and extra appended to text, their pointers offsets into
  * it (the text may move as it grows) until tk__batch_fix() makes them

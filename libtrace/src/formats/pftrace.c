@@ -121,14 +121,75 @@ typedef struct pmeta {
 	int after;
 } pmeta;
 
-typedef struct pw {
-	tk_sorter *sorter;
+/* Pass 2 decides, in time order, what each packet is (its track, type,
+ * flags, the descriptors and slice ends around it): the ops of a chunk.
+ * Encoding them (names and arguments interned, annotations from the args'
+ * JSON) is most of the work; each chunk starts with the sequence's state
+ * cleared, so chunks are encoded on threads and written in order, to the
+ * same bytes whatever the threads (docs/perfetto.md). */
+#define CHUNK_OPS 65536
+#define CHUNK_BYTES (8u << 20) /* the events' bytes a chunk holds at most, about */
+#define ENC_MAX_THREADS 4 /* the caller among them: its own part keeps about 2 busy */
+
+enum { OP_RAW, OP_EVENT, OP_COUNTER };
+
+typedef struct pop {
+	size_t ev; /* the event's offset in the arena, plus 1; 0: none, a packet of
+	            * nothing but its track and the flags' annotations */
+	uint64_t track, flow;
+	int64_t ts;
+	size_t off, len; /* OP_RAW: its body in the arena; OP_COUNTER: its tracks' uuids */
+	unsigned fl, field;
+	unsigned char kind, type, ints;
+} pop;
+
+enum { C_OPEN, C_QUEUED, C_BUSY, C_DONE };
+
+typedef struct pchunk {
+	pop *ops;
+	size_t n, cap, bytes;
+	tk__buf arena;
+	tk__buf out; /* the packets, once encoded */
+	int first;   /* the trace's first: its clock snapshot names the primary clock */
+	int64_t clk; /* the sequence clock where it starts: the packets' latest time before it */
+	int state;   /* C_* (the pool's lock) */
+	tk__err err; /* encoding failed: the code and message */
+} pchunk;
+
+typedef struct penc { /* the sequence's incremental state, from a chunk's start */
 	tk__strtab tab[K_N];
 	size_t intern_bytes;
 	int clear_next, snapshots;
 	int64_t clk; /* the sequence clock's last value */
-	tk__buf te, intern, scratch, bundle;
+	tk__buf te, intern, scratch;
 	tk__buf name; /* a member's name decoded (members) */
+	tk__buf *out;
+	tk__err *err;
+} penc;
+
+typedef struct penc_pool {
+	pthread_mutex_t mu;
+	pthread_cond_t work, done;
+	pchunk **ring; /* chunks in file order, the oldest at head */
+	size_t cap, head, n;
+	pchunk **spare;
+	size_t n_spare;
+	pthread_t th[ENC_MAX_THREADS];
+	size_t n_th;
+	int stop;
+} penc_pool;
+
+typedef struct pw {
+	tk_sorter *sorter;
+	penc enc;         /* the caller's encoder */
+	penc_pool *pool;  /* NULL: the caller encodes each chunk as it fills */
+	pchunk *cur;      /* the chunk being filled */
+	size_t n_chunks;
+	int64_t clk;      /* the latest packet time so far (penc.clk, in order) */
+	pchunk **spare; /* chunks written out, for reuse */
+	size_t n_spare, spare_cap;
+	tk__buf scratch, bundle;
+	tk__buf name; /* a member's name decoded (bundle_add) */
 	size_t n_bundle;
 	tk__procs pt; /* processes (pproc) and threads (pthr) */
 	tk__map ctr_map, flow_map;
@@ -152,7 +213,7 @@ static int fits_i32(const tk_id *id)
 
 /* ---- interning ---- */
 
-static int intern(pw *s, int kind, const char *p, size_t n, uint64_t *iid)
+static int intern(penc *s, int kind, const char *p, size_t n, uint64_t *iid)
 {
 	tk__strtab *t = &s->tab[kind];
 	size_t before = t->n;
@@ -173,15 +234,8 @@ static int intern(pw *s, int kind, const char *p, size_t n, uint64_t *iid)
 	return 0;
 }
 
-/* Clears the interning tables when they grew past their bounds: the next
- * packet tells readers to forget theirs. */
-static void intern_bound(pw *s)
+static void intern_clear(penc *s)
 {
-	size_t n = 0;
-	for (int k = 0; k < K_N; k++)
-		n += s->tab[k].n;
-	if (s->intern_bytes < INTERN_MAX_BYTES && n < INTERN_MAX_N)
-		return;
 	for (int k = 0; k < K_N; k++) {
 		tk__strtab_free(&s->tab[k]);
 		memset(&s->tab[k], 0, sizeof s->tab[k]);
@@ -190,14 +244,24 @@ static void intern_bound(pw *s)
 	s->clear_next = 1;
 }
 
+/* Clears the interning tables when they grew past their bounds: the next
+ * packet tells readers to forget theirs. */
+static void intern_bound(penc *s)
+{
+	size_t n = 0;
+	for (int k = 0; k < K_N; k++)
+		n += s->tab[k].n;
+	if (s->intern_bytes >= INTERN_MAX_BYTES || n >= INTERN_MAX_N)
+		intern_clear(s);
+}
+
 /* ---- packets ---- */
 
 /* The packet that clears the sequence's incremental state: it defines the
  * sequence clock as BOOTTIME at `at` and makes it the packets' default. */
-static void put_reset(tk_writer *w, int64_t at)
+static void put_reset(penc *s, int64_t at)
 {
-	pw *s = w->fs;
-	tk__buf *o = &w->out;
+	tk__buf *o = s->out;
 	size_t m = tk__pb_begin(o, F_TRACE_PACKET), c, k, d;
 	tk__pb_uint(o, F_PKT_TIMESTAMP, (uint64_t)at);
 	tk__pb_uint(o, F_PKT_CLOCK_ID, CLOCK_BOOT);
@@ -224,17 +288,16 @@ static void put_reset(tk_writer *w, int64_t at)
 	s->clear_next = 0;
 }
 
-/* Appends a packet to w->out: its timestamp (ts >= 0: on the sequence
+/* Appends a packet to s->out: its timestamp (ts >= 0: on the sequence
  * clock when it does not go back, else on BOOTTIME), the sequence, the
  * interned data gathered in s->intern, then `body` as field `field`. */
-static int put_packet(tk_writer *w, int64_t ts, unsigned field, const tk__buf *body, int flags)
+static int put_packet(penc *s, int64_t ts, unsigned field, const char *body, size_t len, int flags)
 {
-	pw *s = w->fs;
-	tk__buf *o = &w->out;
-	if (tk__pb_room(o, s->intern.len + body->len + 24 * TK__PB_ROOM))
+	tk__buf *o = s->out;
+	if (tk__pb_room(o, s->intern.len + len + 24 * TK__PB_ROOM))
 		return TK_ERR_NOMEM;
 	if (s->clear_next)
-		put_reset(w, ts >= 0 ? ts : s->clk);
+		put_reset(s, ts >= 0 ? ts : s->clk);
 	size_t m = tk__pb_begin(o, F_TRACE_PACKET);
 	if (ts >= s->clk) {
 		tk__pb_uint(o, F_PKT_TIMESTAMP, (uint64_t)(ts - s->clk));
@@ -256,13 +319,106 @@ static int put_packet(tk_writer *w, int64_t ts, unsigned field, const tk__buf *b
 		s->intern.len = 0;
 	}
 	tk__pb_key(o, field, TK__PB_LEN);
-	tk__put_varint(o, body->len);
-	memcpy(o->p + o->len, body->p, body->len);
-	o->len += body->len;
+	tk__put_varint(o, len);
+	if (len)
+		memcpy(o->p + o->len, body, len);
+	o->len += len;
 	int rc = tk__pb_end(o, m);
 	if (rc)
-		return tk__err_set(&w->err, rc, "a packet of 256 MiB or more cannot be written");
-	return o->len >= (1u << 20) ? tk__writer_flush(w) : 0;
+		return tk__err_set(s->err, rc, "a packet of 256 MiB or more cannot be written");
+	return 0;
+}
+
+/* ---- ops: what pass 2 decided, in order, for the chunks' encoders ---- */
+
+size_t tk__pf_chunk_ops; /* tests make the chunks smaller; 0: CHUNK_OPS */
+
+static int chunk_submit(tk_writer *w);
+static void enc_pool_stop(pw *s);
+static void enc_free(penc *e);
+
+static pchunk *chunk_get(pw *s)
+{
+	pchunk *c = s->n_spare ? s->spare[--s->n_spare] : calloc(1, sizeof *c);
+	if (c)
+		c->first = s->n_chunks++ == 0;
+	return c;
+}
+
+static void chunk_clear(pchunk *c)
+{
+	c->n = c->bytes = 0;
+	c->arena.len = c->out.len = 0;
+	tk__err_free(&c->err);
+	c->state = C_OPEN;
+}
+
+static void chunk_free(pchunk *c)
+{
+	if (!c)
+		return;
+	chunk_clear(c);
+	free(c->ops);
+	tk__buf_free(&c->arena);
+	tk__buf_free(&c->out);
+	free(c);
+}
+
+/* A chunk written out or dropped: kept for the next one. */
+static void chunk_recycle(pw *s, pchunk *c)
+{
+	chunk_clear(c);
+	if (TK__GROW(s->spare, s->spare_cap, s->n_spare + 1))
+		chunk_free(c);
+	else
+		s->spare[s->n_spare++] = c;
+}
+
+/* Appends op o to the chunk being filled (a new one when it is full),
+ * with `len` bytes of data and the event ev (NULL: none) copied into its
+ * arena. */
+static int op_add(tk_writer *w, const pop *o, const tk_event *ev, const void *data, size_t len)
+{
+	pw *s = w->fs;
+	pchunk *c = s->cur;
+	int rc;
+	size_t max = tk__pf_chunk_ops ? tk__pf_chunk_ops : CHUNK_OPS;
+	if (c && (c->n >= max || c->bytes >= CHUNK_BYTES) && (rc = chunk_submit(w)))
+		return rc;
+	if (!s->cur && !(s->cur = chunk_get(s)))
+		return TK_ERR_NOMEM;
+	c = s->cur;
+	if (!c->n)
+		c->clk = s->clk;
+	if (o->ts > s->clk)
+		s->clk = o->ts;
+	size_t at = c->arena.len, eo = 0;
+	if (TK__GROW(c->ops, c->cap, c->n + 1) || (len && tk__buf_append(&c->arena, data, len)) ||
+	    (ev && tk__event_pack(&c->arena, ev, &eo)))
+		return TK_ERR_NOMEM;
+	pop *d = &c->ops[c->n++];
+	*d = *o;
+	d->off = at;
+	d->len = len;
+	d->ev = ev ? eo + 1 : 0;
+	c->bytes += c->arena.len - at + sizeof *d;
+	return 0;
+}
+
+/* A packet whose body is made already (descriptors, metadata, M events). */
+static int op_raw(tk_writer *w, unsigned field, const tk__buf *body)
+{
+	pop o = {.kind = OP_RAW, .field = field, .ts = -1};
+	return op_add(w, &o, NULL, body->p, body->len);
+}
+
+/* A TrackEvent of the event ev, or with ev NULL of nothing but its track
+ * and the reserved annotations fl asks for. */
+static int put_event(tk_writer *w, const tk_event *ev, int type, uint64_t track, unsigned fl, uint64_t flow,
+                     int64_t ts)
+{
+	pop o = {.kind = OP_EVENT, .type = (unsigned char)type, .track = track, .fl = fl, .flow = flow, .ts = ts};
+	return op_add(w, &o, ev, NULL, 0);
 }
 
 /* ---- track descriptors ---- */
@@ -284,7 +440,7 @@ static int put_track(tk_writer *w, uint64_t uuid, uint64_t parent, const char *n
 	}
 	if (name && tk__pb_bytes(b, F_TD_NAME, name, nlen))
 		return TK_ERR_NOMEM;
-	return put_packet(w, -1, F_PKT_TRACK_DESC, b, 0);
+	return op_raw(w, F_PKT_TRACK_DESC, b);
 }
 
 static int id_text(tk__buf *b, const tk_id *id)
@@ -374,7 +530,7 @@ static int put_process(tk_writer *w, const pproc *p, int32_t rank)
 			rc |= tk__pb_bytes(b, F_TD_NAME, n.p ? n.p : "", n.len);
 		tk__buf_free(&n);
 	}
-	return rc ? TK_ERR_NOMEM : put_packet(w, -1, F_PKT_TRACK_DESC, b, 0);
+	return rc ? TK_ERR_NOMEM : op_raw(w, F_PKT_TRACK_DESC, b);
 }
 
 static int put_thread(tk_writer *w, const pthr *t, int32_t rank)
@@ -406,7 +562,7 @@ static int put_thread(tk_writer *w, const pthr *t, int32_t rank)
 			rc |= tk__pb_bytes(b, F_TD_NAME, n.p ? n.p : "", n.len);
 		tk__buf_free(&n);
 	}
-	return rc ? TK_ERR_NOMEM : put_packet(w, -1, F_PKT_TRACK_DESC, b, 0);
+	return rc ? TK_ERR_NOMEM : op_raw(w, F_PKT_TRACK_DESC, b);
 }
 
 /* A child track of a thread: its overlap lane k (k >= 1), or its B/E track. */
@@ -542,7 +698,6 @@ static int pw_open(tk_writer *w)
 	tk__procs_init(&s->pt, sizeof(pproc), sizeof(pthr));
 	tk__map_init(&s->ctr_map, sizeof(pidx), 4);
 	tk__map_init(&s->flow_map, sizeof(pflow), 4);
-	s->clear_next = 1;
 	return 0;
 }
 
@@ -551,11 +706,13 @@ static void pw_free(tk_writer *w)
 	pw *s = w->fs;
 	if (!s)
 		return;
+	enc_pool_stop(s);
+	chunk_free(s->cur);
+	for (size_t i = 0; i < s->n_spare; i++)
+		chunk_free(s->spare[i]);
+	free(s->spare);
+	enc_free(&s->enc);
 	tk_sorter_free(s->sorter);
-	for (int k = 0; k < K_N; k++)
-		tk__strtab_free(&s->tab[k]);
-	tk__buf_free(&s->te);
-	tk__buf_free(&s->intern);
 	tk__buf_free(&s->scratch);
 	tk__buf_free(&s->name);
 	tk__buf_free(&s->bundle);
@@ -582,10 +739,10 @@ static void pw_free(tk_writer *w)
 
 /* ---- debug annotations from JSON text ---- */
 
-static int ann_value(pw *s, tk__buf *b, tk_sv v, unsigned depth);
+static int ann_value(penc *s, tk__buf *b, tk_sv v, unsigned depth);
 
 /* A DebugAnnotation as field `field` of b: a name (NULL: none), the value v. */
-static int ann(pw *s, tk__buf *b, unsigned field, const char *name, size_t nlen, tk_sv v, unsigned depth)
+static int ann(penc *s, tk__buf *b, unsigned field, const char *name, size_t nlen, tk_sv v, unsigned depth)
 {
 	if (tk__pb_room(b, 2 * TK__PB_ROOM))
 		return TK_ERR_NOMEM;
@@ -628,7 +785,7 @@ static int member_name(tk_sv key, int top, tk__buf *out, tk_sv *name)
 	return rc;
 }
 
-static int members(pw *s, tk__buf *b, unsigned field, tk_sv obj, unsigned depth, int top)
+static int members(penc *s, tk__buf *b, unsigned field, tk_sv obj, unsigned depth, int top)
 {
 	tk__js_iter it;
 	tk_sv k, v;
@@ -700,7 +857,7 @@ static int number_field(tk__buf *b, tk_sv v, unsigned f_int, unsigned f_uint, un
 	return 1;
 }
 
-static int ann_value(pw *s, tk__buf *b, tk_sv v, unsigned depth)
+static int ann_value(penc *s, tk__buf *b, tk_sv v, unsigned depth)
 {
 	if (!v.len)
 		return TK_ERR_FORMAT;
@@ -755,7 +912,7 @@ static int ann_value(pw *s, tk__buf *b, tk_sv v, unsigned depth)
 
 /* ---- reserved annotations ---- */
 
-static int res_name(pw *s, tk__buf *b, const char *name, size_t *m)
+static int res_name(penc *s, tk__buf *b, const char *name, size_t *m)
 {
 	uint64_t iid;
 	if (tk__pb_room(b, 3 * TK__PB_ROOM) || intern(s, K_ANN, name, strlen(name), &iid))
@@ -765,7 +922,7 @@ static int res_name(pw *s, tk__buf *b, const char *name, size_t *m)
 	return 0;
 }
 
-static int res_str(pw *s, tk__buf *b, const char *name, const char *p, size_t n)
+static int res_str(penc *s, tk__buf *b, const char *name, const char *p, size_t n)
 {
 	size_t m;
 	if (res_name(s, b, name, &m))
@@ -781,7 +938,7 @@ static int res_str(pw *s, tk__buf *b, const char *name, const char *p, size_t n)
 	return tk__pb_end(b, m);
 }
 
-static int res_int(pw *s, tk__buf *b, const char *name, int64_t v)
+static int res_int(penc *s, tk__buf *b, const char *name, int64_t v)
 {
 	size_t m;
 	if (res_name(s, b, name, &m))
@@ -790,7 +947,7 @@ static int res_int(pw *s, tk__buf *b, const char *name, int64_t v)
 	return tk__pb_end(b, m);
 }
 
-static int res_json(pw *s, tk__buf *b, const char *name, const char *p, size_t n)
+static int res_json(penc *s, tk__buf *b, const char *name, const char *p, size_t n)
 {
 	size_t m;
 	if (res_name(s, b, name, &m) || tk__pb_bytes(b, F_DA_JSON, p, n))
@@ -798,7 +955,7 @@ static int res_json(pw *s, tk__buf *b, const char *name, const char *p, size_t n
 	return tk__pb_end(b, m);
 }
 
-static int res_id(pw *s, tk__buf *b, const char *name, const tk_id *id)
+static int res_id(penc *s, tk__buf *b, const char *name, const tk_id *id)
 {
 	switch (id->kind) {
 	case TK_ID_INT: return res_int(s, b, name, id->num);
@@ -823,7 +980,7 @@ enum {
 
 /* The TrackEvent of ev in s->te: type, track, name, category, arguments,
  * the reserved annotations `fl` asks for, flows. */
-static int ev_body(pw *s, const tk_event *ev, int type, uint64_t track, unsigned fl, uint64_t flow)
+static int ev_body(penc *s, const tk_event *ev, int type, uint64_t track, unsigned fl, uint64_t flow)
 {
 	tk__buf *b = &s->te;
 	b->len = 0;
@@ -894,16 +1051,6 @@ static int64_t pkt_ts(const pw *s, const tk_event *ev, unsigned *fl)
 	return t;
 }
 
-static int put_event(tk_writer *w, const tk_event *ev, int type, uint64_t track, unsigned fl, uint64_t flow,
-                     int64_t ts)
-{
-	pw *s = w->fs;
-	int rc = ev_body(s, ev, type, track, fl, flow);
-	if (rc)
-		return rc == TK_ERR_NOMEM ? rc : tk__err_set(&w->err, rc, "an event's args are not valid JSON");
-	return put_packet(w, ts, F_PKT_TRACK_EVENT, &s->te, 0);
-}
-
 /* A thread's own descriptor holds its pid and tid, else the event does. */
 static unsigned id_flags(const pthr *t)
 {
@@ -950,9 +1097,7 @@ static pheap heap_pop(pw *s)
 static int put_end(tk_writer *w, uint64_t track, int64_t end)
 {
 	pw *s = w->fs;
-	static const tk_event none;
-	int rc = ev_body(s, &none, TYPE_SLICE_END, track, FL_BARE, 0);
-	return rc ? rc : put_packet(w, end + s->base, F_PKT_TRACK_EVENT, &s->te, 0);
+	return put_event(w, NULL, TYPE_SLICE_END, track, FL_BARE, 0, end + s->base);
 }
 
 /* Ends the slices whose end lies before `t` (all with t = INT64_MAX). */
@@ -1092,32 +1237,43 @@ static int put_counter(tk_writer *w, const tk_event *ev, size_t pi, int64_t ts, 
 	tk__js_obj(&it, ev->args);
 	while (!rc && tk__js_member(&it, &k, &v) == 1)
 		rc = ctr_track(w, pi, ev, k.ptr, k.len, &uu[i++]);
+	pop o = {.kind = OP_COUNTER, .fl = fl, .ts = ts, .ints = (unsigned char)ints};
 	if (!rc)
-		rc = ev_body(s, ev, TYPE_COUNTER, uu[0], fl, 0);
+		rc = op_add(w, &o, ev, uu, (size_t)n * sizeof *uu);
+	free(uu);
+	*done = !rc;
+	return rc;
+}
+
+/* The COUNTER event put_counter() decided: its values from the args. */
+static int ctr_encode(penc *s, const pchunk *c, const pop *o, const tk_event *ev)
+{
+	const char *uu = c->arena.p + o->off;
+	uint64_t u;
+	memcpy(&u, uu, sizeof u);
+	int rc = ev_body(s, ev, TYPE_COUNTER, u, o->fl, 0);
 	tk__buf *b = &s->te;
-	i = 0;
+	tk__js_iter it;
+	tk_sv k, v;
+	size_t i = 0;
 	tk__js_obj(&it, ev->args);
 	while (!rc && tk__js_member(&it, &k, &v) == 1) {
-		if (tk__pb_room(b, 2 * TK__PB_ROOM)) {
-			rc = TK_ERR_NOMEM;
-			break;
-		}
+		if (tk__pb_room(b, 2 * TK__PB_ROOM))
+			return TK_ERR_NOMEM;
 		char tmp[64];
 		memcpy(tmp, v.ptr, v.len); /* number_field took it: shorter than 64 */
 		tmp[v.len] = 0;
-		if (i > 0)
-			tk__pb_uint(b, ints ? F_TE_EXTRA_CTR_TRACKS : F_TE_EXTRA_DCTR_TRACKS, uu[i]);
-		if (ints)
+		if (i > 0) {
+			memcpy(&u, uu + i * sizeof u, sizeof u);
+			tk__pb_uint(b, o->ints ? F_TE_EXTRA_CTR_TRACKS : F_TE_EXTRA_DCTR_TRACKS, u);
+		}
+		if (o->ints)
 			tk__pb_uint(b, i ? F_TE_EXTRA_CTR_VALUES : F_TE_CTR_VALUE, (uint64_t)strtoll(tmp, NULL, 10));
 		else
 			put_double(b, i ? F_TE_EXTRA_DCTR_VALUES : F_TE_DCTR_VALUE, strtod(tmp, NULL));
 		i++;
 	}
-	free(uu);
-	if (!rc)
-		rc = put_packet(w, ts, F_PKT_TRACK_EVENT, &s->te, 0);
-	*done = !rc;
-	return rc;
+	return rc ? rc : put_packet(s, o->ts, F_PKT_TRACK_EVENT, b->p, b->len, 0);
 }
 
 /* ---- M events and top-level metadata: ChromeEventBundle ---- */
@@ -1212,7 +1368,7 @@ static int bundle_flush(tk_writer *w)
 	pw *s = w->fs;
 	if (!s->n_bundle)
 		return 0;
-	int rc = put_packet(w, -1, F_PKT_CHROME_EVENTS, &s->bundle, 0);
+	int rc = op_raw(w, F_PKT_CHROME_EVENTS, &s->bundle);
 	s->bundle.len = 0;
 	s->n_bundle = 0;
 	return rc;
@@ -1249,7 +1405,7 @@ static int put_metadata(tk_writer *w)
 		rc |= tk__pb_bytes(b, F_CM_JSON, mt->json, strlen(mt->json));
 		rc |= tk__pb_end(b, m);
 	}
-	return rc ? TK_ERR_NOMEM : put_packet(w, -1, F_PKT_CHROME_EVENTS, b, 0);
+	return rc ? TK_ERR_NOMEM : op_raw(w, F_PKT_CHROME_EVENTS, b);
 }
 
 static const char *meta_json(const pw *s, const char *key)
@@ -1276,7 +1432,7 @@ static int put_tracks(tk_writer *w)
 	tk__pb_uint(b, F_TD_UUID, 0);
 	tk__pb_uint(b, F_TD_PROC_ORDER, 1);
 	tk__pb_uint(b, F_TD_THREAD_ORDER, 1);
-	int rc = put_packet(w, -1, F_PKT_TRACK_DESC, b, 0);
+	int rc = op_raw(w, F_PKT_TRACK_DESC, b);
 	pproc **po = malloc((s->pt.n_proc + 1) * sizeof *po);
 	pthr **to = malloc((s->pt.n_thr + 1) * sizeof *to);
 	if (!po || !to)
@@ -1302,6 +1458,219 @@ static int put_tracks(tk_writer *w)
 	return rc;
 }
 
+/* ---- encoding the chunks, on threads ---- */
+
+static void enc_free(penc *e)
+{
+	for (int k = 0; k < K_N; k++)
+		tk__strtab_free(&e->tab[k]);
+	tk__buf_free(&e->te);
+	tk__buf_free(&e->intern);
+	tk__buf_free(&e->scratch);
+	tk__buf_free(&e->name);
+}
+
+static int op_encode(penc *e, const pchunk *c, const pop *o)
+{
+	intern_bound(e);
+	if (o->kind == OP_RAW)
+		return put_packet(e, o->ts, o->field, c->arena.p + o->off, o->len, 0);
+	tk_event ev = {0};
+	if (o->ev)
+		tk__event_unpack(&c->arena, o->ev - 1, &ev);
+	if (o->kind == OP_COUNTER)
+		return ctr_encode(e, c, o, &ev);
+	int rc = ev_body(e, &ev, o->type, o->track, o->fl, o->flow);
+	if (rc)
+		return rc == TK_ERR_NOMEM ? rc : tk__err_set(e->err, rc, "an event's args are not valid JSON");
+	return put_packet(e, o->ts, F_PKT_TRACK_EVENT, e->te.p, e->te.len, 0);
+}
+
+/* The chunk's packets into c->out, from the sequence's state cleared; an
+ * error into c->err. */
+static void chunk_encode(penc *e, pchunk *c)
+{
+	intern_clear(e);
+	e->snapshots = !c->first;
+	e->clk = c->clk; /* a snapshot that never goes back */
+	e->intern.len = 0;
+	e->out = &c->out;
+	e->err = &c->err;
+	c->out.len = 0;
+	for (size_t i = 0; i < c->n; i++) {
+		int rc = op_encode(e, c, &c->ops[i]);
+		if (rc) {
+			if (!c->err.code)
+				tk__err_set(&c->err, rc, "out of memory");
+			break;
+		}
+	}
+}
+
+/* An encoded chunk to the output. */
+static int chunk_out(tk_writer *w, pchunk *c)
+{
+	if (c->err.code)
+		return tk__err_copy(&w->err, &c->err);
+	int rc = tk__writer_flush(w);
+	if (!rc && c->out.len && (rc = tk__sink_give(&w->sink, &c->out)))
+		rc = tk__err_set(&w->err, rc, "%s", w->sink.err);
+	return rc;
+}
+
+/* The first chunk of the ring that waits for an encoder (lock held). */
+static pchunk *ring_queued(penc_pool *P)
+{
+	for (size_t i = 0; i < P->n; i++) {
+		pchunk *c = P->ring[(P->head + i) % P->cap];
+		if (c->state == C_QUEUED)
+			return c;
+	}
+	return NULL;
+}
+
+static void *enc_main(void *arg)
+{
+	penc_pool *P = arg;
+	penc e = {0};
+	pthread_mutex_lock(&P->mu);
+	while (!P->stop) {
+		pchunk *c = ring_queued(P);
+		if (!c) {
+			pthread_cond_wait(&P->work, &P->mu);
+			continue;
+		}
+		c->state = C_BUSY;
+		pthread_mutex_unlock(&P->mu);
+		chunk_encode(&e, c);
+		pthread_mutex_lock(&P->mu);
+		c->state = C_DONE;
+		pthread_cond_broadcast(&P->done);
+	}
+	pthread_mutex_unlock(&P->mu);
+	enc_free(&e);
+	return NULL;
+}
+
+/* Threads for the chunks (tk_writer_opts.threads, 0 = one per processor:
+ * the caller and the others), when there are two or more. */
+static void enc_pool_start(tk_writer *w)
+{
+	pw *s = w->fs;
+	unsigned n = w->opts.threads ? w->opts.threads : (unsigned)tk__cpus();
+	if (n > ENC_MAX_THREADS)
+		n = ENC_MAX_THREADS;
+	if (n < 2)
+		return;
+	penc_pool *P = calloc(1, sizeof *P);
+	if (!P)
+		return; /* the caller encodes: the same bytes */
+	P->cap = n; /* one for each encoder, the caller's too */
+	P->ring = calloc(P->cap, sizeof *P->ring);
+	if (!P->ring) {
+		free(P);
+		return;
+	}
+	pthread_mutex_init(&P->mu, NULL);
+	pthread_cond_init(&P->work, NULL);
+	pthread_cond_init(&P->done, NULL);
+	s->pool = P;
+	while (P->n_th < n - 1 && !tk__thread_start(&P->th[P->n_th], enc_main, P, "tk-encode"))
+		P->n_th++;
+	if (!P->n_th)
+		enc_pool_stop(s);
+}
+
+/* The threads stop, and the chunks they had go. */
+static void enc_pool_stop(pw *s)
+{
+	penc_pool *P = s->pool;
+	if (!P)
+		return;
+	pthread_mutex_lock(&P->mu);
+	P->stop = 1;
+	pthread_cond_broadcast(&P->work);
+	pthread_mutex_unlock(&P->mu);
+	for (size_t i = 0; i < P->n_th; i++)
+		pthread_join(P->th[i], NULL);
+	for (size_t i = 0; i < P->n; i++)
+		chunk_free(P->ring[(P->head + i) % P->cap]);
+	pthread_mutex_destroy(&P->mu);
+	pthread_cond_destroy(&P->work);
+	pthread_cond_destroy(&P->done);
+	free(P->ring);
+	free(P);
+	s->pool = NULL;
+}
+
+/* The oldest chunk of the ring written out. While it is being encoded,
+ * the caller encodes any chunk that waits. */
+static int ring_pop(tk_writer *w)
+{
+	pw *s = w->fs;
+	penc_pool *P = s->pool;
+	pthread_mutex_lock(&P->mu);
+	pchunk *c = P->ring[P->head];
+	while (c->state != C_DONE) {
+		pchunk *q = ring_queued(P);
+		if (!q) {
+			pthread_cond_wait(&P->done, &P->mu);
+			continue;
+		}
+		q->state = C_BUSY;
+		pthread_mutex_unlock(&P->mu);
+		chunk_encode(&s->enc, q);
+		pthread_mutex_lock(&P->mu);
+		q->state = C_DONE;
+	}
+	P->head = (P->head + 1) % P->cap;
+	P->n--;
+	pthread_mutex_unlock(&P->mu);
+	int rc = chunk_out(w, c);
+	chunk_recycle(s, c);
+	return rc;
+}
+
+/* The chunk being filled, to its encoder: the caller's, or the ring's
+ * (the oldest written out first when the ring is full). */
+static int chunk_submit(tk_writer *w)
+{
+	pw *s = w->fs;
+	pchunk *c = s->cur;
+	penc_pool *P = s->pool;
+	int rc;
+	s->cur = NULL;
+	if (!c)
+		return 0;
+	if (!P) {
+		chunk_encode(&s->enc, c);
+		rc = chunk_out(w, c);
+		chunk_recycle(s, c);
+		return rc;
+	}
+	if (P->n == P->cap && (rc = ring_pop(w))) {
+		chunk_recycle(s, c);
+		return rc;
+	}
+	pthread_mutex_lock(&P->mu);
+	c->state = C_QUEUED;
+	P->ring[(P->head + P->n) % P->cap] = c;
+	P->n++;
+	pthread_cond_signal(&P->work);
+	pthread_mutex_unlock(&P->mu);
+	return 0;
+}
+
+/* Every chunk encoded and written out, in order. */
+static int chunks_finish(tk_writer *w)
+{
+	pw *s = w->fs;
+	int rc = chunk_submit(w);
+	while (!rc && s->pool && s->pool->n)
+		rc = ring_pop(w);
+	return rc;
+}
+
 /* ---- pass 2: the events in time order ---- */
 
 static int put_one(tk_writer *w, const tk_event *ev)
@@ -1312,7 +1681,6 @@ static int put_one(tk_writer *w, const tk_event *ev)
 		return s->bundle.len >= BUNDLE_MAX && (rc = bundle_flush(w)) ? rc : bundle_add(w, ev);
 	if ((rc = bundle_flush(w)))
 		return rc;
-	intern_bound(s);
 	unsigned fl = 0;
 	int64_t ts = pkt_ts(s, ev, &fl);
 	if (ev->has & TK_HAS_TS) {
@@ -1428,29 +1796,28 @@ static int pw_close(tk_writer *w)
 	int rc = tk_sorter_finish(s->sorter);
 	if (rc)
 		return tk__err_set(&w->err, rc, "%s", tk_sorter_error(s->sorter));
+	enc_pool_start(w);
 	/* the first member of the name, when it is an integer (the reader's rule) */
 	const char *base = meta_json(s, "baseTimeNanoseconds");
 	int64_t bv;
 	if (base && tk__js_int((tk_sv){base, strlen(base)}, &bv) == 0)
 		s->base = bv;
-	if ((rc = put_metadata(w)) || (rc = put_tracks(w)))
-		return rc;
-	int from_sorter;
-	rc = tk__sorter_groups(s->sorter, GROUP_MAX, group_flush, w, &from_sorter);
-	if (rc && from_sorter)
-		return tk__err_set(&w->err, rc, "%s", tk_sorter_error(s->sorter));
+	int from_sorter = 0;
+	if (!(rc = put_metadata(w)) && !(rc = put_tracks(w))) {
+		rc = tk__sorter_groups(s->sorter, GROUP_MAX, group_flush, w, &from_sorter);
+		if (rc && from_sorter)
+			return tk__err_set(&w->err, rc, "%s", tk_sorter_error(s->sorter));
+	}
+	if (!rc && !(rc = bundle_flush(w)) && !(rc = ends_before(w, 0, 1))) {
+		/* B events without their E: ended at the last time of the trace */
+		for (size_t i = 0; i < s->pt.n_thr && !rc; i++)
+			for (pthr *t = THR(s, i); t->be_open && !rc; t->be_open--)
+				rc = put_event(w, NULL, TYPE_SLICE_END, t->be_uuid, FL_OPEN, 0, s->max_ts + s->base);
+	}
+	if (!rc)
+		rc = chunks_finish(w);
 	if (rc)
 		return w->err.code ? w->err.code : tk__err_set(&w->err, rc, "out of memory");
-	if ((rc = bundle_flush(w)) || (rc = ends_before(w, 0, 1)))
-		return rc;
-	/* B events without their E: ended at the last time of the trace */
-	for (size_t i = 0; i < s->pt.n_thr; i++)
-		for (pthr *t = THR(s, i); t->be_open; t->be_open--) {
-			static const tk_event none;
-			if ((rc = ev_body(s, &none, TYPE_SLICE_END, t->be_uuid, FL_OPEN, 0)) ||
-			    (rc = put_packet(w, s->max_ts + s->base, F_PKT_TRACK_EVENT, &s->te, 0)))
-				return rc;
-		}
 	return 0;
 }
 
