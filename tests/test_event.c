@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "../libtrace/src/internal.h"
 
 static tu_events load_events(const char *name)
 {
@@ -72,6 +73,55 @@ static void test_dup_vs_borrowed(void **state)
 	free(t);
 	assert_null(tk_event_dup(NULL));
 	tk_event_free(NULL);
+}
+
+/* Events packed into one growing buffer (tk__event_pack) come back equal,
+ * their strings in the buffer, whatever it moved to; absent strings stay
+ * absent, and ids that are not strings keep their numbers. */
+static void test_event_pack(void **state)
+{
+	(void)state;
+	tu_events ev = load_events("kineto_small.json");
+	tk_event bare;
+	memset(&bare, 0, sizeof bare);
+	bare.ph = 'i';
+	bare.has = TK_HAS_PH;
+	bare.pid.kind = TK_ID_INT;
+	bare.pid.num = -7;
+	bare.id.kind = TK_ID_STR;
+	bare.id.str = tu_sv("");
+	tk__buf b = {0};
+	size_t off[200];
+	for (size_t i = 0; i < 200; i++) {
+		if (i % 3 == 0) /* data between events, of odd lengths */
+			assert_int_equal(tk__buf_append(&b, "xyz", 1 + i % 3), 0);
+		const tk_event *e = i % 17 == 16 ? &bare : ev.ev[i % ev.n];
+		assert_int_equal(tk__event_pack(&b, e, &off[i]), 0);
+		assert_int_equal(off[i] % 8, 0);
+	}
+	for (size_t i = 0; i < 200; i++) {
+		const tk_event *e = i % 17 == 16 ? &bare : ev.ev[i % ev.n];
+		tk_event u;
+		tk__event_unpack(&b, off[i], &u);
+		assert_true(tk_event_equal(&u, e));
+		const tk_sv *sv[4] = {&u.name, &u.cat, &u.args, &u.extra};
+		const tk_sv *orig[4] = {&e->name, &e->cat, &e->args, &e->extra};
+		for (int k = 0; k < 4; k++) {
+			assert_int_equal(!sv[k]->ptr, !orig[k]->ptr);
+			assert_true(!sv[k]->ptr || (sv[k]->ptr >= b.p && sv[k]->ptr + sv[k]->len < b.p + b.len));
+		}
+		if (u.tid.kind == TK_ID_STR)
+			assert_true(u.tid.str.ptr >= b.p && u.tid.str.ptr < b.p + b.len);
+	}
+	tk_event u;
+	tk__event_unpack(&b, off[16], &u);
+	assert_int_equal(u.pid.num, -7);
+	assert_int_equal(u.id.kind, TK_ID_STR);
+	assert_int_equal(u.id.str.len, 0);
+	assert_null(u.name.ptr);
+	assert_true(u.id.str.ptr >= b.p && u.id.str.ptr < b.p + b.len);
+	tk__buf_free(&b);
+	tu_events_free(&ev);
 }
 
 static void test_equal_discriminates(void **state)
@@ -353,6 +403,7 @@ int main(void)
 		cmocka_unit_test(test_dup_outlives_reader),
 		cmocka_unit_test(test_dup_vs_borrowed),
 		cmocka_unit_test(test_equal_discriminates),
+		cmocka_unit_test(test_event_pack),
 		cmocka_unit_test(test_args_get_int),
 		cmocka_unit_test(test_args_get_str),
 		cmocka_unit_test(test_args_get_str_malformed),
