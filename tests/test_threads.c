@@ -211,10 +211,13 @@ static void test_gzip_libdeflate(void **state)
 
 /* The threads of this process named `name`, or all of them with NULL
  * (Linux: /proc/self/task). */
-static int task_count(const char *name)
+/* The threads of this process named `name` (NULL: all), -1 when the list
+ * cannot be read: no assertion, for any thread. */
+static int task_count_of(const char *name)
 {
 	DIR *d = opendir("/proc/self/task");
-	assert_non_null(d);
+	if (!d)
+		return -1;
 	int n = 0;
 	for (struct dirent *e; (e = readdir(d));) {
 		if (e->d_name[0] == '.')
@@ -231,6 +234,13 @@ static int task_count(const char *name)
 		n += !name || !strcmp(comm, name);
 	}
 	closedir(d);
+	return n;
+}
+
+static int task_count(const char *name)
+{
+	int n = task_count_of(name);
+	assert_true(n >= 0);
 	return n;
 }
 
@@ -574,17 +584,42 @@ static void test_pftrace_threads(void **state)
 	free(pf);
 }
 
+/* The most "tk-encode" threads seen at once while `stop` is 0. */
+typedef struct {
+	int stop, most;
+} encoders;
+
+static void *watch_encoders(void *arg)
+{
+	encoders *e = arg;
+	while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
+		int n = task_count_of("tk-encode");
+		if (n > e->most)
+			e->most = n;
+	}
+	return NULL;
+}
+
 /* Events written to a .pftrace with `threads`, its chunks of at most
- * tk__pf_chunk_ops ops; the file's bytes (free them) and close's status. */
+ * tk__pf_chunk_ops ops; the file's bytes (free them) and close's status.
+ * *workers (may be NULL): the most encoding threads seen during the close. */
 static char *pf_write_events(const tk_event *const *ev, size_t n, unsigned threads, size_t *len, int *rc,
-                             char *msg, size_t cap)
+                             char *msg, size_t cap, int *workers)
 {
 	tk_writer *w = NULL;
 	tk_writer_opts wo = {TK_FORMAT_PFTRACE, 0, 0, 0, threads, NULL};
 	assert_int_equal(tk_writer_open_path(&w, tu_path("pfw.pftrace"), &wo), TK_OK);
 	for (size_t i = 0; i < n; i++)
 		assert_int_equal(tk_writer_write(w, ev[i]), TK_OK);
+	encoders e = {0, 0};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, watch_encoders, &e), 0);
 	*rc = tk_writer_close(w);
+	__atomic_store_n(&e.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	if (workers)
+		*workers = e.most;
+	assert_int_equal(task_count("tk-encode"), 0); /* joined by the close */
 	snprintf(msg, cap, "%s", tk_writer_error(w));
 	tk_writer_free(w);
 	return *rc ? NULL : tu_read_file(tu_path("pfw.pftrace"), len);
@@ -613,9 +648,16 @@ static void test_pftrace_write_threads(void **state)
 		size_t len;
 		int rc;
 		char msg[256];
-		char *p = pf_write_events((const tk_event *const *)in.ev, in.n, threads[i], &len, &rc, msg, sizeof msg);
+		int workers;
+		char *p = pf_write_events((const tk_event *const *)in.ev, in.n, threads[i], &len, &rc, msg, sizeof msg,
+		                          &workers);
 		tk__no_threads = 0;
 		assert_int_equal(rc, TK_OK);
+		/* the caller and the others, 4 at most in all; none on one thread */
+		unsigned want = i == 4 ? 0 : (threads[i] < 4 ? threads[i] : 4) - 1;
+		if (workers != (int)want)
+			print_error("threads %u: %d encoding threads seen, %u wanted\n", threads[i], workers, want);
+		assert_true(workers <= (int)want && (want == 0 || workers > 0));
 		if (!many) {
 			many = p;
 			many_len = len;
@@ -651,8 +693,8 @@ static void test_pftrace_write_threads(void **state)
 	int rc1, rc4;
 	char m1[256], m4[256];
 	size_t len;
-	assert_null(pf_write_events((const tk_event *const *)in.ev, in.n, 1, &len, &rc1, m1, sizeof m1));
-	assert_null(pf_write_events((const tk_event *const *)in.ev, in.n, 4, &len, &rc4, m4, sizeof m4));
+	assert_null(pf_write_events((const tk_event *const *)in.ev, in.n, 1, &len, &rc1, m1, sizeof m1, NULL));
+	assert_null(pf_write_events((const tk_event *const *)in.ev, in.n, 4, &len, &rc4, m4, sizeof m4, NULL));
 	bad->args = keep;
 	assert_int_equal(rc1, TK_ERR_FORMAT);
 	assert_int_equal(rc4, rc1);

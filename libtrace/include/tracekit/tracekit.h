@@ -240,8 +240,10 @@ typedef struct tk_writer_opts {
 	 * tmpdir beyond it; 0 = 256 MiB (sqlite: 64 MiB, half of it SQLite's
 	 * page cache) */
 	size_t memory_bytes;
-	/* gzip output: the threads that deflate its blocks of about 1 MiB
-	 * (the same bytes with any count); 0 = one per processor. At most 64. */
+	/* gzip output: the threads that deflate its blocks of about 1 MiB;
+	 * pftrace: the threads that encode its chunks of packets at close (the
+	 * caller among them, at most 4). The same bytes with any count; 0 =
+	 * one per processor. At most 64. */
 	unsigned threads;
 	/* pftrace, sqlite: the directory where sorted runs are spilled, and
 	 * (sqlite) SQLite's own temporary files, those of its index builds;

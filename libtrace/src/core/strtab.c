@@ -85,6 +85,18 @@ tk_sv tk__strtab_intern(tk__strtab *t, const char *s, size_t n)
 	return tk__strtab_intern_id(t, s, n, &id);
 }
 
+void tk__strtab_clear(tk__strtab *t)
+{
+	for (size_t i = 0; i < t->n_blocks; i++)
+		free(t->blocks[i]);
+	t->n_blocks = 0;
+	t->cur = NULL;
+	t->cur_left = 0;
+	t->bytes = 0;
+	t->n = 0;
+	tk__map_clear(&t->map);
+}
+
 void tk__strtab_free(tk__strtab *t)
 {
 	for (size_t i = 0; i < t->n_blocks; i++)

@@ -21,6 +21,9 @@ tk_sv tk__strtab_intern(tk__strtab *t, const char *s, size_t n);
 tk_sv tk__strtab_intern_id(tk__strtab *t, const char *s, size_t n, uint32_t *id);
 /* 1 and *id when s is interned, else 0. */
 int tk__strtab_find(const tk__strtab *t, const char *s, size_t n, uint32_t *id);
+/* Forgets every string (their pointers go), keeping the table's index and
+ * id array at their size for the strings to come. */
+void tk__strtab_clear(tk__strtab *t);
 void tk__strtab_free(tk__strtab *t);
 
 #endif

@@ -147,7 +147,7 @@ enum { C_OPEN, C_QUEUED, C_BUSY, C_DONE };
 
 typedef struct pchunk {
 	pop *ops;
-	size_t n, cap, bytes;
+	size_t n, cap;
 	tk__buf arena;
 	tk__buf out; /* the packets, once encoded */
 	int first;   /* the trace's first: its clock snapshot names the primary clock */
@@ -158,7 +158,7 @@ typedef struct pchunk {
 
 typedef struct penc { /* the sequence's incremental state, from a chunk's start */
 	tk__strtab tab[K_N];
-	size_t intern_bytes;
+	size_t intern_bytes, intern_n; /* of the four tables */
 	int clear_next, snapshots;
 	int64_t clk; /* the sequence clock's last value */
 	tk__buf te, intern, scratch;
@@ -186,6 +186,7 @@ typedef struct pw {
 	pchunk *cur;      /* the chunk being filled */
 	size_t n_chunks;
 	int64_t clk;      /* the latest packet time so far (penc.clk, in order) */
+	size_t n_ops, n_bytes; /* in the chunk being filled, encoded or not */
 	pchunk **spare; /* chunks written out, for reuse */
 	size_t n_spare, spare_cap;
 	tk__buf scratch, bundle;
@@ -224,6 +225,7 @@ static int intern(penc *s, int kind, const char *p, size_t n, uint64_t *iid)
 	*iid = (uint64_t)id + 1;
 	if (t->n != before) {
 		s->intern_bytes += n + 16;
+		s->intern_n++;
 		if (tk__pb_room(&s->intern, 2 * TK__PB_ROOM))
 			return TK_ERR_NOMEM;
 		size_t m = tk__pb_begin(&s->intern, intern_field[kind]);
@@ -236,11 +238,9 @@ static int intern(penc *s, int kind, const char *p, size_t n, uint64_t *iid)
 
 static void intern_clear(penc *s)
 {
-	for (int k = 0; k < K_N; k++) {
-		tk__strtab_free(&s->tab[k]);
-		memset(&s->tab[k], 0, sizeof s->tab[k]);
-	}
-	s->intern_bytes = 0;
+	for (int k = 0; k < K_N; k++)
+		tk__strtab_clear(&s->tab[k]);
+	s->intern_bytes = s->intern_n = 0;
 	s->clear_next = 1;
 }
 
@@ -248,10 +248,7 @@ static void intern_clear(penc *s)
  * packet tells readers to forget theirs. */
 static void intern_bound(penc *s)
 {
-	size_t n = 0;
-	for (int k = 0; k < K_N; k++)
-		n += s->tab[k].n;
-	if (s->intern_bytes >= INTERN_MAX_BYTES || n >= INTERN_MAX_N)
+	if (s->intern_bytes >= INTERN_MAX_BYTES || s->intern_n >= INTERN_MAX_N)
 		intern_clear(s);
 }
 
@@ -339,15 +336,12 @@ static void enc_free(penc *e);
 
 static pchunk *chunk_get(pw *s)
 {
-	pchunk *c = s->n_spare ? s->spare[--s->n_spare] : calloc(1, sizeof *c);
-	if (c)
-		c->first = s->n_chunks++ == 0;
-	return c;
+	return s->n_spare ? s->spare[--s->n_spare] : calloc(1, sizeof(pchunk));
 }
 
 static void chunk_clear(pchunk *c)
 {
-	c->n = c->bytes = 0;
+	c->n = 0;
 	c->arena.len = c->out.len = 0;
 	tk__err_free(&c->err);
 	c->state = C_OPEN;
@@ -374,24 +368,45 @@ static void chunk_recycle(pw *s, pchunk *c)
 		s->spare[s->n_spare++] = c;
 }
 
-/* Appends op o to the chunk being filled (a new one when it is full),
- * with `len` bytes of data and the event ev (NULL: none) copied into its
- * arena. */
-static int op_add(tk_writer *w, const pop *o, const tk_event *ev, const void *data, size_t len)
+static void enc_start(penc *e, int first, int64_t clk, tk__buf *out, tk__err *err);
+static int op_encode(penc *e, const pop *o, const char *data, const tk_event *ev);
+
+/* Op o, with `len` bytes of data and the event ev (NULL: none): in the
+ * chunk being filled (a new one when it is full), or without threads
+ * encoded at once, to the same bytes. */
+static int op_add(tk_writer *w, pop *o, const tk_event *ev, const void *data, size_t len)
 {
 	pw *s = w->fs;
-	pchunk *c = s->cur;
 	int rc;
 	size_t max = tk__pf_chunk_ops ? tk__pf_chunk_ops : CHUNK_OPS;
-	if (c && (c->n >= max || c->bytes >= CHUNK_BYTES) && (rc = chunk_submit(w)))
-		return rc;
-	if (!s->cur && !(s->cur = chunk_get(s)))
-		return TK_ERR_NOMEM;
-	c = s->cur;
-	if (!c->n)
-		c->clk = s->clk;
+	if (s->n_ops && (s->n_ops >= max || s->n_bytes >= CHUNK_BYTES)) {
+		if ((rc = chunk_submit(w)))
+			return rc;
+		s->n_ops = s->n_bytes = 0;
+	}
+	int start = !s->n_ops, first = start && !s->n_chunks;
+	int64_t clk = s->clk;
+	s->n_chunks += start;
+	s->n_ops++;
+	o->len = len;
+	s->n_bytes += sizeof *o + len;
+	if (ev)
+		s->n_bytes += sizeof *ev + ev->name.len + ev->cat.len + ev->args.len + ev->extra.len;
 	if (o->ts > s->clk)
 		s->clk = o->ts;
+	if (!s->pool) {
+		if (start)
+			enc_start(&s->enc, first, clk, &w->out, &w->err);
+		rc = op_encode(&s->enc, o, data, ev);
+		return rc || w->out.len < (1u << 20) ? rc : tk__writer_flush(w);
+	}
+	if (!s->cur && !(s->cur = chunk_get(s)))
+		return TK_ERR_NOMEM;
+	pchunk *c = s->cur;
+	if (start) {
+		c->first = first;
+		c->clk = clk;
+	}
 	size_t at = c->arena.len, eo = 0;
 	if (TK__GROW(c->ops, c->cap, c->n + 1) || (len && tk__buf_append(&c->arena, data, len)) ||
 	    (ev && tk__event_pack(&c->arena, ev, &eo)))
@@ -399,9 +414,7 @@ static int op_add(tk_writer *w, const pop *o, const tk_event *ev, const void *da
 	pop *d = &c->ops[c->n++];
 	*d = *o;
 	d->off = at;
-	d->len = len;
 	d->ev = ev ? eo + 1 : 0;
-	c->bytes += c->arena.len - at + sizeof *d;
 	return 0;
 }
 
@@ -1246,9 +1259,8 @@ static int put_counter(tk_writer *w, const tk_event *ev, size_t pi, int64_t ts, 
 }
 
 /* The COUNTER event put_counter() decided: its values from the args. */
-static int ctr_encode(penc *s, const pchunk *c, const pop *o, const tk_event *ev)
+static int ctr_encode(penc *s, const pop *o, const char *uu, const tk_event *ev)
 {
-	const char *uu = c->arena.p + o->off;
 	uint64_t u;
 	memcpy(&u, uu, sizeof u);
 	int rc = ev_body(s, ev, TYPE_COUNTER, u, o->fl, 0);
@@ -1470,35 +1482,48 @@ static void enc_free(penc *e)
 	tk__buf_free(&e->name);
 }
 
-static int op_encode(penc *e, const pchunk *c, const pop *o)
+/* The packet of op o: data, its body or its tracks; ev, its event (NULL:
+ * none). */
+static int op_encode(penc *e, const pop *o, const char *data, const tk_event *ev)
 {
+	static const tk_event none;
 	intern_bound(e);
 	if (o->kind == OP_RAW)
-		return put_packet(e, o->ts, o->field, c->arena.p + o->off, o->len, 0);
-	tk_event ev = {0};
-	if (o->ev)
-		tk__event_unpack(&c->arena, o->ev - 1, &ev);
+		return put_packet(e, o->ts, o->field, data, o->len, 0);
+	if (!ev)
+		ev = &none;
 	if (o->kind == OP_COUNTER)
-		return ctr_encode(e, c, o, &ev);
-	int rc = ev_body(e, &ev, o->type, o->track, o->fl, o->flow);
+		return ctr_encode(e, o, data, ev);
+	int rc = ev_body(e, ev, o->type, o->track, o->fl, o->flow);
 	if (rc)
 		return rc == TK_ERR_NOMEM ? rc : tk__err_set(e->err, rc, "an event's args are not valid JSON");
 	return put_packet(e, o->ts, F_PKT_TRACK_EVENT, e->te.p, e->te.len, 0);
 }
 
-/* The chunk's packets into c->out, from the sequence's state cleared; an
- * error into c->err. */
-static void chunk_encode(penc *e, pchunk *c)
+/* A chunk's start: the sequence's state cleared, its clock at clk (the
+ * latest packet time before it, so that no snapshot goes back), the
+ * primary clock named in the trace's first. */
+static void enc_start(penc *e, int first, int64_t clk, tk__buf *out, tk__err *err)
 {
 	intern_clear(e);
-	e->snapshots = !c->first;
-	e->clk = c->clk; /* a snapshot that never goes back */
+	e->snapshots = !first;
+	e->clk = clk;
 	e->intern.len = 0;
-	e->out = &c->out;
-	e->err = &c->err;
+	e->out = out;
+	e->err = err;
+}
+
+/* The chunk's packets into c->out; an error into c->err. */
+static void chunk_encode(penc *e, pchunk *c)
+{
+	enc_start(e, c->first, c->clk, &c->out, &c->err);
 	c->out.len = 0;
 	for (size_t i = 0; i < c->n; i++) {
-		int rc = op_encode(e, c, &c->ops[i]);
+		const pop *o = &c->ops[i];
+		tk_event ev;
+		if (o->ev)
+			tk__event_unpack(&c->arena, o->ev - 1, &ev);
+		int rc = op_encode(e, o, c->arena.p + o->off, o->ev ? &ev : NULL);
 		if (rc) {
 			if (!c->err.code)
 				tk__err_set(&c->err, rc, "out of memory");
@@ -1816,6 +1841,7 @@ static int pw_close(tk_writer *w)
 	}
 	if (!rc)
 		rc = chunks_finish(w);
+	enc_pool_stop(s); /* the threads end with the writing */
 	if (rc)
 		return w->err.code ? w->err.code : tk__err_set(&w->err, rc, "out of memory");
 	return 0;
