@@ -172,8 +172,6 @@ typedef struct penc_pool {
 	pthread_cond_t work, done;
 	pchunk **ring; /* chunks in file order, the oldest at head */
 	size_t cap, head, n;
-	pchunk **spare;
-	size_t n_spare;
 	pthread_t th[ENC_MAX_THREADS];
 	size_t n_th;
 	int stop;
@@ -182,7 +180,7 @@ typedef struct penc_pool {
 typedef struct pw {
 	tk_sorter *sorter;
 	penc enc;         /* the caller's encoder */
-	penc_pool *pool;  /* NULL: the caller encodes each chunk as it fills */
+	penc_pool *pool;  /* NULL: the caller encodes each packet as it is decided */
 	pchunk *cur;      /* the chunk being filled */
 	size_t n_chunks;
 	int64_t clk;      /* the latest packet time so far (penc.clk, in order) */
@@ -1831,7 +1829,7 @@ static int pw_close(tk_writer *w)
 	if (!(rc = put_metadata(w)) && !(rc = put_tracks(w))) {
 		rc = tk__sorter_groups(s->sorter, GROUP_MAX, group_flush, w, &from_sorter);
 		if (rc && from_sorter)
-			return tk__err_set(&w->err, rc, "%s", tk_sorter_error(s->sorter));
+			tk__err_set(&w->err, rc, "%s", tk_sorter_error(s->sorter));
 	}
 	if (!rc && !(rc = bundle_flush(w)) && !(rc = ends_before(w, 0, 1))) {
 		/* B events without their E: ended at the last time of the trace */
