@@ -1521,7 +1521,7 @@ static void chunk_encode(penc *e, pchunk *c)
 		tk_event ev;
 		if (o->ev)
 			tk__event_unpack(&c->arena, o->ev - 1, &ev);
-		int rc = op_encode(e, o, c->arena.p + o->off, o->ev ? &ev : NULL);
+		int rc = op_encode(e, o, o->len ? c->arena.p + o->off : NULL, o->ev ? &ev : NULL);
 		if (rc) {
 			if (!c->err.code)
 				tk__err_set(&c->err, rc, "out of memory");
