@@ -73,7 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	tk_reader *r = NULL;
 	tk__pf_chunk_ops = 1 + size % 7;
 	if (tk_reader_open_memory(&r, data, size, "(fuzz)", &o) == TK_OK) {
-		tk_writer_opts wo = {TK_FORMAT_PFTRACE, 0, 0, 1 << 20, 0, NULL};
+		/* one thread or more, whatever the machine has: both ways of encoding */
+		tk_writer_opts wo = {TK_FORMAT_PFTRACE, 0, 0, 1 << 20, 1 + (unsigned)(size % 3), NULL};
 		tk_fuzz_reencode("fuzz_pftrace", r, &wo, MAX_EVENTS, 0, 1);
 	}
 	tk_reader_free(r);
