@@ -250,7 +250,8 @@ extern size_t tk__pf_chunk_ops;
  * tk-parse (a reader's parse threads), tk-input (the input read and
  * inflated ahead), tk-inflate (one gzip stream inflated in parts),
  * tk-read (events read ahead for a tool), tk-nest (the stats' nesting),
- * tk-sort, tk-write (output deflated and written). */
+ * tk-sort, tk-write (output deflated and written), tk-encode (a .pftrace
+ * output's chunks encoded). */
 int tk__thread_start(pthread_t *th, void *(*fn)(void *), void *arg, const char *name);
 /* Tests set this to make the gzip writer's walk of libdeflate's blocks
  * refuse every one, so that its way out (zlib deflates them) is exercised. */
