@@ -126,6 +126,25 @@ int tk_args_get_dims(const tk_event *ev, const char *key, tk_dims *out)
 	return rc ? rc : tk__js_dims(v, out);
 }
 
+/* A string of an event appended to b (with a NUL), its pointer made the
+ * offset there plus 1 (0 stays "absent"), until sv_unstash(). */
+static int sv_stash(tk__buf *b, tk_sv *v)
+{
+	if (!v->ptr)
+		return 0;
+	size_t at = b->len;
+	if (tk__buf_append(b, v->ptr, v->len) || tk__buf_putc(b, 0))
+		return TK_ERR_NOMEM;
+	v->ptr = (const char *)(uintptr_t)(at + 1);
+	return 0;
+}
+
+static void sv_unstash(const char *base, tk_sv *v)
+{
+	if (v->ptr)
+		v->ptr = base + ((uintptr_t)v->ptr - 1);
+}
+
 int tk__event_pack(tk__buf *b, const tk_event *ev, size_t *off)
 {
 	size_t at = (b->len + 7) & ~(size_t)7;
@@ -135,14 +154,9 @@ int tk__event_pack(tk__buf *b, const tk_event *ev, size_t *off)
 	tk_event d = *ev;
 	tk_sv *sv[7] = {&d.name, &d.cat, &d.args, &d.extra, &d.pid.str, &d.tid.str, &d.id.str};
 	const tk_id *ids[3] = {&d.pid, &d.tid, &d.id};
-	for (int i = 0; i < 7; i++) {
-		if ((i >= 4 && ids[i - 4]->kind != TK_ID_STR) || !sv[i]->ptr)
-			continue;
-		size_t o = b->len;
-		if (tk__buf_append(b, sv[i]->ptr, sv[i]->len) || tk__buf_putc(b, 0))
+	for (int i = 0; i < 7; i++)
+		if ((i < 4 || ids[i - 4]->kind == TK_ID_STR) && sv_stash(b, sv[i]))
 			return TK_ERR_NOMEM;
-		sv[i]->ptr = (const char *)(uintptr_t)(o + 1); /* 0 stays "absent" */
-	}
 	memcpy(b->p + at, &d, sizeof d);
 	*off = at;
 	return 0;
@@ -154,32 +168,21 @@ void tk__event_unpack(const tk__buf *b, size_t off, tk_event *out)
 	tk_sv *sv[7] = {&out->name, &out->cat, &out->args, &out->extra, &out->pid.str, &out->tid.str, &out->id.str};
 	const tk_id *ids[3] = {&out->pid, &out->tid, &out->id};
 	for (int i = 0; i < 7; i++)
-		if ((i < 4 || ids[i - 4]->kind == TK_ID_STR) && sv[i]->ptr)
-			sv[i]->ptr = b->p + ((uintptr_t)sv[i]->ptr - 1);
+		if (i < 4 || ids[i - 4]->kind == TK_ID_STR)
+			sv_unstash(b->p, sv[i]);
 }
 
 int tk__batch_copy(tk_event *dst, const tk_event *ev, tk__buf *text)
 {
 	*dst = *ev;
-	tk_sv *sv[2] = {&dst->args, &dst->extra};
-	for (int i = 0; i < 2; i++) {
-		if (!sv[i]->ptr)
-			continue;
-		size_t at = text->len;
-		if (tk__buf_append(text, sv[i]->ptr, sv[i]->len) || tk__buf_putc(text, 0))
-			return TK_ERR_NOMEM;
-		sv[i]->ptr = (const char *)(uintptr_t)(at + 1); /* 0 stays "absent" */
-	}
-	return 0;
+	return sv_stash(text, &dst->args) || sv_stash(text, &dst->extra) ? TK_ERR_NOMEM : 0;
 }
 
 void tk__batch_fix(tk_event *ev, size_t n, const tk__buf *text)
 {
 	for (size_t i = 0; i < n; i++) {
-		tk_sv *sv[2] = {&ev[i].args, &ev[i].extra};
-		for (int k = 0; k < 2; k++)
-			if (sv[k]->ptr)
-				sv[k]->ptr = text->p + ((uintptr_t)sv[k]->ptr - 1);
+		sv_unstash(text->p, &ev[i].args);
+		sv_unstash(text->p, &ev[i].extra);
 	}
 }
 
