@@ -1515,7 +1515,6 @@ static void enc_start(penc *e, int first, int64_t clk, tk__buf *out, tk__err *er
 static void chunk_encode(penc *e, pchunk *c)
 {
 	enc_start(e, c->first, c->clk, &c->out, &c->err);
-	c->out.len = 0;
 	for (size_t i = 0; i < c->n; i++) {
 		const pop *o = &c->ops[i];
 		tk_event ev;
@@ -1654,8 +1653,9 @@ static int ring_pop(tk_writer *w)
 	return rc;
 }
 
-/* The chunk being filled, to its encoder: the caller's, or the ring's
- * (the oldest written out first when the ring is full). */
+/* The chunk being filled (there is one only with threads: without, each
+ * packet is encoded as it is decided) to the ring, the oldest chunk
+ * written out first when the ring is full. */
 static int chunk_submit(tk_writer *w)
 {
 	pw *s = w->fs;
@@ -1665,12 +1665,6 @@ static int chunk_submit(tk_writer *w)
 	s->cur = NULL;
 	if (!c)
 		return 0;
-	if (!P) {
-		chunk_encode(&s->enc, c);
-		rc = chunk_out(w, c);
-		chunk_recycle(s, c);
-		return rc;
-	}
 	if (P->n == P->cap && (rc = ring_pop(w))) {
 		chunk_recycle(s, c);
 		return rc;
