@@ -211,13 +211,10 @@ static void test_gzip_libdeflate(void **state)
 
 /* The threads of this process named `name`, or all of them with NULL
  * (Linux: /proc/self/task). */
-/* The threads of this process named `name` (NULL: all), -1 when the list
- * cannot be read: no assertion, for any thread. */
-static int task_count_of(const char *name)
+static int task_count(const char *name)
 {
 	DIR *d = opendir("/proc/self/task");
-	if (!d)
-		return -1;
+	assert_non_null(d);
 	int n = 0;
 	for (struct dirent *e; (e = readdir(d));) {
 		if (e->d_name[0] == '.')
@@ -234,13 +231,6 @@ static int task_count_of(const char *name)
 		n += !name || !strcmp(comm, name);
 	}
 	closedir(d);
-	return n;
-}
-
-static int task_count(const char *name)
-{
-	int n = task_count_of(name);
-	assert_true(n >= 0);
 	return n;
 }
 
@@ -584,25 +574,9 @@ static void test_pftrace_threads(void **state)
 	free(pf);
 }
 
-/* The most "tk-encode" threads seen at once while `stop` is 0. */
-typedef struct {
-	int stop, most;
-} encoders;
-
-static void *watch_encoders(void *arg)
-{
-	encoders *e = arg;
-	while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
-		int n = task_count_of("tk-encode");
-		if (n > e->most)
-			e->most = n;
-	}
-	return NULL;
-}
-
 /* Events written to a .pftrace with `threads`, its chunks of at most
  * tk__pf_chunk_ops ops; the file's bytes (free them) and close's status.
- * *workers (may be NULL): the most encoding threads seen during the close. */
+ * *workers (may be NULL): the encoding threads the close started. */
 static char *pf_write_events(const tk_event *const *ev, size_t n, unsigned threads, size_t *len, int *rc,
                              char *msg, size_t cap, int *workers)
 {
@@ -611,14 +585,9 @@ static char *pf_write_events(const tk_event *const *ev, size_t n, unsigned threa
 	assert_int_equal(tk_writer_open_path(&w, tu_path("pfw.pftrace"), &wo), TK_OK);
 	for (size_t i = 0; i < n; i++)
 		assert_int_equal(tk_writer_write(w, ev[i]), TK_OK);
-	encoders e = {0, 0};
-	pthread_t th;
-	assert_int_equal(pthread_create(&th, NULL, watch_encoders, &e), 0);
 	*rc = tk_writer_close(w);
-	__atomic_store_n(&e.stop, 1, __ATOMIC_RELEASE);
-	pthread_join(th, NULL);
 	if (workers)
-		*workers = e.most;
+		*workers = (int)tk__pf_encoders;
 	assert_int_equal(task_count("tk-encode"), 0); /* joined by the close */
 	snprintf(msg, cap, "%s", tk_writer_error(w));
 	tk_writer_free(w);
@@ -655,9 +624,7 @@ static void test_pftrace_write_threads(void **state)
 		assert_int_equal(rc, TK_OK);
 		/* the caller and the others, 4 at most in all; none on one thread */
 		unsigned want = i == 4 ? 0 : (threads[i] < 4 ? threads[i] : 4) - 1;
-		if (workers != (int)want)
-			print_error("threads %u: %d encoding threads seen, %u wanted\n", threads[i], workers, want);
-		assert_true(workers <= (int)want && (want == 0 || workers > 0));
+		assert_int_equal(workers, want);
 		if (!many) {
 			many = p;
 			many_len = len;

@@ -245,6 +245,9 @@ extern unsigned tk__pf_max_threads;
  * encoded from the sequence's state cleared: tests make them fewer, so
  * that a small trace has many; 0: 65,536 (and at most 8 MiB of events). */
 extern size_t tk__pf_chunk_ops;
+/* Tests: the encoding threads ("tk-encode", the caller not counted) that
+ * the last .pftrace writer to close started. */
+extern unsigned tk__pf_encoders;
 /* pthread_create, unless tests set tk__no_threads; `name` (at most 15
  * characters) is the thread's, as top -H, perf and /proc show it:
  * tk-parse (a reader's parse threads), tk-input (the input read and

@@ -327,6 +327,7 @@ static int put_packet(penc *s, int64_t ts, unsigned field, const char *body, siz
 /* ---- ops: what pass 2 decided, in order, for the chunks' encoders ---- */
 
 size_t tk__pf_chunk_ops; /* tests make the chunks smaller; 0: CHUNK_OPS */
+unsigned tk__pf_encoders;
 
 static int chunk_submit(tk_writer *w);
 static void enc_pool_stop(pw *s);
@@ -1580,6 +1581,7 @@ static void enc_pool_start(tk_writer *w)
 {
 	pw *s = w->fs;
 	unsigned n = w->opts.threads ? w->opts.threads : (unsigned)tk__cpus();
+	__atomic_store_n(&tk__pf_encoders, 0, __ATOMIC_RELAXED);
 	if (n > ENC_MAX_THREADS)
 		n = ENC_MAX_THREADS;
 	if (n < 2)
@@ -1599,6 +1601,7 @@ static void enc_pool_start(tk_writer *w)
 	s->pool = P;
 	while (P->n_th < n - 1 && !tk__thread_start(&P->th[P->n_th], enc_main, P, "tk-encode"))
 		P->n_th++;
+	__atomic_store_n(&tk__pf_encoders, (unsigned)P->n_th, __ATOMIC_RELAXED);
 	if (!P->n_th)
 		enc_pool_stop(s);
 }
