@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "formats/formats.h"
+#include "core/workers.h"
 #include "formats/pb.h"
 #include "procs.h"
 #include "tracekit/sort.h"
@@ -168,13 +169,9 @@ typedef struct penc { /* the sequence's incremental state, from a chunk's start 
 } penc;
 
 typedef struct penc_pool {
-	pthread_mutex_t mu;
-	pthread_cond_t work, done;
+	tk__workers pool; /* its lock guards the ring and the chunks' states */
 	pchunk **ring; /* chunks in file order, the oldest at head */
 	size_t cap, head, n;
-	pthread_t th[ENC_MAX_THREADS];
-	size_t n_th;
-	int stop;
 } penc_pool;
 
 typedef struct pw {
@@ -1552,28 +1549,29 @@ static pchunk *ring_queued(penc_pool *P)
 	return NULL;
 }
 
-static void *enc_main(void *arg)
+/* The pool's step: the first chunk that waits encoded with encoder e. */
+static int enc_step(void *owner, void *e)
 {
-	penc_pool *P = arg;
-	penc e = {0};
-	pthread_mutex_lock(&P->mu);
-	while (!P->stop) {
-		pchunk *c = ring_queued(P);
-		if (!c) {
-			pthread_cond_wait(&P->work, &P->mu);
-			continue;
-		}
-		c->state = C_BUSY;
-		pthread_mutex_unlock(&P->mu);
-		chunk_encode(&e, c);
-		pthread_mutex_lock(&P->mu);
-		c->state = C_DONE;
-		pthread_cond_broadcast(&P->done);
-	}
-	pthread_mutex_unlock(&P->mu);
-	enc_free(&e);
-	return NULL;
+	penc_pool *P = owner;
+	pchunk *c = ring_queued(P);
+	if (!c)
+		return 0;
+	c->state = C_BUSY;
+	pthread_mutex_unlock(&P->pool.mu);
+	chunk_encode(e, c);
+	pthread_mutex_lock(&P->pool.mu);
+	c->state = C_DONE;
+	tk__workers_done(&P->pool);
+	return 1;
 }
+
+static void enc_fini(void *owner, void *e)
+{
+	(void)owner;
+	enc_free(e);
+}
+
+static const tk__workers_ops enc_ops = {sizeof(penc), NULL, enc_fini, enc_step};
 
 /* Threads for the chunks (tk_writer_opts.threads, 0 = one per processor:
  * the caller and the others), when there are two or more. */
@@ -1595,14 +1593,11 @@ static void enc_pool_start(tk_writer *w)
 		free(P);
 		return;
 	}
-	pthread_mutex_init(&P->mu, NULL);
-	pthread_cond_init(&P->work, NULL);
-	pthread_cond_init(&P->done, NULL);
+	tk__workers_init(&P->pool, &enc_ops, P);
 	s->pool = P;
-	while (P->n_th < n - 1 && !tk__thread_start(&P->th[P->n_th], enc_main, P, "tk-encode"))
-		P->n_th++;
-	__atomic_store_n(&tk__pf_encoders, (unsigned)P->n_th, __ATOMIC_RELAXED);
-	if (!P->n_th)
+	unsigned started = tk__workers_start(&P->pool, n - 1, "tk-encode");
+	__atomic_store_n(&tk__pf_encoders, started, __ATOMIC_RELAXED);
+	if (!started)
 		enc_pool_stop(s);
 }
 
@@ -1612,17 +1607,9 @@ static void enc_pool_stop(pw *s)
 	penc_pool *P = s->pool;
 	if (!P)
 		return;
-	pthread_mutex_lock(&P->mu);
-	P->stop = 1;
-	pthread_cond_broadcast(&P->work);
-	pthread_mutex_unlock(&P->mu);
-	for (size_t i = 0; i < P->n_th; i++)
-		pthread_join(P->th[i], NULL);
+	tk__workers_free(&P->pool);
 	for (size_t i = 0; i < P->n; i++)
 		chunk_free(P->ring[(P->head + i) % P->cap]);
-	pthread_mutex_destroy(&P->mu);
-	pthread_cond_destroy(&P->work);
-	pthread_cond_destroy(&P->done);
 	free(P->ring);
 	free(P);
 	s->pool = NULL;
@@ -1634,23 +1621,13 @@ static int ring_pop(tk_writer *w)
 {
 	pw *s = w->fs;
 	penc_pool *P = s->pool;
-	pthread_mutex_lock(&P->mu);
+	pthread_mutex_lock(&P->pool.mu);
 	pchunk *c = P->ring[P->head];
-	while (c->state != C_DONE) {
-		pchunk *q = ring_queued(P);
-		if (!q) {
-			pthread_cond_wait(&P->done, &P->mu);
-			continue;
-		}
-		q->state = C_BUSY;
-		pthread_mutex_unlock(&P->mu);
-		chunk_encode(&s->enc, q);
-		pthread_mutex_lock(&P->mu);
-		q->state = C_DONE;
-	}
+	while (c->state != C_DONE)
+		tk__workers_help(&P->pool, &s->enc);
 	P->head = (P->head + 1) % P->cap;
 	P->n--;
-	pthread_mutex_unlock(&P->mu);
+	pthread_mutex_unlock(&P->pool.mu);
 	int rc = chunk_out(w, c);
 	chunk_recycle(s, c);
 	return rc;
@@ -1672,12 +1649,12 @@ static int chunk_submit(tk_writer *w)
 		chunk_recycle(s, c);
 		return rc;
 	}
-	pthread_mutex_lock(&P->mu);
+	pthread_mutex_lock(&P->pool.mu);
 	c->state = C_QUEUED;
 	P->ring[(P->head + P->n) % P->cap] = c;
 	P->n++;
-	pthread_cond_signal(&P->work);
-	pthread_mutex_unlock(&P->mu);
+	tk__workers_wake(&P->pool);
+	pthread_mutex_unlock(&P->pool.mu);
 	return 0;
 }
 
