@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "core/workers.h"
 #include "formats/formats.h"
 #include "tkb_int.h"
 
@@ -143,6 +144,13 @@ typedef struct tjob {
 
 typedef struct tpool tpool;
 
+/* What one thread decodes and inflates with: the caller's, and each of the pool's. */
+typedef struct tthr {
+	tdec dec;
+	z_stream z;
+	int z_init;
+} tthr;
+
 typedef struct tstate {
 	int st;
 	tk_tkb_info info;
@@ -162,8 +170,6 @@ typedef struct tstate {
 	size_t n_slots, slots_cap;
 	void **old; /* the arrays' earlier copies */
 	size_t n_old, old_cap;
-	z_stream z;
-	int z_init;
 	uint64_t lost_strings; /* events dropped for a string of a lost chunk */
 	/* reading ahead: jobs in file order, the counts found since the last */
 	tjob *head, *tail, *spare;
@@ -172,7 +178,7 @@ typedef struct tstate {
 	int rd_end; /* the last job is read */
 	uint64_t pend_bad, pend_skipped, pend_lost;
 	tjob *cur;  /* the J_EVENTS job being handed out */
-	tdec dec;   /* the caller's decoder */
+	tthr me;    /* the caller's decoder and z_stream */
 	tpool *pool; /* the decoding threads, NULL when none */
 	int pool_tried;
 	uint64_t batched, cut; /* chunks handed out that a thread decoded, of them cut (tests) */
@@ -192,6 +198,14 @@ static void dec_free(tdec *d)
 	tk__buf_free(&d->extra);
 	tk__buf_free(&d->scratch);
 	memset(d, 0, sizeof *d);
+}
+
+static void thr_free(tthr *t)
+{
+	dec_free(&t->dec);
+	if (t->z_init)
+		inflateEnd(&t->z);
+	t->z_init = 0;
 }
 
 static void job_free(tjob *j)
@@ -233,7 +247,7 @@ static void tkb_free(tk_reader *r)
 		job_free(j);
 	}
 	job_free(s->cur);
-	dec_free(&s->dec);
+	thr_free(&s->me);
 	tk__buf_free(&s->chunk);
 	free(s->strs);
 	free(s->sok);
@@ -244,8 +258,6 @@ static void tkb_free(tk_reader *r)
 	for (size_t i = 0; i < s->n_old; i++)
 		free(s->old[i]);
 	free(s->old);
-	if (s->z_init)
-		inflateEnd(&s->z);
 	free(s);
 	r->fs = NULL;
 }
@@ -503,7 +515,7 @@ static int load_payload(tk_reader *r, const unsigned char *h)
 		s->chunk.len = raw;
 		return 0;
 	}
-	int rc = inflate_payload(&s->z, &s->z_init, h + TK__TKB_CHDR, stored, &s->chunk, raw);
+	int rc = inflate_payload(&s->me.z, &s->me.z_init, h + TK__TKB_CHDR, stored, &s->chunk, raw);
 	return rc < 0 ? nomem(r) : rc;
 }
 
@@ -1316,33 +1328,20 @@ static void decode_batch(tdec *d, tjob *j, const tk_reader_opts *o)
 
 /* ---- the jobs, in file order, and the threads that decode them ---- */
 
-typedef struct targ {
-	struct tpool *P;
-	int i;
-} targ;
-
 struct tpool {
-	pthread_mutex_t mu;
-	pthread_cond_t cv_w; /* the threads: a job to decode */
-	pthread_cond_t cv_m; /* the caller: a job decoded */
-	int quit, n_th;
+	tk__workers W; /* its lock guards the jobs' states */
 	tstate *s;
 	const tk_reader_opts *o;
-	pthread_t th[TK__TKB_THREADS];
-	tdec dec[TK__TKB_THREADS];
-	targ arg[TK__TKB_THREADS];
-	z_stream z[TK__TKB_THREADS];
-	int z_init[TK__TKB_THREADS];
 };
 
-/* A settled events job whose records no thread has taken (P->mu held). */
+/* A settled events job whose records no thread has taken (P->W.mu held). */
 static int decodable(const tjob *j)
 {
 	return j->settled && j->kind == J_EVENTS && j->count && j->status == J_READ;
 }
 
 /* The first job in file order with work no thread has taken: a payload
- * to inflate, or records to decode (P->mu held). */
+ * to inflate, or records to decode (P->W.mu held). */
 static tjob *first_work(tstate *s)
 {
 	for (tjob *j = s->head; j; j = j->next)
@@ -1351,78 +1350,62 @@ static tjob *first_work(tstate *s)
 	return NULL;
 }
 
-/* Inflates j's payload here (P->mu held, let go of meanwhile). */
-static void inflate_here(tpool *P, z_stream *z, int *z_init, tjob *j)
+/* Inflates j's payload here (P->W.mu held, let go of meanwhile). */
+static void inflate_here(tpool *P, tthr *t, tjob *j)
 {
 	j->zst = Z_TAKEN;
-	pthread_mutex_unlock(&P->mu);
-	int rc = inflate_payload(z, z_init, (const unsigned char *)j->zin.p, j->zin.len, &j->pay, j->raw);
-	pthread_mutex_lock(&P->mu);
+	pthread_mutex_unlock(&P->W.mu);
+	int rc = inflate_payload(&t->z, &t->z_init, (const unsigned char *)j->zin.p, j->zin.len, &j->pay, j->raw);
+	pthread_mutex_lock(&P->W.mu);
 	j->zok = rc;
 	j->zst = Z_DONE;
-	pthread_cond_broadcast(&P->cv_m);
+	tk__workers_done(&P->W);
 }
 
-/* Decodes j into its batch here (P->mu held, let go of meanwhile). */
-static void decode_here(tpool *P, tdec *d, tjob *j)
+/* Decodes j into its batch here (P->W.mu held, let go of meanwhile). */
+static void decode_here(tpool *P, tthr *t, tjob *j)
 {
 	size_t done = 0, waiting = 0;
 	for (const tjob *x = P->s->head; x; x = x->next) {
 		done += x->status == J_DONE;
 		waiting += decodable(x) && x != j;
 	}
-	j->render = tk__render_now(P->o, d == &P->s->dec, done, waiting);
+	j->render = tk__render_now(P->o, t == &P->s->me, done, waiting);
 	j->status = J_TAKEN;
-	pthread_mutex_unlock(&P->mu);
-	decode_batch(d, j, P->o);
-	pthread_mutex_lock(&P->mu);
+	pthread_mutex_unlock(&P->W.mu);
+	decode_batch(&t->dec, j, P->o);
+	pthread_mutex_lock(&P->W.mu);
 	j->status = J_DONE;
-	pthread_cond_broadcast(&P->cv_m);
+	tk__workers_done(&P->W);
 }
 
-/* One piece of work, the first in file order (a payload to inflate,
- * records to decode) with this thread's decoder and z_stream; with none,
- * a wait on cv (P->mu held). */
-static void work_or_wait(tpool *P, tdec *d, z_stream *z, int *z_init, pthread_cond_t *cv)
+/* The pool's step: the first work in file order (a payload to inflate,
+ * records to decode) with this thread's decoder and z_stream. */
+static int pool_step(void *owner, void *t)
 {
+	tpool *P = owner;
 	tjob *j = first_work(P->s);
 	if (j && j->zst == Z_WAIT)
-		inflate_here(P, z, z_init, j);
+		inflate_here(P, t, j);
 	else if (j)
-		decode_here(P, d, j);
-	else
-		pthread_cond_wait(cv, &P->mu);
+		decode_here(P, t, j);
+	return j != NULL;
 }
 
-static void *pool_main(void *arg)
+static void pool_thr_fini(void *owner, void *t)
 {
-	const targ *a = arg;
-	tpool *P = a->P;
-	pthread_mutex_lock(&P->mu);
-	while (!P->quit)
-		work_or_wait(P, &P->dec[a->i], &P->z[a->i], &P->z_init[a->i], &P->cv_w);
-	pthread_mutex_unlock(&P->mu);
-	return NULL;
+	(void)owner;
+	thr_free(t);
 }
+
+static const tk__workers_ops pool_ops = {sizeof(tthr), NULL, pool_thr_fini, pool_step};
 
 static void pool_free(tstate *s)
 {
 	tpool *P = s->pool;
 	if (!P)
 		return;
-	pthread_mutex_lock(&P->mu);
-	P->quit = 1;
-	pthread_cond_broadcast(&P->cv_w);
-	pthread_mutex_unlock(&P->mu);
-	for (int i = 0; i < P->n_th; i++) {
-		pthread_join(P->th[i], NULL);
-		dec_free(&P->dec[i]);
-		if (P->z_init[i])
-			inflateEnd(&P->z[i]);
-	}
-	pthread_mutex_destroy(&P->mu);
-	pthread_cond_destroy(&P->cv_w);
-	pthread_cond_destroy(&P->cv_m);
+	tk__workers_free(&P->W);
 	free(P);
 	s->pool = NULL;
 }
@@ -1443,19 +1426,9 @@ static void pool_start(tk_reader *r)
 		return;
 	P->s = s;
 	P->o = &r->opts;
-	pthread_mutex_init(&P->mu, NULL);
-	pthread_cond_init(&P->cv_w, NULL);
-	pthread_cond_init(&P->cv_m, NULL);
-	for (unsigned i = 0; i + 1 < nth; i++) {
-		P->arg[P->n_th] = (targ){P, P->n_th};
-		if (tk__thread_start(&P->th[P->n_th], pool_main, &P->arg[P->n_th], "tk-parse"))
-			break;
-		P->n_th++;
-	}
-	if (!P->n_th) {
-		pthread_mutex_destroy(&P->mu);
-		pthread_cond_destroy(&P->cv_w);
-		pthread_cond_destroy(&P->cv_m);
+	tk__workers_init(&P->W, &pool_ops, P);
+	if (!tk__workers_start(&P->W, nth - 1, "tk-parse")) {
+		tk__workers_free(&P->W);
 		free(P);
 		return;
 	}
@@ -1526,7 +1499,7 @@ static void read_job(tk_reader *r, tjob *j)
 }
 
 /* Settles the queued jobs in file order, as far as the first whose
- * payload is still being inflated (P->mu held where there are threads,
+ * payload is still being inflated (P->W.mu held where there are threads,
  * let go of meanwhile). Only the caller's thread settles: the
  * dictionaries grow in file order. */
 static void settle_ready(tk_reader *r)
@@ -1541,13 +1514,13 @@ static void settle_ready(tk_reader *r)
 		if (j->zst == Z_WAIT || j->zst == Z_TAKEN)
 			return;
 		if (P)
-			pthread_mutex_unlock(&P->mu);
+			pthread_mutex_unlock(&P->W.mu);
 		settle(r, j);
 		if (P)
-			pthread_mutex_lock(&P->mu);
+			pthread_mutex_lock(&P->W.mu);
 		j->settled = 1;
 		if (P)
-			pthread_cond_broadcast(&P->cv_w);
+			tk__workers_wake(&P->W);
 		if (j->kind == J_FAIL)
 			return; /* settling it failed: the jobs after it are never handed out */
 	}
@@ -1564,16 +1537,16 @@ static tjob *next_job(tk_reader *r)
 	tstate *s = r->fs;
 	tpool *P = s->pool;
 	if (P)
-		pthread_mutex_lock(&P->mu);
+		pthread_mutex_lock(&P->W.mu);
 	while (!s->rd_end && s->n_jobs < s->max_jobs && (!s->n_jobs || s->ahead < s->max_ahead)) {
 		tjob *j = job_take(s);
 		if (!j)
 			break;
 		if (P)
-			pthread_mutex_unlock(&P->mu);
+			pthread_mutex_unlock(&P->W.mu);
 		read_job(r, j);
 		if (P)
-			pthread_mutex_lock(&P->mu);
+			pthread_mutex_lock(&P->W.mu);
 		if (s->tail)
 			s->tail->next = j;
 		else
@@ -1583,7 +1556,7 @@ static tjob *next_job(tk_reader *r)
 		j->counted_ahead = j->zst ? j->raw : j->pay.len;
 		s->ahead += j->counted_ahead;
 		if (P)
-			pthread_cond_broadcast(&P->cv_w);
+			tk__workers_wake(&P->W);
 	}
 	tjob *j = s->head;
 	for (;;) {
@@ -1591,12 +1564,12 @@ static tjob *next_job(tk_reader *r)
 		if (!P || !j || j->kind != J_EVENTS || j->settled)
 			break;
 		/* the first job's payload is still to be inflated */
-		work_or_wait(P, &s->dec, &s->z, &s->z_init, &P->cv_m);
+		tk__workers_help(&P->W, &s->me);
 	}
 	if (P && j && tk__tkb_batch_all && decodable(j))
-		decode_here(P, &s->dec, j); /* as a thread would */
+		decode_here(P, &s->me, j); /* as a thread would */
 	while (P && j && j->status == J_TAKEN)
-		work_or_wait(P, &s->dec, &s->z, &s->z_init, &P->cv_m);
+		tk__workers_help(&P->W, &s->me);
 	if (j) {
 		if (j->status == J_READ)
 			j->status = J_TAKEN; /* the caller's */
@@ -1607,7 +1580,7 @@ static tjob *next_job(tk_reader *r)
 		s->ahead -= j->counted_ahead;
 	}
 	if (P)
-		pthread_mutex_unlock(&P->mu);
+		pthread_mutex_unlock(&P->W.mu);
 	return j;
 }
 
@@ -1639,7 +1612,7 @@ static int begin_job(tk_reader *r, tjob *j)
 	s->batched += (uint64_t)j->batch;
 	s->cur = j;
 	s->st = ST_EVENTS;
-	if (!j->batch && dec_start(&s->dec, j))
+	if (!j->batch && dec_start(&s->me.dec, j))
 		return nomem(r);
 	return 0;
 }
@@ -1682,8 +1655,8 @@ static int job_event(tk_reader *r, tjob *j, const tk_event **ev)
 			/* the batch stopped at its size: the rest is decoded here, by
 			 * the decoder where it stopped (the caller's own is kept with
 			 * the job) */
-			tdec t = s->dec;
-			s->dec = *j->more;
+			tdec t = s->me.dec;
+			s->me.dec = *j->more;
 			*j->more = t;
 			j->idx = j->more_at;
 			j->batch = j->cut = 0;
@@ -1692,14 +1665,14 @@ static int job_event(tk_reader *r, tjob *j, const tk_event **ev)
 	}
 	if (!j->batch) {
 		for (;;) {
-			int rc = dec_next(&s->dec, j);
+			int rc = dec_next(&s->me.dec, j);
 			if (rc == DEC_OK) {
-				*ev = &s->dec.ev;
+				*ev = &s->me.dec.ev;
 				return TK_OK;
 			}
 			if (rc != DEC_MISS) {
 				if (rc != DEC_DONE)
-					j->end = rc, j->bad = s->dec.bad;
+					j->end = rc, j->bad = s->me.dec.bad;
 				break;
 			}
 			s->lost_strings++;
