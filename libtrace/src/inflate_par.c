@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include "core/deflate_scan.h"
+#include "core/workers.h"
 #include "inflate_par.h"
 #include "internal.h"
 
@@ -46,21 +47,15 @@ struct tk__ipar {
 	void *ctx;
 	uint64_t base; /* the stream's first byte in the input */
 	size_t pin;    /* compressed bytes per share */
-	pthread_mutex_t mu;
-	pthread_cond_t cv_w, cv_c;
+	tk__workers W; /* its lock guards the parts' states and what the threads read below */
 	part *ring;
 	unsigned R;
 	uint64_t head;    /* the part being given out */
 	uint64_t valid;   /* the next part to check (>= head) */
 	uint64_t next;    /* the next part for a thread to inflate */
 	uint64_t limit;   /* no part at or past this one is inflated (the final one's next, the input's end) */
-	int quit;
-	pthread_t *th;
-	unsigned nth;
-	tk__dscan *scan;   /* the caller's */
-	tk__dscan **scans; /* each thread's */
-	unsigned next_scan;
-	/* the caller's, under mu where the threads read them */
+	tk__dscan *scan;   /* the caller's (each thread's: its state) */
+	/* the caller's, under the lock where the threads read them */
 	uint64_t expect;       /* the bit the part `valid` must start at */
 	uint8_t win[TK__DWIN]; /* the 32 KiB before part `valid` */
 	size_t win_len;
@@ -152,7 +147,7 @@ static int resolve_part(part *p)
 	return 0;
 }
 
-/* A thread's next job under mu: a part to resolve, lowest first, else a
+/* A thread's next job under the lock: a part to resolve, lowest first, else a
  * part to inflate. 0 when there is none. */
 static int take_job(tk__ipar *P, part **out, int inflate_too)
 {
@@ -181,10 +176,10 @@ static int take_job(tk__ipar *P, part **out, int inflate_too)
 	return 0;
 }
 
-/* Does a job taken by take_job (mu released meanwhile). */
+/* Does a job taken by take_job (the lock let go of meanwhile). */
 static void do_job(tk__ipar *P, tk__dscan *s, part *p, int job)
 {
-	pthread_mutex_unlock(&P->mu);
+	pthread_mutex_unlock(&P->W.mu);
 	int failed;
 	if (job == 1) {
 		failed = resolve_part(p);
@@ -192,31 +187,41 @@ static void do_job(tk__ipar *P, tk__dscan *s, part *p, int job)
 		p->found = p->skip = p->failed = p->final = 0;
 		failed = inflate_part(P, s, p, 1, 0, p->idx ? NULL : (const uint8_t *)"", 0);
 	}
-	pthread_mutex_lock(&P->mu);
+	pthread_mutex_lock(&P->W.mu);
 	if (failed)
 		p->failed = 1;
 	if (job == 2 && p->in_len < P->pin && p->idx + 1 < P->limit)
 		P->limit = p->idx + 1; /* the input ends in this share: no part after it */
 	p->state = job == 1 ? S_READY : S_INFLATED;
-	pthread_cond_broadcast(&P->cv_c);
+	tk__workers_done(&P->W);
 }
 
-static void *worker_main(void *arg)
+/* The workers' step: a part to resolve, else (not the caller) one to inflate. */
+static int step(void *owner, void *state)
 {
-	tk__ipar *P = arg;
-	pthread_mutex_lock(&P->mu);
-	tk__dscan *s = P->scans[P->next_scan++];
-	while (!P->quit) {
-		part *p;
-		int job = take_job(P, &p, 1);
-		if (job)
-			do_job(P, s, p, job);
-		else
-			pthread_cond_wait(&P->cv_w, &P->mu);
-	}
-	pthread_mutex_unlock(&P->mu);
-	return NULL;
+	tk__ipar *P = owner;
+	tk__dscan **s = state;
+	part *p;
+	int job = take_job(P, &p, s != &P->scan);
+	if (job)
+		do_job(P, *s, p, job);
+	return job != 0;
 }
+
+static int scan_init(void *owner, void *state, unsigned i)
+{
+	(void)owner;
+	(void)i;
+	return !(*(tk__dscan **)state = tk__dscan_new());
+}
+
+static void scan_fini(void *owner, void *state)
+{
+	(void)owner;
+	tk__dscan_free(*(tk__dscan **)state);
+}
+
+static const tk__workers_ops ops = {sizeof(tk__dscan *), scan_init, scan_fini, step};
 
 tk__ipar *tk__ipar_start(tk__ipar_pread rd, void *ctx, uint64_t start, size_t share, unsigned threads)
 {
@@ -233,26 +238,10 @@ tk__ipar *tk__ipar_start(tk__ipar_pread rd, void *ctx, uint64_t start, size_t sh
 	P->limit = UINT64_MAX;
 	P->crc = (uint32_t)crc32(0, NULL, 0);
 	P->in_pos = start;
-	pthread_mutex_init(&P->mu, NULL);
-	pthread_cond_init(&P->cv_w, NULL);
-	pthread_cond_init(&P->cv_c, NULL);
+	tk__workers_init(&P->W, &ops, P);
 	P->ring = calloc(P->R, sizeof *P->ring);
-	P->th = calloc(threads, sizeof *P->th);
-	P->scans = calloc(threads, sizeof *P->scans);
 	P->scan = tk__dscan_new();
-	int ok = P->ring && P->th && P->scans && P->scan;
-	for (unsigned i = 0; ok && i < threads; i++)
-		ok = (P->scans[i] = tk__dscan_new()) != NULL;
-	if (!ok) {
-		tk__ipar_free(P);
-		return NULL;
-	}
-	for (unsigned i = 0; i < threads; i++) {
-		if (tk__thread_start(&P->th[P->nth], worker_main, P, "tk-inflate"))
-			break;
-		P->nth++;
-	}
-	if (!P->nth) {
+	if (!P->ring || !P->scan || !tk__workers_start(&P->W, threads, "tk-inflate")) {
 		tk__ipar_free(P);
 		return NULL;
 	}
@@ -289,7 +278,7 @@ static int next_window(tk__ipar *P, part *p)
 	return 0;
 }
 
-/* Checks part `valid` under mu (it is inflated): skipped, taken, inflated
+/* Checks part `valid` under the lock (it is inflated): skipped, taken, inflated
  * again from where the part before ended, or failed; then hands it its
  * window to be resolved. */
 static void check_part(tk__ipar *P)
@@ -309,9 +298,9 @@ static void check_part(tk__ipar *P)
 	if (p->idx && (!p->found || p->failed || p->start != P->expect)) {
 		/* a start missed, or one that is not the stream's: from the end of the part before, the window known */
 		__atomic_add_fetch(&tk__ipar_parts_redone, 1, __ATOMIC_RELAXED);
-		pthread_mutex_unlock(&P->mu);
+		pthread_mutex_unlock(&P->W.mu);
 		p->failed = inflate_part(P, P->scan, p, 0, P->expect, P->win, P->win_len);
-		pthread_mutex_lock(&P->mu);
+		pthread_mutex_lock(&P->W.mu);
 		if (p->failed) {
 			P->stopped = 1;
 			return;
@@ -327,7 +316,7 @@ static void check_part(tk__ipar *P)
 	if (p->final)
 		P->limit = P->valid; /* nothing after the final block */
 	p->state = S_RESOLVABLE;
-	pthread_cond_broadcast(&P->cv_w);
+	tk__workers_wake(&P->W);
 }
 
 /* The trailer after the final block: its CRC-32 and length, as given out. */
@@ -355,7 +344,7 @@ long tk__ipar_read(tk__ipar *P, unsigned char *dst, size_t cap)
 	if (P->state)
 		return P->state > 0 ? 0 : -1;
 	size_t done = 0;
-	pthread_mutex_lock(&P->mu);
+	pthread_mutex_lock(&P->W.mu);
 	while (done < cap) {
 		/* check the parts inflated, in order, as far as they go */
 		while (!P->stopped && P->valid < P->next && P->valid < P->limit && slot(P, P->valid)->state == S_INFLATED)
@@ -373,7 +362,7 @@ long tk__ipar_read(tk__ipar *P, unsigned char *dst, size_t cap)
 			if (p->skip) {
 				p->state = S_FREE;
 				P->head++;
-				pthread_cond_broadcast(&P->cv_w);
+				tk__workers_wake(&P->W);
 				continue;
 			}
 			size_t n0 = p->d.n_marked, len = tk__dpart_len(&p->d);
@@ -389,9 +378,9 @@ long tk__ipar_read(tk__ipar *P, unsigned char *dst, size_t cap)
 				}
 				if (k > cap - done)
 					k = cap - done;
-				pthread_mutex_unlock(&P->mu);
+				pthread_mutex_unlock(&P->W.mu);
 				memcpy(dst + done, src, k);
-				pthread_mutex_lock(&P->mu);
+				pthread_mutex_lock(&P->W.mu);
 				done += k;
 				P->pos += k;
 			}
@@ -411,18 +400,13 @@ long tk__ipar_read(tk__ipar *P, unsigned char *dst, size_t cap)
 			}
 			p->state = S_FREE;
 			P->head++;
-			pthread_cond_broadcast(&P->cv_w);
+			tk__workers_wake(&P->W);
 			continue;
 		}
 		/* waiting: resolve a part meanwhile, else sleep */
-		part *q;
-		int job = take_job(P, &q, 0);
-		if (job)
-			do_job(P, P->scan, q, job);
-		else
-			pthread_cond_wait(&P->cv_c, &P->mu);
+		tk__workers_help(&P->W, &P->scan);
 	}
-	pthread_mutex_unlock(&P->mu);
+	pthread_mutex_unlock(&P->W.mu);
 	if (done)
 		return (long)done;
 	return P->state > 0 ? 0 : -1;
@@ -442,25 +426,13 @@ void tk__ipar_free(tk__ipar *P)
 {
 	if (!P)
 		return;
-	pthread_mutex_lock(&P->mu);
-	P->quit = 1;
-	pthread_cond_broadcast(&P->cv_w);
-	pthread_mutex_unlock(&P->mu);
-	for (unsigned i = 0; i < P->nth; i++)
-		pthread_join(P->th[i], NULL);
+	tk__workers_free(&P->W);
 	if (P->ring)
 		for (unsigned i = 0; i < P->R; i++) {
 			tk__dpart_free(&P->ring[i].d);
 			free(P->ring[i].in);
 		}
 	free(P->ring);
-	free(P->th);
 	tk__dscan_free(P->scan);
-	for (unsigned i = 0; P->scans && i < P->R - 1; i++)
-		tk__dscan_free(P->scans[i]);
-	free(P->scans);
-	pthread_mutex_destroy(&P->mu);
-	pthread_cond_destroy(&P->cv_w);
-	pthread_cond_destroy(&P->cv_c);
 	free(P);
 }
