@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/workers.h"
 #include "formats/formats.h"
 
 /* Output goes out in blocks of about TK__BLOCK bytes. With a filter, each
@@ -27,14 +28,11 @@ typedef struct job {
  * oldest block done writes the blocks that are done, in order. The caller
  * blocks only when every slot of the ring is taken. */
 typedef struct tk__aio {
-	pthread_t th[TK__SINK_MAX_THREADS];
-	int n_th;
-	pthread_mutex_t mu;
-	pthread_cond_t work, done;
+	tk__workers W; /* its lock guards what follows */
 	job *ring;
 	size_t n_ring;
 	uint64_t head, tail; /* blocks [head, tail) are in the ring, block i in slot i % n_ring */
-	int writing, quit;
+	int writing;
 	tk__buf spare[4]; /* emptied block buffers, kept for their capacity */
 	size_t n_spare;
 	uint64_t written; /* bytes written, the header included */
@@ -82,14 +80,14 @@ static void write_ready(tk__sink *s, tk__aio *a)
 		job *j = &a->ring[a->head % a->n_ring];
 		int failed = a->rc;
 		a->writing = 1;
-		pthread_mutex_unlock(&a->mu);
+		pthread_mutex_unlock(&a->W.mu);
 		uint64_t count = 0;
 		char err[TK__ERRLEN];
 		const tk__buf *o = s->f ? &j->out : &j->raw;
 		int rc = failed ? 0 : write_all(s->fd, s->path, o->p, o->len, &count, err);
 		if (s->f && !failed)
 			s->f->written(s->fst, j->ctx, j->raw.len);
-		pthread_mutex_lock(&a->mu);
+		pthread_mutex_lock(&a->W.mu);
 		a->written += count;
 		start_writeback(s, a);
 		if (rc && !a->rc) {
@@ -105,7 +103,7 @@ static void write_ready(tk__sink *s, tk__aio *a)
 		j->state = J_FREE;
 		a->head++;
 		a->writing = 0;
-		pthread_cond_broadcast(&a->done);
+		tk__workers_done(&a->W);
 	}
 }
 
@@ -117,39 +115,49 @@ static job *next_queued(tk__aio *a)
 	return NULL;
 }
 
-static void *aio_main(void *arg)
+/* The workers' step: the first block queued encoded with this thread's
+ * encoder (*enc), then the blocks done written. */
+static int aio_step(void *owner, void *enc)
 {
-	tk__sink *s = arg;
+	tk__sink *s = owner;
 	tk__aio *a = s->aio;
+	job *j = next_queued(a);
+	if (!j)
+		return 0;
+	j->state = J_BUSY;
+	int failed = a->rc;
+	pthread_mutex_unlock(&a->W.mu);
 	char err[TK__ERRLEN];
-	void *enc = s->f ? s->f->enc_new(s->fst, err) : NULL;
-	int enc_rc = s->f && !enc ? TK_ERR_NOMEM : 0;
-	pthread_mutex_lock(&a->mu);
-	while (!a->quit) {
-		job *j = next_queued(a);
-		if (!j) {
-			pthread_cond_wait(&a->work, &a->mu);
-			continue;
-		}
-		j->state = J_BUSY;
-		int failed = a->rc;
-		pthread_mutex_unlock(&a->mu);
-		int rc = enc_rc;
-		if (!failed && s->f && !rc)
-			rc = s->f->encode(enc, j->ctx, &j->raw, &j->out, err);
-		pthread_mutex_lock(&a->mu);
-		j->state = J_DONE;
-		if (rc && !a->rc) {
-			a->rc = rc;
-			memcpy(a->err, err, sizeof err);
-		}
-		write_ready(s, a);
+	int rc = 0;
+	if (!failed && s->f)
+		rc = s->f->encode(*(void **)enc, j->ctx, &j->raw, &j->out, err);
+	pthread_mutex_lock(&a->W.mu);
+	j->state = J_DONE;
+	if (rc && !a->rc) {
+		a->rc = rc;
+		memcpy(a->err, err, sizeof err);
 	}
-	pthread_mutex_unlock(&a->mu);
-	if (enc)
-		s->f->enc_free(enc);
-	return NULL;
+	write_ready(s, a);
+	return 1;
 }
+
+/* Each thread's encoder; a thread whose encoder cannot be made does not start. */
+static int aio_enc_new(void *owner, void *enc, unsigned i)
+{
+	tk__sink *s = owner;
+	char err[TK__ERRLEN];
+	(void)i;
+	return s->f && !(*(void **)enc = s->f->enc_new(s->fst, err));
+}
+
+static void aio_enc_free(void *owner, void *enc)
+{
+	tk__sink *s = owner;
+	if (*(void **)enc)
+		s->f->enc_free(*(void **)enc);
+}
+
+static const tk__workers_ops aio_ops = {sizeof(void *), aio_enc_new, aio_enc_free, aio_step};
 
 static void aio_free(tk__aio *a)
 {
@@ -161,9 +169,6 @@ static void aio_free(tk__aio *a)
 	free(a->ring);
 	for (size_t i = 0; i < a->n_spare; i++)
 		tk__buf_free(&a->spare[i]);
-	pthread_cond_destroy(&a->work);
-	pthread_cond_destroy(&a->done);
-	pthread_mutex_destroy(&a->mu);
 	free(a);
 }
 
@@ -172,12 +177,7 @@ static void aio_stop(tk__sink *s)
 	tk__aio *a = s->aio;
 	if (!a)
 		return;
-	pthread_mutex_lock(&a->mu);
-	a->quit = 1;
-	pthread_cond_broadcast(&a->work);
-	pthread_mutex_unlock(&a->mu);
-	for (int i = 0; i < a->n_th; i++)
-		pthread_join(a->th[i], NULL);
+	tk__workers_free(&a->W);
 	aio_free(a);
 	s->aio = NULL;
 }
@@ -208,14 +208,11 @@ static void aio_start(tk__sink *s)
 		return;
 	}
 	a->n_ring = n_ring;
-	pthread_mutex_init(&a->mu, NULL);
-	pthread_cond_init(&a->work, NULL);
-	pthread_cond_init(&a->done, NULL);
 	a->written = s->bytes_out; /* the header and what was written before the threads */
+	tk__workers_init(&a->W, &aio_ops, s);
 	s->aio = a;
-	while (a->n_th < want && !tk__thread_start(&a->th[a->n_th], aio_main, s, "tk-write"))
-		a->n_th++;
-	if (!a->n_th) {
+	if (!tk__workers_start(&a->W, (unsigned)want, "tk-write")) {
+		tk__workers_free(&a->W);
 		s->aio = NULL;
 		aio_free(a);
 	}
@@ -275,11 +272,11 @@ static int submit(tk__sink *s, tk__buf *raw)
 		raw->len = 0;
 		return rc;
 	}
-	pthread_mutex_lock(&a->mu);
+	pthread_mutex_lock(&a->W.mu);
 	while (a->tail - a->head == a->n_ring && !a->rc)
-		pthread_cond_wait(&a->done, &a->mu);
+		pthread_cond_wait(&a->W.done, &a->W.mu);
 	int rc = aio_error(s);
-	pthread_mutex_unlock(&a->mu);
+	pthread_mutex_unlock(&a->W.mu);
 	if (rc)
 		return rc;
 	/* the slot is free: no thread looks at it until it is queued */
@@ -287,12 +284,12 @@ static int submit(tk__sink *s, tk__buf *raw)
 	j->raw = *raw;
 	if (s->f)
 		s->f->prepare(s->fst, j->ctx, raw);
-	pthread_mutex_lock(&a->mu);
+	pthread_mutex_lock(&a->W.mu);
 	j->state = J_QUEUED;
 	a->tail++;
 	*raw = a->n_spare ? a->spare[--a->n_spare] : (tk__buf){0};
-	pthread_cond_signal(&a->work);
-	pthread_mutex_unlock(&a->mu);
+	tk__workers_wake(&a->W);
+	pthread_mutex_unlock(&a->W.mu);
 	return 0;
 }
 
@@ -309,14 +306,14 @@ static int drain(tk__sink *s)
 	tk__aio *a = s->aio;
 	if (!a)
 		return rc;
-	pthread_mutex_lock(&a->mu);
+	pthread_mutex_lock(&a->W.mu);
 	while (a->head < a->tail && !a->rc)
-		pthread_cond_wait(&a->done, &a->mu);
+		pthread_cond_wait(&a->W.done, &a->W.mu);
 	if (!rc)
 		rc = aio_error(s);
 	if (s->f)
 		s->bytes_out = a->written;
-	pthread_mutex_unlock(&a->mu);
+	pthread_mutex_unlock(&a->W.mu);
 	return rc;
 }
 
