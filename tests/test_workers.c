@@ -172,8 +172,9 @@ static void test_init_fails(void **state)
 	free(O);
 }
 
-/* Quit with work still queued: the threads stop, the work is the owner's. */
-static void test_free_with_work_queued(void **state)
+/* Stopped with work still queued: the threads quit and are joined, none
+ * starts again, and the owner does the rest alone under the same lock. */
+static void test_stop_with_work_queued(void **state)
 {
 	(void)state;
 	owner *O = calloc(1, sizeof *O);
@@ -183,15 +184,18 @@ static void test_free_with_work_queued(void **state)
 	O->queued = N_WORK;
 	tk__workers_wake(&O->W);
 	pthread_mutex_unlock(&O->W.mu);
+	fini_calls = 0;
+	tk__workers_stop(&O->W);
+	assert_int_equal(fini_calls, 2);
+	assert_int_equal(O->W.n, 0);
+	assert_int_equal(tk__workers_start(&O->W, 2, "tk-test"), 0);
+	size_t by_threads = O->finished;
+	for (size_t k = 0; k < N_WORK; k++)
+		assert_int_equal(O->times[k], k < by_threads ? 1 : 0);
+	run_all(O, 1);
+	assert_int_equal(O->mine.done, N_WORK - by_threads);
 	tk__workers_free(&O->W);
-	/* no piece done twice, and none after the threads were joined */
-	size_t finished = O->finished;
-	for (size_t k = 0; k < N_WORK; k++)
-		assert_true(O->times[k] <= 1);
-	size_t done = 0;
-	for (size_t k = 0; k < N_WORK; k++)
-		done += O->times[k];
-	assert_int_equal(done, finished);
+	assert_int_equal(fini_calls, 2);
 	free(O);
 }
 
@@ -202,7 +206,7 @@ int main(void)
 		cmocka_unit_test(test_owner_helps),
 		cmocka_unit_test(test_no_threads),
 		cmocka_unit_test(test_init_fails),
-		cmocka_unit_test(test_free_with_work_queued),
+		cmocka_unit_test(test_stop_with_work_queued),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "core/workers.h"
 #include "par.h"
 
 #define BLOCK0 ((size_t)1 << 20)
@@ -47,20 +48,10 @@ typedef struct blk {
 	size_t last_nl; /* 1 + the offset of the last one, 0 if none */
 } blk;
 
-typedef struct worker {
-	struct tk__par *P;
-	tk_reader *w;
-	pthread_t th;
-} worker;
-
 struct tk__par {
 	tk_reader *r;
 	const tk__par_fmt *f;
-	pthread_mutex_t mu;
-	pthread_cond_t cv_w; /* workers: a block to parse or to read */
-	pthread_cond_t cv_m; /* the caller: a block parsed or read */
-	worker *wk;
-	int n_wk;
+	tk__workers W; /* each worker's state: its tk_reader; the lock guards what follows */
 	tk_reader *mainw; /* the caller's worker reader: it parses too while it waits */
 	/* blocks in file order, head the oldest kept */
 	blk *head, *tail, *spare;
@@ -70,7 +61,7 @@ struct tk__par {
 	int src_end; /* the last block is read (or none could be: nomem) */
 	int src_eof; /* the source ended before the threads started */
 	int nomem;
-	int quit, finished;
+	int finished;
 	/* the bytes after the last cut: the next block's first */
 	tk__buf carry;
 	size_t carry_pos;
@@ -106,7 +97,7 @@ static void blk_free(blk *b)
 	free(b);
 }
 
-/* A block for the next bytes (mu held): a spare one, or a new one. */
+/* A block for the next bytes (the lock held): a spare one, or a new one. */
 static blk *blk_take(tk__par *P)
 {
 	blk *b = P->spare;
@@ -134,7 +125,7 @@ static blk *blk_take(tk__par *P)
 	return b;
 }
 
-/* Keep b for reuse, or free it (mu held). */
+/* Keep b for reuse, or free it (the lock held). */
 static void blk_recycle(tk__par *P, blk *b)
 {
 	if (P->n_spare >= SPARES || P->n_spare >= P->max_blk || b->cap > 2 * P->block || P->finished) {
@@ -146,7 +137,7 @@ static void blk_recycle(tk__par *P, blk *b)
 	P->n_spare++;
 }
 
-/* The oldest block is done with (mu held). */
+/* The oldest block is done with (the lock held). */
 static void release_head(tk__par *P)
 {
 	blk *b = P->head;
@@ -162,7 +153,7 @@ static void release_head(tk__par *P)
 		b->orphan = 1;
 	else
 		blk_recycle(P, b);
-	pthread_cond_broadcast(&P->cv_w);
+	tk__workers_wake(&P->W);
 }
 
 /* The source's next bytes for the block being read (`reading` held). */
@@ -196,8 +187,8 @@ static int tail_cut(tk__par *P, blk *b)
 
 /* Reads the next block into b, the carry first, then the source, and
  * cuts it where the format finds the end of an event (the thread holds
- * `reading`, not mu: the carry, the source and next_off are the
- * reading thread's; next_off changes under mu). When the source is read
+ * `reading`, not the lock: the carry, the source and next_off are the
+ * reading thread's; next_off changes under the lock). When the source is read
  * by offset, the block may be only cut (b->fill: fill_block() reads the
  * rest). 0, or TK_ERR_NOMEM. */
 static int read_block(tk__par *P, blk *b)
@@ -262,7 +253,7 @@ static int read_block(tk__par *P, blk *b)
 	return 0;
 }
 
-/* Reads b's bytes before its tail by offset (mu not held: b is B_FILL,
+/* Reads b's bytes before its tail by offset (the lock not held: b is B_FILL,
  * only this thread's). Where the source ends or fails first, b ends
  * there: *len and *rc, else len stays; the errno in *err_no. */
 static void fill_block(tk__par *P, blk *b, size_t *len, int *rc, int *err_no)
@@ -283,22 +274,22 @@ static void fill_block(tk__par *P, blk *b, size_t *len, int *rc, int *err_no)
 
 static int can_read(const tk__par *P)
 {
-	return !P->reading && !P->src_end && P->n_blk < P->max_blk && !P->quit;
+	return !P->reading && !P->src_end && P->n_blk < P->max_blk && !P->W.quit;
 }
 
-/* Reads the next block and queues it (mu held, let go of meanwhile). */
+/* Reads the next block and queues it (the lock held, let go of meanwhile). */
 static void read_next(tk__par *P)
 {
 	blk *b = blk_take(P);
 	if (!b) {
 		P->nomem = P->src_end = 1;
-		pthread_cond_broadcast(&P->cv_m);
+		tk__workers_done(&P->W);
 		return;
 	}
 	P->reading = 1;
-	pthread_mutex_unlock(&P->mu);
+	pthread_mutex_unlock(&P->W.mu);
 	int rc = read_block(P, b);
-	pthread_mutex_lock(&P->mu);
+	pthread_mutex_lock(&P->W.mu);
 	P->reading = 0;
 	if (rc) {
 		blk_free(b);
@@ -315,18 +306,18 @@ static void read_next(tk__par *P)
 		P->n_blk++;
 		b->status = b->fill ? B_FILL : B_READ;
 	}
-	pthread_cond_broadcast(&P->cv_w);
-	pthread_cond_broadcast(&P->cv_m);
+	tk__workers_wake(&P->W);
+	tk__workers_done(&P->W);
 	if (rc || !b->fill)
 		return;
 	/* the next block is read meanwhile */
 	size_t len = b->len;
 	int src_rc = 0, err_no = 0;
-	pthread_mutex_unlock(&P->mu);
+	pthread_mutex_unlock(&P->W.mu);
 	if (tk__par_fill_hook)
 		tk__par_fill_hook(b->off, b->fill);
 	fill_block(P, b, &len, &src_rc, &err_no);
-	pthread_mutex_lock(&P->mu);
+	pthread_mutex_lock(&P->W.mu);
 	if (b->orphan) {
 		blk_recycle(P, b);
 		return;
@@ -341,8 +332,8 @@ static void read_next(tk__par *P)
 	}
 	b->fill = 0;
 	b->status = B_READ;
-	pthread_cond_broadcast(&P->cv_w);
-	pthread_cond_broadcast(&P->cv_m);
+	tk__workers_wake(&P->W);
+	tk__workers_done(&P->W);
 }
 
 /* An event of the block's batch (tk__batch_copy). */
@@ -372,7 +363,7 @@ static void parse_block(tk__par *P, tk_reader *w, blk *b)
 	b->last_nl = nl ? (size_t)(nl - b->p) + 1 : 0;
 }
 
-/* Parses b on this thread (mu held, let go of meanwhile). */
+/* Parses b on this thread (the lock held, let go of meanwhile). */
 static void parse_here(tk__par *P, tk_reader *w, blk *b)
 {
 	size_t done = 0, waiting = 0;
@@ -382,14 +373,14 @@ static void parse_here(tk__par *P, tk_reader *w, blk *b)
 	}
 	b->render = tk__render_now(&P->r->opts, w == P->mainw, done, waiting);
 	b->status = B_PARSING;
-	pthread_mutex_unlock(&P->mu);
+	pthread_mutex_unlock(&P->W.mu);
 	parse_block(P, w, b);
-	pthread_mutex_lock(&P->mu);
+	pthread_mutex_lock(&P->W.mu);
 	if (b->orphan)
 		blk_recycle(P, b);
 	else
 		b->status = B_DONE;
-	pthread_cond_broadcast(&P->cv_m);
+	tk__workers_done(&P->W);
 }
 
 static blk *first_unparsed(const tk__par *P)
@@ -400,23 +391,34 @@ static blk *first_unparsed(const tk__par *P)
 	return b;
 }
 
-static void *worker_main(void *arg)
+/* The workers' step: the first block not parsed parsed with this thread's
+ * reader (*w), else the next block read. */
+static int step(void *owner, void *w)
 {
-	worker *me = arg;
-	tk__par *P = me->P;
-	pthread_mutex_lock(&P->mu);
-	while (!P->quit) {
-		blk *b = first_unparsed(P);
-		if (b)
-			parse_here(P, me->w, b);
-		else if (can_read(P))
-			read_next(P);
-		else
-			pthread_cond_wait(&P->cv_w, &P->mu);
-	}
-	pthread_mutex_unlock(&P->mu);
-	return NULL;
+	tk__par *P = owner;
+	blk *b = first_unparsed(P);
+	if (b)
+		parse_here(P, *(tk_reader **)w, b);
+	else if (can_read(P))
+		read_next(P);
+	else
+		return 0;
+	return 1;
 }
+
+static int reader_init(void *owner, void *w, unsigned i)
+{
+	(void)i;
+	return !(*(tk_reader **)w = tk__reader_worker(((tk__par *)owner)->r));
+}
+
+static void reader_fini(void *owner, void *w)
+{
+	(void)owner;
+	tk_reader_free(*(tk_reader **)w);
+}
+
+static const tk__workers_ops ops = {sizeof(tk_reader *), reader_init, reader_fini, step};
 
 int tk__par_active(const tk__par *p)
 {
@@ -439,7 +441,7 @@ uint64_t tk__par_tail_cuts(const tk__par *p)
 	return p ? p->tail_cuts : 0;
 }
 
-/* The reader parses alone from the block's stop on (mu held). */
+/* The reader parses alone from the block's stop on (the lock held). */
 static void enter_seq(tk__par *P, blk *b)
 {
 	tk_reader *r = P->r;
@@ -482,14 +484,14 @@ int tk__par_next(tk_reader *r, const tk_event **ev)
 			P->handed++;
 			return TK_OK;
 		}
-		pthread_mutex_lock(&P->mu);
+		pthread_mutex_lock(&P->W.mu);
 		if (b) {
 			/* its events are out */
 			P->f->absorb(r, b->counts);
 			r->stats.repaired_strings += b->counts[TK__PAR_COUNTS - 1];
 			if (b->stop < b->len || b->last) {
 				enter_seq(P, b);
-				pthread_mutex_unlock(&P->mu);
+				pthread_mutex_unlock(&P->W.mu);
 				return TK__PAR_SEQ;
 			}
 			P->line += b->nl;
@@ -499,25 +501,21 @@ int tk__par_next(tk_reader *r, const tk_event **ev)
 			P->bytes_in = b->bytes_in;
 			release_head(P);
 		}
-		/* the next block, parsed: here when no worker has taken it */
+		/* the next block, parsed: here when no worker has taken it (the
+		 * head's, or one ahead while a worker has the head), else read */
 		for (;;) {
 			b = P->head;
 			if (b && b->status == B_DONE)
 				break;
-			blk *u = first_unparsed(P);
-			if (u)
-				parse_here(P, P->mainw, u); /* the head's, or one ahead while a worker has the head */
-			else if (!b && P->nomem) {
-				pthread_mutex_unlock(&P->mu);
+			if (!b && P->nomem) {
+				pthread_mutex_unlock(&P->W.mu);
 				return nomem(r);
-			} else if (can_read(P))
-				read_next(P);
-			else
-				pthread_cond_wait(&P->cv_m, &P->mu);
+			}
+			tk__workers_help(&P->W, &P->mainw);
 		}
 		P->cur = b;
 		P->idx = 0;
-		pthread_mutex_unlock(&P->mu);
+		pthread_mutex_unlock(&P->W.mu);
 	}
 }
 
@@ -526,11 +524,11 @@ long tk__par_read(tk_reader *r, unsigned char *dst, size_t cap)
 	tk__par *P = r->par;
 	if (P->finished || !P->seq)
 		return tk__src_read(&r->src, dst, cap); /* not reached: the reader has ended */
-	pthread_mutex_lock(&P->mu);
+	pthread_mutex_lock(&P->W.mu);
 	for (;;) {
 		blk *b = P->feed;
 		if (b && b->status == B_FILL) {
-			pthread_cond_wait(&P->cv_m, &P->mu);
+			pthread_cond_wait(&P->W.done, &P->W.mu);
 			continue;
 		}
 		if (b && P->feed_pos < b->len) {
@@ -541,11 +539,11 @@ long tk__par_read(tk_reader *r, unsigned char *dst, size_t cap)
 			memcpy(dst, b->p + P->feed_pos, n);
 			P->feed_pos += n;
 			P->bytes_in = b->bytes_in;
-			pthread_mutex_unlock(&P->mu);
+			pthread_mutex_unlock(&P->W.mu);
 			return (long)n;
 		}
 		if (b && b->last) {
-			pthread_mutex_unlock(&P->mu);
+			pthread_mutex_unlock(&P->W.mu);
 			if (b->src_rc < 0 && b->err_no)
 				tk__src_failed(r->src.err, b->err_no);
 			if (b->src_rc < 0)
@@ -558,7 +556,7 @@ long tk__par_read(tk_reader *r, unsigned char *dst, size_t cap)
 			continue;
 		}
 		if (P->nomem) {
-			pthread_mutex_unlock(&P->mu);
+			pthread_mutex_unlock(&P->W.mu);
 			snprintf(r->src.err, sizeof r->src.err, "out of memory");
 			return TK_ERR_NOMEM;
 		}
@@ -568,7 +566,7 @@ long tk__par_read(tk_reader *r, unsigned char *dst, size_t cap)
 		if (can_read(P))
 			read_next(P);
 		else
-			pthread_cond_wait(&P->cv_m, &P->mu);
+			pthread_cond_wait(&P->W.done, &P->W.mu);
 	}
 }
 
@@ -578,7 +576,7 @@ void tk__par_resume(tk_reader *r)
 	if (!P->seq || P->finished)
 		return;
 	uint64_t at = r->base + r->pos;
-	pthread_mutex_lock(&P->mu);
+	pthread_mutex_lock(&P->W.mu);
 	for (;;) {
 		/* the blocks wholly behind the reader are done with */
 		while (P->head && P->head != P->feed && P->head->off + P->head->len <= at && !P->head->last)
@@ -601,16 +599,16 @@ void tk__par_resume(tk_reader *r)
 		}
 		/* it ended where the next block to read starts: read it (the
 		 * threads lag behind the reader) and take over there */
-		if (c || at != P->next_off || P->src_end || P->quit)
+		if (c || at != P->next_off || P->src_end || P->W.quit)
 			break;
 		if (can_read(P))
 			read_next(P);
 		else if (P->reading)
-			pthread_cond_wait(&P->cv_m, &P->mu);
+			pthread_cond_wait(&P->W.done, &P->W.mu);
 		else
 			break; /* no room: the blocks ahead of the reader are kept */
 	}
-	pthread_mutex_unlock(&P->mu);
+	pthread_mutex_unlock(&P->W.mu);
 }
 
 int tk__par_start(tk_reader *r, const tk__par_fmt *f)
@@ -641,30 +639,16 @@ int tk__par_start(tk_reader *r, const tk__par_fmt *f)
 	P->pread = !r->eof && src->n == 1 && !src->ahead && tk__src_can_pread(src) &&
 	           tk__src_bytes_in(src) - (st->ahead_len - st->ahead_pos) == r->base + r->end;
 	tk__reader_lines_at(r, r->pos, &P->line, &P->line_at);
-	pthread_mutex_init(&P->mu, NULL);
-	pthread_cond_init(&P->cv_w, NULL);
-	pthread_cond_init(&P->cv_m, NULL);
-	P->wk = calloc(nth - 1, sizeof *P->wk);
+	tk__workers_init(&P->W, &ops, P);
 	P->mainw = tk__reader_worker(r);
-	if (!P->wk || !P->mainw || (!P->pread && tk__buf_append(&P->carry, r->buf + r->pos, r->end - r->pos))) {
+	if (!P->mainw || (!P->pread && tk__buf_append(&P->carry, r->buf + r->pos, r->end - r->pos))) {
 		tk__par_free(P);
 		return -1;
 	}
-	/* the caller's thread is the last: it parses while it waits */
-	for (unsigned i = 0; i + 1 < nth; i++) {
-		worker *w = &P->wk[P->n_wk];
-		w->P = P;
-		if (!(w->w = tk__reader_worker(r)))
-			break;
-		if (tk__thread_start(&w->th, worker_main, w, "tk-parse")) {
-			tk_reader_free(w->w);
-			w->w = NULL;
-			break;
-		}
-		P->n_wk++;
-	}
-	/* without a worker the caller reads and parses the blocks itself, in
-	 * the same order: slower, never different */
+	/* the caller's thread is the last: it parses while it waits; without a
+	 * worker it reads and parses the blocks itself, in the same order:
+	 * slower, never different */
+	tk__workers_start(&P->W, nth - 1, "tk-parse");
 	r->pos = r->end;
 	r->par = P;
 	return 0;
@@ -674,12 +658,7 @@ void tk__par_finish(tk__par *P)
 {
 	if (!P || P->finished)
 		return;
-	pthread_mutex_lock(&P->mu);
-	P->quit = 1;
-	pthread_cond_broadcast(&P->cv_w);
-	pthread_mutex_unlock(&P->mu);
-	for (int i = 0; i < P->n_wk; i++)
-		pthread_join(P->wk[i].th, NULL);
+	tk__workers_stop(&P->W); /* the threads joined, their readers freed */
 	P->finished = 1;
 	while (P->head)
 		release_head(P);
@@ -698,12 +677,7 @@ void tk__par_free(tk__par *P)
 	if (!P)
 		return;
 	tk__par_finish(P);
-	for (int i = 0; i < P->n_wk; i++)
-		tk_reader_free(P->wk[i].w);
-	free(P->wk);
+	tk__workers_free(&P->W);
 	tk_reader_free(P->mainw);
-	pthread_mutex_destroy(&P->mu);
-	pthread_cond_destroy(&P->cv_w);
-	pthread_cond_destroy(&P->cv_m);
 	free(P);
 }

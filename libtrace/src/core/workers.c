@@ -31,7 +31,7 @@ static void *pool_main(void *arg)
 
 unsigned tk__workers_start(tk__workers *P, unsigned n, const char *name)
 {
-	if (!n || P->th || !(P->th = calloc(n, sizeof *P->th)))
+	if (!n || P->th || P->quit || !(P->th = calloc(n, sizeof *P->th)))
 		return 0;
 	size_t sz = P->ops->state_size;
 	if (sz && !(P->states = calloc(n, sz)))
@@ -77,7 +77,7 @@ int tk__workers_help(tk__workers *P, void *state)
 	return 0;
 }
 
-void tk__workers_free(tk__workers *P)
+void tk__workers_stop(tk__workers *P)
 {
 	pthread_mutex_lock(&P->mu);
 	P->quit = 1;
@@ -89,6 +89,14 @@ void tk__workers_free(tk__workers *P)
 		P->ops->state_fini(P->owner, tk__workers_state(P, i));
 	free(P->states);
 	free(P->th);
+	P->states = NULL;
+	P->th = NULL;
+	P->n = P->n_states = 0;
+}
+
+void tk__workers_free(tk__workers *P)
+{
+	tk__workers_stop(P);
 	pthread_mutex_destroy(&P->mu);
 	pthread_cond_destroy(&P->work);
 	pthread_cond_destroy(&P->done);

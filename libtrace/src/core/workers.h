@@ -55,7 +55,7 @@ struct tk__workers {
 void tk__workers_init(tk__workers *P, const tk__workers_ops *ops, void *owner);
 /* Up to n threads named `name` (tk__thread_start): the number started,
  * 0 where none could be (no memory, tk__no_threads, a state_init that
- * failed). Once only, the lock not held. */
+ * failed). Once only, before tk__workers_stop; the lock not held. */
 unsigned tk__workers_start(tk__workers *P, unsigned n, const char *name);
 /* Thread i's state (i < the number started). */
 void *tk__workers_state(const tk__workers *P, unsigned i);
@@ -67,8 +67,11 @@ void tk__workers_done(tk__workers *P);
  * (the owner's own) and 1, or a wait for work done and 0. */
 int tk__workers_help(tk__workers *P, void *state);
 /* The threads told to quit (work queued is left to the owner) and joined,
- * their states freed, the lock and conditions destroyed; the lock not
- * held. A pool initialised and never started too. */
+ * their states freed; the lock and conditions stay, for the owner alone.
+ * No thread starts after it. The lock not held. */
+void tk__workers_stop(tk__workers *P);
+/* tk__workers_stop, then the lock and conditions destroyed (also where no
+ * thread was started). */
 void tk__workers_free(tk__workers *P);
 
 #endif
