@@ -3521,24 +3521,21 @@ static void text_free(pblk *b, int all)
 		b->text_spare = NULL;
 }
 
-typedef struct pwk {
-	struct ppool *P;
+typedef struct pwk { /* a walking thread's state */
 	tk_reader *w; /* this thread's reader: its copy of the state */
-	pthread_t th;
 	uint64_t pos; /* the block it walks or waits for; UINT64_MAX when gone */
 } pwk;
 
 typedef struct ppool {
-	pthread_mutex_t mu;
-	pthread_cond_t cv_w; /* the threads: a block was read, or quit */
-	pthread_cond_t cv_m; /* the caller: a block was rendered */
-	pwk wk[PF_THREADS_MAX];
-	int n_wk;
+	/* the walking threads: their lock guards what follows; they wait for
+	 * a block read, the caller for one rendered or let go of */
+	tk__workers W;
+	tk_reader *r; /* the caller's */
+	uint64_t left; /* the threads' tk__pftrace_left(), once they ended */
 	pblk *head, *tail, *spare; /* blocks kept, in file order */
 	size_t n_blk, max_blk;
 	uint64_t next_seq;
 	int ended; /* no more blocks: the caller reads on from its window */
-	int quit;
 	unsigned nth;  /* the threads wanted, the caller's counted */
 	int started;   /* threads started, when the input is more than a block */
 	pblk *cur; /* the caller's block */
@@ -3647,7 +3644,7 @@ static int walk_packet(tk_reader *w, const unsigned char *p, size_t n, pres *res
 	return 0;
 }
 
-/* The block of sequence number `seq` (mu held), NULL when it is not read yet. */
+/* The block of sequence number `seq` (the lock held), NULL when it is not read yet. */
 static pblk *blk_at(ppool *P, uint64_t seq)
 {
 	pblk *b = P->head;
@@ -3656,36 +3653,49 @@ static pblk *blk_at(ppool *P, uint64_t seq)
 	return b;
 }
 
-static void *walker(void *arg)
+/* The walking threads' step: every block, in order, walked with this
+ * thread's reader k->w; the ones no other thread claimed rendered. */
+static int walk_step(void *owner, void *state)
 {
-	pwk *k = arg;
-	ppool *P = k->P;
-	int ok = 1;
-	pthread_mutex_lock(&P->mu);
-	while (ok) {
-		pblk *b = NULL;
-		while (!P->quit && !(b = blk_at(P, k->pos)) && !P->ended)
-			pthread_cond_wait(&P->cv_w, &P->mu);
-		if (!b || P->quit)
-			break;
-		int mine = !b->claimed;
-		if (mine)
-			b->claimed = 1;
-		pthread_mutex_unlock(&P->mu);
-		for (size_t i = 0; i < b->n && ok; i++) {
-			const ppk *x = &b->pk[i];
-			ok = walk_packet(k->w, (const unsigned char *)b->data.p + x->off, x->len, mine ? &b->res[i] : NULL,
-			                 b) == 0;
-		}
-		pthread_mutex_lock(&P->mu);
-		k->pos++;
-		pthread_cond_broadcast(&P->cv_m); /* a block rendered, or one the caller may let go of */
+	ppool *P = owner;
+	pwk *k = state;
+	pblk *b = k->pos == UINT64_MAX ? NULL : blk_at(P, k->pos);
+	if (!b) {
+		if (!P->ended || k->pos == UINT64_MAX)
+			return 0;
+		k->pos = UINT64_MAX; /* the blocks are through: gone */
+		tk__workers_done(&P->W);
+		return 0;
 	}
-	k->pos = UINT64_MAX;
-	pthread_cond_broadcast(&P->cv_m);
-	pthread_mutex_unlock(&P->mu);
-	return NULL;
+	int mine = !b->claimed, ok = 1;
+	if (mine)
+		b->claimed = 1;
+	pthread_mutex_unlock(&P->W.mu);
+	for (size_t i = 0; i < b->n && ok; i++) {
+		const ppk *x = &b->pk[i];
+		ok = walk_packet(k->w, (const unsigned char *)b->data.p + x->off, x->len, mine ? &b->res[i] : NULL, b) ==
+		     0;
+	}
+	pthread_mutex_lock(&P->W.mu);
+	k->pos = ok ? k->pos + 1 : UINT64_MAX; /* a walk that failed: gone */
+	tk__workers_done(&P->W); /* a block rendered, or one the caller may let go of */
+	return 1;
 }
+
+static int walk_init(void *owner, void *state, unsigned i)
+{
+	(void)i;
+	return !(((pwk *)state)->w = tk__reader_worker(((ppool *)owner)->r));
+}
+
+static void walk_fini(void *owner, void *state)
+{
+	pwk *k = state;
+	((ppool *)owner)->left += ((pr *)k->w->fs)->left;
+	tk_reader_free(k->w);
+}
+
+static const tk__workers_ops walk_ops = {sizeof(pwk), walk_init, walk_fini, walk_step};
 
 static void blk_free(pblk *b)
 {
@@ -3701,18 +3711,8 @@ static void pool_free(pr *s)
 	ppool *P = s->pool;
 	if (!P)
 		return;
-	pthread_mutex_lock(&P->mu);
-	P->quit = 1;
-	pthread_cond_broadcast(&P->cv_w);
-	pthread_mutex_unlock(&P->mu);
-	for (int i = 0; i < P->n_wk; i++) {
-		pthread_join(P->wk[i].th, NULL);
-		s->left += ((pr *)P->wk[i].w->fs)->left;
-		tk_reader_free(P->wk[i].w);
-	}
-	pthread_mutex_destroy(&P->mu);
-	pthread_cond_destroy(&P->cv_w);
-	pthread_cond_destroy(&P->cv_m);
+	tk__workers_free(&P->W);
+	s->left += P->left;
 	for (pblk *b = P->head, *nx; b; b = nx) {
 		nx = b->next;
 		blk_free(b);
@@ -3726,7 +3726,7 @@ static void pool_free(pr *s)
 }
 
 /* Reads the next block of whole packets from the window (the caller's
- * thread, mu not held) into the list; sets P->ended where the reading
+ * thread, the lock not held) into the list; sets P->ended where the reading
  * ahead stops (nothing more, or something the caller reads on alone from
  * r->pos). */
 static void pool_read(tk_reader *r, ppool *P)
@@ -3736,9 +3736,9 @@ static void pool_read(tk_reader *r, ppool *P)
 	if (b)
 		P->spare = b->next;
 	else if (!(b = calloc(1, sizeof *b))) {
-		pthread_mutex_lock(&P->mu);
+		pthread_mutex_lock(&P->W.mu);
 		P->ended = 1;
-		pthread_mutex_unlock(&P->mu);
+		pthread_mutex_unlock(&P->W.mu);
 		return;
 	}
 	b->next = NULL;
@@ -3785,7 +3785,7 @@ static void pool_read(tk_reader *r, ppool *P)
 	}
 	if (b->data.len < want)
 		stop = 1; /* the end, or what the caller reads alone */
-	pthread_mutex_lock(&P->mu);
+	pthread_mutex_lock(&P->W.mu);
 	if (b->n) {
 		b->seq = P->next_seq++;
 		if (P->tail)
@@ -3800,8 +3800,8 @@ static void pool_read(tk_reader *r, ppool *P)
 	}
 	if (stop)
 		P->ended = 1;
-	pthread_cond_broadcast(&P->cv_w);
-	pthread_mutex_unlock(&P->mu);
+	tk__workers_wake(&P->W);
+	pthread_mutex_unlock(&P->W.mu);
 }
 
 /* With opts.threads > 1 the packets are read ahead in blocks, and
@@ -3819,35 +3819,19 @@ static void pool_start(tk_reader *r)
 	ppool *P = calloc(1, sizeof *P);
 	if (!P)
 		return;
-	pthread_mutex_init(&P->mu, NULL);
-	pthread_cond_init(&P->cv_w, NULL);
-	pthread_cond_init(&P->cv_m, NULL);
+	tk__workers_init(&P->W, &walk_ops, P);
+	P->r = r;
 	P->nth = nth;
 	P->max_blk = (size_t)nth + 2;
 	s->pool = P;
 }
 
-/* The threads, from the first block on (mu not held); none started: the
- * caller renders every block itself. */
-static void pool_threads(tk_reader *r, ppool *P)
+/* The threads, from the first block on (the lock not held): counted as
+ * they start, so that block 0 is kept for them; none started: the caller
+ * renders every block itself. */
+static void pool_threads(ppool *P)
 {
-	for (unsigned i = 0; i + 1 < P->nth; i++) {
-		pwk *k = &P->wk[P->n_wk];
-		k->P = P;
-		k->pos = 0;
-		if (!(k->w = tk__reader_worker(r)))
-			break;
-		pthread_mutex_lock(&P->mu);
-		P->n_wk++; /* counted before it runs: block 0 is kept for it */
-		pthread_mutex_unlock(&P->mu);
-		if (tk__thread_start(&k->th, walker, k, "tk-parse")) {
-			pthread_mutex_lock(&P->mu);
-			P->n_wk--;
-			pthread_mutex_unlock(&P->mu);
-			tk_reader_free(k->w);
-			break;
-		}
-	}
+	tk__workers_start(&P->W, P->nth - 1, "tk-parse");
 }
 
 /* The next packet from the blocks read ahead (s->at and s->pre set for
@@ -3860,13 +3844,15 @@ static int pool_next(tk_reader *r, const unsigned char **p, size_t *n)
 	pblk *b = P->cur;
 	if (!b || P->cur_i == b->n) {
 		uint64_t want = b ? b->seq + 1 : 0;
-		pthread_mutex_lock(&P->mu);
+		pthread_mutex_lock(&P->W.mu);
 		for (;;) {
 			/* the blocks every thread and the caller are through with */
 			uint64_t lo = want;
-			for (int i = 0; i < P->n_wk; i++)
-				if (P->wk[i].pos < lo)
-					lo = P->wk[i].pos;
+			for (unsigned i = 0; i < P->W.n; i++) {
+				const pwk *k = tk__workers_state(&P->W, i);
+				if (k->pos < lo)
+					lo = k->pos;
+			}
 			while (P->head && P->head->seq < lo) {
 				pblk *x = P->head;
 				P->head = x->next;
@@ -3881,20 +3867,20 @@ static int pool_next(tk_reader *r, const unsigned char **p, size_t *n)
 			if (!more && (b || P->ended))
 				break;
 			if (!more) { /* full: a thread is still walking the oldest */
-				pthread_cond_wait(&P->cv_m, &P->mu);
+				pthread_cond_wait(&P->W.done, &P->W.mu);
 				continue;
 			}
-			pthread_mutex_unlock(&P->mu);
+			pthread_mutex_unlock(&P->W.mu);
 			pool_read(r, P);
-			pthread_mutex_lock(&P->mu);
+			pthread_mutex_lock(&P->W.mu);
 		}
 		if (b && !b->claimed)
 			b->claimed = 2;
 		int start = !P->started && P->next_seq > 1;
 		P->started = 1;
-		pthread_mutex_unlock(&P->mu);
+		pthread_mutex_unlock(&P->W.mu);
 		if (start)
-			pool_threads(r, P);
+			pool_threads(P);
 		P->cur = b;
 		P->cur_i = 0;
 		if (!b) {
