@@ -1,8 +1,8 @@
 /* workers.c: the threads of one piece of parallel work (workers.h). */
 #include <stdlib.h>
 
-#include "../internal.h"
-#include "workers.h"
+#include "core/workers.h"
+#include "internal.h"
 
 void tk__workers_init(tk__workers *P, const tk__workers_ops *ops, void *owner)
 {
