@@ -11,14 +11,17 @@ Generates a Kineto trace of SIZE bytes (default 1G) with BUILD_DIR/bench/gen_tra
 case through rss_run (best of --repeat runs, median beside it) with --threads 1,
 2, 4, ... up to the processors available (or --max-threads):
 
-  baselines      cat TRACE.json, zcat and igzip -dc TRACE.json.gz
+  baselines      cat TRACE.json, zcat and igzip -dc TRACE.json.gz; cat TRACE.json into
+                 OUT.json, synced (what writing the bytes costs on this disk: the
+                 tools sync a file before renaming it into place)
   parse_only     TRACE.json and TRACE.json.gz (the reader alone)
   trace-stats    -t ops,kernels,memcpy,api on TRACE.json and TRACE.json.gz
   json.gz rows   on 2 threads and more, parse_only and trace-stats on TRACE.json.gz also
                  with the gzip stream inflated in parts forced on (TK_GZIP_PARTS=2) and
                  off (TK_GZIP_PARTS=0); by default it is on from 8 threads
-  trace-convert  TRACE.json -o OUT.json (json -> json), TRACE.json.gz -o OUT.json,
-                 and TRACE.json -o OUT.json.gz (gzip output, level 6)
+  trace-convert  TRACE.json -o OUT.json (json -> json), the same -o /dev/null (the
+                 conversion without the disk), TRACE.json.gz -o OUT.json, and
+                 TRACE.json -o OUT.json.gz (gzip output, level 6)
   .tkb           parse_only and trace-stats on TRACE.tkb and on TRACE.z.tkb (its
                  chunks compressed), both converted from TRACE.json once
   .pftrace       parse_only and trace-stats on TRACE.pftrace, converted from
@@ -86,6 +89,9 @@ OUT=/dev/null
 run "cat TRACE.json" - cat "$IN"
 run "zcat TRACE.json.gz" - zcat "$GZ"
 [[ -n $IGZIP ]] && run "igzip -dc TRACE.json.gz" - "$IGZIP" -dc "$GZ"
+OUT=$WORK/out.json
+# shellcheck disable=SC2016
+run "cat TRACE.json > OUT.json, synced" - sh -c 'cat "$1" > "$2" && sync "$2"' sh "$IN" "$OUT"
 for t in "${THREADS[@]}"; do
 	OUT=/dev/null
 	run "parse_only json" "$t" "$PARSE" --threads "$t" "$IN"
@@ -110,6 +116,7 @@ for t in "${THREADS[@]}"; do
 	run "trace-stats pftrace" "$t" "$STATS" -q -t ops,kernels,memcpy,api --threads "$t" "$PFT"
 	OUT=$WORK/out.json
 	run "trace-convert json -> json" "$t" "$CONVERT" -q --threads "$t" "$IN" -o "$OUT"
+	run "trace-convert json -> /dev/null" "$t" "$CONVERT" -q --threads "$t" "$IN" -o /dev/null
 	run "trace-convert json.gz -> json" "$t" "$CONVERT" -q --threads "$t" "$GZ" -o "$OUT"
 	OUT=$WORK/out.json.gz
 	run "trace-convert json -> json.gz" "$t" "$CONVERT" -q --threads "$t" "$IN" -o "$OUT"
@@ -120,7 +127,7 @@ echo "-- targets (docs/threads.md)"
 target() { # TEXT VALUE GOAL
 	awk -v n="$1" -v v="$2" -v g="$3" 'BEGIN { printf "%-60s %6.2f  (>= %s) %s\n", n, v, g, (v >= g ? "met" : "NOT met") }'
 }
-for c in "trace-stats json" "trace-convert json -> json"; do
+for c in "trace-stats json" "trace-convert json -> json" "trace-convert json -> /dev/null"; do
 	for t in "${THREADS[@]}"; do
 		((t > 1)) || continue
 		goal=$(awk -v t="$t" 'BEGIN { print (t == 2 ? 1.7 : 0.8 * (t > 8 ? 8 : t)) }')
