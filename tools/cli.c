@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include <sched.h>
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -332,6 +333,20 @@ int cli_parse_threads(const cli_tool *t, const char *arg, unsigned *n)
 		return 0;
 	}
 	return cli_bad_value(t, id_of(t, "threads"), arg, "a count of threads from 1 to %d", CLI_THREADS_MAX);
+}
+
+int cli_parse_rows(const cli_tool *t, int id, const char *arg, long min, long *rows)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(arg, &end, 10);
+	if (end != arg && !*end && !errno && (v == -1 || v >= min)) {
+		*rows = v;
+		return 0;
+	}
+	if (min > 0)
+		return cli_bad_value(t, id, arg, "a number of rows from %ld, -1 for all", min);
+	return cli_bad_value(t, id, arg, "a number of rows, -1 for all");
 }
 
 FILE *cli_out_open(const char *tool, const char *path, tk_outfile **out)

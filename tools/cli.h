@@ -81,6 +81,9 @@ int cli_parse_memory(const cli_tool *t, const char *arg, size_t *bytes);
 unsigned cli_threads_default(void);
 /* --threads N: 0 with *n set, or 2 after a usage error. */
 int cli_parse_threads(const cli_tool *t, const char *arg, unsigned *n);
+/* -n, --row-limit N (option id): the rows a table shows, at least `min`, or
+ * -1 for all; 0 with *rows set, or 2 after a usage error. */
+int cli_parse_rows(const cli_tool *t, int id, const char *arg, long min, long *rows);
 
 /* The traces the arguments stand for: a trace file, and each member of an
  * archive that is a trace (tk_inputs). fn gets each with a reader open on

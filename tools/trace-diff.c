@@ -75,9 +75,7 @@ static int parse_one(diff_opts *o, int c, const char *arg)
 	static const char *const tables[] = {"ops", "kernels", "memcpy", "api", "steps", NULL};
 	char *end;
 	switch (c) {
-	case O_LIMIT:
-		o->topts.row_limit = strtol(arg, &end, 10);
-		return *end || end == arg ? cli_bad_value(&tool, c, arg, "a number of rows, -1 for all") : 0;
+	case O_LIMIT: return cli_parse_rows(&tool, c, arg, 0, &o->topts.row_limit);
 	case O_FORMAT:
 		o->topts.format = cli_parse_enum(&tool, c, arg, fmts);
 		return o->topts.format < 0 ? 2 : 0;

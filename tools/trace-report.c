@@ -11,7 +11,7 @@
 #include "tracekit/stats.h"
 #include "tracekit/tracekit.h"
 
-enum { O_OUT = 'o', O_QUIET = 'q', O_FOLDED = 0x100, O_TITLE, O_TOP, O_STEPS, O_WINDOW, O_THREADS, O_LIST, O_MEMORY,
+enum { O_OUT = 'o', O_QUIET = 'q', O_LIMIT = 'n', O_FOLDED = 0x100, O_TITLE, O_TOP, O_STEPS, O_WINDOW, O_THREADS, O_LIST, O_MEMORY,
        O_TMPDIR };
 
 static const cli_opt opts[] = {
@@ -19,7 +19,9 @@ static const cli_opt opts[] = {
 	{O_FOLDED, 0, "folded", "FILE", "also write the CPU time's call paths as folded stacks to FILE\n"
 	 "                             (flamegraph.pl, speedscope: 'outer;...;inner NS' per line)"},
 	{O_TITLE, 0, "title", "TEXT", "the page's title (default: the first input's name)"},
-	{O_TOP, 0, "top", "N", "operators, kernels and table rows shown (default 20)"},
+	{O_LIMIT, 'n', "row-limit", "N", "operators, kernels and collectives drawn, and table rows shown\n"
+	 "                             (default 20; -1 = all), as trace-stats' -n"},
+	{O_TOP, 0, "top", "N", "the same as --row-limit (its former name)"},
 	{O_STEPS, 0, "steps", "A[-B]", "only ProfilerStep#A..#B and the GPU work they launched\n"
 	 "                             (docs/steps.md; reads each input twice)"},
 	{O_WINDOW, 0, "window", "A:B", "only events starting in [A, B) of the trace clock (200ms, 1.5s;\n"
@@ -59,7 +61,7 @@ typedef struct report_opts {
 	char **in;
 	int n_in;
 	const char *out, *folded, *title, *window;
-	long step_a, step_b, top;
+	long step_a, step_b, row_limit;
 	int quiet, list;
 	tk_stats_opts sopts;
 	tk_reader_opts ropts;
@@ -69,16 +71,12 @@ typedef struct report_opts {
 
 static int parse_one(report_opts *o, int c, const char *arg)
 {
-	char *end;
 	switch (c) {
 	case O_OUT: o->out = arg; return 0;
 	case O_FOLDED: o->folded = arg; return 0;
 	case O_TITLE: o->title = arg; return 0;
-	case O_TOP:
-		o->top = strtol(arg, &end, 10);
-		return *end || end == arg || o->top < 1 || o->top > 10000
-		           ? cli_bad_value(&tool, c, arg, "a count from 1 to 10000")
-		           : 0;
+	case O_LIMIT:
+	case O_TOP: return cli_parse_rows(&tool, c, arg, 1, &o->row_limit);
 	case O_STEPS: return cli_parse_steps(&tool, c, arg, &o->step_a, &o->step_b);
 	case O_WINDOW: o->window = arg; return cli_parse_window(&tool, arg, &o->sopts.window);
 	case O_MEMORY: return cli_parse_memory(&tool, arg, &o->sopts.memory_bytes);
@@ -95,7 +93,7 @@ static int parse_args(int argc, char **argv, report_opts *o)
 	const char *arg;
 	int c, ind;
 	memset(o, 0, sizeof *o);
-	o->top = 20;
+	o->row_limit = 20;
 	o->step_a = o->step_b = -1;
 	o->sopts.flops = TK_FLOPS_TORCH;
 	o->ropts.threads = cli_threads_default();
@@ -217,13 +215,13 @@ static void svg_open(FILE *f, int w, int h, const char *label)
 
 /* Table `which` (0 ops, TK_STATS_KERNEL, 4 steps, 5 launch, 6 memory, 7
  * collectives) as trace-stats prints it, and the command that does: -t
- * name, its rows limited to --top (the steps: all), the ops sorted by self
+ * name, its rows limited to --row-limit (the steps: all), the ops sorted by self
  * CUDA time. */
 static void table_of(report *R, int which, const char *name)
 {
 	tk_table_opts to = {0};
 	to.format = TK_TABLE_HTML;
-	to.row_limit = which == 4 ? 200 : R->o->top; /* the steps: all but the longest runs */
+	to.row_limit = which == 4 ? 200 : R->o->row_limit; /* the steps: all but the longest runs */
 	to.flops = 1;
 	to.labels = R->labels + R->t_first;
 	char *txt = NULL;
@@ -757,7 +755,7 @@ static void sec_ops(report *R)
 	}
 	if (all)
 		qsort(all, nb, sizeof *all, cmp_hbar);
-	size_t shown = nb < (size_t)R->o->top ? nb : (size_t)R->o->top;
+	size_t shown = nb < (size_t)R->o->row_limit ? nb : (size_t)R->o->row_limit;
 	fprintf(f, "<section id=\"ops\"><h2>Top operators</h2>\n<p>The %zu operators with the most self %s time%s.</p>\n",
 	        shown, dev > 0 ? "GPU (CUDA)" : "CPU", R->n > 1 ? ", all ranks together" : "");
 	if (all && shown)
@@ -799,7 +797,7 @@ static void sec_kernels(report *R)
 		snprintf(b[i].tip, sizeof b[i].tip, "%.150s: %s in %.0f instances, %s each", v[i].name, t, v[i].b, a);
 	}
 	qsort(b, k, sizeof *b, cmp_hbar);
-	size_t shown = k < (size_t)R->o->top ? k : (size_t)R->o->top;
+	size_t shown = k < (size_t)R->o->row_limit ? k : (size_t)R->o->row_limit;
 	fprintf(f, "<section id=\"kernels\"><h2>Top kernels</h2>\n<p>The %zu kernels with the most GPU time%s.</p>\n",
 	        shown, R->n > 1 ? ", all ranks together" : "");
 	hbars(f, "top kernels", b, shown, 0);
@@ -867,7 +865,7 @@ static void sec_coll(report *R)
 	}
 	qsort(bt, nk, sizeof *bt, cmp_hbar);
 	qsort(bb, nk, sizeof *bb, cmp_hbar);
-	size_t shown = nk < (size_t)R->o->top ? nk : (size_t)R->o->top;
+	size_t shown = nk < (size_t)R->o->row_limit ? nk : (size_t)R->o->row_limit;
 	fputs("<section id=\"collectives\"><h2>Collectives</h2>\n<p>NCCL kernel time per kind and process group, "
 	      "and bus bandwidth by the nccl-tests formulas (docs/steps.md).</p>\n<h3>Time</h3>\n", f);
 	hbars(f, "collective time per kind", bt, shown, 0);

@@ -107,9 +107,7 @@ static int parse_one(stats_opts *o, int c, const char *arg)
 	case O_SORT: /* checked here, before the inputs are read */
 		o->topts.sort_by = arg;
 		return cli_parse_enum(&tool, c, arg, tk_table_sort_keys()) < 0 ? 2 : 0;
-	case O_LIMIT:
-		o->topts.row_limit = strtol(arg, &end, 10);
-		return *end || end == arg ? cli_bad_value(&tool, c, arg, "a number of rows, -1 for all") : 0;
+	case O_LIMIT: return cli_parse_rows(&tool, c, arg, 0, &o->topts.row_limit);
 	case O_SHAPES: o->sopts.group_by_shapes = 1; return 0;
 	case O_UNIT: o->topts.time_unit = arg; return cli_parse_enum(&tool, c, arg, units) < 0 ? 2 : 0;
 	case O_CAT: o->sopts.cats = arg; return 0;

@@ -446,7 +446,7 @@ def main():
     def report(label, inputs, compare=True, extra=(), folded=True):
         page = os.path.join(work, label.replace("/", "_") + ".html")
         fold = page + ".folded"
-        cmd = [REPORT] + inputs + ["-o", page, "--top", "15"] + list(extra) + (["--folded", fold] if folded else [])
+        cmd = [REPORT] + inputs + ["-o", page, "-n", "15"] + list(extra) + (["--folded", fold] if folded else [])
         r = subprocess.run(cmd, capture_output=True, text=True)
         if not check(r.returncode == 0 and os.path.exists(page), "%s: trace-report writes the page %s" %
                      (label, r.stderr.strip()[:200])):
@@ -458,6 +458,23 @@ def main():
         pages.append((page, label))
 
     report("tiny", [os.path.join(stats, "tiny_gpu.json")])
+    # --row-limit -1: every row, each table still trace-stats's (its command says -1 too)
+    report("tiny-all-rows", [os.path.join(stats, "tiny_gpu.json")], extra=["--row-limit", "-1"])
+    # -n 2 cuts the tables; --top, the option's former name, writes the same page
+    short, top = os.path.join(work, "tiny-2.html"), os.path.join(work, "tiny-top.html")
+    tiny = os.path.join(stats, "tiny_gpu.json")
+    r1 = subprocess.run([REPORT, tiny, "-o", short, "-n", "2"], capture_output=True)
+    r2 = subprocess.run([REPORT, tiny, "-o", top, "--top", "2"], capture_output=True)
+    check(r1.returncode == 0 and r2.returncode == 0 and open(top, "rb").read() == open(short, "rb").read(),
+          "--top 2 writes the page -n 2 writes")
+    rows = {}
+    for name in (short, os.path.join(work, "tiny-all-rows.html")):
+        pg = Page()
+        pg.feed(open(name, encoding="utf-8").read())
+        pg.close()
+        rows[name] = sum(len(t["rows"]) for t in pg.tables)
+    check(rows[os.path.join(work, "tiny-all-rows.html")] > rows[short],
+          "-n -1 shows more table rows than -n 2 (%s)" % sorted(rows.values()))
     report("two-ranks", [os.path.join(stats, "tiny_gpu.json"), os.path.join(stats, "tiny_gpu_rank1.json")])
     report("steps-launch", [os.path.join(steps, "launch.json")])
     report("steps-overlap", [os.path.join(steps, "overlap.json")])

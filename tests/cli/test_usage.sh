@@ -52,6 +52,8 @@ usage trace-stats "trace-stats: -s/--sort: bad value 'foo' (valid: self_cpu_time
 usage trace-stats "trace-stats: --flops: bad value 'x' (valid: none, torch, extended)" "$IN" --flops x
 usage trace-stats "trace-stats: --time-unit: bad value 'h' (valid: s, ms, us, ns)" "$IN" --time-unit h
 usage trace-stats "trace-stats: -n/--row-limit: bad value 'ten'" "$IN" -n ten
+usage trace-stats "trace-stats: -n/--row-limit: bad value '99999999999999999999' (a number of rows, -1 for all)" "$IN" -n 99999999999999999999
+usage trace-diff "trace-diff: -n/--row-limit: bad value '-3' (a number of rows, -1 for all)" "$IN" "$IN" -n -3
 usage trace-stats "trace-stats: --steps: bad value '3-1'" "$IN" --steps 3-1
 usage trace-stats "trace-stats: --max-pending: bad value 'x'" "$IN" --max-pending x
 usage trace-stats "trace-stats: --window: bad value 'soon'" "$IN" --window soon
@@ -83,7 +85,8 @@ if [ -x "$BIN/trace-collect" ]; then
 	usage trace-collect "trace-collect: --schedule: bad value 'bogus=1'" --schedule bogus=1 -- true
 	usage trace-collect "trace-collect: unknown option '--bogus'" --bogus -- true
 fi
-usage trace-report "trace-report: --top: bad value '0'" "$IN" -o r.html --top 0
+usage trace-report "trace-report: --top: bad value '0' (a number of rows from 1, -1 for all)" "$IN" -o r.html --top 0
+usage trace-report "trace-report: -n/--row-limit: bad value '-2' (a number of rows from 1, -1 for all)" "$IN" -o r.html -n -2
 usage trace-report "trace-report: missing -o REPORT.html" "$IN"
 usage trace-report "trace-report: --folded r.html: the same file as -o" "$IN" -o r.html --folded r.html
 usage trace-report "trace-report: --window: bad value '1ms'" "$IN" -o r.html --window 1ms
