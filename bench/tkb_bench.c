@@ -69,7 +69,7 @@ static double write_file(const evs *e, const char *path, int format, int gz)
 	double best = 1e30;
 	for (int run = 0; run < 3; run++) {
 		tk_writer *w;
-		tk_writer_opts o = {format, gz, 0, 0, 0, NULL}; /* default levels: gzip 6, tkb zlib chunks 1 */
+		tk_writer_opts o = {.format = format, .gzip = gz}; /* default levels: gzip 6, tkb zlib chunks 1 */
 		double t0 = now();
 		if (tk_writer_open_path(&w, path, &o))
 			return -1;

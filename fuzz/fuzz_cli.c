@@ -120,7 +120,7 @@ static void windows(const char *s)
 
 static void formats(const char *s)
 {
-	tk_writer_opts o = {0, 0, 0, 0, 0, NULL}, back = {0, 0, 0, 0, 0, NULL};
+	tk_writer_opts o = {0}, back = {0};
 	tk_is_trace_name(s);
 	if (tk_format_from_name(s, &o))
 		return;

@@ -423,7 +423,7 @@ static void records(const uint8_t *data, size_t size)
 	/* (2) JSON */
 	fd = ok ? memfd_create(WHO, 0) : -1;
 	tk_writer *w = NULL;
-	tk_writer_opts wo = {TK_FORMAT_JSON, 0, 0, 0, 0, NULL};
+	tk_writer_opts wo = {.format = TK_FORMAT_JSON};
 	if (fd >= 0 && tk_writer_open_fd(&w, fd, "(memfd)", &wo) == TK_OK) {
 		int rc = TK_OK;
 		for (size_t i = 0; rc == TK_OK && i < evs.n; i++)

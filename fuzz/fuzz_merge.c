@@ -182,7 +182,7 @@ static void merge(const uint8_t *data, size_t size)
 	tk_reader *r = NULL;
 	int fds[3] = {-1, -1, -1}, ok = tk_reader_open_memory(&r, data, size, "(fuzz)", &ro) == TK_OK;
 	tk_writer *w[3] = {NULL, NULL, NULL};
-	tk_writer_opts wo = {TK_FORMAT_TKB, 0, 0, 0, 0, NULL};
+	tk_writer_opts wo = {.format = TK_FORMAT_TKB};
 	uint64_t given[3] = {0, 0, 0}, given_meta[3] = {0, 0, 0};
 	fz_events in = {0}, out = {0};
 	int dups = 0; /* an event gives a member twice: the output warns as its input did */

@@ -44,7 +44,7 @@ static unsigned char *write_pf(const uint8_t *data, size_t size, unsigned thread
 	int fd = memfd_create("fuzz_pftrace", 0);
 	if (fd < 0)
 		return NULL;
-	tk_writer_opts wo = {TK_FORMAT_PFTRACE, 0, 0, 1 << 20, threads, NULL};
+	tk_writer_opts wo = {.format = TK_FORMAT_PFTRACE, .memory_bytes = 1 << 20, .threads = threads};
 	int ok = tk_reader_open_memory(&r, data, size, "(fuzz)", &o) == TK_OK &&
 	         tk_writer_open_fd(&w, fd, "(memfd)", &wo) == TK_OK;
 	const tk_event *ev;
@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	tk__pf_chunk_ops = 1 + size % 7;
 	if (tk_reader_open_memory(&r, data, size, "(fuzz)", &o) == TK_OK) {
 		/* one thread or more, whatever the machine has: both ways of encoding */
-		tk_writer_opts wo = {TK_FORMAT_PFTRACE, 0, 0, 1 << 20, 1 + (unsigned)(size % 3), NULL};
+		tk_writer_opts wo = {.format = TK_FORMAT_PFTRACE, .memory_bytes = 1 << 20, .threads = 1 + (unsigned)(size % 3)};
 		tk_fuzz_reencode("fuzz_pftrace", r, &wo, MAX_EVENTS, 0, 1);
 	}
 	tk_reader_free(r);

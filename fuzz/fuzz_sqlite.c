@@ -144,7 +144,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char path[512];
 	snprintf(path, sizeof path, "%s/out.sqlite", dir);
 	tk_reader_opts ro = {.max_value_bytes = 1 << 20, .max_depth = 64};
-	tk_writer_opts wo = {TK_FORMAT_SQLITE, 0, 0, (size_t)16384 << (b & 3), 0, NULL};
+	tk_writer_opts wo = {.format = TK_FORMAT_SQLITE, .memory_bytes = (size_t)16384 << (b & 3)};
 	tk_reader *r = NULL;
 	tk_writer *w = NULL;
 	expect x = {0};

@@ -675,7 +675,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	tk_writer *w = NULL;
 	fz_events evs = {0};
 	int fd = memfd_create(WHO, 0), ok = fd >= 0;
-	tk_writer_opts wo = {TK_FORMAT_TKB, 0, 0, 0, 0, NULL};
+	tk_writer_opts wo = {.format = TK_FORMAT_TKB};
 	ok = ok && tk_reader_open_memory(&r, data, size, "(fuzz)", &ro1) == TK_OK;
 	ok = ok && (s1 = new_stats(&so)) && tk_writer_open_fd(&w, fd, "(memfd)", &wo) == TK_OK;
 	const tk_event *ev;

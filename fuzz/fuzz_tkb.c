@@ -22,7 +22,7 @@
 
 static void reencode(tk_reader *r, int compress)
 {
-	tk_writer_opts wo = {TK_FORMAT_TKB, compress, 1, 0, 0, NULL};
+	tk_writer_opts wo = {.format = TK_FORMAT_TKB, .gzip = compress, .gzip_level = 1};
 	tk_fuzz_reencode("fuzz_tkb", r, &wo, MAX_EVENTS, 1, 0);
 }
 

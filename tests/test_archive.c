@@ -143,7 +143,7 @@ static char *gen_trace(int rank, size_t n, size_t *len)
 static unsigned char *to_tkb(const char *text, size_t n, size_t *out_len)
 {
 	tk_reader *r = tu_open_mem(text, n, "to_tkb.json", NULL);
-	tk_writer_opts wo = {TK_FORMAT_TKB, 0, 0, 0, 0, NULL};
+	tk_writer_opts wo = {.format = TK_FORMAT_TKB};
 	tk_writer *w = NULL;
 	const char *path = tu_path("member.tkb");
 	assert_int_equal(tk_writer_open_path(&w, path, &wo), TK_OK);

@@ -721,7 +721,7 @@ static wrote convert(const char *p, size_t n, unsigned threads, int ahead, uint6
 	assert_int_equal(tk_reader_open_memory(&r, p, n, "t.json", &o), 0);
 	int fd = memfd_create("render", 0);
 	assert_true(fd >= 0);
-	tk_writer_opts wo = {TK_FORMAT_JSON, 0, 0, 0, 0, NULL};
+	tk_writer_opts wo = {.format = TK_FORMAT_JSON};
 	tk_writer *w = NULL;
 	assert_int_equal(tk_writer_open_fd(&w, fd, "out.json", &wo), 0);
 	assert_int_equal(tk_writer_set_max_bytes(w, max_bytes), 0);
@@ -854,7 +854,7 @@ static void test_render_odd_events(void **state)
 	assert_int_equal(rend[6].len, 0);
 	for (int i = 0; i < 7; i++) {
 		int fd = memfd_create("odd", 0);
-		tk_writer_opts wo = {TK_FORMAT_JSON, 0, 0, 0, 0, NULL};
+		tk_writer_opts wo = {.format = TK_FORMAT_JSON};
 		tk_writer *w = NULL;
 		assert_int_equal(tk_writer_open_fd(&w, fd, "odd.json", &wo), 0);
 		int rc = tk_writer_write(w, &ev[i]);

@@ -69,7 +69,7 @@ static void budget_holds(int gz, uint64_t max)
 	char path[128], name[200];
 	snprintf(path, sizeof path, "%s/b%d.json%s", dir, gz, gz ? ".gz" : "");
 	tk_writer *w = NULL;
-	tk_writer_opts wo = {TK_FORMAT_JSON, gz, 0, 0, 0, NULL};
+	tk_writer_opts wo = {.format = TK_FORMAT_JSON, .gzip = gz};
 	assert_int_equal(tk_writer_open_path(&w, path, &wo), TK_OK);
 	assert_int_equal(tk_writer_add_meta_after(w, (tk_sv){"traceName", 9}, (tk_sv){"\"x\"", 3}), TK_OK);
 	assert_int_equal(tk_writer_set_max_bytes(w, max), TK_OK);

@@ -254,7 +254,7 @@ static void test_batches_same(void **st)
 	snprintf(tkb, sizeof tkb, "%s", tu_path("t.tkb"));
 	tu_write_file(json, trace, len);
 	free(trace);
-	tk_writer_opts wo = {TK_FORMAT_TKB, 0, 0, 0, 0, NULL};
+	tk_writer_opts wo = {.format = TK_FORMAT_TKB};
 	assert_int_equal(tu_convert(json, tkb, &wo, NULL), 0);
 	static const char *const cats[] = {NULL, "cpu_op,kernel,cuda_runtime,gpu_memcpy,Foo"};
 	static const size_t blocks[] = {2048, 9000, 65536};

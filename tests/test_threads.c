@@ -265,7 +265,7 @@ static void test_gzip_threads_asked(void **state)
 	int base = task_count(NULL);
 	for (size_t k = 0; k < sizeof asked / sizeof *asked; k++) {
 		const char *path = tu_path("asked.json.gz");
-		tk_writer_opts o = {TK_FORMAT_AUTO, -1, 0, 0, asked[k], NULL};
+		tk_writer_opts o = {.format = TK_FORMAT_AUTO, .gzip = -1, .threads = asked[k]};
 		tk_writer *w = NULL;
 		assert_int_equal(tk_writer_open_path(&w, path, &o), 0);
 		for (size_t i = 0; i < in.n; i++)
@@ -456,7 +456,7 @@ static char *make_pftrace(size_t n, size_t *len)
 	tk__buf_free(&b);
 	tk_reader *r = NULL;
 	tk_writer *w = NULL;
-	tk_writer_opts wo = {TK_FORMAT_PFTRACE, 0, 0, 0, 0, NULL};
+	tk_writer_opts wo = {.format = TK_FORMAT_PFTRACE};
 	assert_int_equal(tk_reader_open_path(&r, tu_path("pf_in.json"), NULL), TK_OK);
 	assert_int_equal(tk_writer_open_path(&w, tu_path("pf.pftrace"), &wo), TK_OK);
 	const tk_event *ev;
@@ -581,7 +581,7 @@ static char *pf_write_events(const tk_event *const *ev, size_t n, unsigned threa
                              char *msg, size_t cap, int *workers)
 {
 	tk_writer *w = NULL;
-	tk_writer_opts wo = {TK_FORMAT_PFTRACE, 0, 0, 0, threads, NULL};
+	tk_writer_opts wo = {.format = TK_FORMAT_PFTRACE, .threads = threads};
 	assert_int_equal(tk_writer_open_path(&w, tu_path("pfw.pftrace"), &wo), TK_OK);
 	for (size_t i = 0; i < n; i++)
 		assert_int_equal(tk_writer_write(w, ev[i]), TK_OK);

@@ -1353,7 +1353,7 @@ static int real_one(const char *dir, const char *rel, int compress)
 	snprintf(in, sizeof in, "%s/%s", dir, rel);
 	const char *out = tpath("real.tkb");
 	uint64_t json_bytes;
-	tk_writer_opts wo = {TK_FORMAT_TKB, compress, 0, 0, 0, NULL};
+	tk_writer_opts wo = {.format = TK_FORMAT_TKB, .gzip = compress};
 	if (tu_convert(in, out, &wo, &json_bytes))
 		return 1;
 	tk_reader *a = NULL, *b = NULL;

@@ -479,7 +479,7 @@ static void test_open_errors(void **state)
 static void test_sqlite_output(void **state)
 {
 	(void)state;
-	tk_writer_opts o = {TK_FORMAT_AUTO, -1, 0, 0, 0, NULL};
+	tk_writer_opts o = {.format = TK_FORMAT_AUTO, .gzip = -1};
 	assert_int_equal(tk_format_from_name("x.sqlite", &o), 0);
 	assert_int_equal(o.format, TK_FORMAT_SQLITE);
 	assert_int_equal(tk_format_from_name("sqlite", &o), 0);
@@ -617,7 +617,7 @@ static void test_spill_dir(void **state)
 	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
 		char path[512], in_spill[1024] = "", in_env[1024] = "";
 		snprintf(path, sizeof path, "%s/%s", tu_tmpdir(), cases[c].name);
-		tk_writer_opts o = {cases[c].format, 0, 0, cases[c].memory, 0, spill};
+		tk_writer_opts o = {.format = cases[c].format, .memory_bytes = cases[c].memory, .tmpdir = spill};
 		tk_writer *w = open_writer(path, &o);
 		assert_int_equal(write_spilling(w, cases[c].events), 0);
 		close_ok(w);
@@ -748,7 +748,7 @@ static void test_gzip_output(void **state)
 	} cases[] = {{"a.json.gz", -1, 0, 1}, {"b.json.gz", 0, 0, 0}, {"c.json", 1, 0, 1},
 	             {"d.json.gz", -1, 1, 1}, {"e.json.gz", -1, 9, 1}};
 	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-		tk_writer_opts o = {TK_FORMAT_AUTO, cases[c].gzip, cases[c].level, 0, 0, NULL};
+		tk_writer_opts o = {.format = TK_FORMAT_AUTO, .gzip = cases[c].gzip, .gzip_level = cases[c].level};
 		const char *path = tu_path(cases[c].name);
 		write_sample(path, &o);
 		assert_int_equal(is_gzip(path), cases[c].want_gz);
@@ -783,7 +783,7 @@ static void test_write_to_fd(void **state)
 		const char *path = tu_path(gz ? "fd.json.gz" : "fd.json");
 		int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 		assert_true(fd >= 0);
-		tk_writer_opts o = {TK_FORMAT_JSON, gz, 0, 0, 0, NULL};
+		tk_writer_opts o = {.format = TK_FORMAT_JSON, .gzip = gz};
 		tk_writer *w = NULL;
 		assert_int_equal(tk_writer_open_fd(&w, fd, "fd-out", &o), 0);
 		tk_event e = base_event('X');

@@ -147,7 +147,7 @@ long cli_parse_enum_list(const cli_tool *t, int id, const char *arg, const char 
 
 int cli_check_output(const cli_tool *t, const char *out, const tk_writer_opts *o)
 {
-	tk_writer_opts named = {TK_FORMAT_AUTO, -1, 0, 0, 0, NULL};
+	tk_writer_opts named = {.format = TK_FORMAT_AUTO, .gzip = -1};
 	const char *base = strrchr(out, '/') ? strrchr(out, '/') + 1 : out;
 	struct stat st;
 	if (o->format != TK_FORMAT_AUTO || strcmp(out, "-") == 0)

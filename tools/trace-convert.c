@@ -197,7 +197,7 @@ out:
 /* .tkb compresses its chunks with zlib instead of a gzip layer. */
 static int resolve_format(convert_opts *o)
 {
-	tk_writer_opts named = {TK_FORMAT_AUTO, -1, 0, 0, 0, NULL};
+	tk_writer_opts named = {.format = TK_FORMAT_AUTO, .gzip = -1};
 	if (cli_check_output(&tool, o->out, &o->wopts))
 		return 2;
 	int tkb = o->wopts.format == TK_FORMAT_TKB ||
@@ -230,7 +230,7 @@ static int resolve_format(convert_opts *o)
  * is the same bytes whatever the counts. */
 static void share_threads(convert_opts *o)
 {
-	tk_writer_opts named = {TK_FORMAT_AUTO, -1, 0, 0, 0, NULL};
+	tk_writer_opts named = {.format = TK_FORMAT_AUTO, .gzip = -1};
 	unsigned n = o->ropts.threads;
 	int level = o->wopts.gzip_level ? o->wopts.gzip_level : 6;
 	if (tk_format_from_name(o->out, &named)) /* no format's name: JSON, no gzip */

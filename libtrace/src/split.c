@@ -276,9 +276,12 @@ static int part_open(tk_split *s, int64_t start)
 	snprintf(pr->tmp, n, "%s/part-%zu%s", s->pdir, s->n_parts, s->ext);
 	s->n_parts++;
 	pr->p = (tk_split_part){NULL, start, s->seg_end, INT64_MAX, INT64_MIN, 0, 0, -1, -1};
-	tk_writer_opts wo = {s->pf->id, s->gz, s->o.wopts.gzip_level, s->o.wopts.memory_bytes,
-	                     tk__budget_writer_threads(s->o.wopts.threads),
-	                     s->o.wopts.tmpdir ? s->o.wopts.tmpdir : s->o.tmpdir};
+	tk_writer_opts wo = {.format = s->pf->id,
+	                     .gzip = s->gz,
+	                     .gzip_level = s->o.wopts.gzip_level,
+	                     .memory_bytes = s->o.wopts.memory_bytes,
+	                     .threads = tk__budget_writer_threads(s->o.wopts.threads),
+	                     .tmpdir = s->o.wopts.tmpdir ? s->o.wopts.tmpdir : s->o.tmpdir};
 	if (tk_writer_open_path(&s->w, pr->tmp, &wo))
 		return fail(s, TK_ERR_IO, "%s", tk_writer_error(s->w));
 	pr->p.events = s->sc.n_mev;

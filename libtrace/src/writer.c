@@ -7,7 +7,7 @@
 
 static int writer_start(tk_writer **out, const char *path, const tk_writer_opts *opts, int fd)
 {
-	tk_writer_opts o = {TK_FORMAT_AUTO, -1, 0, 0, 0, NULL};
+	tk_writer_opts o = {.format = TK_FORMAT_AUTO, .gzip = -1};
 	if (opts)
 		o = *opts;
 	tk_writer *w = calloc(1, sizeof *w);
