@@ -334,43 +334,41 @@ static int spill(tk_sorter *s, tk__sortbuf *b)
  * caller when it next waits for the thread. */
 static int on_bg_thread(const tk_sorter *s)
 {
-	return s->bg_started && pthread_equal(pthread_self(), s->bg);
+	return s->bg.n && pthread_equal(pthread_self(), s->bg.th[0].th);
 }
 
-static void *bg_main(void *arg)
+/* The thread's step: the half handed to it sorted and spilled. */
+static int bg_step(void *owner, void *state)
 {
-	tk_sorter *s = arg;
-	pthread_mutex_lock(&s->mu);
-	for (;;) {
-		while (!s->bg_busy && !s->bg_quit)
-			pthread_cond_wait(&s->cv, &s->mu);
-		if (!s->bg_busy)
-			break;
-		tk__sortbuf *b = &s->buf[!s->fill];
-		int failed = s->bg_err.code;
-		pthread_mutex_unlock(&s->mu);
-		if (!failed)
-			spill(s, b);
-		else
-			mem_clear(s, b, 1);
-		pthread_mutex_lock(&s->mu);
-		s->bg_busy = 0;
-		pthread_cond_broadcast(&s->cv);
-	}
-	pthread_mutex_unlock(&s->mu);
-	return NULL;
+	tk_sorter *s = owner;
+	(void)state;
+	if (!s->bg_busy)
+		return 0;
+	tk__sortbuf *b = &s->buf[!s->fill];
+	int failed = s->bg_err.code;
+	pthread_mutex_unlock(&s->bg.mu);
+	if (!failed)
+		spill(s, b);
+	else
+		mem_clear(s, b, 1);
+	pthread_mutex_lock(&s->bg.mu);
+	s->bg_busy = 0;
+	tk__workers_done(&s->bg);
+	return 1;
 }
+
+static const tk__workers_ops bg_ops = {0, NULL, NULL, bg_step};
 
 /* Waits until the thread is idle; its error, if any, becomes the sorter's. */
 static int bg_wait(tk_sorter *s)
 {
-	if (!s->bg_started)
+	if (!s->bg.n)
 		return 0;
-	pthread_mutex_lock(&s->mu);
+	pthread_mutex_lock(&s->bg.mu);
 	while (s->bg_busy)
-		pthread_cond_wait(&s->cv, &s->mu);
+		pthread_cond_wait(&s->bg.done, &s->bg.mu);
 	int rc = s->bg_err.code;
-	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_unlock(&s->bg.mu);
 	if (rc && !s->err.code) {
 		tk__err_copy(&s->err, &s->bg_err);
 	}
@@ -379,15 +377,8 @@ static int bg_wait(tk_sorter *s)
 
 static void bg_stop(tk_sorter *s)
 {
-	if (!s->bg_started)
-		return;
 	bg_wait(s);
-	pthread_mutex_lock(&s->mu);
-	s->bg_quit = 1;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-	pthread_join(s->bg, NULL);
-	s->bg_started = 0;
+	tk__workers_stop(&s->bg);
 }
 
 /* The full half goes to the thread (started the first time), and adding
@@ -398,15 +389,15 @@ static int spill_half(tk_sorter *s)
 	int rc = bg_wait(s);
 	if (rc)
 		return rc;
-	if (!s->bg_started && !tk__thread_start(&s->bg, bg_main, s, "tk-sort"))
-		s->bg_started = 1;
-	if (!s->bg_started)
+	if (!s->bg.n)
+		tk__workers_start(&s->bg, 1, "tk-sort");
+	if (!s->bg.n)
 		return spill(s, &s->buf[s->fill]);
-	pthread_mutex_lock(&s->mu);
+	pthread_mutex_lock(&s->bg.mu);
 	s->fill = !s->fill;
 	s->bg_busy = 1;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
+	tk__workers_wake(&s->bg);
+	pthread_mutex_unlock(&s->bg.mu);
 	return 0;
 }
 
@@ -420,8 +411,7 @@ int tk_sorter_new(tk_sorter **out, const tk_sorter_opts *opts)
 	*out = s;
 	if (!s)
 		return TK_ERR_NOMEM;
-	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->cv, NULL);
+	tk__workers_init(&s->bg, &bg_ops, s);
 	s->budget = opts && opts->memory_bytes ? opts->memory_bytes : (size_t)256 << 20;
 	s->tmpdir = opts ? opts->tmpdir : NULL;
 	if (s->tmpdir && !(s->tmpdir = tk__strdup(s->tmpdir)))
@@ -560,8 +550,7 @@ void tk_sorter_free(tk_sorter *s)
 	free(s->runs);
 	tk__tmp_dir_free(s->dir, s->dir_hold);
 	free((char *)s->tmpdir);
-	pthread_cond_destroy(&s->cv);
-	pthread_mutex_destroy(&s->mu);
+	tk__workers_free(&s->bg);
 	free(s);
 }
 

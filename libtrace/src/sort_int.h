@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 
+#include "core/workers.h"
 #include "internal.h"
 #include "tracekit/sort.h"
 
@@ -56,10 +57,8 @@ struct tk_sorter {
 	 * only when the thread is still busy with the last half. */
 	tk__sortbuf buf[2];
 	int fill; /* the half being filled */
-	pthread_t bg;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int bg_started, bg_busy, bg_quit;
+	tk__workers bg; /* the thread (one, "tk-sort"), started at the first spill; its lock guards bg_busy */
+	int bg_busy;    /* the other half is the thread's */
 	tk__err bg_err; /* the thread's error */
 
 	size_t dict_cap; /* bytes of dictionary per run */
