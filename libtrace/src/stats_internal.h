@@ -2,6 +2,7 @@
 #ifndef TK_STATS_INTERNAL_H
 #define TK_STATS_INTERNAL_H
 
+#include "core/workers.h"
 #include "internal.h"
 #include "tracekit/stats.h"
 
@@ -259,11 +260,10 @@ typedef struct tk__nest {
 	uint64_t late, unattributed;
 	int rc; /* the error that ended the processing, its message in err */
 	tk__err err;
-	/* the thread, when running: blocks of records handed over in order */
-	int sync, running, done, stop;
-	pthread_t th;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	/* the thread (tk-nest), when running: blocks of records handed over
+	 * in order; the workers' lock guards the queue, spare, busy and rc */
+	int sync, running, busy; /* sync: W is initialised; busy: the thread holds a block */
+	tk__workers W;
 	tk__nblk *cur, *queue, *queue_tail, *spare;
 	size_t n_blocks;
 } tk__nest;

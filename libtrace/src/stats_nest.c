@@ -242,35 +242,35 @@ static int process(tk__nest *n, const tk__nrec *r)
 
 /* ---- the nesting thread ---- */
 
-static void *nest_main(void *arg)
+/* The thread's step: the oldest block handed over processed. */
+static int nest_step(void *owner, void *state)
 {
-	tk__nest *n = arg;
-	pthread_mutex_lock(&n->mu);
-	for (;;) {
-		while (!n->queue && !n->done && !n->stop)
-			pthread_cond_wait(&n->cv, &n->mu);
-		if (n->stop || !n->queue)
-			break;
-		tk__nblk *b = n->queue;
-		n->queue = b->next;
-		if (!n->queue)
-			n->queue_tail = NULL;
-		int rc = n->rc;
-		pthread_mutex_unlock(&n->mu);
-		/* after an error the rest is not processed: the caller stops */
-		for (size_t i = 0; i < b->n && !rc; i++)
-			rc = process(n, &b->r[i]);
-		pthread_mutex_lock(&n->mu);
-		if (rc && !n->rc)
-			n->rc = rc;
-		b->n = 0;
-		b->next = n->spare;
-		n->spare = b;
-		pthread_cond_broadcast(&n->cv);
-	}
-	pthread_mutex_unlock(&n->mu);
-	return NULL;
+	tk__nest *n = owner;
+	(void)state;
+	tk__nblk *b = n->queue;
+	if (!b)
+		return 0;
+	n->queue = b->next;
+	if (!n->queue)
+		n->queue_tail = NULL;
+	n->busy = 1;
+	int rc = n->rc;
+	pthread_mutex_unlock(&n->W.mu);
+	/* after an error the rest is not processed: the caller stops */
+	for (size_t i = 0; i < b->n && !rc; i++)
+		rc = process(n, &b->r[i]);
+	pthread_mutex_lock(&n->W.mu);
+	if (rc && !n->rc)
+		n->rc = rc;
+	b->n = 0;
+	b->next = n->spare;
+	n->spare = b;
+	n->busy = 0;
+	tk__workers_done(&n->W);
+	return 1;
 }
+
+static const tk__workers_ops nest_ops = {0, NULL, NULL, nest_step};
 
 int tk__nest_init(tk__nest *n, const tk_stats_opts *o)
 {
@@ -283,19 +283,14 @@ int tk__nest_init(tk__nest *n, const tk_stats_opts *o)
 		return TK_ERR_NOMEM;
 	if (o->threads < 2)
 		return 0;
-	if (pthread_mutex_init(&n->mu, NULL))
-		return 0;
-	if (pthread_cond_init(&n->cv, NULL)) {
-		pthread_mutex_destroy(&n->mu);
-		return 0;
-	}
+	tk__workers_init(&n->W, &nest_ops, n);
 	n->sync = 1;
 	/* without the thread the caller processes each record as it comes */
-	n->running = tk__thread_start(&n->th, nest_main, n, "tk-nest") == 0;
+	n->running = tk__workers_start(&n->W, 1, "tk-nest") == 1;
 	return 0;
 }
 
-/* The caller's block, if it holds records, to the end of the queue (mu held). */
+/* The caller's block, if it holds records, to the end of the queue (the lock held). */
 static void push(tk__nest *n)
 {
 	if (!n->cur || !n->cur->n)
@@ -307,14 +302,14 @@ static void push(tk__nest *n)
 		n->queue = n->cur;
 	n->queue_tail = n->cur;
 	n->cur = NULL;
-	pthread_cond_broadcast(&n->cv);
+	tk__workers_wake(&n->W);
 }
 
 /* Hands the caller's block to the thread and takes an empty one: 0, or the
  * thread's error, or TK_ERR_NOMEM. */
 static int hand_over(tk__nest *n)
 {
-	pthread_mutex_lock(&n->mu);
+	pthread_mutex_lock(&n->W.mu);
 	push(n);
 	while (!n->cur && !n->rc) {
 		if (n->spare) {
@@ -325,11 +320,11 @@ static int hand_over(tk__nest *n)
 				break;
 			n->n_blocks++;
 		} else {
-			pthread_cond_wait(&n->cv, &n->mu);
+			pthread_cond_wait(&n->W.done, &n->W.mu);
 		}
 	}
 	int rc = n->rc;
-	pthread_mutex_unlock(&n->mu);
+	pthread_mutex_unlock(&n->W.mu);
 	if (rc)
 		return rc;
 	if (!n->cur)
@@ -362,14 +357,14 @@ static void join(tk__nest *n, int stop)
 {
 	if (!n->running)
 		return;
-	pthread_mutex_lock(&n->mu);
-	if (!stop && !n->rc)
+	pthread_mutex_lock(&n->W.mu);
+	if (!stop && !n->rc) {
 		push(n);
-	n->done = 1;
-	n->stop = stop;
-	pthread_cond_broadcast(&n->cv);
-	pthread_mutex_unlock(&n->mu);
-	pthread_join(n->th, NULL);
+		while ((n->queue && !n->rc) || n->busy)
+			pthread_cond_wait(&n->W.done, &n->W.mu);
+	}
+	pthread_mutex_unlock(&n->W.mu);
+	tk__workers_stop(&n->W);
 	n->running = 0;
 }
 
@@ -400,10 +395,8 @@ void tk__nest_free(tk__nest *n)
 		nx = b->next;
 		free(b);
 	}
-	if (n->sync) {
-		pthread_mutex_destroy(&n->mu);
-		pthread_cond_destroy(&n->cv);
-	}
+	if (n->sync)
+		tk__workers_free(&n->W);
 	for (size_t i = 0; i < n->n_threads; i++) {
 		free(n->threads[i].pend);
 		free(n->threads[i].stack);
