@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "core/workers.h"
 #include "internal.h"
 #include "pump.h"
 
@@ -23,14 +24,13 @@ struct tk__pump {
 	tk__pump_want want;
 	void *want_arg;
 	uint64_t limit, taken; /* events the thread still may read; events handed over */
-	pthread_t th;
-	int started, joined;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	tk__workers W; /* the thread (tk-read); its lock guards head, full, cur and ended */
+	int started;
 	batch b[BATCHES];
 	/* batches in order: [head, head + full) are full; the caller owns cur */
 	size_t head, full;
-	int quit;
+	size_t next; /* the batch the thread fills next */
+	int ended;   /* the thread filled the last batch: the reader is no longer its */
 	batch *cur;
 	size_t cur_i;
 	int final_rc; /* once the last batch is used up */
@@ -95,31 +95,26 @@ static int fill(tk__pump *p, batch *b)
 	return b->rc;
 }
 
-static void *pump_main(void *arg)
+/* The thread's step: the next batch filled, when one is free (neither
+ * full nor the caller's). */
+static int pump_step(void *owner, void *state)
 {
-	tk__pump *p = arg;
-	size_t next = 0; /* the batch the thread fills next */
-	for (;;) {
-		pthread_mutex_lock(&p->mu);
-		/* a batch is free when it is neither full nor the caller's */
-		while (!p->quit && (p->full == BATCHES || (p->full == BATCHES - 1 && p->cur)))
-			pthread_cond_wait(&p->cv, &p->mu);
-		int quit = p->quit;
-		pthread_mutex_unlock(&p->mu);
-		if (quit)
-			break;
-		batch *b = &p->b[next];
-		int rc = fill(p, b);
-		pthread_mutex_lock(&p->mu);
-		p->full++;
-		pthread_cond_broadcast(&p->cv);
-		pthread_mutex_unlock(&p->mu);
-		next = (next + 1) % BATCHES;
-		if (rc)
-			break;
-	}
-	return NULL;
+	tk__pump *p = owner;
+	(void)state;
+	if (p->ended || p->full == BATCHES || (p->full == BATCHES - 1 && p->cur))
+		return 0;
+	batch *b = &p->b[p->next];
+	pthread_mutex_unlock(&p->W.mu);
+	int rc = fill(p, b);
+	pthread_mutex_lock(&p->W.mu);
+	p->full++;
+	p->next = (p->next + 1) % BATCHES;
+	p->ended = rc != 0;
+	tk__workers_done(&p->W);
+	return 1;
 }
+
+static const tk__workers_ops pump_ops = {0, NULL, NULL, pump_step};
 
 int tk__pump_open(tk__pump **out, const char *path, const tk_reader_opts *o, uint64_t limit,
                   tk__pump_want want, void *want_arg)
@@ -129,8 +124,7 @@ int tk__pump_open(tk__pump **out, const char *path, const tk_reader_opts *o, uin
 	if (!p)
 		return TK_ERR_NOMEM;
 	p->limit = limit;
-	pthread_mutex_init(&p->mu, NULL);
-	pthread_cond_init(&p->cv, NULL);
+	tk__workers_init(&p->W, &pump_ops, p);
 	int rc = tk_reader_open_path(&p->r, path, o);
 	if (rc)
 		return rc;
@@ -147,16 +141,8 @@ int tk__pump_open(tk__pump **out, const char *path, const tk_reader_opts *o, uin
 		if (!(p->b[i].ev = malloc(BATCH_EVENTS * sizeof *p->b[i].ev)))
 			return TK_ERR_NOMEM;
 	/* without a thread the caller reads a batch whenever it needs one */
-	p->started = tk__thread_start(&p->th, pump_main, p, "tk-read") == 0;
+	p->started = tk__workers_start(&p->W, 1, "tk-read") == 1;
 	return 0;
-}
-
-static void join(tk__pump *p)
-{
-	if (p->started && !p->joined) {
-		pthread_join(p->th, NULL);
-		p->joined = 1;
-	}
 }
 
 int tk__pump_next(tk__pump *p, const tk_event **ev)
@@ -187,22 +173,22 @@ int tk__pump_next(tk__pump *p, const tk_event **ev)
 			p->final_rc = fill(p, p->cur);
 			continue;
 		}
-		pthread_mutex_lock(&p->mu);
+		pthread_mutex_lock(&p->W.mu);
 		if (p->cur) { /* give the used batch back */
 			p->cur = NULL;
 			p->head = (p->head + 1) % BATCHES;
-			pthread_cond_broadcast(&p->cv);
+			tk__workers_wake(&p->W);
 		}
 		while (!p->full)
-			pthread_cond_wait(&p->cv, &p->mu);
+			pthread_cond_wait(&p->W.done, &p->W.mu);
 		p->full--;
 		p->cur = &p->b[p->head];
 		p->cur_i = 0;
-		pthread_mutex_unlock(&p->mu);
+		pthread_mutex_unlock(&p->W.mu);
 		if (p->cur->rc) {
-			/* the thread stops after this batch: the reader is the caller's now */
+			/* the thread filled no batch after this one: the reader is the caller's now */
 			p->final_rc = p->cur->rc;
-			join(p);
+			tk__workers_stop(&p->W);
 		}
 	}
 }
@@ -228,19 +214,12 @@ void tk__pump_free(tk__pump *p)
 {
 	if (!p)
 		return;
-	if (p->started) {
-		pthread_mutex_lock(&p->mu);
-		p->quit = 1;
-		pthread_cond_broadcast(&p->cv);
-		pthread_mutex_unlock(&p->mu);
-		join(p);
-	}
+	tk__workers_stop(&p->W);
 	for (int i = 0; i < BATCHES; i++) {
 		free(p->b[i].ev);
 		tk__buf_free(&p->b[i].text);
 	}
 	tk_reader_free(p->r);
-	pthread_cond_destroy(&p->cv);
-	pthread_mutex_destroy(&p->mu);
+	tk__workers_free(&p->W);
 	free(p);
 }
