@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/workers.h"
 #include "formats/formats.h"
 
 void tk__src_init_fd(tk__src *s, int fd, int own)
@@ -167,9 +168,7 @@ long tk__src_read_at(tk__src *s, int level, unsigned char *dst, size_t cap)
 #define TK__AHEAD_BUF (1u << 20) /* bytes each */
 
 typedef struct tk__ahead {
-	pthread_t th;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	tk__workers W; /* the thread (tk-input); its lock guards head, count, end and draining */
 	struct {
 		unsigned char *p;
 		size_t len;
@@ -178,42 +177,44 @@ typedef struct tk__ahead {
 	size_t head, count; /* the filled buffers: head .. head + count - 1 */
 	size_t pos;         /* the caller's place in buf[head] */
 	int end;            /* the thread is done: 1 at the end of the stream, -1 on an error */
-	int stop;           /* the caller closes the source */
+	int draining;       /* the ring was full: the thread waits until half of it is taken */
 	uint64_t seen;      /* bytes_in for what the caller was given */
 } tk__ahead;
 
-static void *ahead_main(void *arg)
+/* The thread's step: the next buffer of the ring filled, where one is
+ * free. Once the ring is full it waits until half is taken, not for every
+ * buffer. */
+static int ahead_step(void *owner, void *state)
 {
-	tk__src *s = arg;
+	tk__src *s = owner;
 	tk__ahead *a = s->ahead;
-	for (;;) {
-		pthread_mutex_lock(&a->mu);
-		if (a->count == TK__AHEAD_N) /* full: wait until half is taken, not for every buffer */
-			while (a->count > TK__AHEAD_N / 2 && !a->stop)
-				pthread_cond_wait(&a->cv, &a->mu);
-		int stop = a->stop;
-		size_t slot = (a->head + a->count) % TK__AHEAD_N;
-		pthread_mutex_unlock(&a->mu);
-		if (stop)
-			return NULL;
-		/* the slot is the thread's alone until count covers it */
-		size_t len = 0;
-		long n = 1;
-		while (len < TK__AHEAD_BUF && (n = tk__src_read_at(s, s->n - 1, a->buf[slot].p + len, TK__AHEAD_BUF - len)) > 0)
-			len += (size_t)n;
-		pthread_mutex_lock(&a->mu);
-		a->buf[slot].len = len;
-		a->buf[slot].bytes_in = s->bytes_in;
-		if (len)
-			a->count++;
-		if (n <= 0)
-			a->end = n < 0 ? -1 : 1;
-		pthread_cond_broadcast(&a->cv);
-		pthread_mutex_unlock(&a->mu);
-		if (n <= 0)
-			return NULL;
-	}
+	(void)state;
+	if (a->end)
+		return 0;
+	if (a->count == TK__AHEAD_N)
+		a->draining = 1;
+	if (a->draining && a->count > TK__AHEAD_N / 2)
+		return 0;
+	a->draining = 0;
+	size_t slot = (a->head + a->count) % TK__AHEAD_N;
+	pthread_mutex_unlock(&a->W.mu);
+	/* the slot is the thread's alone until count covers it */
+	size_t len = 0;
+	long n = 1;
+	while (len < TK__AHEAD_BUF && (n = tk__src_read_at(s, s->n - 1, a->buf[slot].p + len, TK__AHEAD_BUF - len)) > 0)
+		len += (size_t)n;
+	pthread_mutex_lock(&a->W.mu);
+	a->buf[slot].len = len;
+	a->buf[slot].bytes_in = s->bytes_in;
+	if (len)
+		a->count++;
+	if (n <= 0)
+		a->end = n < 0 ? -1 : 1;
+	tk__workers_done(&a->W);
+	return 1;
 }
+
+static const tk__workers_ops ahead_ops = {0, NULL, NULL, ahead_step};
 
 static int ahead_running; /* sources with a thread, in the process */
 static void ahead_free(tk__ahead *a);
@@ -263,8 +264,7 @@ void tk__src_read_ahead(tk__src *s)
 		__atomic_sub_fetch(&ahead_running, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	pthread_mutex_init(&a->mu, NULL);
-	pthread_cond_init(&a->cv, NULL);
+	tk__workers_init(&a->W, &ahead_ops, s);
 	for (int i = 0; i < TK__AHEAD_N; i++)
 		if (!(a->buf[i].p = malloc(TK__AHEAD_BUF))) {
 			ahead_free(a);
@@ -272,7 +272,7 @@ void tk__src_read_ahead(tk__src *s)
 		}
 	a->seen = s->bytes_in;
 	s->ahead = a;
-	if (tk__thread_start(&a->th, ahead_main, s, "tk-input")) {
+	if (!tk__workers_start(&a->W, 1, "tk-input")) {
 		s->ahead = NULL;
 		ahead_free(a);
 	}
@@ -280,10 +280,9 @@ void tk__src_read_ahead(tk__src *s)
 
 static void ahead_free(tk__ahead *a)
 {
+	tk__workers_free(&a->W);
 	for (int i = 0; i < TK__AHEAD_N; i++)
 		free(a->buf[i].p);
-	pthread_mutex_destroy(&a->mu);
-	pthread_cond_destroy(&a->cv);
 	free(a);
 	__atomic_sub_fetch(&ahead_running, 1, __ATOMIC_RELAXED);
 }
@@ -291,16 +290,16 @@ static void ahead_free(tk__ahead *a)
 static long ahead_read(tk__src *s, unsigned char *dst, size_t cap)
 {
 	tk__ahead *a = s->ahead;
-	pthread_mutex_lock(&a->mu);
+	pthread_mutex_lock(&a->W.mu);
 	while (!a->count && !a->end)
-		pthread_cond_wait(&a->cv, &a->mu);
+		pthread_cond_wait(&a->W.done, &a->W.mu);
 	if (!a->count) {
 		long rc = a->end < 0 ? -1 : 0;
-		pthread_mutex_unlock(&a->mu);
+		pthread_mutex_unlock(&a->W.mu);
 		return rc;
 	}
 	size_t slot = a->head;
-	pthread_mutex_unlock(&a->mu);
+	pthread_mutex_unlock(&a->W.mu);
 	size_t n = a->buf[slot].len - a->pos;
 	if (n > cap)
 		n = cap;
@@ -308,12 +307,12 @@ static long ahead_read(tk__src *s, unsigned char *dst, size_t cap)
 	a->pos += n;
 	a->seen = a->buf[slot].bytes_in;
 	if (a->pos == a->buf[slot].len) {
-		pthread_mutex_lock(&a->mu);
+		pthread_mutex_lock(&a->W.mu);
 		a->head = (a->head + 1) % TK__AHEAD_N;
 		a->count--;
 		a->pos = 0;
-		pthread_cond_broadcast(&a->cv);
-		pthread_mutex_unlock(&a->mu);
+		tk__workers_wake(&a->W);
+		pthread_mutex_unlock(&a->W.mu);
 	}
 	return (long)n;
 }
@@ -404,13 +403,7 @@ void tk__src_suffixes(const tk__src *s, char *buf, size_t cap)
 void tk__src_close(tk__src *s)
 {
 	if (s->ahead) {
-		tk__ahead *a = s->ahead;
-		pthread_mutex_lock(&a->mu);
-		a->stop = 1;
-		pthread_cond_broadcast(&a->cv);
-		pthread_mutex_unlock(&a->mu);
-		pthread_join(a->th, NULL);
-		ahead_free(a);
+		ahead_free(s->ahead); /* the thread stopped first */
 		s->ahead = NULL;
 	}
 	for (int i = s->n - 1; i >= 0; i--) {
