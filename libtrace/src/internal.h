@@ -248,7 +248,8 @@ extern size_t tk__pf_chunk_ops;
 /* Tests: the encoding threads ("tk-encode", the caller not counted) that
  * the last .pftrace writer to close started. */
 extern unsigned tk__pf_encoders;
-/* pthread_create, unless tests set tk__no_threads; `name` (at most 15
+/* pthread_create, unless tests set tk__no_threads (core/workers.c starts
+ * every thread of the library through it); `name` (at most 15
  * characters) is the thread's, as top -H, perf and /proc show it:
  * tk-parse (a reader's parse threads), tk-input (the input read and
  * inflated ahead), tk-inflate (one gzip stream inflated in parts),
