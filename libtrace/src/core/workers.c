@@ -17,7 +17,7 @@ void *tk__workers_state(const tk__workers *P, unsigned i)
 	return P->states ? P->states + (size_t)i * P->ops->state_size : NULL;
 }
 
-static void *pool_main(void *arg)
+static void *worker_main(void *arg)
 {
 	tk__workers *P = ((tk__worker *)arg)->P;
 	void *state = ((tk__worker *)arg)->state;
@@ -50,7 +50,7 @@ unsigned tk__workers_start(tk__workers *P, unsigned n, const char *name)
 		tk__worker *t = &P->th[i];
 		t->P = P;
 		t->state = tk__workers_state(P, i);
-		if (tk__thread_start(&t->th, pool_main, t, name))
+		if (tk__thread_start(&t->th, worker_main, t, name))
 			break;
 		P->n++;
 	}
