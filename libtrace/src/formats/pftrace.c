@@ -3691,6 +3691,8 @@ static int walk_init(void *owner, void *state, unsigned i)
 static void walk_fini(void *owner, void *state)
 {
 	pwk *k = state;
+	if (!k->w)
+		return; /* its reader could not be made */
 	((ppool *)owner)->left += ((pr *)k->w->fs)->left;
 	tk_reader_free(k->w);
 }
