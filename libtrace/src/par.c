@@ -528,7 +528,7 @@ long tk__par_read(tk_reader *r, unsigned char *dst, size_t cap)
 	for (;;) {
 		blk *b = P->feed;
 		if (b && b->status == B_FILL) {
-			pthread_cond_wait(&P->W.done, &P->W.mu);
+			tk__workers_wait(&P->W);
 			continue;
 		}
 		if (b && P->feed_pos < b->len) {
@@ -566,7 +566,7 @@ long tk__par_read(tk_reader *r, unsigned char *dst, size_t cap)
 		if (can_read(P))
 			read_next(P);
 		else
-			pthread_cond_wait(&P->W.done, &P->W.mu);
+			tk__workers_wait(&P->W);
 	}
 }
 
@@ -604,7 +604,7 @@ void tk__par_resume(tk_reader *r)
 		if (can_read(P))
 			read_next(P);
 		else if (P->reading)
-			pthread_cond_wait(&P->W.done, &P->W.mu);
+			tk__workers_wait(&P->W);
 		else
 			break; /* no room: the blocks ahead of the reader are kept */
 	}

@@ -180,7 +180,7 @@ int tk__pump_next(tk__pump *p, const tk_event **ev)
 			tk__workers_wake(&p->W);
 		}
 		while (!p->full)
-			pthread_cond_wait(&p->W.done, &p->W.mu);
+			tk__workers_wait(&p->W);
 		p->full--;
 		p->cur = &p->b[p->head];
 		p->cur_i = 0;

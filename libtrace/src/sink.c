@@ -274,7 +274,7 @@ static int submit(tk__sink *s, tk__buf *raw)
 	}
 	pthread_mutex_lock(&a->W.mu);
 	while (a->tail - a->head == a->n_ring && !a->rc)
-		pthread_cond_wait(&a->W.done, &a->W.mu);
+		tk__workers_wait(&a->W);
 	int rc = aio_error(s);
 	pthread_mutex_unlock(&a->W.mu);
 	if (rc)
@@ -308,7 +308,7 @@ static int drain(tk__sink *s)
 		return rc;
 	pthread_mutex_lock(&a->W.mu);
 	while (a->head < a->tail && !a->rc)
-		pthread_cond_wait(&a->W.done, &a->W.mu);
+		tk__workers_wait(&a->W);
 	if (!rc)
 		rc = aio_error(s);
 	if (s->f)

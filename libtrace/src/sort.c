@@ -366,7 +366,7 @@ static int bg_wait(tk_sorter *s)
 		return 0;
 	pthread_mutex_lock(&s->bg.mu);
 	while (s->bg_busy)
-		pthread_cond_wait(&s->bg.done, &s->bg.mu);
+		tk__workers_wait(&s->bg);
 	int rc = s->bg_err.code;
 	pthread_mutex_unlock(&s->bg.mu);
 	if (rc && !s->err.code) {

@@ -292,7 +292,7 @@ static long ahead_read(tk__src *s, unsigned char *dst, size_t cap)
 	tk__ahead *a = s->ahead;
 	pthread_mutex_lock(&a->W.mu);
 	while (!a->count && !a->end)
-		pthread_cond_wait(&a->W.done, &a->W.mu);
+		tk__workers_wait(&a->W);
 	if (!a->count) {
 		long rc = a->end < 0 ? -1 : 0;
 		pthread_mutex_unlock(&a->W.mu);

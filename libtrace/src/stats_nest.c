@@ -320,7 +320,7 @@ static int hand_over(tk__nest *n)
 				break;
 			n->n_blocks++;
 		} else {
-			pthread_cond_wait(&n->W.done, &n->W.mu);
+			tk__workers_wait(&n->W);
 		}
 	}
 	int rc = n->rc;
@@ -361,7 +361,7 @@ static void join(tk__nest *n, int stop)
 	if (!stop && !n->rc) {
 		push(n);
 		while ((n->queue && !n->rc) || n->busy)
-			pthread_cond_wait(&n->W.done, &n->W.mu);
+			tk__workers_wait(&n->W);
 	}
 	pthread_mutex_unlock(&n->W.mu);
 	tk__workers_stop(&n->W);

@@ -69,11 +69,16 @@ void tk__workers_done(tk__workers *P)
 	pthread_cond_broadcast(&P->done);
 }
 
+void tk__workers_wait(tk__workers *P)
+{
+	pthread_cond_wait(&P->done, &P->mu);
+}
+
 int tk__workers_help(tk__workers *P, void *state)
 {
 	if (P->ops->step(P->owner, state))
 		return 1;
-	pthread_cond_wait(&P->done, &P->mu);
+	tk__workers_wait(P);
 	return 0;
 }
 

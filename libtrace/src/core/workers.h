@@ -63,6 +63,8 @@ void *tk__workers_state(const tk__workers *P, unsigned i);
 void tk__workers_wake(tk__workers *P);
 /* Lock held: the owner woken (work done). */
 void tk__workers_done(tk__workers *P);
+/* Lock held, on the owner's thread: a wait for work done (tk__workers_done). */
+void tk__workers_wait(tk__workers *P);
 /* Lock held, on the owner's thread: one piece of work done with `state`
  * (the owner's own) and 1, or a wait for work done and 0. */
 int tk__workers_help(tk__workers *P, void *state);

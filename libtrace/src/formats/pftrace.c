@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "formats/formats.h"
 #include "core/workers.h"
+#include "formats/formats.h"
 #include "formats/pb.h"
 #include "procs.h"
 #include "tracekit/sort.h"
@@ -169,7 +169,7 @@ typedef struct penc { /* the sequence's incremental state, from a chunk's start 
 } penc;
 
 typedef struct penc_pool {
-	tk__workers pool; /* its lock guards the ring and the chunks' states */
+	tk__workers W; /* its lock guards the ring and the chunks' states */
 	pchunk **ring; /* chunks in file order, the oldest at head */
 	size_t cap, head, n;
 } penc_pool;
@@ -1557,11 +1557,11 @@ static int enc_step(void *owner, void *e)
 	if (!c)
 		return 0;
 	c->state = C_BUSY;
-	pthread_mutex_unlock(&P->pool.mu);
+	pthread_mutex_unlock(&P->W.mu);
 	chunk_encode(e, c);
-	pthread_mutex_lock(&P->pool.mu);
+	pthread_mutex_lock(&P->W.mu);
 	c->state = C_DONE;
-	tk__workers_done(&P->pool);
+	tk__workers_done(&P->W);
 	return 1;
 }
 
@@ -1593,9 +1593,9 @@ static void enc_pool_start(tk_writer *w)
 		free(P);
 		return;
 	}
-	tk__workers_init(&P->pool, &enc_ops, P);
+	tk__workers_init(&P->W, &enc_ops, P);
 	s->pool = P;
-	unsigned started = tk__workers_start(&P->pool, n - 1, "tk-encode");
+	unsigned started = tk__workers_start(&P->W, n - 1, "tk-encode");
 	__atomic_store_n(&tk__pf_encoders, started, __ATOMIC_RELAXED);
 	if (!started)
 		enc_pool_stop(s);
@@ -1607,7 +1607,7 @@ static void enc_pool_stop(pw *s)
 	penc_pool *P = s->pool;
 	if (!P)
 		return;
-	tk__workers_free(&P->pool);
+	tk__workers_free(&P->W);
 	for (size_t i = 0; i < P->n; i++)
 		chunk_free(P->ring[(P->head + i) % P->cap]);
 	free(P->ring);
@@ -1621,13 +1621,13 @@ static int ring_pop(tk_writer *w)
 {
 	pw *s = w->fs;
 	penc_pool *P = s->pool;
-	pthread_mutex_lock(&P->pool.mu);
+	pthread_mutex_lock(&P->W.mu);
 	pchunk *c = P->ring[P->head];
 	while (c->state != C_DONE)
-		tk__workers_help(&P->pool, &s->enc);
+		tk__workers_help(&P->W, &s->enc);
 	P->head = (P->head + 1) % P->cap;
 	P->n--;
-	pthread_mutex_unlock(&P->pool.mu);
+	pthread_mutex_unlock(&P->W.mu);
 	int rc = chunk_out(w, c);
 	chunk_recycle(s, c);
 	return rc;
@@ -1649,12 +1649,12 @@ static int chunk_submit(tk_writer *w)
 		chunk_recycle(s, c);
 		return rc;
 	}
-	pthread_mutex_lock(&P->pool.mu);
+	pthread_mutex_lock(&P->W.mu);
 	c->state = C_QUEUED;
 	P->ring[(P->head + P->n) % P->cap] = c;
 	P->n++;
-	tk__workers_wake(&P->pool);
-	pthread_mutex_unlock(&P->pool.mu);
+	tk__workers_wake(&P->W);
+	pthread_mutex_unlock(&P->W.mu);
 	return 0;
 }
 
@@ -3869,7 +3869,7 @@ static int pool_next(tk_reader *r, const unsigned char **p, size_t *n)
 			if (!more && (b || P->ended))
 				break;
 			if (!more) { /* full: a thread is still walking the oldest */
-				pthread_cond_wait(&P->W.done, &P->W.mu);
+				tk__workers_wait(&P->W);
 				continue;
 			}
 			pthread_mutex_unlock(&P->W.mu);
