@@ -77,7 +77,7 @@ static void run_all(owner *O, int help)
 		if (help)
 			tk__workers_help(&O->W, &O->mine);
 		else
-			pthread_cond_wait(&O->W.done, &O->W.mu);
+			tk__workers_wait(&O->W);
 	pthread_mutex_unlock(&O->W.mu);
 	for (size_t k = 0; k < N_WORK; k++)
 		assert_int_equal(O->times[k], 1);
