@@ -2,9 +2,9 @@
 #define _GNU_SOURCE /* sched_getaffinity */
 #include "cli.h"
 
-#include <sched.h>
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>

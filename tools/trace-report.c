@@ -11,8 +11,8 @@
 #include "tracekit/stats.h"
 #include "tracekit/tracekit.h"
 
-enum { O_OUT = 'o', O_QUIET = 'q', O_LIMIT = 'n', O_FOLDED = 0x100, O_TITLE, O_TOP, O_STEPS, O_WINDOW, O_THREADS, O_LIST, O_MEMORY,
-       O_TMPDIR };
+enum { O_OUT = 'o', O_QUIET = 'q', O_LIMIT = 'n', O_FOLDED = 0x100, O_TITLE, O_TOP, O_STEPS, O_WINDOW, O_THREADS,
+       O_LIST, O_MEMORY, O_TMPDIR };
 
 static const cli_opt opts[] = {
 	{O_OUT, 'o', "output", "FILE", "write the page to FILE ('-' for standard output); required"},
