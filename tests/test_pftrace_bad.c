@@ -57,12 +57,18 @@ enum {
 	TE_TRACK = 11,
 	TE_NAME_IID = 10,
 	TE_NAME = 23,
+	DA_NAME_IID = 1,
+	DA_BOOL = 2,
+	DA_UINT = 3,
+	DA_INT = 4,
 	DA_STRING = 6,
 	DA_NAME = 10,
 	DA_DICT = 11,
+	DA_ARRAY = 12,
 	DA_STRING_IID = 17,
 	IN_CATEGORIES = 1,
 	IN_NAMES = 2,
+	IN_ANN_NAMES = 3,
 	IN_STRINGS = 29,
 };
 
@@ -120,8 +126,12 @@ static void rev_wrap(pbrev *w, unsigned num, const unsigned char *end)
 }
 
 /* A .pftrace of two instants, the second with a debug annotation nested
- * `depth` dicts deep (a DebugAnnotation's dict_entries, field 11). */
-static unsigned char *deep_pftrace(size_t depth, size_t *len)
+ * `depth` dicts deep (a DebugAnnotation's dict_entries, field 11). Its
+ * innermost entry: LEAF_NAMED {name "x", 1} (the reader's general walk),
+ * LEAF_IID {name_iid 5, 1} (the reader's short way, one level as deep), or
+ * LEAF_ARRAY {array_values [1]} (the short way, one level deeper). */
+enum { LEAF_NAMED, LEAF_IID, LEAF_ARRAY };
+static unsigned char *deep_pftrace(size_t depth, int leaf, size_t *len)
 {
 	size_t cap = depth * 12 + 256;
 	pbrev w = {malloc(cap), NULL};
@@ -132,7 +142,12 @@ static unsigned char *deep_pftrace(size_t depth, size_t *len)
 		if (ev) {
 			unsigned char *da = w.p;
 			rev_bytes(&w, "\x20\x01", 2); /* int_value 1 */
-			rev_bytes(&w, "\x52\x01x", 3); /* name "x" */
+			if (leaf == LEAF_NAMED)
+				rev_bytes(&w, "\x52\x01x", 3); /* name "x" */
+			else if (leaf == LEAF_IID)
+				rev_bytes(&w, "\x08\x05", 2); /* name_iid 5 */
+			else
+				rev_wrap(&w, 12, da); /* array_values */
 			for (size_t i = 0; i < depth; i++) {
 				rev_wrap(&w, 11, da);
 				rev_bytes(&w, "\x52\x01" "a", 3);
@@ -164,23 +179,33 @@ static void test_deep_pftrace(void **state)
 		size_t depth;
 		unsigned max_depth;
 		int ok;
-	} c[] = {{3, 0, 1}, {999, 0, 1}, {1001, 0, 0}, {50, 20, 0}, {4000, 5000, 1}, {100000, UINT_MAX, 0}};
+		int leaf;
+	} c[] = {{3, 0, 1, LEAF_NAMED},     {999, 0, 1, LEAF_NAMED},      {1001, 0, 0, LEAF_NAMED},
+	         {50, 20, 0, LEAF_NAMED},   {4000, 5000, 1, LEAF_NAMED},  {100000, UINT_MAX, 0, LEAF_NAMED},
+	         {19, 20, 1, LEAF_NAMED},   {20, 20, 0, LEAF_NAMED},      {19, 20, 1, LEAF_IID},
+	         {20, 20, 0, LEAF_IID},     {18, 20, 1, LEAF_ARRAY},      {19, 20, 0, LEAF_ARRAY},
+	         {998, 0, 1, LEAF_ARRAY},   {999, 0, 0, LEAF_ARRAY}};
 	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
 		size_t n;
-		unsigned char *t = deep_pftrace(c[i].depth, &n);
+		unsigned char *t = deep_pftrace(c[i].depth, c[i].leaf, &n);
 		tk_reader_opts o = {.max_depth = c[i].max_depth};
 		tk_reader *r = tu_open_mem(t, n, "deep.pftrace", &o);
 		tu_events ev = {0};
 		int rc = tu_read_all(r, &ev);
 		if (c[i].ok) {
 			if (rc != TK_EOF || ev.n != 2)
-				fail_msg("depth %zu, max_depth %u: rc %d after %zu events (%s)", c[i].depth,
-				         c[i].max_depth, rc, ev.n, tk_reader_error(r));
-			assert_true(ev.ev[1]->args.ptr && memmem(ev.ev[1]->args.ptr, ev.ev[1]->args.len, "{\"a\":{\"a\":", 10));
+				fail_msg("depth %zu, max_depth %u, leaf %d: rc %d after %zu events (%s)", c[i].depth,
+				         c[i].max_depth, c[i].leaf, rc, ev.n, tk_reader_error(r));
+			const char *leaf = c[i].leaf == LEAF_NAMED ? "{\"x\":1}}" : c[i].leaf == LEAF_IID ? "{\"\":1}}" : "{\"\":[1]}}";
+			const tk_sv a = ev.ev[1]->args;
+			assert_true(a.ptr && memmem(a.ptr, a.len, "{\"a\":{\"a\":", 10));
+			if (!memmem(a.ptr, a.len, leaf, strlen(leaf)))
+				fail_msg("depth %zu, leaf %d: args end %.*s, want %s", c[i].depth, c[i].leaf, 40,
+				         a.ptr + (a.len > 40 ? a.len - 40 : 0), leaf);
 		} else {
 			if (rc != TK_ERR_LIMIT || ev.n != 1)
-				fail_msg("depth %zu, max_depth %u: rc %d after %zu events, want TK_ERR_LIMIT after 1 (%s)",
-				         c[i].depth, c[i].max_depth, rc, ev.n, tk_reader_error(r));
+				fail_msg("depth %zu, max_depth %u, leaf %d: rc %d after %zu events, want TK_ERR_LIMIT after 1 (%s)",
+				         c[i].depth, c[i].max_depth, c[i].leaf, rc, ev.n, tk_reader_error(r));
 			assert_true(tu_contains(tk_reader_error(r), "deep.pftrace"));
 			assert_true(tu_contains(tk_reader_error(r), "nested deeper than"));
 		}
@@ -210,6 +235,90 @@ static void expect_error(const pb *t, const tk_reader_opts *o, int code, size_t 
 		         n_good, what);
 	tu_events_free(&ev);
 	tk_reader_free(r);
+}
+
+/* A DebugAnnotation {name_iid, value} with value field vf = v; emptied
+ * into te. */
+static void put_ann(pb *te, uint64_t name_iid, unsigned vf, uint64_t v)
+{
+	pb da = {0};
+	f_int(&da, DA_NAME_IID, name_iid);
+	f_int(&da, vf, v);
+	f_msg(te, TE_ANNOTATIONS, &da);
+}
+
+/* The shapes of annotation the reader takes a short way (a name_iid, then
+ * one integer, boolean or interned string; an array element or dict entry
+ * of one such value) give the text the general walk gives: names that
+ * need escaping and names not interned, every value kind, nested; a
+ * string id not interned is an error in an array as at the top. */
+static void test_annotation_shapes(void **state)
+{
+	(void)state;
+	static const char *const names[] = {"a", "b\"q", "c", "d", "e", "f", "g"};
+	pb t = {0}, te = {0}, da = {0}, el = {0};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		put_interned(&t, 1, IN_ANN_NAMES, i + 1, names[i], strlen(names[i]));
+	put_interned(&t, 1, IN_STRINGS, 1, "s", 1);
+	put_interned(&t, 1, IN_STRINGS, 2, "t\x01", 2);
+	f_int(&te, TE_TYPE, 3);
+	f_str(&te, TE_NAME, "e");
+	put_ann(&te, 1, DA_INT, (uint64_t)-5);
+	put_ann(&te, 2, DA_UINT, UINT64_MAX);
+	put_ann(&te, 3, DA_BOOL, 0);
+	put_ann(&te, 4, DA_STRING_IID, 2);
+	f_int(&da, DA_NAME_IID, 5); /* "e": [1, "s", true, 7, 8] */
+	f_int(&el, DA_INT, 1);
+	f_msg(&da, DA_ARRAY, &el);
+	f_int(&el, DA_STRING_IID, 1);
+	f_msg(&da, DA_ARRAY, &el);
+	f_int(&el, DA_BOOL, 1);
+	f_msg(&da, DA_ARRAY, &el);
+	f_int(&el, DA_UINT, 7);
+	f_msg(&da, DA_ARRAY, &el);
+	f_int(&el, DA_INT, 8); /* the value first, then a name: the general walk */
+	f_int(&el, DA_NAME_IID, 1);
+	f_msg(&da, DA_ARRAY, &el);
+	f_msg(&te, TE_ANNOTATIONS, &da);
+	f_int(&da, DA_NAME_IID, 6); /* "f": {"a": 3, "": 4} */
+	f_int(&el, DA_NAME_IID, 1);
+	f_int(&el, DA_INT, 3);
+	f_msg(&da, DA_DICT, &el);
+	f_int(&el, DA_NAME_IID, 99);
+	f_int(&el, DA_INT, 4);
+	f_msg(&da, DA_DICT, &el);
+	f_msg(&te, TE_ANNOTATIONS, &da);
+	put_ann(&te, 99, DA_INT, 8); /* a name not interned: "" */
+	f_int(&da, DA_INT, 9); /* "g": 9, its name after its value */
+	f_int(&da, DA_NAME_IID, 7);
+	f_msg(&te, TE_ANNOTATIONS, &da);
+	put_event(&t, &te, 1000);
+	const char *want = "{\"a\":-5,\"b\\\"q\":18446744073709551615,\"c\":false,\"d\":\"t\\u0001\","
+	                   "\"e\":[1,\"s\",true,7,8],\"f\":{\"a\":3,\"\":4},\"\":8,\"g\":9}";
+	for (unsigned th = 1; th <= 4; th += 3) {
+		tk_reader_opts o = {.threads = th};
+		tu_events ev = {0};
+		tk_reader *r;
+		assert_int_equal(read_pf(&t, &o, &ev, &r), TK_EOF);
+		assert_int_equal(ev.n, 1);
+		const tk_sv a = ev.ev[0]->args;
+		if (!a.ptr || a.len != strlen(want) || memcmp(a.ptr, want, a.len) != 0)
+			fail_msg("threads %u: args %.*s, want %s", th, (int)a.len, a.ptr ? a.ptr : "", want);
+		tu_events_free(&ev);
+		tk_reader_free(r);
+	}
+	free(t.p);
+	/* a string id that is not interned, as an array's element */
+	memset(&t, 0, sizeof t);
+	f_int(&te, TE_TYPE, 3);
+	f_str(&te, TE_NAME, "e");
+	f_int(&da, DA_NAME_IID, 1);
+	f_int(&el, DA_STRING_IID, 3);
+	f_msg(&da, DA_ARRAY, &el);
+	f_msg(&te, TE_ANNOTATIONS, &da);
+	put_event(&t, &te, 1000);
+	expect_error(&t, NULL, TK_ERR_FORMAT, 0, "string refers to an unknown interned id");
+	free(t.p);
 }
 
 /* A packet's time less baseTimeNanoseconds (ChromeEventBundle metadata)
@@ -650,7 +759,7 @@ int main(void)
 		cmocka_unit_test(test_many_sequences),        cmocka_unit_test(test_interned_iids),
 		cmocka_unit_test(test_nested_dict_entries),   cmocka_unit_test(test_deep_pftrace),
 		cmocka_unit_test(test_wide_field_header),     cmocka_unit_test(test_long_annotations),
-		cmocka_unit_test(test_small_messages),
+		cmocka_unit_test(test_small_messages),     cmocka_unit_test(test_annotation_shapes),
 	};
 	return cmocka_run_group_tests_name("pftrace_bad", tests, NULL, teardown);
 }

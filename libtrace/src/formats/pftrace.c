@@ -2302,6 +2302,62 @@ static int args_over(tk_reader *r)
 	                          r->opts.max_value_bytes);
 }
 
+/* The commonest DebugAnnotations, read without the general walk of
+ * ann_json: an optional name_iid (name not NULL), then one integer, boolean
+ * or interned string and nothing else, as Kineto's args and the elements of
+ * their arrays are. 1: the value is written to o as ann_json writes it (and
+ * *name, *plain set); 0: another shape, or one that ann_json reports on (an
+ * unknown string id, a value past the limit): nothing written;
+ * TK_ERR_NOMEM. */
+static int ann_fast(tk_reader *r, const rseq *q, const unsigned char *p, size_t n, tk__buf *o, tk_sv *name,
+                    int *plain)
+{
+	const unsigned char *e = p + n;
+	uint64_t iid = 0, v;
+	int bad = 0, rc;
+	if (name) {
+		if (n < 4 || *p++ != (F_DA_NAME_IID << 3 | TK__PB_VARINT))
+			return 0;
+		iid = tk__get_varint(&p, e, &bad);
+	}
+	if (bad || e - p < 2)
+		return 0;
+	unsigned key = *p++;
+	_Static_assert(F_DA_STRING_IID == 17, "string_iid is field 17");
+	if (key == 0x88 && *p++ == 0x01) /* the key of string_iid (17, varint) takes two bytes */
+		key = F_DA_STRING_IID;
+	else if (key == (F_DA_INT << 3 | TK__PB_VARINT) || key == (F_DA_UINT << 3 | TK__PB_VARINT) ||
+	         key == (F_DA_BOOL << 3 | TK__PB_VARINT))
+		key >>= 3;
+	else
+		return 0;
+	v = tk__get_varint(&p, e, &bad);
+	if (bad || p != e)
+		return 0;
+	size_t start = o->len;
+	switch (key) {
+	case F_DA_INT: rc = tk__buf_i64(o, (int64_t)v); break;
+	case F_DA_UINT: rc = tk__buf_u64(o, v); break;
+	case F_DA_BOOL: rc = tk__buf_puts(o, v ? "true" : "false"); break;
+	default: {
+		int sp;
+		tk_sv str = interned(r, q, K_STR, v, &sp);
+		if (!str.ptr)
+			return 0;
+		rc = put_json_known(o, str, sp);
+	}
+	}
+	if (rc)
+		return nomem(r);
+	if (o->len - start > r->opts.max_value_bytes) {
+		o->len = start;
+		return 0;
+	}
+	if (name)
+		*name = interned(r, q, K_ANN, iid, plain);
+	return 1;
+}
+
 /* A DebugAnnotation (or a ChromeTraceEvent Arg, arg = 1) as JSON: its value
  * into o, its name into *name (*name_plain 1: it needs no escaping). */
 static int ann_json(tk_reader *r, const rseq *q, const unsigned char *p, size_t n, tk__buf *o, tk_sv *name,
@@ -2358,11 +2414,18 @@ static int ann_json(tk_reader *r, const rseq *q, const unsigned char *p, size_t 
 					sub = (tk_sv){"", 0};
 				if (put_json_known(o, sub, sub_plain) || tk__buf_putc(o, ':'))
 					return nomem(r);
-				rc = ann_json(r, q, f.data, f.len, o, &sub, &sub_plain, depth + 1, 0);
-				if (rc)
+				rc = depth < r->opts.max_depth ? ann_fast(r, q, f.data, f.len, o, &sub, &sub_plain) : 0;
+				if (!rc)
+					rc = ann_json(r, q, f.data, f.len, o, &sub, &sub_plain, depth + 1, 0);
+				if (rc < 0)
 					return rc;
+				rc = 0;
 			} else if (!rc) {
-				rc = ann_json(r, q, f.data, f.len, o, &sub, &sub_plain, depth + 1, 0);
+				rc = depth < r->opts.max_depth ? ann_fast(r, q, f.data, f.len, o, NULL, NULL) : 0;
+				if (!rc)
+					rc = ann_json(r, q, f.data, f.len, o, &sub, &sub_plain, depth + 1, 0);
+				else if (rc > 0)
+					rc = 0;
 			}
 			if (rc)
 				return rc < 0 ? rc : nomem(r);
@@ -2646,7 +2709,11 @@ static int annotations(tk_reader *r, const rseq *q, const unsigned char *p, size
 		tk_sv name;
 		int plain;
 		size_t at = s->val.len = 0;
-		int rc = ann_json(r, q, f.data, f.len, &s->val, &name, &plain, 1, arg);
+		int rc = arg ? 0 : ann_fast(r, q, f.data, f.len, &s->val, &name, &plain);
+		if (!rc)
+			rc = ann_json(r, q, f.data, f.len, &s->val, &name, &plain, 1, arg);
+		else if (rc > 0)
+			rc = 0;
 		if (rc)
 			return rc;
 		tk_sv v = {s->val.p, s->val.len - at};
