@@ -257,6 +257,49 @@ static void test_split_unsorted_tail(void **state)
 	tk_split_free(s);
 }
 
+/* --parts N gives N parts of about equal size whatever the times: here an
+ * event a little before the first one (Kineto writes events out of time
+ * order) at a time that is a large power of two of microseconds, and one
+ * event at 0, far from the rest. */
+static void test_parts_outliers(void **state)
+{
+	(void)state;
+	char in[128], out[128], name[200];
+	snprintf(in, sizeof in, "%s/outliers.json", dir);
+	snprintf(out, sizeof out, "%s/outliers", dir);
+	tk_writer *w = NULL;
+	assert_int_equal(tk_writer_open_path(&w, in, NULL), TK_OK);
+	const int64_t t0 = (1ll << 40) * 1000, n = 4000;
+	for (int64_t i = 0; i < n; i++) {
+		int64_t ts = i == 1 ? t0 - 500 : i == n / 2 ? 0 : t0 + i * 1000;
+		tk_event ev = make(ts, name, 30);
+		assert_int_equal(tk_writer_write(w, &ev), TK_OK);
+	}
+	assert_int_equal(tk_writer_close(w), TK_OK);
+	tk_writer_free(w);
+	for (unsigned parts = 2; parts <= 16; parts *= 2) {
+		snprintf(out, sizeof out, "%s/outliers%u", dir, parts);
+		tk_split_opts o = {0};
+		o.dir = out;
+		o.n_parts = parts;
+		o.wopts.gzip = -1;
+		tk_split *s = NULL;
+		assert_int_equal(tk_split_new(&s, &o), TK_OK);
+		assert_int_equal(tk_split_run(s, in), TK_OK);
+		assert_int_equal(tk_split_part_count(s), parts);
+		uint64_t events = 0;
+		for (size_t i = 0; i < parts; i++) {
+			uint64_t e = tk_split_get_part(s, i)->events;
+			if (e < (uint64_t)n / parts * 8 / 10 || e > (uint64_t)n / parts * 12 / 10)
+				fail_msg("--parts %u: part %zu holds %llu of %lld events", parts, i, (unsigned long long)e,
+				         (long long)n);
+			events += e;
+		}
+		assert_int_equal(events, n);
+		tk_split_free(s);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +308,7 @@ int main(void)
 		cmocka_unit_test(test_group_all_or_nothing),
 		cmocka_unit_test(test_split_by_size),
 		cmocka_unit_test(test_split_unsorted_tail),
+		cmocka_unit_test(test_parts_outliers),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -194,7 +194,7 @@ static int build_segments(tk_split *s, const char *path)
 		int64_t *cuts = malloc(o->n_parts * sizeof *cuts);
 		if (!cuts)
 			return fail(s, TK_ERR_NOMEM, "out of memory");
-		size_t n = tk__hist_cuts(&sc->hist, o->n_parts, cuts);
+		size_t n = tk__quant_cuts(&s->sc.quant, o->n_parts, cuts);
 		rc = add_seg(s, TK_SPLIT_OPEN_START, 0);
 		for (size_t i = 0; !rc && i < n; i++)
 			rc = add_seg(s, cuts[i], 0);

@@ -30,19 +30,27 @@ tk__flow *tk__flow_find(tk__flowtab *t, uint64_t id, uint32_t catk);
 tk__flow *tk__flow_add(tk__flowtab *t, uint64_t id, uint32_t catk);
 void tk__flowtab_free(tk__flowtab *t);
 
-/* Weight (input bytes) over time in a fixed number of bins that double
- * their width as the range grows: --parts cuts at its quantiles. */
-#define TK__HIST_BINS 4096
 /* What a failure of the sorter that orders an unsorted input was doing. */
 #define TK__SPLIT_ORDERING "ordering the events by time"
-typedef struct tk__hist {
-	int64_t lo, width; /* width 0 = empty */
-	uint64_t bin[TK__HIST_BINS];
-	uint64_t total;
-} tk__hist;
-void tk__hist_add(tk__hist *h, int64_t ts, uint64_t w);
-/* n-1 cut times for n parts of about equal weight (fewer when bins coincide). */
-size_t tk__hist_cuts(const tk__hist *h, unsigned n, int64_t *cuts);
+/* The input's bytes over time, for --parts: the time of one byte in every
+ * `every` (a sample of the bytes, not of the events, taken at fixed
+ * steps). When it is full, every other sample goes and `every` doubles, so
+ * that between TK__QUANT_MAX / 2 and TK__QUANT_MAX samples stand for the
+ * whole input, however wide its range of times and whatever their order:
+ * the cuts are at their quantiles. */
+#define TK__QUANT_MAX 32768
+typedef struct tk__quant {
+	int64_t ts[TK__QUANT_MAX];
+	size_t n;       /* samples: one at every multiple of `every` up to pos */
+	uint64_t every; /* bytes a sample (0: none yet, 1) */
+	uint64_t pos;   /* bytes so far */
+} tk__quant;
+/* An event at ts, of w bytes. */
+void tk__quant_add(tk__quant *q, int64_t ts, uint64_t w);
+/* Up to n-1 cut times for n parts of about equal bytes, increasing, each
+ * after the earliest time: fewer where more than a part's share of the
+ * bytes has one time. Sorts the samples. */
+size_t tk__quant_cuts(tk__quant *q, unsigned n, int64_t *cuts);
 
 /* Whether the input is in time order as the second pass needs it, decided
  * event by event in the same way by the scan and by the reader's thread
@@ -67,7 +75,7 @@ typedef struct tk__scan {
 	tk__flowtab flows;
 	tk_steps *steps; /* the ProfilerStep#N slices; with attr, the launches too */
 	int attr;        /* a step rule: GPU work goes to the part of its launch */
-	tk__hist hist;
+	tk__quant quant;
 	int64_t t_min, t_max; /* over events with ts, M events excluded */
 	int have_t;
 	int sorted;

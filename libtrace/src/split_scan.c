@@ -1,4 +1,4 @@
-/* split_scan.c: the splitter's first pass: metadata, M events, flow table, steps, time histogram, order. */
+/* split_scan.c: the splitter's first pass: metadata, M events, flow table, steps, bytes over time, order. */
 #include <stdlib.h>
 
 #include "pump.h"
@@ -72,59 +72,43 @@ void tk__flowtab_free(tk__flowtab *t)
 	tk__strtab_free(&t->cats);
 }
 
-/* ---- histogram of input bytes over time ---- */
+/* ---- the input's bytes over time ---- */
 
-static void hist_widen(tk__hist *h)
+void tk__quant_add(tk__quant *q, int64_t ts, uint64_t w)
 {
-	int64_t w2 = h->width * 2;
-	int64_t lo2 = h->lo - (((h->lo % w2) + w2) % w2);
-	uint64_t nb[TK__HIST_BINS] = {0};
-	for (size_t i = 0; i < TK__HIST_BINS; i++) {
-		if (!h->bin[i])
-			continue;
-		int64_t at = h->lo + (int64_t)i * h->width;
-		nb[(size_t)((at - lo2) / w2)] += h->bin[i];
+	if (!q->every)
+		q->every = 1;
+	uint64_t end = q->pos + w < q->pos ? UINT64_MAX : q->pos + w;
+	uint64_t k = end / q->every - q->pos / q->every;
+	while (q->n + k > TK__QUANT_MAX) {
+		/* sample i stands at byte (i + 1) * every: the odd ones stay */
+		for (size_t i = 1; i < q->n; i += 2)
+			q->ts[i / 2] = q->ts[i];
+		q->n /= 2;
+		q->every *= 2;
+		k = end / q->every - q->pos / q->every;
 	}
-	memcpy(h->bin, nb, sizeof nb);
-	h->lo = lo2;
-	h->width = w2;
+	for (; k; k--)
+		q->ts[q->n++] = ts;
+	q->pos = end;
 }
 
-/* Times are held to +-HIST_LIMIT for binning (the histogram only chooses
- * where parts are cut), so that every difference and bin end fits in int64. */
-#define HIST_LIMIT ((1ll << 62) - (1ll << 54))
-
-void tk__hist_add(tk__hist *h, int64_t ts, uint64_t w)
+static int cmp_i64(const void *a, const void *b)
 {
-	ts = ts > HIST_LIMIT ? HIST_LIMIT : ts < -HIST_LIMIT ? -HIST_LIMIT : ts;
-	if (!h->width) {
-		h->width = 1000;
-		h->lo = ts - (((ts % 1000) + 1000) % 1000);
-	}
-	/* bins cover [lo, lo + BINS * width); widths stay below 2^52 ns */
-	while ((ts < h->lo || (ts - h->lo) / h->width >= TK__HIST_BINS) && h->width < (1ll << 52))
-		hist_widen(h);
-	int64_t b = (ts - h->lo) / h->width;
-	b = b < 0 ? 0 : b >= TK__HIST_BINS ? TK__HIST_BINS - 1 : b;
-	h->bin[b] += w;
-	h->total += w;
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
 }
 
-size_t tk__hist_cuts(const tk__hist *h, unsigned n, int64_t *cuts)
+size_t tk__quant_cuts(tk__quant *q, unsigned n, int64_t *cuts)
 {
 	size_t k = 0;
-	uint64_t cum = 0;
-	unsigned next = 1;
-	for (size_t b = 0; b < TK__HIST_BINS && next < n; b++) {
-		cum += h->bin[b];
-		int64_t end = h->lo + (int64_t)(b + 1) * h->width;
-		int crossed = 0;
-		while (next < n && (double)cum >= (double)h->total * next / n) {
-			next++;
-			crossed = 1;
-		}
-		if (crossed && cum < h->total)
-			cuts[k++] = end;
+	if (!q->n)
+		return 0;
+	qsort(q->ts, q->n, sizeof *q->ts, cmp_i64);
+	for (unsigned i = 1; i < n; i++) {
+		int64_t t = q->ts[(size_t)((uint64_t)i * q->n / n)];
+		if (t > (k ? cuts[k - 1] : q->ts[0]))
+			cuts[k++] = t;
 	}
 	return k;
 }
@@ -231,7 +215,7 @@ static int scan_event(tk__scan *sc, const tk_event *ev, uint64_t weight)
 	if (!sc->have_t || ev->ts > sc->t_max)
 		sc->t_max = ev->ts;
 	sc->have_t = 1;
-	tk__hist_add(&sc->hist, ev->ts, weight);
+	tk__quant_add(&sc->quant, ev->ts, weight);
 	/* the steps always; the launches only when the parts follow the steps */
 	int64_t num;
 	return sc->attr || tk__step_number(ev, &num) ? tk_steps_add(sc->steps, ev) : 0;
