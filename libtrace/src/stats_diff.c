@@ -8,7 +8,8 @@
 /* One row of either side, or of both. */
 typedef struct drow {
 	const char *name, *shapes;
-	int64_t v[2][4]; /* [side][field]: ops: calls, self CPU, CUDA total, self CUDA; sums: count, total; 0 when absent */
+	int64_t v[2][4]; /* [side][field]: ops: calls, self CPU, CUDA total, self CUDA (of GPU activity rows only:
+	                  * an op's is its kernels', which have rows of their own); sums: count, total; 0 when absent */
 	int has[2];
 	int64_t key; /* the sort key: the largest time change */
 } drow;
@@ -50,7 +51,7 @@ static int side_rows(const tk_stats *s, int which, int side, const char *glob, d
 			r->v[side][0] = (int64_t)op->count;
 			r->v[side][1] = op->self_cpu;
 			r->v[side][2] = op->dev_total;
-			r->v[side][3] = op->self_dev;
+			r->v[side][3] = op->is_device ? op->self_dev : 0; /* counted once, as trace-stats's total */
 		} else {
 			const tk_stats_sum *sm = tk_stats_sum_get(s, which, i);
 			r->name = sm->name;

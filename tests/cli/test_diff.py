@@ -53,6 +53,18 @@ def hand(tools, data, tmp):
           tot == {"base": 400000, "new": 700000, "change": 300000, "rows_new": 1, "rows_gone": 1}, tot)
     check("the names of both sides in the totals", d["totals"]["base"] == a and d["totals"]["new"] == b, d["totals"])
 
+    # the operators' footer: each side's Self CPU and Self CUDA totals are
+    # trace-stats's for that trace (a kernel's time counted once, on its own
+    # row, not again on the op that launched it)
+    ft = json.loads(diff(tools, a, b, "-t", "ops", "-f", "json", "-n", "-1").stdout)["ops"]["totals"]
+    st = [json.loads(subprocess.run([os.path.join(tools, "trace-stats"), x, "-t", "ops", "-f", "json"],
+                                    stdout=subprocess.PIPE, check=True).stdout)["ops"]["totals"] for x in (a, b)]
+    foot = (ft["self_cpu_ns"]["base"], ft["self_cpu_ns"]["new"], ft["self_cuda_ns"]["base"], ft["self_cuda_ns"]["new"])
+    stats = (st[0]["self_cpu_time_total_ns"], st[1]["self_cpu_time_total_ns"], st[0]["self_cuda_time_total_ns"],
+             st[1]["self_cuda_time_total_ns"])
+    check("ops: the Self CPU and Self CUDA totals at the foot are trace-stats's (430 us -> 730 us of GPU time)",
+          foot == stats and stats[2:] == (430000, 730000), (foot, stats))
+
     # two step ranges of one trace: step 1 (busy 150 us, 3 ops launched)
     # against step 2 (busy 280 us, 2 ops), as test_steps.py works them out
     d = json.loads(diff(tools, a, a, "--base-steps", "1", "--new-steps", "2", "-t", "steps,kernels", "-f",
