@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -344,17 +345,48 @@ int tk__sink_open_fd(tk__sink *s, int fd, const char *name, const tk__ofilter *f
 	return filter_start(s, f, level);
 }
 
+/* The process's umask, read without setting it (umask() would change it
+ * for a moment for every thread, and a file another thread made then would
+ * get its bits): /proc's status, else that moment. */
+static mode_t current_umask(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	unsigned m;
+	char line[256];
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "Umask: %o", &m) == 1) {
+			fclose(f);
+			return (mode_t)m & 0777;
+		}
+	if (f)
+		fclose(f);
+	mode_t um = umask(0);
+	umask(um);
+	return um;
+}
+
 int tk__sink_open_path(tk__sink *s, const char *path, const tk__ofilter *f, int level)
 {
 	if (strcmp(path, "-") == 0)
 		return tk__sink_open_fd(s, 1, "(stdout)", f, level);
 	memset(s, 0, sizeof *s);
 	s->fd = -1;
-	s->path = tk__strdup(path);
+	struct stat st;
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+		/* a symbolic link stays one: what it points to is written */
+		s->path = realpath(path, NULL);
+		if (!s->path) {
+			snprintf(s->err, sizeof s->err, "%s: cannot follow the symbolic link: %s", path, strerror(errno));
+			return errno == ENOMEM ? TK_ERR_NOMEM : TK_ERR_IO;
+		}
+	} else {
+		s->path = tk__strdup(path);
+	}
 	if (!s->path)
 		return TK_ERR_NOMEM;
-	struct stat st;
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+	path = s->path;
+	int exists = stat(path, &st) == 0;
+	if (exists && !S_ISREG(st.st_mode)) {
 		/* a device or fifo (/dev/null, a pipe): write straight to it */
 		s->fd = open(path, O_WRONLY | O_CLOEXEC);
 		if (s->fd < 0) {
@@ -378,9 +410,9 @@ int tk__sink_open_path(tk__sink *s, const char *path, const tk__ofilter *f, int 
 		return TK_ERR_IO;
 	}
 	s->own_fd = 1;
-	mode_t um = umask(0);
-	umask(um);
-	fchmod(s->fd, 0666 & ~um);
+	/* a file replaced keeps its permissions (a private trace stays
+	 * private); a new one gets the umask's, as open() would give it */
+	fchmod(s->fd, exists ? st.st_mode & 0777 : 0666 & ~current_umask());
 	return filter_start(s, f, level);
 }
 

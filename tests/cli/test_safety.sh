@@ -3,7 +3,7 @@
 # temporaries (a sink's OUT.tmp-*, trace-split's private part directory, the sorter's spill
 # directory); one trace-split run at a time per output set; a re-split replaces the old set whole;
 # a failed split leaves no directory it made; inputs read twice refuse pipes; -o equal to an input
-# is refused.
+# is refused; a file replaced keeps its permissions, and a symbolic link named by -o stays one.
 # usage: test_safety.sh TOOLS-DIR TESTDATA
 set -u
 BIN=$1
@@ -161,5 +161,25 @@ check "trace-merge -o INPUT is a usage error" test $? -eq 2
 "$BIN/trace-stats" "$T/in.json" -o "$T/in.json" 2>"$T/err"
 check "trace-stats -o INPUT is a usage error" test $? -eq 2
 check "the input is unchanged" test "$(cksum <"$T/in.json")" = "$before"
+
+echo "== a file replaced keeps its permissions; a symbolic link stays"
+mkdir "$T/perm"
+echo '[]' >"$T/perm/private.json"
+chmod 600 "$T/perm/private.json"
+"$BIN/trace-convert" -q "$IN" -o "$T/perm/private.json"
+check "a replaced file that was private (600) stays 600" test "$(stat -c %a "$T/perm/private.json")" = 600
+check "... and holds the new trace" cmp -s "$T/perm/private.json" <("$BIN/trace-convert" -q "$IN" -o -)
+(umask 027 && "$BIN/trace-stats" -q "$IN" -o "$T/perm/new.txt")
+check "a new file gets the umask's permissions (027: 640)" test "$(stat -c %a "$T/perm/new.txt")" = 640
+echo '[]' >"$T/perm/target.json"
+ln -s target.json "$T/perm/link.json"
+"$BIN/trace-convert" -q "$IN" -o "$T/perm/link.json"
+check "-o SYMLINK writes what it points to" test -L "$T/perm/link.json" -a "$(readlink "$T/perm/link.json")" = target.json
+check "... the target holds the new trace" cmp -s "$T/perm/target.json" "$T/perm/private.json"
+ln -s nowhere/x.json "$T/perm/dangling.json"
+"$BIN/trace-convert" -q "$IN" -o "$T/perm/dangling.json" 2>"$T/err"
+check "-o a dangling symbolic link fails, naming it" test $? -eq 1 -a -L "$T/perm/dangling.json"
+check "... saying why" grep -q "dangling.json: cannot follow the symbolic link" "$T/err"
+check "... and leaves nothing behind" test "$(ls "$T/perm" | wc -l)" -eq 5
 
 exit $fail
