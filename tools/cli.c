@@ -457,12 +457,12 @@ void cli_progress_done(cli_progress *p)
 	p->shown = 0;
 }
 
-int cli_refuse_output_input(const cli_tool *t, const char *out, char *const *in, size_t n)
+int cli_refuse_output_input(const cli_tool *t, const char *opt, const char *out, char *const *in, size_t n)
 {
 	for (size_t i = 0; out && i < n; i++)
 		if (tk_output_is_input(out, in[i])) {
-			cli_usage_error(t, "-o %s is the input %s: the output would replace it; write to "
-			                "another file", out, in[i]);
+			cli_usage_error(t, "%s %s is the input %s: the output would replace it; write to "
+			                "another file", opt, out, in[i]);
 			return 2;
 		}
 	return 0;

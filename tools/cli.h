@@ -108,9 +108,10 @@ int cli_out_close(const char *tool, tk_outfile *out, int ok);
  * "-", a device, a FIFO) rather than published whole on close. */
 int cli_out_in_place(const char *path);
 
-/* A usage error and 2 when the output file out is one of the inputs (the
- * same file, by tk_output_is_input), else 0. */
-int cli_refuse_output_input(const cli_tool *t, const char *out, char *const *in, size_t n);
+/* A usage error naming the option opt ("-o", "--folded") and 2 when the
+ * output file out is one of the inputs (the same file, by
+ * tk_output_is_input), else 0. */
+int cli_refuse_output_input(const cli_tool *t, const char *opt, const char *out, char *const *in, size_t n);
 
 /* On SIGINT, SIGTERM, SIGHUP and SIGPIPE: remove the library's temporary
  * files (tk_cleanup_temporaries), then end by the signal as before. A

@@ -292,7 +292,7 @@ static int parse_args(int argc, char **argv, convert_opts *o)
 		cli_usage_error(&tool, "missing -o OUT");
 		return 2;
 	}
-	if (cli_refuse_output_input(&tool, o->out, (char *const *)&o->in, 1))
+	if (cli_refuse_output_input(&tool, "-o", o->out, (char *const *)&o->in, 1))
 		return 2;
 	int rc = resolve_format(o);
 	if (!rc)

@@ -127,7 +127,7 @@ static int parse_args(int argc, char **argv, diff_opts *o)
 	}
 	o->in[0] = argv[ind];
 	o->in[1] = argv[ind + 1];
-	if (cli_refuse_output_input(&tool, o->out, o->in, 2))
+	if (cli_refuse_output_input(&tool, "-o", o->out, o->in, 2))
 		return 2;
 	for (int i = 0; i < 2; i++)
 		if (cli_reads_twice(o->steps[i][0], &o->sopts) && cli_need_rereadable(&tool, o->in[i]))

@@ -449,7 +449,7 @@ static int parse_args(int argc, char **argv, merge_cli *o)
 		cli_err(tool.name, "no input files");
 		return 1;
 	}
-	if (cli_refuse_output_input(&tool, o->out, o->inputs, o->n_inputs))
+	if (cli_refuse_output_input(&tool, "-o", o->out, o->inputs, o->n_inputs))
 		return 2;
 	o->mo.ranks = o->ranks;
 	o->mo.n_ranks = o->n_ranks;

@@ -51,7 +51,7 @@ static const cli_tool tool = {
 	"exit status: 0 success, 1 data or I/O error (other inputs are still read), 2 usage error.\n\n"
 	"examples:\n"
 	"  trace-report rank0.pt.trace.json.gz -o report.html\n"
-	"  trace-report 'logs/rank*.json.gz' -o run.html --folded run.folded\n"
+	"  trace-report logs/rank*.json.gz -o run.html --folded run.folded\n"
 	"  flamegraph.pl run.folded > cpu.svg\n",
 	0,
 	0,
@@ -112,8 +112,8 @@ static int parse_args(int argc, char **argv, report_opts *o)
 		cli_usage_error(&tool, "missing -o REPORT.html");
 		return 2;
 	}
-	if (cli_refuse_output_input(&tool, o->out, o->in, (size_t)o->n_in) ||
-	    (o->folded && cli_refuse_output_input(&tool, o->folded, o->in, (size_t)o->n_in)))
+	if (cli_refuse_output_input(&tool, "-o", o->out, o->in, (size_t)o->n_in) ||
+	    (o->folded && cli_refuse_output_input(&tool, "--folded", o->folded, o->in, (size_t)o->n_in)))
 		return 2;
 	if (o->folded && strcmp(o->folded, o->out) == 0) {
 		cli_usage_error(&tool, "--folded %s: the same file as -o", o->folded);

@@ -168,8 +168,8 @@ static int parse_args(int argc, char **argv, stats_opts *o)
 	}
 	o->in = argv + ind;
 	o->n_in = argc - ind;
-	if (cli_refuse_output_input(&tool, o->out, o->in, (size_t)o->n_in) ||
-	    cli_refuse_output_input(&tool, o->series, o->in, (size_t)o->n_in))
+	if (cli_refuse_output_input(&tool, "-o", o->out, o->in, (size_t)o->n_in) ||
+	    cli_refuse_output_input(&tool, "--memory-series", o->series, o->in, (size_t)o->n_in))
 		return 2;
 	int twice = cli_reads_twice(o->step_a, &o->sopts);
 	for (int i = 0; i < o->n_in && twice; i++)

@@ -89,6 +89,9 @@ usage trace-report "trace-report: --top: bad value '0' (a number of rows from 1,
 usage trace-report "trace-report: -n/--row-limit: bad value '-2' (a number of rows from 1, -1 for all)" "$IN" -o r.html -n -2
 usage trace-report "trace-report: missing -o REPORT.html" "$IN"
 usage trace-report "trace-report: --folded r.html: the same file as -o" "$IN" -o r.html --folded r.html
+usage trace-report "trace-report: --folded $IN is the input $IN" "$IN" -o r.html --folded "$IN"
+usage trace-stats "trace-stats: --memory-series $IN is the input $IN" "$IN" --memory-series "$IN"
+usage trace-stats "trace-stats: -o $IN is the input $IN" "$IN" -o "$IN"
 usage trace-report "trace-report: --window: bad value '1ms'" "$IN" -o r.html --window 1ms
 check "trace-report: a usage error writes no page" [ ! -e r.html ]
 # the page and --folded FILE go together: neither is published when one cannot be written
