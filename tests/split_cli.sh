@@ -31,7 +31,7 @@ for in in u s; do
 0 --window 2500us
 0 --by-step
 0 --steps-per-part 4 --clip
-0 --step 3-5 --clip
+0 --steps 3-5 --clip
 0 --step 7
 0 --range 1ms:5ms
 10240 --range 10ms:20ms --clip --max-size 10K

@@ -17,6 +17,7 @@ enum {
 	O_STEPS_PER_PART,
 	O_RANGE,
 	O_STEP,
+	O_STEP_OLD,
 	O_CLIP,
 	O_FORMAT,
 	O_LEVEL,
@@ -42,8 +43,9 @@ static const cli_opt opts[] = {
 	{O_WINDOW, 0, "window", "A:B", "only the events starting in [A, B) of the trace clock (+A:+B from\n"
 	 "                             the first event)"},
 	{O_RANGE, 0, "range", "A:B", "the same as --window +A:+B"},
-	{O_STEP, 0, "step", "A[-B]", "only ProfilerStep#A to #B (to the start of the next step), with\n"
+	{O_STEP, 0, "steps", "A[-B]", "only ProfilerStep#A to #B (to the start of the next step), with\n"
 	 "                             the GPU work they launched"},
+	{O_STEP_OLD, 0, "step", "A[-B]", "the same as --steps (its former name)"},
 	{O_CLIP, 0, "clip", NULL, "cut slices at time boundaries; the rest continues in the next part"},
 	{O_FORMAT, 0, "to", "FORMAT", "parts' format (listed below; default: json.gz when IN was gzip,\n"
 	 "                             else json)"},
@@ -62,12 +64,12 @@ static const cli_opt opts[] = {
 
 static const cli_tool tool = {
 	"trace-split",
-	"IN -o DIR (--max-size SIZE | --parts N | --every DUR | --by-step | --window A:B | --step A-B) [options]",
+	"IN -o DIR (--max-size SIZE | --parts N | --every DUR | --by-step | --window A:B | --steps A-B) [options]",
 	"Split a large trace into parts that viewers can open (chrome://tracing stops near\n"
 	"256 MB, TensorBoard near 500 MB, the Perfetto UI near 2 GB). Every part is a complete\n"
 	"trace: all top-level metadata and the M events (process and thread names) are\n"
 	"repeated in each. A slice belongs to the part where it starts (under --by-step and\n"
-	"--step, GPU work to the part of the step that launched it) and is kept whole\n"
+	"--steps, GPU work to the part of the step that launched it) and is kept whole\n"
 	"unless --clip is given. A flow whose two ends fall in different parts is removed\n"
 	"from both and counted. Parts are named DIR/NAME.part-0000.json[.gz] (or .tkb);\n"
 	"DIR/NAME.index.json lists each part's time range, events and bytes. --max-size\n"
@@ -84,7 +86,7 @@ static const cli_tool tool = {
 	"examples:\n"
 	"  trace-split big.json.gz -o parts/ --max-size 500M\n"
 	"  trace-split big.json.gz -o parts/ --by-step --steps-per-part 4\n"
-	"  trace-split big.json.gz -o steps/ --step 12-15\n"
+	"  trace-split big.json.gz -o steps/ --steps 12-15\n"
 	"  trace-split big.json.gz -o win/ --every 200ms --clip --to json\n"
 	"  trace-split big.json.gz -o cut/ --window +2s:+3s\n"
 	"  trace-split big.json.gz -o steps/ --by-step --to tkb --compress\n",
@@ -177,7 +179,8 @@ static int take_opt(split_args *a, int c, const char *arg)
 		return tk_time_parse(arg, &o->every_ns) || o->every_ns <= 0 ? 3 : 0; /* --every DUR */
 	case O_EVERY: return tk_time_parse(arg, &o->every_ns) || o->every_ns <= 0 ? 3 : 0;
 	case O_RANGE: return parse_range(arg, o, a->window, sizeof a->window) ? 3 : 0;
-	case O_STEP: return parse_steps(arg, o) ? 3 : 0;
+	case O_STEP:
+	case O_STEP_OLD: return parse_steps(arg, o) ? 3 : 0;
 	case O_FORMAT: return cli_parse_to(&tool, arg, &o->wopts);
 	case O_LEVEL:
 		o->wopts.gzip_level = atoi(arg);
@@ -198,7 +201,8 @@ static const char *takes(int c)
 	case O_WINDOW: return "A:B, or a duration like 200ms, 1s or 500us as --every takes";
 	case O_EVERY: return "a duration like 200ms, 1s or 500us";
 	case O_RANGE: return "A:B, times from the first event without '+', e.g. 1s:1.5s";
-	case O_STEP: return "A or A-B, ProfilerStep numbers";
+	case O_STEP:
+	case O_STEP_OLD: return "A or A-B, ProfilerStep numbers";
 	case O_LEVEL: return "1 to 9";
 	default: return NULL;
 	}
@@ -214,7 +218,7 @@ static int check_format(split_args *a)
 	}
 	if (tkb && a->so.max_bytes) {
 		cli_usage_error(&tool, "--max-size needs JSON parts (the viewers' limits are on JSON); "
-		                "cut .tkb parts with --parts, --every, --by-step, --window or --step");
+		                "cut .tkb parts with --parts, --every, --by-step, --window or --steps");
 		return 2;
 	}
 	if (tkb)
@@ -250,12 +254,12 @@ static int parse_args(int argc, char **argv, split_args *a)
 	}
 	int rules = !!a->so.n_parts + !!a->so.every_ns + a->so.by_step + a->so.window.set + a->so.steps;
 	if (rules > 1) {
-		cli_usage_error(&tool, "--parts, --every, --by-step, --window (--range) and --step exclude each other");
+		cli_usage_error(&tool, "--parts, --every, --by-step, --window (--range) and --steps exclude each other");
 		return 2;
 	}
 	if (!rules && !a->so.max_bytes) {
 		cli_usage_error(&tool, "say where to split: --max-size, --parts, --every, --by-step, "
-		                "--window or --step");
+		                "--window or --steps");
 		return 2;
 	}
 	return check_format(a);

@@ -79,6 +79,7 @@ usage trace-split "trace-split: --max-size: bad value '5M5'" "$IN" -o parts --ma
 usage trace-split "trace-split: --window: bad value '3parsecs'" "$IN" -o parts --window 3parsecs
 usage trace-split "trace-split: --window: bad value '1ms:x'" "$IN" -o parts --window 1ms:x
 usage trace-split "trace-split: --step: bad value 'x'" "$IN" -o parts --step x
+usage trace-split "trace-split: --steps: bad value 'x'" "$IN" -o parts --steps x
 if [ -x "$BIN/trace-collect" ]; then
 	usage trace-collect "trace-collect: -a/--activities: bad value 'kernels' (valid: kernel, memcpy," -a kernels -- true
 	usage trace-collect "trace-collect: --capture-range: bad value 'nvtx' (valid: cudaProfilerApi, none)" --capture-range nvtx -- true
