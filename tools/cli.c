@@ -248,10 +248,14 @@ int cli_next(const cli_tool *t, int argc, char **argv, const char **arg, int *op
 			exit(0);
 		}
 		if (c == '?') {
-			if (optopt)
-				cli_usage_error(t, "unknown option '-%c'", optopt);
+			const char *a = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+			const char *eq = strchr(a, '=');
+			if (strncmp(a, "--", 2) == 0 && eq && optopt) /* a known long option given a value */
+				cli_usage_error(t, "option '%.*s' takes no value", (int)(eq - a), a);
+			else if (strncmp(a, "--", 2) == 0 || !optopt)
+				cli_usage_error(t, "unknown option '%s'", a);
 			else
-				cli_usage_error(t, "unknown option '%s'", argv[optind - 1]);
+				cli_usage_error(t, "unknown option '-%c'", optopt);
 			return -2;
 		}
 		if (c == ':') {

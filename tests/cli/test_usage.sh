@@ -80,6 +80,10 @@ usage trace-split "trace-split: --window: bad value '3parsecs'" "$IN" -o parts -
 usage trace-split "trace-split: --window: bad value '1ms:x'" "$IN" -o parts --window 1ms:x
 usage trace-split "trace-split: --step: bad value 'x'" "$IN" -o parts --step x
 usage trace-split "trace-split: --steps: bad value 'x'" "$IN" -o parts --steps x
+usage trace-stats "trace-stats: option '--quiet' takes no value" "$IN" --quiet=1
+usage trace-stats "trace-stats: option '--group-by-input-shape' takes no value" "$IN" --group-by-input-shape=yes
+usage trace-convert "trace-convert: unknown option '--nonesuch'" "$IN" -o x.json --nonesuch
+usage trace-convert "trace-convert: unknown option '-Z'" "$IN" -o x.json -Z
 if [ -x "$BIN/trace-collect" ]; then
 	usage trace-collect "trace-collect: -a/--activities: bad value 'kernels' (valid: kernel, memcpy," -a kernels -- true
 	usage trace-collect "trace-collect: --capture-range: bad value 'nvtx' (valid: cudaProfilerApi, none)" --capture-range nvtx -- true
