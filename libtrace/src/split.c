@@ -49,6 +49,8 @@ struct tk_split {
 	char *lock_path; /* DIR/.NAME.lock, flock()ed: one run per output set */
 	int lock_fd, lock_hold;
 	char *made;      /* the first directory of DIR this run created, or NULL */
+	int *made_holds; /* those it created, held (TK__TMP_MADE) until the run ends */
+	size_t n_made, made_cap;
 	const char *input; /* the run's input path */
 	char ext[32];             /* the parts' file name ending: ".json.gz" */
 	const tk__format *pf;     /* the parts' format */
@@ -1068,6 +1070,11 @@ static void end_run(tk_split *s, int failed)
 	free(d);
 	free(s->made);
 	s->made = NULL;
+	for (size_t i = 0; i < s->n_made; i++)
+		tk__tmp_release(s->made_holds[i]);
+	free(s->made_holds);
+	s->made_holds = NULL;
+	s->n_made = s->made_cap = 0;
 }
 
 /* One run at a time per output set: an exclusive flock() on DIR/.NAME.lock. */
@@ -1128,10 +1135,12 @@ static int make_dir(tk_split *s)
 		char c = *p;
 		*p = 0;
 		if (mkdir(d, 0777) == 0) {
-			if (!s->made && !(s->made = tk__strdup(d))) {
+			if ((!s->made && !(s->made = tk__strdup(d))) ||
+			    tk__grow(&s->made_holds, &s->made_cap, s->n_made + 1, sizeof *s->made_holds, 4)) {
 				free(d);
 				return fail(s, TK_ERR_NOMEM, "out of memory");
 			}
+			s->made_holds[s->n_made++] = tk__tmp_hold(d, TK__TMP_MADE); /* a signal removes it */
 		} else if (errno != EEXIST) {
 			int e = errno;
 			free(d);

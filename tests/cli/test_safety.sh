@@ -95,6 +95,17 @@ kill -STOP $split
 check "trace-split: unpublished parts lie in the run's own directory" exists "$T/parts/.big.split-*/part-0.json"
 check "trace-split: the run holds a lock on the set" test -e "$T/parts/.big.lock"
 
+# trace-split into directories it creates, then SIGINT: they go too.
+dfl "$BIN/trace-split" "$T/big.json" -o "$T/made/a/b" --max-size 1M -q 2>/dev/null &
+split2=$!
+pids+=($split2)
+wait_for "$T/made/a/b/.big.split-*/part-1.json"
+kill -INT $split2
+stop_wait $split2
+rc=$?
+check "trace-split: SIGINT ends it by the signal (status $rc)" test $rc -eq $((128 + 2))
+check "trace-split: SIGINT removes the directories the run created" test ! -e "$T/made"
+
 echo "== one run at a time per output set"
 "$BIN/trace-split" "$IN" -o "$T/parts" --name big --parts 2 2>"$T/err"
 rc=$?

@@ -80,7 +80,7 @@ int tk__tmp_hold(const char *path, int dir)
 	char *p = malloc(n + 2);
 	if (!p)
 		return 0; /* not cleaned on a signal; everything else works */
-	p[0] = dir ? 'd' : 'f';
+	p[0] = dir == TK__TMP_MADE ? 'm' : dir ? 'd' : 'f';
 	memcpy(p + 1, path, n + 1);
 	for (int i = 0; i < SLOTS; i++) {
 		char *expect = NULL;
@@ -188,8 +188,18 @@ void tk_cleanup_temporaries(void)
 				if (rmdir(p + 1) == 0 || errno != ENOTEMPTY)
 					break;
 			}
-		} else {
+		} else if (p[0] == 'f') {
 			unlink(p + 1);
+		}
+	}
+	/* then the directories made for outputs, where empty now: the
+	 * innermost first, each round those whose own were removed in the last */
+	for (int round = 0, removed = 1; removed && round < 64; round++) {
+		removed = 0;
+		for (int i = 0; i < SLOTS; i++) {
+			const char *p = atomic_load(&slots[i]);
+			if (p && p[0] == 'm' && rmdir(p + 1) == 0)
+				removed = 1;
 		}
 	}
 	atomic_fetch_sub(&cleaning, 1);

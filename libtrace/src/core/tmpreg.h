@@ -5,9 +5,13 @@
 
 #include <stddef.h>
 
-/* Remember path (a file, or with dir a directory of files) until
- * tk__tmp_release; returns a handle > 0, or 0 when it could not be
- * remembered (it is then not removed on a signal; nothing else changes). */
+/* Remember path until tk__tmp_release: a file (dir 0), a directory of
+ * files (dir 1: its files go, then it), or a directory made for an output
+ * (dir TK__TMP_MADE: removed only when empty, after everything else, so
+ * that the directories a run created to hold its output go with it);
+ * returns a handle > 0, or 0 when it could not be remembered (it is then
+ * not removed on a signal; nothing else changes). */
+#define TK__TMP_MADE 2
 int tk__tmp_hold(const char *path, int dir);
 /* Create tmpl, a path ending in XXXXXX (replaced in place by a name not
  * taken), as a directory (mode 0700; returns 0) or a file (0600, opened
