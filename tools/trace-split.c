@@ -208,7 +208,7 @@ static const char *takes(int c)
 	}
 }
 
-/* .tkb parts: zlib chunks with --compress, and no byte budget. */
+/* .tkb parts: zlib chunks with --compress; a byte budget for JSON parts only. */
 static int check_format(split_args *a)
 {
 	int tkb = a->so.wopts.format == TK_FORMAT_TKB;
@@ -216,9 +216,11 @@ static int check_format(split_args *a)
 		cli_usage_error(&tool, "--compress applies to --to tkb only (JSON parts: --to json.gz)");
 		return 2;
 	}
-	if (tkb && a->so.max_bytes) {
+	int fmt = a->so.wopts.format;
+	if (a->so.max_bytes && fmt != TK_FORMAT_AUTO && fmt != TK_FORMAT_JSON) {
 		cli_usage_error(&tool, "--max-size needs JSON parts (the viewers' limits are on JSON); "
-		                "cut .tkb parts with --parts, --every, --by-step, --window or --steps");
+		                "cut %s parts with --parts, --every, --by-step, --window or --steps",
+		                fmt == TK_FORMAT_TKB ? ".tkb" : fmt == TK_FORMAT_PFTRACE ? ".pftrace" : ".sqlite");
 		return 2;
 	}
 	if (tkb)

@@ -80,6 +80,8 @@ usage trace-split "trace-split: --window: bad value '3parsecs'" "$IN" -o parts -
 usage trace-split "trace-split: --window: bad value '1ms:x'" "$IN" -o parts --window 1ms:x
 usage trace-split "trace-split: --step: bad value 'x'" "$IN" -o parts --step x
 usage trace-split "trace-split: --steps: bad value 'x'" "$IN" -o parts --steps x
+usage trace-split "trace-split: --max-size needs JSON parts (the viewers' limits are on JSON); cut .sqlite parts" "$IN" -o parts --max-size 1M --to sqlite
+usage trace-split "trace-split: --max-size needs JSON parts (the viewers' limits are on JSON); cut .pftrace parts" "$IN" -o parts --max-size 1M --to pftrace.gz
 usage trace-stats "trace-stats: option '--quiet' takes no value" "$IN" --quiet=1
 usage trace-stats "trace-stats: option '--group-by-input-shape' takes no value" "$IN" --group-by-input-shape=yes
 usage trace-convert "trace-convert: unknown option '--nonesuch'" "$IN" -o x.json --nonesuch
