@@ -9,7 +9,7 @@
 
 enum { O_OUT = 'o', O_QUIET = 'q', O_LIMIT = 'n', O_FORMAT = 'f', O_TABLES = 't',
        O_SHAPES = 0x100, O_CAT, O_NAME, O_WINDOW, O_STEPS, O_BASE_STEPS, O_NEW_STEPS, O_PENDING,
-       O_THREADS, O_MEMORY, O_TMPDIR };
+       O_STRICT, O_THREADS, O_MEMORY, O_TMPDIR };
 
 static const cli_opt opts[] = {
 	{O_TABLES, 't', "tables", "LIST", "ops,kernels,memcpy,api,steps (default: ops,kernels,memcpy,api,\n"
@@ -30,6 +30,7 @@ static const cli_opt opts[] = {
 	{O_TMPDIR, 0, "tmpdir", "DIR", CLI_STATS_TMPDIR_HELP},
 	{O_OUT, 'o', "output", "FILE", "write the tables to FILE (default: standard output)"},
 	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP},
+	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
 	{O_QUIET, 'q', "quiet", NULL, "no progress output and no warnings"},
 	{0, 0, NULL, NULL, NULL},
 };
@@ -103,6 +104,7 @@ static int parse_one(diff_opts *o, int c, const char *arg)
 	case O_MEMORY: return cli_parse_memory(&tool, arg, &o->sopts.memory_bytes);
 	case O_TMPDIR: o->sopts.tmpdir = arg; return 0;
 	case O_THREADS: return cli_parse_threads(&tool, arg, &o->ropts.threads);
+	case O_STRICT: o->ropts.strict = 1; return 0;
 	default: return 2;
 	}
 }

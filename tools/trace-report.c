@@ -11,7 +11,7 @@
 #include "tracekit/stats.h"
 #include "tracekit/tracekit.h"
 
-enum { O_OUT = 'o', O_QUIET = 'q', O_LIMIT = 'n', O_FOLDED = 0x100, O_TITLE, O_TOP, O_STEPS, O_WINDOW, O_THREADS,
+enum { O_OUT = 'o', O_QUIET = 'q', O_LIMIT = 'n', O_FOLDED = 0x100, O_TITLE, O_TOP, O_STEPS, O_WINDOW, O_STRICT, O_THREADS,
        O_LIST, O_MEMORY, O_TMPDIR };
 
 static const cli_opt opts[] = {
@@ -29,6 +29,7 @@ static const cli_opt opts[] = {
 	{O_MEMORY, 0, "memory", "SIZE", CLI_STATS_MEMORY_HELP},
 	{O_TMPDIR, 0, "tmpdir", "DIR", CLI_STATS_TMPDIR_HELP},
 	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP},
+	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
 	{O_LIST, 0, "list", NULL, "list the traces the inputs stand for (archive members) and exit"},
 	{O_QUIET, 'q', "quiet", NULL, "no progress output and no warnings"},
 	{0, 0, NULL, NULL, NULL},
@@ -82,6 +83,7 @@ static int parse_one(report_opts *o, int c, const char *arg)
 	case O_MEMORY: return cli_parse_memory(&tool, arg, &o->sopts.memory_bytes);
 	case O_TMPDIR: o->sopts.tmpdir = arg; return 0;
 	case O_THREADS: return cli_parse_threads(&tool, arg, &o->ropts.threads);
+	case O_STRICT: o->ropts.strict = 1; return 0;
 	case O_LIST: o->list = 1; return 0;
 	case O_QUIET: o->quiet = 1; return 0;
 	default: return 2;

@@ -10,7 +10,7 @@
 #include "tracekit/tracekit.h"
 
 enum { O_OUT = 'o', O_QUIET = 'q', O_SORT = 's', O_LIMIT = 'n', O_FORMAT = 'f', O_TABLES = 't',
-       O_SHAPES = 0x100, O_UNIT, O_CAT, O_NAME, O_WINDOW, O_STEPS, O_FLOPS, O_PENDING, O_LIST, O_MEM_SERIES, O_THREADS,
+       O_SHAPES = 0x100, O_UNIT, O_CAT, O_NAME, O_WINDOW, O_STEPS, O_FLOPS, O_PENDING, O_LIST, O_MEM_SERIES, O_STRICT, O_THREADS,
        O_MEMORY, O_TMPDIR };
 
 static const cli_opt opts[] = {
@@ -41,6 +41,7 @@ static const cli_opt opts[] = {
 	{O_OUT, 'o', "output", "FILE", "write to FILE instead of standard output"},
 	{O_LIST, 0, "list", NULL, "list the traces the inputs stand for (archive members) and exit"},
 	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP},
+	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
 	{O_QUIET, 'q', "quiet", NULL, "no progress output and no warnings"},
 	{0, 0, NULL, NULL, NULL},
 };
@@ -141,6 +142,7 @@ static int parse_one(stats_opts *o, int c, const char *arg)
 	case O_MEMORY: return cli_parse_memory(&tool, arg, &o->sopts.memory_bytes);
 	case O_TMPDIR: o->sopts.tmpdir = arg; return 0;
 	case O_THREADS: return cli_parse_threads(&tool, arg, &o->ropts.threads);
+	case O_STRICT: o->ropts.strict = 1; return 0;
 	default: return 2;
 	}
 }

@@ -214,6 +214,18 @@ names = [v for e in ev if e["ph"] == "M" and e["name"] in ("process_name", "proc
          for v in e["args"].values()]
 sys.exit(0 if names and not [n for n in names if n != n.strip()] else 1)
 PY
+# --strict in every tool that reads traces: a cut input is an error, not a warning
+head -c 3000 "$IN" >cut.json
+for cmd in "trace-stats cut.json" "trace-diff cut.json $IN" "trace-report cut.json -o cut.html"; do
+	run $cmd
+	check "${cmd%% *}: a cut input is a warning (got $rc)" [ "$rc" = 0 ]
+	check "${cmd%% *}: the warning says so" has stderr "input ends early"
+	rm -f cut.html
+	run $cmd --strict
+	check "${cmd%% *} --strict: a cut input is an error (got $rc)" [ "$rc" = 1 ]
+	check "${cmd%% *} --strict: the error says so" has stderr "input ends early"
+done
+check "trace-report --strict: a cut input writes no page" [ ! -e cut.html ]
 printf '123' >short.bin
 run trace-convert short.bin -o short.json
 check "a 3-byte input: exit 1 (got $rc)" [ "$rc" = 1 ]
