@@ -179,6 +179,38 @@ void cli_window_kept(const char *tool, const char *name, const char *arg, uint64
 	         "starts at 0; '%s' counts from the first event", name, arg, rel);
 }
 
+/* What cli_err and cli_warn said, the first CLI_SAID_MAX of it. */
+#define CLI_SAID_MAX 32
+static struct {
+	char *msg;
+	int error;
+} said[CLI_SAID_MAX];
+static size_t n_said, n_unkept;
+
+static void keep_said(int error, const char *msg)
+{
+	char *m = n_said < CLI_SAID_MAX ? strdup(msg) : NULL;
+	if (m) {
+		said[n_said].msg = m;
+		said[n_said++].error = error;
+	} else {
+		n_unkept++;
+	}
+}
+
+const char *cli_said(size_t i, int *error)
+{
+	if (i >= n_said)
+		return NULL;
+	*error = said[i].error;
+	return said[i].msg;
+}
+
+size_t cli_said_unkept(void)
+{
+	return n_unkept;
+}
+
 void cli_err(const char *tool, const char *fmt, ...)
 {
 	/* the same error twice in a row (a damaged archive reported by the
@@ -193,16 +225,26 @@ void cli_err(const char *tool, const char *fmt, ...)
 		return;
 	snprintf(last, sizeof last, "%s", msg);
 	fprintf(stderr, "%s: error: %s\n", tool, msg);
+	keep_said(1, msg);
 }
 
 void cli_warn(const char *tool, const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, "%s: warning: ", tool);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	int n = vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	if (n >= (int)sizeof msg) { /* longer: printed whole, kept cut */
+		fprintf(stderr, "%s: warning: ", tool);
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fputc('\n', stderr);
+	} else {
+		fprintf(stderr, "%s: warning: %s\n", tool, msg);
+	}
+	keep_said(0, msg);
 }
 
 int cli_next(const cli_tool *t, int argc, char **argv, const char **arg, int *optind_out)

@@ -56,6 +56,11 @@ int cli_check_output(const cli_tool *t, const char *out, const tk_writer_opts *o
 void cli_window_kept(const char *tool, const char *name, const char *arg, uint64_t kept);
 void cli_err(const char *tool, const char *fmt, ...);
 void cli_warn(const char *tool, const char *fmt, ...);
+/* The i-th message cli_err (*error 1) or cli_warn (0) printed, the first
+ * 32 of them (each up to 1023 bytes), for a page that must say them too;
+ * NULL past the last. cli_said_unkept: how many more were printed. */
+const char *cli_said(size_t i, int *error);
+size_t cli_said_unkept(void);
 /* "500M", "2G", "1024" -> bytes; -1 if malformed. */
 int64_t cli_parse_size(const char *s);
 /* --window A:B (tk_window_parse); a usage error and 2 when malformed. */

@@ -1233,7 +1233,9 @@ static const char css[] =
     "stroke-width:2}div.tbl{overflow-x:auto}table.tk{border-collapse:collapse;font-size:12px;margin:6px 0}"
     "table.tk th,table.tk td{border-bottom:1px solid #eee;padding:2px 8px;text-align:left;white-space:nowrap}"
     "table.tk .n{text-align:right;font-variant-numeric:tabular-nums}table.tk thead th{border-bottom:2px solid #ccc}"
-    "p.foot{font-size:12px;margin:2px 0;color:#444}code{font-size:12px;background:#f5f5f5;padding:1px 4px}";
+    "p.foot{font-size:12px;margin:2px 0;color:#444}code{font-size:12px;background:#f5f5f5;padding:1px 4px}"
+    "div.said{border-left:4px solid #c60;background:#fff7ef;padding:4px 12px;margin:8px 0;font-size:13px}"
+    "div.said ul{margin:4px 0;padding-left:18px}";
 
 static void write_page(report *R)
 {
@@ -1260,7 +1262,20 @@ static void write_page(report *R)
 	}
 	if (R->o->n_in > 8)
 		fprintf(f, " and %d more", R->o->n_in - 8);
-	fputs("</p>\n<nav><a href=\"#run\">run</a><a href=\"#steps\">steps</a><a href=\"#gpu\">GPU time</a>"
+	fputs("</p>\n", f);
+	/* what was said while reading (a cut input, one that failed) goes with
+	 * the page, which is read far from the terminal */
+	int error;
+	for (size_t i = 0; cli_said(i, &error); i++) {
+		fputs(i ? "<li>" : "<div class=\"said\"><b>While reading the traces:</b><ul><li>", f);
+		fputs(error ? "error: " : "warning: ", f);
+		esc(f, cli_said(i, &error));
+		fputs("</li>\n", f);
+		if (!cli_said(i + 1, &error))
+			fprintf(f, cli_said_unkept() ? "<li>and %zu more (on the terminal)</li></ul></div>\n" : "</ul></div>\n",
+			        cli_said_unkept());
+	}
+	fputs("<nav><a href=\"#run\">run</a><a href=\"#steps\">steps</a><a href=\"#gpu\">GPU time</a>"
 	      "<a href=\"#ops\">operators</a><a href=\"#kernels\">kernels</a><a href=\"#collectives\">collectives</a>"
 	      "<a href=\"#memory\">memory</a><a href=\"#flame\">flame graph</a></nav>\n",
 	      f);

@@ -475,6 +475,22 @@ def main():
         rows[name] = sum(len(t["rows"]) for t in pg.tables)
     check(rows[os.path.join(work, "tiny-all-rows.html")] > rows[short],
           "-n -1 shows more table rows than -n 2 (%s)" % sorted(rows.values()))
+    # what was said on the terminal while reading (a cut input warned about,
+    # an input that failed) is said on the page too; a clean run says nothing
+    cut, bad, said = os.path.join(work, "cut.json"), os.path.join(work, "bad.json"), os.path.join(work, "said.html")
+    data = open(tiny, "rb").read()
+    open(cut, "wb").write(data[:len(data) * 2 // 3])
+    open(bad, "w").write("not a trace\n")
+    r = subprocess.run([REPORT, cut, bad, tiny, "-o", said], capture_output=True, text=True)
+    text = open(said, encoding="utf-8").read() if os.path.exists(said) else ""
+    warned = [l.split("warning: ", 1)[1] for l in r.stderr.splitlines() if "warning: " in l]
+    failed = [l.split("error: ", 1)[1] for l in r.stderr.splitlines() if "error: " in l]
+    esc = lambda m: m.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    check(r.returncode == 1 and warned and failed and "class=\"said\"" in text and
+          all("<li>warning: " + esc(m) + "</li>" in text for m in warned) and
+          all("<li>error: " + esc(m) + "</li>" in text for m in failed),
+          "a cut input's warning and a failed input's error are on the page as on the terminal (%s)" % r.stderr[:200])
+    check("class=\"said\"" not in open(short, encoding="utf-8").read(), "a run that said nothing has no such box")
     report("two-ranks", [os.path.join(stats, "tiny_gpu.json"), os.path.join(stats, "tiny_gpu_rank1.json")])
     report("steps-launch", [os.path.join(steps, "launch.json")])
     report("steps-overlap", [os.path.join(steps, "overlap.json")])
