@@ -19,7 +19,7 @@ static const cli_opt opts[] = {
 	 "                             cuda_time, none (default: none, first appearance, as torch)"},
 	{O_LIMIT, 'n', "row-limit", "N", "print at most N rows per table (default 100; -1 = all)"},
 	{O_SHAPES, 0, "group-by-input-shape", NULL, "one row per (name, Input Dims), with Input Shapes"},
-	{O_UNIT, 0, "time-unit", "UNIT", "print times in s, ms, us or ns (default: torch's choice)"},
+	{O_UNIT, 0, "time-unit", "UNIT", "the operators table's times in s, ms, us or ns (default:\n                             torch's choice; the other tables are in ns, as nsys')"},
 	{O_CAT, 0, "cat", "LIST", "count only these categories (comma separated)"},
 	{O_NAME, 0, "name", "GLOB", "show only rows whose name matches GLOB"},
 	{O_WINDOW, 0, "window", "A:B", "only events starting in [A, B) of the trace clock (200ms, 1.5s;\n"
