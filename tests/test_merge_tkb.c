@@ -113,11 +113,42 @@ static void test_anchors_and_ranks(void **state)
 	unlink(out);
 }
 
+/* tk_merge_rank_of: a merged pid's rank, from its block or its "rank R"
+ * prefix; anything else is not a rank. */
+static void test_rank_of(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *str; /* NULL: the integer pid */
+		int64_t num, span;
+		int rc;
+		int64_t rank;
+	} c[] = {
+		{NULL, 3000017, 1000000, 0, 3},   {NULL, 999999, 1000000, 0, 0},     {NULL, -5, 1000000, TK_EOF, 0},
+		{NULL, 17, 0, TK_EOF, 0},          {"rank 12 Spans", 0, 0, 0, 12},    {"rank 0", 0, 0, 0, 0},
+		{"rank 7 ", 0, 0, 0, 7},           {"rank 12x", 0, 0, TK_EOF, 0},     {"rank ", 0, 0, TK_EOF, 0},
+		{"ranks 1", 0, 0, TK_EOF, 0},      {"Rank 1", 0, 0, TK_EOF, 0},       {"rank -1", 0, 0, TK_EOF, 0},
+		{"rank 8388607", 0, 0, 0, 8388607}, {"rank 8388608", 0, 0, TK_EOF, 0}, {"rank 99999999999999999999 x", 0, 0, TK_EOF, 0},
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		tk_id pid = c[i].str ? (tk_id){TK_ID_STR, 0, {c[i].str, strlen(c[i].str)}} : (tk_id){TK_ID_INT, c[i].num, {NULL, 0}};
+		int64_t rank = -1;
+		int rc = tk_merge_rank_of(&pid, c[i].span, &rank);
+		if (rc != c[i].rc || (rc == 0 && rank != c[i].rank))
+			fail_msg("case %zu (%s): rc %d rank %lld, want %d %lld", i, c[i].str ? c[i].str : "int", rc,
+			         (long long)rank, c[i].rc, (long long)c[i].rank);
+	}
+	tk_id none = {0};
+	int64_t r;
+	assert_int_equal(tk_merge_rank_of(&none, 1000000, &r), TK_EOF);
+	assert_int_equal(tk_merge_rank_of(NULL, 1000000, &r), TK_ERR_ARG);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
 		return 1;
-	const struct CMUnitTest tests[] = {cmocka_unit_test(test_anchors_and_ranks)};
+	const struct CMUnitTest tests[] = {cmocka_unit_test(test_anchors_and_ranks), cmocka_unit_test(test_rank_of)};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	rmdir(dir);
 	return rc;

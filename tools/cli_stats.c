@@ -114,12 +114,8 @@ static int first_pass(const char *tool, const cli_stats_req *q, const char *name
  * "rank R ..." for a string pid; 0 for an event without either. */
 static int64_t rank_of(const tk_event *ev, int64_t span)
 {
-	long long r;
-	if (ev->pid.kind == TK_ID_INT && ev->pid.num >= 0)
-		return ev->pid.num / span;
-	if (ev->pid.kind == TK_ID_STR && ev->pid.str.len > 5 && sscanf(ev->pid.str.ptr, "rank %lld", &r) == 1 && r >= 0)
-		return r;
-	return 0;
+	int64_t r;
+	return tk_merge_rank_of(&ev->pid, span, &r) == 0 ? r : 0;
 }
 
 /* The stats object of rank (added, in order of first appearance). */

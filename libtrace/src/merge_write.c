@@ -329,6 +329,29 @@ int tk_merge_pid_span(const tk_reader *r, int64_t *span)
 	return tk__merge_pid_span(tk_reader_meta_find(r, "tracekitMerge"), span);
 }
 
+int tk_merge_rank_of(const tk_id *pid, int64_t span, int64_t *rank)
+{
+	if (!pid || !rank)
+		return TK_ERR_ARG;
+	if (pid->kind == TK_ID_INT) {
+		if (span <= 0 || pid->num < 0)
+			return TK_EOF;
+		*rank = pid->num / span;
+		return 0;
+	}
+	const char *p = pid->str.ptr, *e = p + pid->str.len;
+	if (pid->kind != TK_ID_STR || pid->str.len < 6 || memcmp(p, "rank ", 5) != 0)
+		return TK_EOF;
+	int64_t r = 0;
+	for (p += 5; p < e && *p >= '0' && *p <= '9'; p++)
+		if ((r = r * 10 + (*p - '0')) > TK_MERGE_MAX_RANK)
+			return TK_EOF;
+	if (p == pid->str.ptr + 5 || (p < e && *p != ' '))
+		return TK_EOF;
+	*rank = r;
+	return 0;
+}
+
 int tk_merge_rank_count(const tk_reader *r, size_t *n)
 {
 	if (!r || !n)

@@ -423,6 +423,11 @@ def merge_job(args):
     db = sqlite3.connect(out)
     ranks = sorted(x for x, in db.execute("SELECT DISTINCT rank FROM process WHERE rank IS NOT NULL"))
     r.check(ranks == list(range(len(files))), "process ranks %s, want 0..%d" % (ranks, len(files) - 1))
+    # string pids ("rank 3 Spans") carry their rank too: a GROUP BY rank drops no process
+    bad = list(db.execute("SELECT pid, rank FROM process WHERE rank IS NULL OR (typeof(pid) = 'text' AND "
+                          "pid NOT LIKE 'rank ' || rank || ' %' AND pid != 'rank ' || rank)"))
+    strs = db.execute("SELECT count(*) FROM process WHERE typeof(pid) = 'text'").fetchone()[0]
+    r.check(not bad and strs > 0, "every process has its rank, the %d string pids too %s" % (strs, bad[:3]))
     sql = dict(queries)["NCCL time per rank"]
     got = [(c, t) for _, c, t in db.execute(sql)]
     want = []

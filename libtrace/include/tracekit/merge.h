@@ -70,6 +70,11 @@ TK_API int tk_merge_set_offset(tk_merge *m, int64_t rank, int64_t offset_ns);
  * trace does not say (not a trace-merge output, or the metadata comes after
  * the events and was not read yet). */
 TK_API int tk_merge_pid_span(const tk_reader *r, int64_t *span);
+/* The rank a merged trace's pid stands for: pid / span for an integer pid
+ * (span from tk_merge_pid_span), R for a string pid "rank R" or
+ * "rank R ..." (what trace-merge makes of a string pid): 0 with *rank set,
+ * or TK_EOF for another pid. */
+TK_API int tk_merge_rank_of(const tk_id *pid, int64_t span, int64_t *rank);
 /* The number of inputs a merged trace was made of (its ranks, skipped ones
  * included), from the same metadata: 0 with *n set, or TK_EOF. */
 TK_API int tk_merge_rank_count(const tk_reader *r, size_t *n);

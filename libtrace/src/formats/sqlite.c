@@ -12,6 +12,7 @@
 #include "core/tmpreg.h"
 #include "formats/formats.h"
 #include "procs.h"
+#include "tracekit/merge.h"
 #include "tracekit/sort.h"
 
 #define GROUP_MAX 4096        /* events of one timestamp ordered together */
@@ -924,8 +925,9 @@ static int put_tables(tk_writer *w)
 			sqlite3_bind_text(p, 4, x->labels, -1, SQLITE_STATIC);
 		if (x->has_sort)
 			sqlite3_bind_int64(p, 5, x->sort);
-		if (k && x->pid.kind == TK_ID_INT)
-			sqlite3_bind_int64(p, 6, x->pid.num / k);
+		int64_t rank;
+		if (k && tk_merge_rank_of(&x->pid, k, &rank) == 0) /* "rank 0 Spans" too */
+			sqlite3_bind_int64(p, 6, rank);
 		else if (one_rank >= 0)
 			sqlite3_bind_int64(p, 6, one_rank);
 		rc = step(w, p);
