@@ -289,7 +289,9 @@ static void hbars(FILE *f, const char *label, hbar *b, size_t n, int bw)
 		double w = max > 0 ? (W - L - 120) * b[i].v / max : 0;
 		int y = top + (int)i * row;
 		char v[48];
-		if (bw)
+		if (bw && b[i].v < 0)
+			snprintf(v, sizeof v, "unknown");
+		else if (bw)
 			snprintf(v, sizeof v, "%.1f GB/s", b[i].v);
 		else
 			fmt_ns(v, sizeof v, b[i].v);
@@ -817,7 +819,7 @@ static void sec_coll(report *R)
 	/* the kinds, once each (kind, group) */
 	typedef struct kind {
 		const char *kind, *group;
-		double time, bytes, count, busbw_w; /* busbw weighted by time */
+		double time, bytes, count, busbw_w, sized; /* busbw weighted by the time of sized kernels */
 	} kind;
 	size_t nk = 0, cap = 0;
 	kind *ks = NULL;
@@ -837,17 +839,21 @@ static void sec_coll(report *R)
 					}
 					ks = nks;
 				}
-				ks[nk++] = (kind){c->kind, c->group, 0, 0, 0, 0};
+				ks[nk++] = (kind){c->kind, c->group, 0, 0, 0, 0, 0};
 			}
 			ks[k].time += (double)c->time;
 			ks[k].bytes += (double)c->bytes;
 			ks[k].count += (double)c->count;
-			ks[k].busbw_w += c->busbw * (double)c->time;
+			if (c->bytes > 0) { /* no message size recorded: no bandwidth either */
+				ks[k].busbw_w += c->busbw * (double)c->time;
+				ks[k].sized += (double)c->time;
+			}
 		}
 	if (!nk) {
 		free(ks);
 		return;
 	}
+	int any_sized = 0;
 	hbar *bt = calloc(nk, sizeof *bt), *bb = calloc(nk, sizeof *bb);
 	char(*names)[160] = calloc(nk, sizeof *names);
 	if (!bt || !bb || !names)
@@ -858,12 +864,21 @@ static void sec_coll(report *R)
 			strcat(names[k], ")");
 		bt[k].name = bb[k].name = names[k];
 		bt[k].v = ks[k].time;
-		bb[k].v = ks[k].time > 0 ? ks[k].busbw_w / ks[k].time : 0;
+		bb[k].v = ks[k].sized > 0 ? ks[k].busbw_w / ks[k].sized : -1;
+		any_sized |= ks[k].sized > 0;
 		char t[48], by[48];
 		fmt_ns(t, sizeof t, ks[k].time);
-		fmt_bytes(by, sizeof by, ks[k].bytes);
+		if (ks[k].bytes > 0)
+			fmt_bytes(by, sizeof by, ks[k].bytes);
+		else
+			snprintf(by, sizeof by, "no message sizes recorded");
 		snprintf(bt[k].tip, sizeof bt[k].tip, "%s: %.0f kernels, %s, %s", names[k], ks[k].count, t, by);
-		snprintf(bb[k].tip, sizeof bb[k].tip, "%s: bus bandwidth %.2f GB/s (time-weighted mean)", names[k], bb[k].v);
+		if (bb[k].v >= 0)
+			snprintf(bb[k].tip, sizeof bb[k].tip, "%s: bus bandwidth %.2f GB/s (time-weighted mean)", names[k],
+			         bb[k].v);
+		else
+			snprintf(bb[k].tip, sizeof bb[k].tip, "%s: no bus bandwidth (the trace records no message sizes)",
+			         names[k]);
 	}
 	qsort(bt, nk, sizeof *bt, cmp_hbar);
 	qsort(bb, nk, sizeof *bb, cmp_hbar);
@@ -872,7 +887,11 @@ static void sec_coll(report *R)
 	      "and bus bandwidth by the nccl-tests formulas (docs/steps.md).</p>\n<h3>Time</h3>\n", f);
 	hbars(f, "collective time per kind", bt, shown, 0);
 	fputs("<h3>Bus bandwidth</h3>\n", f);
-	hbars(f, "bus bandwidth per kind", bb, shown, 1);
+	if (any_sized)
+		hbars(f, "bus bandwidth per kind", bb, shown, 1);
+	else
+		fputs("<p class=\"note\">None: the traces record no message sizes (NCCL's In msg nelems), so no bandwidth "
+		      "can be computed.</p>\n", f);
 	if (R->n > 1) {
 		/* the straggler view: ranks (in at most 64 groups) x kinds, by how
 		 * late each starts the k-th collective of the kind on average */

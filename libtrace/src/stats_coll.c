@@ -341,10 +341,16 @@ int tk_stats_format_collectives(tk_stats *const *s, size_t n, const tk_table_opt
 			rc = tk__grid_row(&g);
 			if (!rc && n > 1)
 				rc = tk__grid_set(&g, c++, l, l);
+			/* no message size recorded (older NCCL, no In msg nelems): no
+			 * bytes and no bandwidth, "-" (null), not a measured 0 */
+			int sized = r->bytes > 0;
 			rc = rc || tk__grid_set(&g, c++, r->kind, r->kind) || tk__grid_set(&g, c++, r->group, r->group) ||
-			     tk__grid_set_i64(&g, c++, (int64_t)r->count) || tk__grid_set_i64(&g, c++, r->bytes) || tk__grid_set_i64(&g, c++, r->time) ||
-			     tk__grid_set_num(&g, c++, r->avg, 1) || tk__grid_set_num(&g, c++, r->algbw, 3) || tk__grid_set_num(&g, c++, r->busbw, 3) ||
-			     tk__grid_set_i64(&g, c++, r->ranks);
+			     tk__grid_set_i64(&g, c++, (int64_t)r->count) ||
+			     (sized ? tk__grid_set_i64(&g, c++, r->bytes) : tk__grid_set(&g, c++, "-", "null")) ||
+			     tk__grid_set_i64(&g, c++, r->time) || tk__grid_set_num(&g, c++, r->avg, 1) ||
+			     (sized ? tk__grid_set_num(&g, c++, r->algbw, 3) || tk__grid_set_num(&g, c++, r->busbw, 3)
+			            : tk__grid_set(&g, c++, "-", "null") || tk__grid_set(&g, c++, "-", "null")) ||
+			     (r->ranks > 0 ? tk__grid_set_i64(&g, c++, r->ranks) : tk__grid_set(&g, c++, "-", "null"));
 		}
 	}
 	/* across ranks: the stragglers */

@@ -160,8 +160,11 @@ static int render_csv(const tk__grid *g, tk__buf *o)
 	int rc = 0;
 	for (long r = -1; r < (long)g->n_rows && !rc; r++) {
 		for (size_t c = 0; c < g->n_cols && !rc; c++) {
-			rc = (c ? tk__buf_putc(o, ',') : 0) ||
-			     csv_field(o, r < 0 ? g->cols[c].id : cell(g, (size_t)r, c, 1));
+			const char *v = r < 0 ? g->cols[c].id : cell(g, (size_t)r, c, 1);
+			/* a number not known (JSON's null) is an empty field, as CSV readers take it */
+			if (r >= 0 && g->isnum[c] && strcmp(v, "null") == 0)
+				v = "";
+			rc = (c ? tk__buf_putc(o, ',') : 0) || csv_field(o, v);
 		}
 		rc = rc ? rc : tk__buf_putc(o, '\n');
 	}

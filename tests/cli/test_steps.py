@@ -716,6 +716,11 @@ def real(tools, root, tmp):
                 late[i][3] = max(late[i][3], t - lo)
     d = coll_json(tools, *ranks)
     got_rows = [(r["rank"], r["collective"], r["count"], r["total_ns"]) for r in d["rows"]]
+    # these NCCL kernels carry no message sizes: bytes, bandwidths and group size unknown (null), not 0
+    unknown = [r for r in d["rows"] if (r["bytes"], r["algbw_gb_per_s"], r["busbw_gb_per_s"], r["group_size"])
+               != (None, None, None, None)]
+    check("the 8 DLRM ranks: without message sizes, -t collectives gives null bytes and bandwidths, not 0 %s"
+          % unknown[:1], d["rows"] and not unknown)
     got_late = [[d["totals"]["late:rank %d" % i][k] for k in ("instances", "last", "late_mean_ns", "late_max_ns")]
                 for i in range(len(per))]
     want_late = [[x[0], x[1], round(x[2] / x[0]) if x[0] else 0, x[3]] for x in late]
