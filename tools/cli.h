@@ -79,9 +79,9 @@ int cli_parse_memory(const cli_tool *t, const char *arg, size_t *bytes);
 /* The same, for the tools that write traces: gzip output is deflated, and
  * .pftrace output encoded, on N threads too (tk_writer_opts.threads). */
 #define CLI_THREADS_HELP_OUT "threads that parse each JSON or .tkb trace, that deflate gzip\n" \
-	"                             output, and that encode .pftrace output (at most 4 of them)\n" \
-	"                             (default: the processors available, at most 64; 1: parsing\n" \
-	"                             on the main thread alone)"
+	"                             output, and that encode .pftrace output (the encoding on at\n" \
+	"                             most 4) (default: the processors available, at most 64; 1:\n" \
+	"                             parsing on the main thread alone)"
 /* The processors this process may run on, 1 to CLI_THREADS_MAX. */
 unsigned cli_threads_default(void);
 /* --threads N: 0 with *n set, or 2 after a usage error. */

@@ -90,16 +90,24 @@ static int first_pass(const char *tool, const cli_stats_req *q, const char *name
 	if (q->step_a < 0)
 		return 0;
 	tk_steps_finish(*steps);
-	int64_t lo = INT64_MAX, hi = INT64_MIN;
-	for (size_t i = 0; i < tk_steps_count(*steps); i++) {
+	int64_t lo = INT64_MAX, hi = INT64_MIN, first_num = INT64_MAX, last_num = INT64_MIN;
+	size_t n_steps = tk_steps_count(*steps);
+	for (size_t i = 0; i < n_steps; i++) {
 		const tk_step *st = tk_steps_get(*steps, i);
+		first_num = st->num < first_num ? st->num : first_num;
+		last_num = st->num > last_num ? st->num : last_num;
 		if (st->num < q->step_a || st->num > q->step_b)
 			continue;
 		lo = st->ts < lo ? st->ts : lo;
 		hi = st->end > hi ? st->end : hi;
 	}
-	if (lo > hi) {
-		cli_err(tool, "%s: no ProfilerStep#%ld..#%ld events", name, q->step_a, q->step_b);
+	if (lo > hi) { /* say which steps there are, as trace-split does */
+		if (n_steps)
+			cli_err(tool, "%s: no ProfilerStep#%ld..#%ld events (its steps are #%lld to #%lld)", name,
+			        q->step_a, q->step_b, (long long)first_num, (long long)last_num);
+		else
+			cli_err(tool, "%s: no ProfilerStep#%ld..#%ld events (it has no ProfilerStep#N slices)", name,
+			        q->step_a, q->step_b);
 		return 1;
 	}
 	/* the steps (their last nanosecond included), within the window when there is one */

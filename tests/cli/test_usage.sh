@@ -226,6 +226,9 @@ for cmd in "trace-stats cut.json" "trace-diff cut.json $IN" "trace-report cut.js
 	check "${cmd%% *} --strict: the error says so" has stderr "input ends early"
 done
 check "trace-report --strict: a cut input writes no page" [ ! -e cut.html ]
+run trace-stats "$TD/steps/launch.json" --steps 12
+check "trace-stats --steps with no such step fails (got $rc)" [ "$rc" = 1 ]
+check "trace-stats --steps with no such step says which steps there are" has stderr "no ProfilerStep#12..#12 events (its steps are #1 to #2)"
 printf '123' >short.bin
 run trace-convert short.bin -o short.json
 check "a 3-byte input: exit 1 (got $rc)" [ "$rc" = 1 ]
