@@ -665,9 +665,11 @@ static int step_line(tk__grid *g, const tk_stats_step *r, const char *label)
 {
 	size_t c = 0;
 	int rc = tk__grid_row(g);
+	char num[24]; /* a step's number is a name, not a count: no thousands separators */
+	snprintf(num, sizeof num, "%lld", (long long)r->num);
 	if (!rc && label)
 		rc = tk__grid_set(g, c++, label, label);
-	rc = rc || tk__grid_set_i64(g, c++, r->num) || tk__grid_set_i64(g, c++, r->wall) || tk__grid_set_i64(g, c++, r->busy) ||
+	rc = rc || tk__grid_set(g, c++, num, num) || tk__grid_set_i64(g, c++, r->wall) || tk__grid_set_i64(g, c++, r->busy) ||
 	     set_pct(g, c++, r->busy, r->wall) || tk__grid_set_i64(g, c++, r->compute) || tk__grid_set_i64(g, c++, r->comm) ||
 	     tk__grid_set_i64(g, c++, r->mem) || tk__grid_set_i64(g, c++, r->overlap) || tk__grid_set_i64(g, c++, r->idle) ||
 	     tk__grid_set_i64(g, c++, r->host_wait) || tk__grid_set_i64(g, c++, r->kernel_wait) || tk__grid_set_i64(g, c++, r->other_idle) ||
