@@ -113,10 +113,13 @@ static int add_dir(merge_cli *o, const char *dir)
 		return 1;
 	}
 	size_t first = o->n_inputs;
+	size_t dl = strlen(dir);
+	while (dl > 1 && dir[dl - 1] == '/') /* "logs/" names its files logs/x.json */
+		dl--;
 	for (struct dirent *e; (e = readdir(d));) {
 		char path[4096];
 		struct stat st;
-		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		snprintf(path, sizeof path, "%.*s%s%s", (int)dl, dir, dir[dl - 1] == '/' ? "" : "/", e->d_name);
 		if (e->d_name[0] != '.' && tk_is_trace_name(e->d_name) && stat(path, &st) == 0 &&
 		    S_ISREG(st.st_mode) && push(o, path))
 			break;

@@ -229,6 +229,13 @@ check "trace-report --strict: a cut input writes no page" [ ! -e cut.html ]
 run trace-stats "$TD/steps/launch.json" --steps 12
 check "trace-stats --steps with no such step fails (got $rc)" [ "$rc" = 1 ]
 check "trace-stats --steps with no such step says which steps there are" has stderr "no ProfilerStep#12..#12 events (its steps are #1 to #2)"
+# a directory given as dir/ names its files dir/x.json in the merged trace, not dir//x.json
+mkdir -p ranks
+cp "$TD/steps/coll_rank0.json" "$TD/steps/coll_rank1.json" ranks/
+run trace-merge ranks/ -o dirmerge.json -q
+check "trace-merge DIR/: exit 0 (got $rc)" [ "$rc" = 0 ]
+check "trace-merge DIR/: the inputs are named DIR/FILE" has dirmerge.json '"ranks/coll_rank0.json"'
+check "trace-merge DIR/: no double slash" sh -c '! grep -q "ranks//" dirmerge.json'
 printf '123' >short.bin
 run trace-convert short.bin -o short.json
 check "a 3-byte input: exit 1 (got $rc)" [ "$rc" = 1 ]
