@@ -395,6 +395,21 @@ int cli_parse_rows(const cli_tool *t, int id, const char *arg, long min, long *r
 	return cli_bad_value(t, id, arg, "a number of rows, -1 for all");
 }
 
+int cli_parse_tmpdir(const cli_tool *t, int id, const char *arg, const char **dir)
+{
+	struct stat st;
+	if (!*arg)
+		return cli_bad_value(t, id, arg, "a directory");
+	if (stat(arg, &st) != 0)
+		return cli_bad_value(t, id, arg, "a directory: %s", strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return cli_bad_value(t, id, arg, "a directory: this is not one");
+	if (access(arg, W_OK | X_OK) != 0)
+		return cli_bad_value(t, id, arg, "a directory to write in: %s", strerror(errno));
+	*dir = arg;
+	return 0;
+}
+
 FILE *cli_out_open(const char *tool, const char *path, tk_outfile **out)
 {
 	*out = NULL;

@@ -89,6 +89,10 @@ int cli_parse_threads(const cli_tool *t, const char *arg, unsigned *n);
 /* -n, --row-limit N (option id): the rows a table shows, at least `min`, or
  * -1 for all; 0 with *rows set, or 2 after a usage error. */
 int cli_parse_rows(const cli_tool *t, int id, const char *arg, long min, long *rows);
+/* --tmpdir DIR (option id): a directory this process can make files in,
+ * checked now rather than when the first run spills, late in a long job;
+ * 0 with *dir set, or 2 after a usage error. */
+int cli_parse_tmpdir(const cli_tool *t, int id, const char *arg, const char **dir);
 
 /* The traces the arguments stand for: a trace file, and each member of an
  * archive that is a trace (tk_inputs). fn gets each with a reader open on

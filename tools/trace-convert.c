@@ -276,7 +276,10 @@ static int parse_args(int argc, char **argv, convert_opts *o)
 			if (cli_parse_memory(&tool, arg, &o->wopts.memory_bytes))
 				return 2;
 			break;
-		case O_TMPDIR: o->wopts.tmpdir = arg; break;
+		case O_TMPDIR:
+			if (cli_parse_tmpdir(&tool, c, arg, &o->wopts.tmpdir))
+				return 2;
+			break;
 		default: return 2;
 		}
 	}

@@ -102,7 +102,7 @@ static int parse_one(diff_opts *o, int c, const char *arg)
 	case O_OUT: o->out = arg; return 0;
 	case O_QUIET: o->quiet = 1; return 0;
 	case O_MEMORY: return cli_parse_memory(&tool, arg, &o->sopts.memory_bytes);
-	case O_TMPDIR: o->sopts.tmpdir = arg; return 0;
+	case O_TMPDIR: return cli_parse_tmpdir(&tool, c, arg, &o->sopts.tmpdir);
 	case O_THREADS: return cli_parse_threads(&tool, arg, &o->ropts.threads);
 	case O_STRICT: o->ropts.strict = 1; return 0;
 	default: return 2;

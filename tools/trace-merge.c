@@ -391,7 +391,7 @@ static int set_opt(merge_cli *o, int c, const char *arg)
 	case O_QUIET: o->quiet = 1; return 0;
 	case O_STRICT: o->mo.ropts.strict = 1; return 0;
 	case O_THREADS: return cli_parse_threads(&tool, arg, &o->mo.ropts.threads);
-	case O_TMPDIR: o->mo.tmpdir = arg; return 0;
+	case O_TMPDIR: return cli_parse_tmpdir(&tool, c, arg, &o->mo.tmpdir);
 	case O_RANK_FROM:
 		if (o->have_re) /* given again: the last one counts */
 			regfree(&o->re);

@@ -81,7 +81,7 @@ static int parse_one(report_opts *o, int c, const char *arg)
 	case O_STEPS: return cli_parse_steps(&tool, c, arg, &o->step_a, &o->step_b);
 	case O_WINDOW: o->window = arg; return cli_parse_window(&tool, arg, &o->sopts.window);
 	case O_MEMORY: return cli_parse_memory(&tool, arg, &o->sopts.memory_bytes);
-	case O_TMPDIR: o->sopts.tmpdir = arg; return 0;
+	case O_TMPDIR: return cli_parse_tmpdir(&tool, c, arg, &o->sopts.tmpdir);
 	case O_THREADS: return cli_parse_threads(&tool, arg, &o->ropts.threads);
 	case O_STRICT: o->ropts.strict = 1; return 0;
 	case O_LIST: o->list = 1; return 0;

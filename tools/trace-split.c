@@ -155,7 +155,7 @@ static int take_opt(split_args *a, int c, const char *arg)
 	case O_CLIP: o->clip = 1; return 0;
 	case O_COMPRESS: a->compress = 1; return 0;
 	case O_BY_STEP: o->by_step = 1; return 0;
-	case O_TMPDIR: o->tmpdir = arg; return 0;
+	case O_TMPDIR: return cli_parse_tmpdir(&tool, c, arg, &o->tmpdir);
 	case O_MAX_SIZE:
 		if ((v = cli_parse_size(arg)) <= 0)
 			break;

@@ -318,7 +318,7 @@ for out in spill.pftrace spill.sqlite; do
 	check "$out: written" [ -s "$out" ]
 	check "$out: --tmpdir left empty" [ -z "$(ls -A spill)" ]
 	run spill.json -o "gone-$out" --memory 256K --tmpdir "$T/no/such/dir"
-	check "$out: a missing --tmpdir is an error (got $rc)" [ "$rc" = 1 ]
+	check "$out: a missing --tmpdir is a usage error, found before reading (got $rc)" [ "$rc" = 2 ]
 	check "$out: the error names the directory" has stderr "$T/no/such/dir"
 	check "$out: no output after the error" absent "gone-$out"
 	check "$out: no temporary file after the error" no_temps "gone-$out"
