@@ -14,7 +14,7 @@
 /* A JSON writer into a temporary file, or NULL (f too) when none opens. */
 static tk_writer *tk_fuzz_json_out(FILE **f)
 {
-	tk_writer_opts wo = {TK_FORMAT_JSON, 0, 0, 0, 0, NULL};
+	tk_writer_opts wo = {.format = TK_FORMAT_JSON};
 	tk_writer *w = NULL;
 	if ((*f = tmpfile()) != NULL && tk_writer_open_fd(&w, fileno(*f), "out.json", &wo) == TK_OK)
 		return w;

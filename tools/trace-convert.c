@@ -234,7 +234,7 @@ static void share_threads(convert_opts *o)
 	unsigned n = o->ropts.threads;
 	int level = o->wopts.gzip_level ? o->wopts.gzip_level : 6;
 	if (tk_format_from_name(o->out, &named)) /* no format's name: JSON, no gzip */
-		named = (tk_writer_opts){TK_FORMAT_JSON, 0, 0, 0, 0, NULL};
+		named = (tk_writer_opts){.format = TK_FORMAT_JSON, .gzip = 0};
 	int format = o->wopts.format != TK_FORMAT_AUTO ? o->wopts.format : named.format;
 	int gz = o->wopts.gzip >= 0 ? o->wopts.gzip : named.gzip > 0;
 	int json = format == TK_FORMAT_JSON || format == TK_FORMAT_AUTO;
