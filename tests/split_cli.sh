@@ -97,7 +97,7 @@ expect_fail 1 "cut.json" "$W/cut.json" -o "$W/o" --max-size 20K --strict
 expect_fail 1 "too small" "$W/s.json" -o "$W/o" --max-size 300
 expect_fail 1 "nothere.json" "$W/nothere.json" -o "$W/o" --max-size 1M
 expect_fail 1 "ProfilerStep#99" "$W/s.json" -o "$W/o" --step 99
-expect_fail 1 "standard input" - -o "$W/o" --max-size 1M
+expect_fail 2 "standard input" - -o "$W/o" --max-size 1M
 expect_fail 2 "exclude each other" "$W/s.json" -o "$W/o" --parts 2 --by-step
 expect_fail 2 "say where to split" "$W/s.json" -o "$W/o"
 expect_fail 2 "missing -o" "$W/s.json" --parts 2

@@ -151,7 +151,7 @@ check "a directory that existed stays" test -d "$T/keep" -a ! -e "$T/keep/sub"
 
 echo "== inputs read twice refuse pipes"
 "$BIN/trace-split" <(cat "$IN") -o "$T/p2" --parts 2 2>"$T/err"
-check "trace-split <(...) fails" test $? -ne 0
+check "trace-split <(...) is a usage error" test $? -eq 2
 check "trace-split <(...) says why" grep -q "reads its input twice, and this is a pipe or FIFO" "$T/err"
 check "trace-split <(...) made no directory" test ! -e "$T/p2"
 timeout 10 "$BIN/trace-stats" --steps 1 <(cat "$IN") >/dev/null 2>"$T/err"
