@@ -445,6 +445,33 @@ int tk__reader_add_meta(tk_reader *r, const char *key, size_t klen, const char *
 	return 0;
 }
 
+/* Malformed text decoded by a filter (gzip): where the rest of the
+ * filter's stream turns out damaged, the damage is what went wrong (a
+ * corrupt deflate stream may decode to garbage before its decoder sees an
+ * error), and the error says so first. The rest is decoded on this error
+ * only, and nothing of it is parsed. */
+static void blame_filter(tk_reader *r)
+{
+	if (r->src.n < 2 || r->eof)
+		return; /* no filter, or its stream ended well */
+	if (!r->src_failed) {
+		unsigned char buf[16384];
+		long n;
+		while ((n = tk__src_read(&r->src, buf, sizeof buf)) > 0)
+			;
+		if (n == 0)
+			return;
+	}
+	char was[TK__ERRLEN];
+	memcpy(was, r->err.msg, sizeof was);
+	if (r->src.err_named)
+		tk__err_set(&r->err, TK_ERR_FORMAT, "%.200s; what it decoded was not valid before that: %.250s", r->src.err,
+		            was);
+	else
+		tk__err_set(&r->err, TK_ERR_FORMAT, "%.120s: %.200s; what it decoded was not valid before that: %.170s",
+		            r->name, r->src.err, was);
+}
+
 int tk_reader_next(tk_reader *r, const tk_event **ev)
 {
 	if (!r)
@@ -459,6 +486,8 @@ int tk_reader_next(tk_reader *r, const tk_event **ev)
 	r->last_ev = rc == TK_OK ? *ev : NULL;
 	if (rc != TK_OK && r->par)
 		tk__par_finish(r->par); /* the threads end; the strings stay */
+	if (rc == TK_ERR_FORMAT && r->err.code == TK_ERR_FORMAT)
+		blame_filter(r);
 	if (rc == TK_OK && r->opts.note_fn) {
 		/* a thread's note, else one written here */
 		if (!(r->note = r->note_par)) {

@@ -120,7 +120,8 @@ for cut in 100 5000 $((size / 3)) $((size / 2 + 17)) $((size - 9)); do
 	rm -f cut-best.json cut-zlib.json
 done
 # A corrupt .gz: the same error, naming the file, from both (here the damage
-# inflates to text that is not JSON before any check of the gzip fails).
+# inflates to text that is not JSON before any check of the gzip fails: the
+# rest of the stream is inflated then, and its damage is the error).
 cp in.json.gz bad.json.gz
 printf '\xff\xff\xff\xff\xff\xff\xff\xff' | dd of=bad.json.gz bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
 for be in best zlib; do
@@ -129,6 +130,8 @@ for be in best zlib; do
 	rc=$?
 	check "corrupt ($be): exit status 1 (got $rc)" [ $rc -eq 1 ]
 	check "corrupt ($be): the message names the file" grep -q "error: bad.json.gz:" "bad-$be.err"
+	check "corrupt ($be): the message says first that the gzip data is corrupt" \
+		grep -q "error: bad.json.gz: corrupt gzip data: .*; what it decoded was not valid before that: bad.json.gz:" "bad-$be.err"
 	check "corrupt ($be): no output left" [ ! -e "bad-$be.json" ]
 done
 check "corrupt: the same message from both back-ends" cmp -s bad-best.err bad-zlib.err
