@@ -113,7 +113,7 @@ def steps_json(tools, *paths):
 def spilled(tools, tmp, rel, path):
     """-t steps,launch with 256 KiB of --memory: the sorters spill runs to
     --tmpdir and merge them, and the tables equal those of the default
-    run; a --tmpdir that cannot be made is then an error naming it."""
+    run; a $TMPDIR that cannot be made is then an error naming it."""
     args = ("-t", "steps,launch", "-f", "json", "-n", "-1", "-q")
     spill = os.path.join(tmp, "spill")
     os.makedirs(spill, exist_ok=True)
@@ -131,10 +131,15 @@ def spilled(tools, tmp, rel, path):
     # the ops table's id maps and the summaries' durations keep 4 pages of
     # 16 KiB each at 256K and page out the rest
     at_256k("ops,kernels,memcpy,api", "the ops and summary tables", "the pages leave nothing in --tmpdir")
+    # a --tmpdir that is not a directory is a usage error at once; the
+    # spill's own failure comes from $TMPDIR, which is not checked ahead
     bad = os.path.join(tmp, "no", "such", "dir")
-    p = subprocess.run([os.path.join(tools, "trace-stats"), path, *args, "--memory", "256K", "--tmpdir", bad],
+    p = subprocess.run([os.path.join(tools, "trace-stats"), path, *args, "--memory", "256K"],
+                       capture_output=True, text=True, env=dict(os.environ, TMPDIR=bad))
+    q = subprocess.run([os.path.join(tools, "trace-stats"), path, *args, "--memory", "256K", "--tmpdir", bad],
                        capture_output=True, text=True)
-    return p.returncode == 1 and bad in p.stderr and not p.stdout, p.returncode, p.stderr.strip()[-300:]
+    return (p.returncode == 1 and bad in p.stderr and not p.stdout and q.returncode == 2 and
+            "--tmpdir: bad value" in q.stderr), (p.returncode, q.returncode), p.stderr.strip()[-300:]
 
 
 def files(d):
@@ -144,7 +149,7 @@ def files(d):
 def split_spilled(tools, tmp, rel, path, whole, launches):
     """trace-split --by-step with 256 KiB of --memory: the launches' sorter
     (a quarter of it) spills runs to --tmpdir, and the parts are those of the
-    default run byte for byte; a --tmpdir that cannot be made is then an
+    default run byte for byte; a $TMPDIR that cannot be made is then an
     error naming it and the input (the launches' sorter's, or on an input
     out of time order the ordering's), and no part is left."""
     spill, out = os.path.join(tmp, "spill"), os.path.join(tmp, "real_small")
@@ -157,8 +162,8 @@ def split_spilled(tools, tmp, rel, path, whole, launches):
         return
     bad, out = os.path.join(tmp, "no", "such", "dir"), os.path.join(tmp, "real_bad")
     p = subprocess.run([os.path.join(tools, "trace-split"), path, "-o", out, "--name", "p", "-q", "--by-step",
-                        "--memory", "256K", "--tmpdir", bad], capture_output=True, text=True)
-    check("%s: --by-step, --tmpdir that cannot be made: exit 1 naming it and the input, no part" % rel,
+                        "--memory", "256K"], capture_output=True, text=True, env=dict(os.environ, TMPDIR=bad))
+    check("%s: --by-step, a $TMPDIR that cannot be made: exit 1 naming it and the input, no part" % rel,
           p.returncode == 1 and bad in p.stderr and path in p.stderr and not (os.path.isdir(out) and os.listdir(out)),
           (p.returncode, p.stderr.strip()[-300:]))
 
@@ -771,7 +776,8 @@ def real(tools, root, tmp):
               len(want) == len(got) and not bad, bad[:1] or (len(want), len(got)))
         ok, rc, err = spilled(tools, tmp, rel, path)
         if want_l["gpu_ops"] > 2000:  # enough to spill at 256K: the join holds 64K at a time
-            check("%s: --tmpdir that cannot be made: exit 1 naming it, no table" % rel, ok, (rc, err))
+            check("%s: a $TMPDIR that cannot be made: exit 1 naming it, no table; a --tmpdir that is not a directory: "
+                  "a usage error" % rel, ok, (rc, err))
 
 
 def main():
