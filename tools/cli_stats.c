@@ -325,6 +325,11 @@ int cli_stats_read(const char *tool, const char *name, tk_reader *r, const cli_s
 		         "--max-pending for exact self times", name, (unsigned long long)late);
 	if (!q->quiet)
 		cli_window_kept(tool, name, q->window, events);
+	/* nothing to count, said, rather than tables with no rows */
+	if (!q->quiet && !events && !q->window && q->sopts.cats)
+		cli_warn(tool, "%s: no event of the categories in --cat (%s)", name, q->sopts.cats);
+	else if (!q->quiet && !events && !q->window)
+		cli_warn(tool, "%s: no events that the tables count", name);
 	return 0;
 }
 

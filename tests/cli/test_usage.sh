@@ -236,6 +236,15 @@ run trace-merge ranks/ -o dirmerge.json -q
 check "trace-merge DIR/: exit 0 (got $rc)" [ "$rc" = 0 ]
 check "trace-merge DIR/: the inputs are named DIR/FILE" has dirmerge.json '"ranks/coll_rank0.json"'
 check "trace-merge DIR/: no double slash" sh -c '! grep -q "ranks//" dirmerge.json'
+# nothing to count is said, not shown as tables without rows
+echo '[]' >empty.json
+run trace-stats empty.json
+check "trace-stats on an empty trace: exit 0 (got $rc)" [ "$rc" = 0 ]
+check "trace-stats on an empty trace: says so" has stderr "empty.json: no events that the tables count"
+run trace-stats "$IN" --cat nonexist
+check "trace-stats --cat with no such category: says so" has stderr "no event of the categories in --cat (nonexist)"
+run trace-stats "$IN" --cat kernel
+check "trace-stats --cat with a category that is there: no such warning" sh -c '! grep -q "no event" stderr'
 printf '123' >short.bin
 run trace-convert short.bin -o short.json
 check "a 3-byte input: exit 1 (got $rc)" [ "$rc" = 1 ]
