@@ -376,8 +376,9 @@ int tk__sink_open_path(tk__sink *s, const char *path, const tk__ofilter *f, int 
 		/* a symbolic link stays one: what it points to is written */
 		s->path = realpath(path, NULL);
 		if (!s->path) {
-			snprintf(s->err, sizeof s->err, "%s: cannot follow the symbolic link: %s", path, strerror(errno));
-			return errno == ENOMEM ? TK_ERR_NOMEM : TK_ERR_IO;
+			int e = errno;
+			snprintf(s->err, sizeof s->err, "%s: cannot follow the symbolic link: %s", path, strerror(e));
+			return e == ENOMEM ? TK_ERR_NOMEM : TK_ERR_IO;
 		}
 	} else {
 		s->path = tk__strdup(path);
