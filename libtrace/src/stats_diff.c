@@ -106,14 +106,15 @@ static int merge_sides(const tk_stats *a, const tk_stats *b, int which, const ch
 	return 0;
 }
 
-/* The change in percent of the base, "new" without a base. */
-static int set_pct(tk__grid *g, size_t col, int64_t base, int64_t cur)
+/* The change in percent of the base: "new" for a row only the new side
+ * has, "-" (null) from a base of 0 that is there. */
+static int set_pct(tk__grid *g, size_t col, int64_t base, int64_t cur, int is_new)
 {
 	char raw[48];
 	if (base == 0 && cur == 0)
 		snprintf(raw, sizeof raw, "0.0");
 	else if (base == 0)
-		return tk__grid_set(g, col, "new", "null");
+		return tk__grid_set(g, col, is_new ? "new" : "-", "null");
 	else
 		snprintf(raw, sizeof raw, "%.1f", 100.0 * ((double)cur - (double)base) / (double)abs64(base));
 	return tk__grid_set(g, col, raw, raw);
@@ -165,7 +166,8 @@ static int table_rows(tk__grid *g, int which, const drow *m, size_t n, const tk_
 		if (!rc && op)
 			rc = set3(g, &c, r->v[0][2], r->v[1][2]);
 		int f = op ? 2 : 1;
-		rc = rc || set_pct(g, c++, r->v[0][f], r->v[1][f]) || tk__grid_set(g, c++, status_of(r), status_of(r)) ||
+		rc = rc || set_pct(g, c++, r->v[0][f], r->v[1][f], !r->has[0]) ||
+		     tk__grid_set(g, c++, status_of(r), status_of(r)) ||
 		     tk__grid_set(g, c++, r->name, r->name);
 		if (!rc && shapes)
 			rc = tk__grid_set(g, c++, r->shapes ? r->shapes : "", r->shapes ? r->shapes : "");
@@ -223,7 +225,7 @@ static int steps_rows(tk__grid *g, const tk_stats *const s[2])
 	for (int k = 0; k < 11 && !rc; k++) {
 		size_t c = 0;
 		rc = tk__grid_row(g) || tk__grid_set(g, c++, names[k][0], names[k][1]) ||
-		     set3(g, &c, avg[0][k], avg[1][k]) || set_pct(g, c++, avg[0][k], avg[1][k]);
+		     set3(g, &c, avg[0][k], avg[1][k]) || set_pct(g, c++, avg[0][k], avg[1][k], 0);
 	}
 	char d[128], v[32];
 	snprintf(d, sizeof d, "Steps: base %zu, new %zu", n[0], n[1]);

@@ -65,6 +65,18 @@ def hand(tools, data, tmp):
     check("ops: the Self CPU and Self CUDA totals at the foot are trace-stats's (430 us -> 730 us of GPU time)",
           foot == stats and stats[2:] == (430000, 730000), (foot, stats))
 
+    # a row both sides have, with a base of 0: its change in percent is not
+    # a number ("-", null), and it is not "new"
+    a0 = os.path.join(tmp, "a0.json")
+    open(a0, "w").write(open(a).read().replace('"name":"k_a","ts":1300,"dur":100', '"name":"k_a","ts":1300,"dur":0'))
+    out = diff(tools, a0, a, "-t", "kernels", "-n", "-1").stdout
+    row = [l.split() for l in out.splitlines() if l.split()[-1:] == ["k_a"]]
+    d = json.loads(diff(tools, a0, a, "-t", "kernels", "-f", "json", "-n", "-1").stdout)["kernels"]["rows"]
+    ka = [r for r in d if r["name"] == "k_a"]
+    check("a base of 0 on both sides: Change (%) reads '-' (null), the status stays empty",
+          len(row) == 1 and row[0][-2] == "-" and len(ka) == 1 and ka[0]["change_pct"] is None and
+          ka[0]["status"] == "", (row, ka))
+
     # two step ranges of one trace: step 1 (busy 150 us, 3 ops launched)
     # against step 2 (busy 280 us, 2 ops), as test_steps.py works them out
     d = json.loads(diff(tools, a, a, "--base-steps", "1", "--new-steps", "2", "-t", "steps,kernels", "-f",
