@@ -475,5 +475,11 @@ int cli_write_tables(const cli_tables *w)
 		status = write_one(w, path, &w->shown[i], 1);
 		free(path);
 	}
+	if (!status && !w->quiet) { /* the names written are not the one given: say them */
+		fprintf(stderr, "%s: %zu tables, a CSV file each:", w->tool, w->n_shown);
+		for (size_t i = 0; i < w->n_shown; i++)
+			fprintf(stderr, "%s %.*s.%s.csv", i ? "," : "", (int)stem, out, w->keys[w->shown[i]]);
+		fputc('\n', stderr);
+	}
 	return status;
 }

@@ -104,6 +104,8 @@ def hand(tools, data, tmp):
               % (tool, ", ".join(os.path.basename(f) for f in files)),
               p.returncode == 0 and len(loaded) == len(keys) and all(loaded) and not os.path.exists(o)
               and all(len(set(len(r) for r in rows)) == 1 for rows in loaded), (p.returncode, p.stderr, os.listdir(tmp)))
+        check("%s -f csv -o FILE.csv with several tables names the files it wrote" % tool,
+              "%d tables, a CSV file each: %s" % (len(keys), ", ".join(files)) in p.stderr, p.stderr)
         p = subprocess.run([os.path.join(tools, tool), *args, "-f", "csv"], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
         check("%s -f csv on standard output with several tables warns that it is not one CSV" % tool,
