@@ -145,6 +145,22 @@ long cli_parse_enum_list(const cli_tool *t, int id, const char *arg, const char 
 	}
 }
 
+int cli_tkb_compress(const cli_tool *t, const char *out, tk_writer_opts *wo, int compress)
+{
+	tk_writer_opts named = {.format = TK_FORMAT_AUTO, .gzip = -1};
+	int tkb = wo->format == TK_FORMAT_TKB ||
+	          (wo->format == TK_FORMAT_AUTO && out && !tk_format_from_name(out, &named) && named.format == TK_FORMAT_TKB);
+	if (compress && !tkb) {
+		cli_usage_error(t, "--compress applies to tkb output only (json: use a .gz name)");
+		return 2;
+	}
+	if (tkb) {
+		wo->format = TK_FORMAT_TKB;
+		wo->gzip = compress;
+	}
+	return 0;
+}
+
 int cli_check_output(const cli_tool *t, const char *out, const tk_writer_opts *o)
 {
 	tk_writer_opts named = {.format = TK_FORMAT_AUTO, .gzip = -1};

@@ -65,6 +65,10 @@ size_t cli_said_unkept(void);
 int64_t cli_parse_size(const char *s);
 /* --window A:B (tk_window_parse); a usage error and 2 when malformed. */
 int cli_parse_window(const cli_tool *t, const char *arg, tk_window *w);
+/* --compress: .tkb output (by --to or OUT's name) compresses its chunks
+ * with zlib, and wo says so (format tkb, gzip 0 or 1); for another format
+ * it is a usage error (2). 0 when fine, with or without compress. */
+int cli_tkb_compress(const cli_tool *t, const char *out, tk_writer_opts *wo, int compress);
 /* --to NAME (tk_format_from_name); a usage error and 2 when unknown. */
 int cli_parse_to(const cli_tool *t, const char *arg, tk_writer_opts *o);
 /* --memory SIZE: everything the operation holds, at least 256K. */

@@ -198,19 +198,8 @@ out:
 static int resolve_format(convert_opts *o)
 {
 	tk_writer_opts named = {.format = TK_FORMAT_AUTO, .gzip = -1};
-	if (cli_check_output(&tool, o->out, &o->wopts))
+	if (cli_check_output(&tool, o->out, &o->wopts) || cli_tkb_compress(&tool, o->out, &o->wopts, o->compress))
 		return 2;
-	int tkb = o->wopts.format == TK_FORMAT_TKB ||
-	          (o->wopts.format == TK_FORMAT_AUTO && !tk_format_from_name(o->out, &named) &&
-	           named.format == TK_FORMAT_TKB);
-	if (o->compress && !tkb) {
-		cli_usage_error(&tool, "--compress applies to tkb output only (json: use a .gz name)");
-		return 2;
-	}
-	if (tkb) {
-		o->wopts.format = TK_FORMAT_TKB;
-		o->wopts.gzip = o->compress;
-	}
 	/* JSON out (the default for a name of no format): the parse threads
 	 * write each event's text too */
 	named.format = TK_FORMAT_AUTO;

@@ -26,6 +26,7 @@ enum {
 	O_STRICT,
 	O_LIST,
 	O_FORMAT,
+	O_COMPRESS,
 	O_THREADS
 };
 
@@ -40,7 +41,8 @@ static const cli_opt opts[] = {
 	 "                             1.5s; a plain number is us; +A:+B from the first event)"},
 	{O_CAT, 0, "cat", "LIST", "keep only these categories, e.g. kernel,cpu_op"},
 	{O_FORMAT, 0, "to", "FORMAT", "output format (listed below; default: from OUT's name)"},
-	{O_LEVEL, 0, "gzip-level", "N", "gzip compression level 1-9 (default 6)"},
+	{O_COMPRESS, 0, "compress", NULL, "tkb output: zlib-compress each chunk"},
+	{O_LEVEL, 0, "gzip-level", "N", "compression level 1-9 (default: gzip 6, tkb chunks 1)"},
 	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
 	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP_OUT},
 	{O_LIST, 0, "list", NULL, "list the traces the inputs stand for (archive members) and exit"},
@@ -78,7 +80,7 @@ typedef struct merge_cli {
 	size_t n_inputs, cap;
 	const char *out, *rank_from, *align_file, *window;
 	regex_t re;
-	int have_re, quiet, list;
+	int have_re, quiet, list, compress;
 	tk_merge_opts mo;
 	int64_t *ranks;
 	size_t n_ranks;
@@ -410,6 +412,7 @@ static int set_opt(merge_cli *o, int c, const char *arg)
 		return 0;
 	case O_LIST: o->list = 1; return 0;
 	case O_FORMAT: return cli_parse_to(&tool, arg, &o->mo.wopts);
+	case O_COMPRESS: o->compress = 1; return 0;
 	case O_RANKS:
 		return parse_ranks(o, arg) ? cli_bad_value(&tool, c, arg, "a list of ranks like 0,3-5") : 0;
 	case O_WINDOW: o->window = arg; return cli_parse_window(&tool, arg, &o->mo.window);
@@ -442,7 +445,8 @@ static int parse_args(int argc, char **argv, merge_cli *o)
 		cli_usage_error(&tool, "missing -o OUT");
 		return 2;
 	}
-	if (!o->list && cli_check_output(&tool, o->out, &o->mo.wopts))
+	if (!o->list && (cli_check_output(&tool, o->out, &o->mo.wopts) ||
+	                 cli_tkb_compress(&tool, o->out, &o->mo.wopts, o->compress)))
 		return 2;
 	o->mo.wopts.threads = o->mo.ropts.threads; /* gzip output deflated on as many */
 	for (int i = ind; i < argc; i++)

@@ -236,6 +236,13 @@ run trace-merge ranks/ -o dirmerge.json -q
 check "trace-merge DIR/: exit 0 (got $rc)" [ "$rc" = 0 ]
 check "trace-merge DIR/: the inputs are named DIR/FILE" has dirmerge.json '"ranks/coll_rank0.json"'
 check "trace-merge DIR/: no double slash" sh -c '! grep -q "ranks//" dirmerge.json'
+# trace-merge --compress: .tkb chunks compressed, as trace-convert's; the same events
+usage trace-merge "trace-merge: --compress applies to tkb output only" "$IN" -o mz.json --compress
+run trace-merge "$TD/steps/coll_rank0.json" "$TD/steps/coll_rank1.json" -o mz.tkb --compress -q
+run trace-merge "$TD/steps/coll_rank0.json" "$TD/steps/coll_rank1.json" -o mu.tkb -q
+check "trace-merge --compress: a smaller .tkb" [ "$(stat -c %s mz.tkb)" -lt "$(stat -c %s mu.tkb)" ]
+"$BIN/trace-convert" -q mz.tkb -o mz.json && "$BIN/trace-convert" -q mu.tkb -o mu.json
+check "trace-merge --compress: the same events" cmp -s mz.json mu.json
 # nothing to count is said, not shown as tables without rows
 echo '[]' >empty.json
 run trace-stats empty.json
