@@ -154,9 +154,9 @@ static int read_side(void *ctx, const char *name, tk_reader *r)
 {
 	side *sd = ctx;
 	const diff_opts *o = sd->o;
-	if (sd->traces++) {
-		cli_err(tool.name, "%s: %s stands for more than one trace; name one (ARCHIVE//MEMBER)", name,
-		        sd->i ? "NEW" : "BASE");
+	if (sd->traces++) { /* the argument, not its second member: it is what needs changing */
+		cli_err(tool.name, "%s: %s stands for more than one trace (%s is the second); name one (ARCHIVE//MEMBER)",
+		        o->in[sd->i], sd->i ? "NEW" : "BASE", name);
 		return 1;
 	}
 	/* a trace-merge output is compared whole */

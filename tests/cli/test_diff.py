@@ -139,7 +139,9 @@ def hand(tools, data, tmp):
     tar = os.path.join(tmp, "two.tar")
     subprocess.run(["tar", "-cf", tar, "-C", os.path.dirname(a), "launch.json", "overlap.json"], check=True)
     p = diff(tools, tar, b, rc=1)
-    check("an archive of two traces is refused, saying how to name one", "ARCHIVE//MEMBER" in p.stderr, p.stderr)
+    check("an archive of two traces is refused, naming the archive and saying how to name one",
+          "error: %s: BASE stands for more than one trace (%s//overlap.json is the second)" % (tar, tar) in p.stderr
+          and "ARCHIVE//MEMBER" in p.stderr, p.stderr)
     p = diff(tools, tar + "//launch.json", b, "-t", "kernels", "-f", "json")
     check("ARCHIVE//MEMBER is one trace", len(json.loads(p.stdout)["kernels"]["rows"]) == 6, p.stdout[:100])
 
