@@ -201,6 +201,11 @@ int tk__reader_fill(tk_reader *r, size_t need);
 /* Grow the window by reading more input; keeps buf[pos..end). Returns 1 if
  * bytes were added, 0 at end of input, <0 error. */
 int tk__reader_more(tk_reader *r);
+/* After a TK_ERR_FORMAT error of r: where a filter (gzip) decoded the text
+ * and the rest of its stream is corrupt, the error says that first (the
+ * rest is decoded, not parsed). Every path that returns such an error to
+ * the caller calls it: tk_reader_next, the lazy args' tk__reader_take_args. */
+void tk__reader_blame_filter(tk_reader *r);
 /* Record an error "name:line:col: (byte N) message" for decoded offset `at`. */
 int tk__reader_fail_at(tk_reader *r, int code, uint64_t at, const char *fmt, ...) TK__PRINTF(4, 5);
 /* line and column (1-based) of decoded offset `at`, which must be >= base. */

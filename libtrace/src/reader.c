@@ -450,9 +450,9 @@ int tk__reader_add_meta(tk_reader *r, const char *key, size_t klen, const char *
  * corrupt deflate stream may decode to garbage before its decoder sees an
  * error), and the error says so first. The rest is decoded on this error
  * only, and nothing of it is parsed. */
-static void blame_filter(tk_reader *r)
+void tk__reader_blame_filter(tk_reader *r)
 {
-	if (r->src.n < 2 || r->eof)
+	if (r->err.code != TK_ERR_FORMAT || r->src.n < 2 || r->eof)
 		return; /* no filter, or its stream ended well */
 	if (!r->src_failed) {
 		unsigned char buf[16384];
@@ -486,8 +486,8 @@ int tk_reader_next(tk_reader *r, const tk_event **ev)
 	r->last_ev = rc == TK_OK ? *ev : NULL;
 	if (rc != TK_OK && r->par)
 		tk__par_finish(r->par); /* the threads end; the strings stay */
-	if (rc == TK_ERR_FORMAT && r->err.code == TK_ERR_FORMAT)
-		blame_filter(r);
+	if (rc == TK_ERR_FORMAT)
+		tk__reader_blame_filter(r);
 	if (rc == TK_OK && r->opts.note_fn) {
 		/* a thread's note, else one written here */
 		if (!(r->note = r->note_par)) {

@@ -622,11 +622,13 @@ int tk__reader_take_args(tk_reader *r)
 	r->args.len = 0;
 	s->je.repaired = 0;
 	int rc = tk__json_canon_value(r->lazy_at, r->buf + r->end, &r->args, &end, r->opts.max_depth, &s->je);
-	if (rc == TK__J_BAD)
-		return report_bad(r);
-	if (rc == TK__J_MORE) /* brackets matched, the rest did not */
-		return tk__reader_fail_at(r, TK_ERR_FORMAT, r->base + (uint64_t)(r->lazy_at - r->buf),
-		                          "malformed \"args\" object");
+	if (rc == TK__J_BAD || rc == TK__J_MORE) { /* (more: brackets matched, the rest did not) */
+		rc = rc == TK__J_BAD ? report_bad(r)
+		                     : tk__reader_fail_at(r, TK_ERR_FORMAT, r->base + (uint64_t)(r->lazy_at - r->buf),
+		                                          "malformed \"args\" object");
+		tk__reader_blame_filter(r); /* as tk_reader_next does */
+		return rc;
+	}
 	if (text_view(&r->args, &r->ev.args))
 		return tk__err_set(&r->err, TK_ERR_NOMEM, "%s: out of memory", r->name);
 	r->stats.repaired_strings += (uint64_t)s->je.repaired;
