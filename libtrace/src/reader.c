@@ -216,8 +216,11 @@ int tk__reader_open_src(tk_reader **out, tk__src *src, const char *name, const c
 	 * picked, which reads the first window (1 MiB) */
 	if (r->opts.threads > 1)
 		tk__src_inflate_threads(&r->src, r->opts.threads);
-	if ((rc = pick_format(r)))
+	if ((rc = pick_format(r))) {
+		if (rc == TK_ERR_FORMAT) /* the format's opening read (a header, metadata) failed */
+			tk__reader_blame_filter(r);
 		return rc;
+	}
 	if (r->opts.skip_args)
 		tk__reader_set_lazy_args(r, 1); /* skipped and never taken */
 	/* on several threads one of them inflates the next block while the
