@@ -372,8 +372,9 @@ int tk__sink_open_path(tk__sink *s, const char *path, const tk__ofilter *f, int 
 	memset(s, 0, sizeof *s);
 	s->fd = -1;
 	struct stat st;
-	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
-		/* a symbolic link stays one: what it points to is written */
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && !(stat(path, &st) == 0 && !S_ISREG(st.st_mode))) {
+		/* a symbolic link to a file stays one: the file is written (one to
+		 * a pipe or device, /dev/stdout, >(...), is written through below) */
 		s->path = realpath(path, NULL);
 		if (!s->path) {
 			int e = errno;

@@ -187,6 +187,8 @@ ln -s target.json "$T/perm/link.json"
 "$BIN/trace-convert" -q "$IN" -o "$T/perm/link.json"
 check "-o SYMLINK writes what it points to" test -L "$T/perm/link.json" -a "$(readlink "$T/perm/link.json")" = target.json
 check "... the target holds the new trace" cmp -s "$T/perm/target.json" "$T/perm/private.json"
+check "-o /dev/stdout into a pipe (a link to a pipe, written through)" \
+	cmp -s <("$BIN/trace-convert" -q "$IN" -o /dev/stdout | cat) <("$BIN/trace-convert" -q "$IN" -o -)
 ln -s nowhere/x.json "$T/perm/dangling.json"
 "$BIN/trace-convert" -q "$IN" -o "$T/perm/dangling.json" 2>"$T/err"
 check "-o a dangling symbolic link fails, naming it" test $? -eq 1 -a -L "$T/perm/dangling.json"
