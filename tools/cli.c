@@ -306,14 +306,20 @@ int cli_next(const cli_tool *t, int argc, char **argv, const char **arg, int *op
 			exit(0);
 		}
 		if (c == '?') {
+			/* getopt moved past a long option, not (yet) past a short
+			 * option inside a cluster (-Zq): argv[optind - 1] is the
+			 * long option only where its name gives getopt's optopt */
 			const char *a = optind > 0 && optind <= argc ? argv[optind - 1] : "";
-			const char *eq = strchr(a, '=');
-			if (strncmp(a, "--", 2) == 0 && eq && optopt) /* a known long option given a value */
+			const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+			int named = 0;
+			for (size_t i = 0; eq && optopt && lopts[i].name; i++)
+				named |= lopts[i].val == optopt && strncmp(lopts[i].name, a + 2, (size_t)(eq - a - 2)) == 0;
+			if (named) /* a known long option given a value */
 				cli_usage_error(t, "option '%.*s' takes no value", (int)(eq - a), a);
-			else if (strncmp(a, "--", 2) == 0 || !optopt)
-				cli_usage_error(t, "unknown option '%s'", a);
-			else
+			else if (optopt > 0 && optopt < 0x100)
 				cli_usage_error(t, "unknown option '-%c'", optopt);
+			else
+				cli_usage_error(t, "unknown option '%s'", a);
 			return -2;
 		}
 		if (c == ':') {

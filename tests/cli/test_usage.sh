@@ -86,6 +86,8 @@ usage trace-stats "trace-stats: option '--quiet' takes no value" "$IN" --quiet=1
 usage trace-stats "trace-stats: option '--group-by-input-shape' takes no value" "$IN" --group-by-input-shape=yes
 usage trace-convert "trace-convert: unknown option '--nonesuch'" "$IN" -o x.json --nonesuch
 usage trace-convert "trace-convert: unknown option '-Z'" "$IN" -o x.json -Z
+usage trace-stats "trace-stats: unknown option '-Z'" "$IN" --row-limit=5 -Zq
+usage trace-stats "trace-stats: unknown option '-Z'" "$IN" --quiet -Zq
 if [ -x "$BIN/trace-collect" ]; then
 	usage trace-collect "trace-collect: -a/--activities: bad value 'kernels' (valid: kernel, memcpy," -a kernels -- true
 	usage trace-collect "trace-collect: --capture-range: bad value 'nvtx' (valid: cudaProfilerApi, none)" --capture-range nvtx -- true
