@@ -217,7 +217,7 @@ int tk__reader_open_src(tk_reader **out, tk__src *src, const char *name, const c
 	if (r->opts.threads > 1)
 		tk__src_inflate_threads(&r->src, r->opts.threads);
 	if ((rc = pick_format(r))) {
-		if (rc == TK_ERR_FORMAT) /* the format's opening read (a header, metadata) failed */
+		if (rc == TK_ERR_FORMAT && r->fmt) /* the format's opening read (a header, metadata) failed */
 			tk__reader_blame_filter(r);
 		return rc;
 	}
@@ -453,18 +453,27 @@ int tk__reader_add_meta(tk_reader *r, const char *key, size_t klen, const char *
  * corrupt deflate stream may decode to garbage before its decoder sees an
  * error), and the error says so first. The rest is decoded on this error
  * only, and nothing of it is parsed. */
+#define BLAME_DRAIN ((uint64_t)256 << 20) /* decoded bytes looked at past the error, at most */
+
 void tk__reader_blame_filter(tk_reader *r)
 {
 	if (r->err.code != TK_ERR_FORMAT || r->src.n < 2 || r->eof)
 		return; /* no filter, or its stream ended well */
 	if (!r->src_failed) {
+		/* bounded: a syntax error early in a large file is said in a
+		 * fraction of a second, unless the damage is near */
 		unsigned char buf[16384];
 		long n;
-		while ((n = tk__src_read(&r->src, buf, sizeof buf)) > 0)
-			;
-		if (n == 0)
+		uint64_t seen = 0;
+		while (seen < BLAME_DRAIN && (n = tk__src_read(&r->src, buf, sizeof buf)) > 0)
+			seen += (uint64_t)n;
+		if (seen >= BLAME_DRAIN || n == 0)
 			return;
 	}
+	/* damage to the compressed data explains text that is not JSON; a read
+	 * that failed, or bytes after the stream's end, do not */
+	if (strncmp(r->src.err, "corrupt ", 8) != 0 && !(r->src.err_named && strstr(r->src.err, ": corrupt ")))
+		return;
 	char was[TK__ERRLEN];
 	memcpy(was, r->err.msg, sizeof was);
 	if (r->src.err_named)

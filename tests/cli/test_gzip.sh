@@ -135,6 +135,13 @@ for be in best zlib; do
 	check "corrupt ($be): no output left" [ ! -e "bad-$be.json" ]
 done
 check "corrupt: the same message from both back-ends" cmp -s bad-best.err bad-zlib.err
+# A syntax error in a sound gzip stream that has bytes after its end: the
+# syntax error alone (the trailing bytes do not explain it).
+python3 -c 'import gzip,sys; d=open(sys.argv[1]).read().replace("\"ph\": \"X\"", "\"ph\": X", 1); sys.stdout.buffer.write(gzip.compress(d.encode()) + bytes(16))' "$TD/example_kineto.json" >pad.json.gz
+"$CONVERT" pad.json.gz -o pad.json 2>pad.err
+check "syntax error before trailing bytes: exit 1" [ $? -eq 1 ]
+check "syntax error before trailing bytes: the syntax error, not the trailing bytes" \
+	sh -c 'grep -q "error: pad.json.gz:[0-9]*:[0-9]*: expected a JSON value" pad.err && ! grep -q "trailing" pad.err'
 # Damage to the gzip trailer alone: the check of the data fails, in both.
 cp in.json.gz crc.json.gz
 printf '\x00\x00\x00\x00' | dd of=crc.json.gz bs=1 seek=$((size - 8)) conv=notrunc 2>/dev/null
