@@ -318,7 +318,7 @@ int cli_stats_read(const char *tool, const char *name, tk_reader *r, const cli_s
 	uint64_t late = 0, events = 0;
 	for (size_t i = 0; i < out->n; i++) {
 		late += tk_stats_get_info(out->s[i])->late;
-		events += tk_stats_get_info(out->s[i])->events;
+		events += tk_stats_get_info(out->s[i])->events + tk_stats_memory_count(out->s[i]);
 	}
 	if (!q->quiet && late)
 		cli_warn(tool, "%s: %llu ops arrived after their time was processed; raise "

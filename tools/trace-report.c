@@ -286,7 +286,7 @@ static void hbars(FILE *f, const char *label, hbar *b, size_t n, int bw)
 		max = b[i].v > max ? b[i].v : max;
 	svg_open(f, W, (int)n * row + top * 2, label);
 	for (size_t i = 0; i < n; i++) {
-		double w = max > 0 ? (W - L - 120) * b[i].v / max : 0;
+		double w = max > 0 && b[i].v > 0 ? (W - L - 120) * b[i].v / max : 0; /* (v < 0: unknown, no bar) */
 		int y = top + (int)i * row;
 		char v[48];
 		if (bw && b[i].v < 0)
@@ -844,7 +844,7 @@ static void sec_coll(report *R)
 			ks[k].time += (double)c->time;
 			ks[k].bytes += (double)c->bytes;
 			ks[k].count += (double)c->count;
-			if (c->bytes > 0) { /* no message size recorded: no bandwidth either */
+			if (c->bytes > 0 && c->ranks > 0) { /* no message size or group size recorded: no bus bandwidth */
 				ks[k].busbw_w += c->busbw * (double)c->time;
 				ks[k].sized += (double)c->time;
 			}

@@ -348,8 +348,9 @@ int tk_stats_format_collectives(tk_stats *const *s, size_t n, const tk_table_opt
 			     tk__grid_set_i64(&g, c++, (int64_t)r->count) ||
 			     (sized ? tk__grid_set_i64(&g, c++, r->bytes) : tk__grid_set(&g, c++, "-", "null")) ||
 			     tk__grid_set_i64(&g, c++, r->time) || tk__grid_set_num(&g, c++, r->avg, 1) ||
-			     (sized ? tk__grid_set_num(&g, c++, r->algbw, 3) || tk__grid_set_num(&g, c++, r->busbw, 3)
-			            : tk__grid_set(&g, c++, "-", "null") || tk__grid_set(&g, c++, "-", "null")) ||
+			     (sized ? tk__grid_set_num(&g, c++, r->algbw, 3) : tk__grid_set(&g, c++, "-", "null")) ||
+			     /* the bus factor needs the group size */
+			     (sized && r->ranks > 0 ? tk__grid_set_num(&g, c++, r->busbw, 3) : tk__grid_set(&g, c++, "-", "null")) ||
 			     (r->ranks > 0 ? tk__grid_set_i64(&g, c++, r->ranks) : tk__grid_set(&g, c++, "-", "null"));
 		}
 	}

@@ -166,6 +166,7 @@ def check_page(path, label, compare=True, cwd=None):
     check(not p.errors, "%s: nothing to fetch, every element closed %s" % (label, p.errors[:3]))
     check(not p.stack, "%s: no element left open %s" % (label, p.stack[:3]))
     check(data.startswith(b"<!DOCTYPE html>") and data.rstrip().endswith(b"</html>"), "%s: a whole HTML document" % label)
+    check(b'width="-' not in data and b'height="-' not in data, "%s: no SVG shape of negative size" % label)
     check(p.sections[:1] == ["run"], "%s: the page starts with the run (%s)" % (label, p.sections))
     if not compare:
         return p

@@ -396,6 +396,17 @@ def hand_coll(tools, data):
             ("rank 1", "allreduce", "0", 2, 8000000, 800000, 10.0, 10.0, 2),
             ("rank 1", "broadcast", "0", 1, 4000, 50000, 0.08, 0.08, 2)]
     check("-t collectives: bytes and bandwidths worked out by hand", got == want, got)
+    # a message size without a group size: algbw known, busbw not (its factor needs n)
+    with tempfile.TemporaryDirectory() as tmp:
+        one = os.path.join(tmp, "nogroup.json")
+        json.dump({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce_RING_LL_Sum_float(x)",
+                                    "ts": 1000, "dur": 400, "pid": 0, "tid": 7,
+                                    "args": {"In msg nelems": 1000000, "dtype": "Float",
+                                             "Collective name": "allreduce"}}]}, open(one, "w"))
+        r = coll_json(tools, one)["rows"]
+        got1 = [(x["bytes"], x["algbw_gb_per_s"], x["busbw_gb_per_s"], x["group_size"]) for x in r]
+        check("-t collectives without a group size: algbw 10 GB/s, busbw and group size null", got1 == [(4000000, 10.0, None, None)],
+              got1)
     t = d["totals"]
     check("-t collectives: the stragglers worked out by hand",
           t == {"late:rank 0": {"last": 1, "instances": 3, "late_mean_ns": 33333, "late_max_ns": 100000},
