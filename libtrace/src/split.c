@@ -48,8 +48,10 @@ struct tk_split {
 	int pdir_hold;   /* its handle in tmpreg.c (removed on a signal) */
 	char *lock_path; /* DIR/.NAME.lock, flock()ed: one run per output set */
 	int lock_fd, lock_hold;
-	char *made;      /* the first directory of DIR this run created, or NULL */
-	int *made_holds; /* those it created, held (TK__TMP_MADE) until the run ends */
+	struct made_dir { /* the directories of DIR this run created, outermost first */
+		char *path;
+		int hold; /* held (TK__TMP_MADE): a signal removes it */
+	} *made;
 	size_t n_made, made_cap;
 	const char *input; /* the run's input path */
 	char ext[32];             /* the parts' file name ending: ".json.gz" */
@@ -1060,20 +1062,16 @@ static void end_run(tk_split *s, int failed)
 	}
 	free(s->lock_path);
 	s->lock_path = NULL;
-	char *d = failed && s->made ? tk__strdup(s->o.dir) : NULL;
-	while (d && strlen(d) >= strlen(s->made) && rmdir(d) == 0) {
-		char *slash = strrchr(d, '/');
-		if (!slash || slash == d)
-			break;
-		*slash = 0;
+	/* on failure the directories it created go, innermost first, where
+	 * empty (a part of DIR's path made before the failure too) */
+	for (size_t i = s->n_made; i-- > 0;) {
+		if (failed)
+			rmdir(s->made[i].path);
+		tk__tmp_release(s->made[i].hold);
+		free(s->made[i].path);
 	}
-	free(d);
 	free(s->made);
 	s->made = NULL;
-	for (size_t i = 0; i < s->n_made; i++)
-		tk__tmp_release(s->made_holds[i]);
-	free(s->made_holds);
-	s->made_holds = NULL;
 	s->n_made = s->made_cap = 0;
 }
 
@@ -1135,12 +1133,14 @@ static int make_dir(tk_split *s)
 		char c = *p;
 		*p = 0;
 		if (mkdir(d, 0777) == 0) {
-			if ((!s->made && !(s->made = tk__strdup(d))) ||
-			    tk__grow(&s->made_holds, &s->made_cap, s->n_made + 1, sizeof *s->made_holds, 4)) {
+			char *copy = tk__strdup(d);
+			if (!copy || tk__grow(&s->made, &s->made_cap, s->n_made + 1, sizeof *s->made, 4)) {
+				free(copy);
+				rmdir(d);
 				free(d);
 				return fail(s, TK_ERR_NOMEM, "out of memory");
 			}
-			s->made_holds[s->n_made++] = tk__tmp_hold(d, TK__TMP_MADE); /* a signal removes it */
+			s->made[s->n_made++] = (struct made_dir){copy, tk__tmp_hold(d, TK__TMP_MADE)};
 		} else if (errno != EEXIST) {
 			int e = errno;
 			free(d);

@@ -148,6 +148,12 @@ check "the directories it created are gone" test ! -e "$T/new"
 mkdir "$T/keep"
 "$BIN/trace-split" "$T/bad.json" -o "$T/keep/sub" --parts 2 2>"$T/err"
 check "a directory that existed stays" test -d "$T/keep" -a ! -e "$T/keep/sub"
+# DIR's path made in part before a name too long for the file system stops the rest: what was made goes
+mkdir "$T/half"
+long=$(printf 'x%.0s' $(seq 300))
+"$BIN/trace-split" "$IN" -o "$T/half/made/more/$long/dir" --parts 2 2>"$T/err"
+check "a DIR that cannot be made fails" test $? -eq 1
+check "the directories it made before the failure are gone" test -d "$T/half" -a ! -e "$T/half/made"
 
 echo "== inputs read twice refuse pipes"
 "$BIN/trace-split" <(cat "$IN") -o "$T/p2" --parts 2 2>"$T/err"
