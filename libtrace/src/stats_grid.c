@@ -207,8 +207,10 @@ static int render_md(const tk__grid *g, tk__buf *o)
 				/* text (a name, shapes) on the left, numbers on the right */
 				rc = tk__buf_append(o, g->cols[c].left || !g->isnum[c] ? ":---|" : "---:|", 5);
 			else
+				/* numbers as shown (separators), text whole: a name the
+				 * text table cuts to torch's width is read in full here */
 				rc = tk__buf_putc(o, ' ') ||
-				     md_escape(o, r < 0 ? g->cols[c].head : cell(g, (size_t)r, c, 0)) ||
+				     md_escape(o, r < 0 ? g->cols[c].head : cell(g, (size_t)r, c, !g->isnum[c])) ||
 				     tk__buf_append(o, " |", 2);
 		}
 		rc = rc ? rc : tk__buf_putc(o, '\n');
@@ -252,7 +254,7 @@ static int render_html(const tk__grid *g, tk__buf *o)
 		rc = tk__buf_puts(o, "<tr>");
 		for (size_t c = 0; c < g->n_cols && !rc; c++)
 			rc = tk__buf_puts(o, g->cols[c].left || !g->isnum[c] ? "<td>" : "<td class=\"n\">") ||
-			     html_text(o, cell(g, r, c, 0)) || tk__buf_puts(o, "</td>");
+			     html_text(o, cell(g, r, c, !g->isnum[c])) || tk__buf_puts(o, "</td>"); /* as in Markdown */
 		rc = rc || tk__buf_puts(o, "</tr>\n");
 	}
 	rc = rc || tk__buf_puts(o, "</tbody>\n</table>\n");

@@ -245,6 +245,14 @@ run trace-merge "$TD/steps/coll_rank0.json" "$TD/steps/coll_rank1.json" -o mu.tk
 check "trace-merge --compress: a smaller .tkb" [ "$(stat -c %s mz.tkb)" -lt "$(stat -c %s mu.tkb)" ]
 "$BIN/trace-convert" -q mz.tkb -o mz.json && "$BIN/trace-convert" -q mu.tkb -o mu.json
 check "trace-merge --compress: the same events" cmp -s mz.json mu.json
+# an op name longer than torch's column: cut with "..." in the text table, whole in Markdown
+cat >longname.json <<'JSON'
+{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::a_very_long_operator_name_that_torch_cuts_at_fifty_five_characters","pid":1,"tid":1,"ts":1,"dur":5}]}
+JSON
+run trace-stats longname.json -t ops
+check "text: a long op name is cut" has stdout "aten::a_very_long_operator_name_that_torch_cuts_at_f..."
+run trace-stats longname.json -t ops -f md
+check "md: a long op name is whole" has stdout "| aten::a_very_long_operator_name_that_torch_cuts_at_fifty_five_characters |"
 # nothing to count is said, not shown as tables without rows
 echo '[]' >empty.json
 run trace-stats empty.json
