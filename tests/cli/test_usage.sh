@@ -132,6 +132,19 @@ for tool in trace-convert trace-stats trace-merge trace-split trace-diff trace-r
 	check "$tool.1 says 2 is a usage error" grep -qi "2.*usage error" "$DOCS/$tool.1"
 done
 
+# every option --help lists has an entry in the man page (a .TP item), and every entry is an option
+opts_help() { "$BIN/$1" --help | grep -oE '^ +(-[a-zA-Z], )?--[a-z][a-z0-9-]*' | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u; }
+opts_man() {
+	awk 'prev == ".TP" && /^\.(B|BI|BR) / { print } { prev = $0 }' "$DOCS/$1.1" |
+		grep -oE -- '\\-\\-[a-z][a-z0-9\\-]*' | sed 's/\\-/-/g' | sort -u
+}
+for tool in trace-convert trace-stats trace-merge trace-split trace-diff trace-report trace-collect; do
+	[ -x "$BIN/$tool" ] || continue
+	odd=$(comm -3 <(opts_help $tool) <(opts_man $tool) | tr -d '\t' | tr '\n' ' ')
+	check "$tool: --help and $tool.1 list the same options (differ: ${odd:-none})" [ -z "$odd" ]
+	check "$tool: --help lists some options" [ "$(opts_help $tool | wc -l)" -gt 5 ]
+done
+
 # ---- output names: a suffix no format has is an error unless --to is given ----
 usage trace-convert "trace-convert: -o x.txt: no output format has this suffix (.json[.gz], .tkb," "$IN" -o x.txt
 check "trace-convert -o x.txt names --to" has stderr "--to"
