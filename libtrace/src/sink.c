@@ -406,7 +406,10 @@ int tk__sink_open_path(tk__sink *s, const char *path, const tk__ofilter *f, int 
 	memcpy(s->tmppath + n, ".tmp-XXXXXX", 12);
 	s->fd = tk__tmp_create(s->tmppath, 0, &s->tmp_hold);
 	if (s->fd < 0) {
-		snprintf(s->err, sizeof s->err, "%s: cannot create: %s", path, strerror(errno));
+		/* the file itself may exist: what failed is the temporary name
+		 * beside it, in its directory (read-only, /proc, missing) */
+		snprintf(s->err, sizeof s->err, "%s: cannot create (a temporary file beside it, renamed when complete): %s",
+		         path, strerror(errno));
 		free(s->tmppath);
 		s->tmppath = NULL;
 		return TK_ERR_IO;
