@@ -19,7 +19,9 @@ track descriptors, slices (BEGIN events), instants, counters, flows (flow ids
 started), terminated flows, sequences, interned entries of each kind; the
 root track's process_ordering / thread_ordering; `processes`: the process
 tracks in sibling_order_rank order (stable, an absent rank counting as 0, as
-the proto says), each {uuid, pid, name, rank}; `threads`: for each process
+the proto says), each {uuid, pid, name, rank}; `tops`: the other tracks
+under the root (named tracks of string pids, "rank 3 Spans"), in the same
+order, each {uuid, name, rank}; `threads`: for each process
 uuid (a string, as JSON keys are) its thread tracks in sibling_order_rank
 order, each {uuid, tid, name, rank}.
 """
@@ -704,6 +706,10 @@ class Checker:
         out["processes"] = [{"uuid": u, "pid": self.tracks[u]["process"]["pid"],
                              "name": self.tracks[u]["process"]["name"] or self.tracks[u]["name"],
                              "rank": self.tracks[u]["rank"]} for u in procs]
+        tops = [u for u in self.track_order if u != 0 and self.tracks[u]["parent"] in (None, 0) and
+                not self.tracks[u]["process"] and not self.tracks[u]["thread"] and not self.tracks[u]["counter"]]
+        tops.sort(key=rank_key)
+        out["tops"] = [{"uuid": u, "name": self.tracks[u]["name"], "rank": self.tracks[u]["rank"]} for u in tops]
         out["threads"] = threads
         return out
 

@@ -512,7 +512,9 @@ def rank_order(r, summary, js_doc, want_ranks):
             "the root track (uuid 0) has process_ordering %s, not PROCESS_ORDERING_EXPLICIT (1): "
             "viewers ignore sibling_order_rank on process tracks without it" % summary.get("process_ordering"))
     seq = []
-    for p in summary["processes"]:
+    # the process tracks and the named tracks of string pids ("rank 3 Spans"), in sibling order
+    tops = [dict(t, pid=None) for t in summary.get("tops", []) if re.match(r"rank \d+\b", t["name"] or "")]
+    for p in sorted(summary["processes"] + tops, key=lambda t: t["rank"] if t["rank"] is not None else 0):
         name = p["name"] or ""
         nm = re.match(r"rank (\d+)\b ?(.*)", name)
         if p["pid"] in int_pids and p["pid"] is not None and p["pid"] >= 0:

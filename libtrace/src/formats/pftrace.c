@@ -11,6 +11,7 @@
 #include "formats/formats.h"
 #include "formats/pb.h"
 #include "procs.h"
+#include "tracekit/merge.h"
 #include "tracekit/sort.h"
 
 /* Field numbers, from Perfetto's perfetto_trace.proto. */
@@ -1447,7 +1448,8 @@ static int put_tracks(tk_writer *w)
 		rc = TK_ERR_NOMEM;
 	for (size_t i = 0; !rc && i < s->pt.n_proc; i++) {
 		pproc *p = PROC(s, i);
-		p->rank = k && p->pid.kind == TK_ID_INT ? p->pid.num / k : 0;
+		int64_t rank; /* a string pid ("rank 3 Spans") has its rank too */
+		p->rank = k && tk_merge_rank_of(&p->pid, k, &rank) == 0 ? rank : 0;
 		p->gpu = is_gpu(p);
 		po[i] = p;
 	}
