@@ -237,6 +237,18 @@ static void expect_error(const pb *t, const tk_reader_opts *o, int code, size_t 
 	tk_reader_free(r);
 }
 
+/* The args of t's one event, read on `threads` threads; ev holds the event
+ * (the caller frees it). */
+static tk_sv one_args(const pb *t, unsigned threads, tu_events *ev)
+{
+	tk_reader_opts o = {.threads = threads};
+	tk_reader *r;
+	assert_int_equal(read_pf(t, &o, ev, &r), TK_EOF);
+	tk_reader_free(r);
+	assert_int_equal(ev->n, 1);
+	return ev->ev[0]->args;
+}
+
 /* A DebugAnnotation {name_iid, value} with value field vf = v; emptied
  * into te. */
 static void put_ann(pb *te, uint64_t name_iid, unsigned vf, uint64_t v)
@@ -296,16 +308,11 @@ static void test_annotation_shapes(void **state)
 	const char *want = "{\"a\":-5,\"b\\\"q\":18446744073709551615,\"c\":false,\"d\":\"t\\u0001\","
 	                   "\"e\":[1,\"s\",true,7,8],\"f\":{\"a\":3,\"\":4},\"\":8,\"g\":9}";
 	for (unsigned th = 1; th <= 4; th += 3) {
-		tk_reader_opts o = {.threads = th};
 		tu_events ev = {0};
-		tk_reader *r;
-		assert_int_equal(read_pf(&t, &o, &ev, &r), TK_EOF);
-		assert_int_equal(ev.n, 1);
-		const tk_sv a = ev.ev[0]->args;
+		const tk_sv a = one_args(&t, th, &ev);
 		if (!a.ptr || a.len != strlen(want) || memcmp(a.ptr, want, a.len) != 0)
 			fail_msg("threads %u: args %.*s, want %s", th, (int)a.len, a.ptr ? a.ptr : "", want);
 		tu_events_free(&ev);
-		tk_reader_free(r);
 	}
 	free(t.p);
 	/* a string id that is not interned, as an array's element */
@@ -442,15 +449,10 @@ static void test_interned_string_copies(void **state)
 	}
 	put_event(&t, &te, 1000);
 	for (unsigned th = 1; th <= 4; th += 3) {
-		tk_reader_opts o = {.threads = th};
 		tu_events ev = {0};
-		tk_reader *r;
-		assert_int_equal(read_pf(&t, &o, &ev, &r), TK_EOF);
-		assert_int_equal(ev.n, 1);
-		assert_true(ev.ev[0]->args.len > n * len);
+		assert_true(one_args(&t, th, &ev).len > n * len);
 		tu_events_free(&ev);
-		tk_reader_free(r);
-		o.max_value_bytes = 1u << 20;
+		tk_reader_opts o = {.threads = th, .max_value_bytes = 1u << 20};
 		expect_error(&t, &o, TK_ERR_LIMIT, 0, "annotations are larger than the limit");
 	}
 	free(t.p);
