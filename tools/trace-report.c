@@ -1285,15 +1285,18 @@ static void write_page(report *R)
 	/* what was said while reading (a cut input, one that failed) goes with
 	 * the page, which is read far from the terminal */
 	int error;
-	for (size_t i = 0; cli_said(i, &error); i++) {
-		fputs(i ? "<li>" : "<div class=\"said\"><b>While reading the traces:</b><ul><li>", f);
+	const char *msg;
+	size_t n_said = 0;
+	for (; (msg = cli_said(n_said, &error)); n_said++) {
+		fputs(n_said ? "<li>" : "<div class=\"said\"><b>While reading the traces:</b><ul><li>", f);
 		fputs(error ? "error: " : "warning: ", f);
-		esc(f, cli_said(i, &error));
+		esc(f, msg);
 		fputs("</li>\n", f);
-		if (!cli_said(i + 1, &error))
-			fprintf(f, cli_said_unkept() ? "<li>and %zu more (on the terminal)</li></ul></div>\n" : "</ul></div>\n",
-			        cli_said_unkept());
 	}
+	if (n_said && cli_said_unkept())
+		fprintf(f, "<li>and %zu more (on the terminal)</li>\n", cli_said_unkept());
+	if (n_said)
+		fputs("</ul></div>\n", f);
 	fputs("<nav><a href=\"#run\">run</a><a href=\"#steps\">steps</a><a href=\"#gpu\">GPU time</a>"
 	      "<a href=\"#ops\">operators</a><a href=\"#kernels\">kernels</a><a href=\"#collectives\">collectives</a>"
 	      "<a href=\"#memory\">memory</a><a href=\"#flame\">flame graph</a></nav>\n",
