@@ -540,6 +540,16 @@ void cli_progress_done(cli_progress *p)
 	p->shown = 0;
 }
 
+int cli_need_rereadable(const cli_tool *t, const char *name, const char *why)
+{
+	if (tk_input_rereadable(name))
+		return 0;
+	int in = strcmp(name, "-") == 0;
+	cli_usage_error(t, "%s: %s, and this is %s: save it to a file first", in ? "(stdin)" : name, why,
+	                in ? "standard input" : "a pipe or FIFO");
+	return 2;
+}
+
 int cli_refuse_output_input(const cli_tool *t, const char *opt, const char *out, char *const *in, size_t n)
 {
 	for (size_t i = 0; out && i < n; i++)

@@ -121,6 +121,10 @@ int cli_out_close(const char *tool, tk_outfile *out, int ok);
  * "-", a device, a FIFO) rather than published whole on close. */
 int cli_out_in_place(const char *path);
 
+/* An input read twice ("why": "trace-split reads its input twice"): 0, or
+ * 2 after a usage error when it is standard input or a pipe, which cannot
+ * be read again. */
+int cli_need_rereadable(const cli_tool *t, const char *name, const char *why);
 /* A usage error naming the option opt ("-o", "--folded") and 2 when the
  * output file out is one of the inputs (the same file, by
  * tk_output_is_input), else 0. */

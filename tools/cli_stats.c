@@ -31,15 +31,6 @@ int cli_reads_twice(long step_a, const tk_stats_opts *so)
 	return step_a >= 0 || so->window.lo_rel || so->window.hi_rel;
 }
 
-int cli_need_rereadable(const cli_tool *t, const char *name)
-{
-	if (tk_input_rereadable(name))
-		return 0;
-	int in = strcmp(name, "-") == 0;
-	cli_usage_error(t, "%s: --steps and a --window counted from the first event read each input twice, and "
-	                "this is %s: save it to a file first", in ? "(stdin)" : name, in ? "standard input" : "a pipe or FIFO");
-	return 2;
-}
 
 /* Progress every 65,536 events of r, under label (the reader's name when NULL). */
 static void tick(cli_progress *p, tk_reader *r, const char *label)

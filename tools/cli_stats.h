@@ -15,9 +15,9 @@ int cli_parse_steps(const cli_tool *t, int id, const char *arg, long *a, long *b
 /* 1 when the tables need a first read of each input: --steps (step_a >= 0)
  * or a --window counted from the first event. */
 int cli_reads_twice(long step_a, const tk_stats_opts *so);
-/* An input that --steps or a --window counted from the first event reads
- * twice: 0, or 2 after a usage error when it is standard input or a pipe. */
-int cli_need_rereadable(const cli_tool *t, const char *name);
+/* What cli_need_rereadable says of an input --steps or a --window counted
+ * from the first event reads twice. */
+#define CLI_STATS_TWICE "--steps and a --window counted from the first event read each input twice"
 
 /* --memory (default TK_STATS_MEMORY_DEFAULT): the sorting of the steps,
  * launch, memory and collectives tables per trace; the ranks of a trace-merge output

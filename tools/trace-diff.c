@@ -132,7 +132,7 @@ static int parse_args(int argc, char **argv, diff_opts *o)
 	if (cli_refuse_output_input(&tool, "-o", o->out, o->in, 2))
 		return 2;
 	for (int i = 0; i < 2; i++)
-		if (cli_reads_twice(o->steps[i][0], &o->sopts) && cli_need_rereadable(&tool, o->in[i]))
+		if (cli_reads_twice(o->steps[i][0], &o->sopts) && cli_need_rereadable(&tool, o->in[i], CLI_STATS_TWICE))
 			return 2;
 	if (!strcmp(o->in[0], "-") && !strcmp(o->in[1], "-")) {
 		cli_usage_error(&tool, "BASE and NEW cannot both be standard input");

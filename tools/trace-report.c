@@ -123,7 +123,7 @@ static int parse_args(int argc, char **argv, report_opts *o)
 	}
 	int twice = cli_reads_twice(o->step_a, &o->sopts);
 	for (int i = 0; twice && i < o->n_in; i++)
-		if (cli_need_rereadable(&tool, o->in[i]))
+		if (cli_need_rereadable(&tool, o->in[i], CLI_STATS_TWICE))
 			return 2;
 	return 0;
 }

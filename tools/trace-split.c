@@ -331,11 +331,7 @@ int main(int argc, char **argv)
 		return rc;
 	if (a.list)
 		return cli_list_traces(tool.name, (char *const *)&a.in, 1);
-	if (!tk_input_rereadable(a.in)) { /* a usage error, as in the tools that read twice for --steps */
-		int in = strcmp(a.in, "-") == 0;
-		cli_usage_error(&tool, "%s: trace-split reads its input twice, and this is %s: save it to a file first",
-		                in ? "(stdin)" : a.in, in ? "standard input" : "a pipe or FIFO");
+	if (cli_need_rereadable(&tool, a.in, "trace-split reads its input twice"))
 		return 2;
-	}
 	return run_split(&a);
 }

@@ -175,7 +175,7 @@ static int parse_args(int argc, char **argv, stats_opts *o)
 		return 2;
 	int twice = cli_reads_twice(o->step_a, &o->sopts);
 	for (int i = 0; i < o->n_in && twice; i++)
-		if (cli_need_rereadable(&tool, o->in[i]))
+		if (cli_need_rereadable(&tool, o->in[i], CLI_STATS_TWICE))
 			return 2;
 	return 0;
 }
