@@ -933,9 +933,12 @@ static void check_like_plain(const char *path, const member *ms, size_t n, const
 	size_t i = 0;
 	int rc;
 	while ((rc = tk_inputs_next(in, &r, &name)) != TK_EOF) {
-		/* a member that fails as it opens comes with its reader */
+		/* a member that fails as it opens comes with its reader, and
+		 * the tk_inputs says the same */
 		if (rc != TK_OK && !r)
 			fail_msg("%s: rc %d: %s", path, rc, tk_inputs_error(in));
+		if (rc != TK_OK)
+			assert_string_equal(tk_inputs_error(in), tk_reader_error(r));
 		while (i < n && !ms[i].trace)
 			i++;
 		assert_true(i < n);
@@ -1101,6 +1104,23 @@ static void test_plain_inputs(void **state)
 	assert_true(tk_inputs_open(&in, tu_tmpdir(), NULL) < 0);
 	assert_true(tu_contains(tk_inputs_error(in), tu_tmpdir()));
 	tk_inputs_free(in);
+	/* a file that is not a trace: the tk_inputs names it too, not only
+	 * its reader; the next call ends the listing */
+	char *text = dupstr(tu_path("notes.json"));
+	tu_write_file(text, "plain words", 11);
+	assert_int_equal(tk_inputs_open(&in, text, NULL), TK_OK);
+	const char *n;
+	tk_reader *r = NULL;
+	assert_true(tk_inputs_next(in, &r, &n) < 0);
+	if (!tu_contains(tk_inputs_error(in), text))
+		fail_msg("message: '%s'", tk_inputs_error(in));
+	assert_string_equal(tk_inputs_error(in), tk_reader_error(r));
+	tk_reader_free(r);
+	assert_int_equal(tk_inputs_next(in, &r, &n), TK_EOF);
+	assert_null(r);
+	tk_inputs_free(in);
+	unlink(text);
+	free(text);
 	mset_free(&s);
 }
 

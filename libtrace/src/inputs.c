@@ -50,6 +50,22 @@ int tk_inputs_open(tk_inputs **out, const char *path, const tk_reader_opts *opts
 	return rc ? tk__err_set(&in->err, rc, "%s", tk__arc_error(in->arc)) : 0;
 }
 
+/* A reader of src into *r, or, with r NULL, only the check that it opens.
+ * On failure the reader's message is in.err too (the reader, with its
+ * warnings, is still handed over). */
+static int open_reader(tk_inputs *in, tk_reader **r, tk__src *src, const char *label, const char *member)
+{
+	tk_reader *t = NULL;
+	int rc = tk__reader_open_src(&t, src, label, member, &in->opts);
+	if (rc)
+		tk__err_msg(&in->err, rc, "%s", t ? tk_reader_error(t) : "out of memory");
+	if (r)
+		*r = t;
+	else
+		tk_reader_free(t);
+	return rc;
+}
+
 /* *name = "FILE//MEMBER", or FILE. */
 static int set_name(tk_inputs *in, const char *member)
 {
@@ -79,19 +95,12 @@ int tk_inputs_next(tk_inputs *in, tk_reader **r, const char **name)
 			return in->err.code;
 		*name = in->name;
 		const char *label = strcmp(in->path, "-") == 0 ? "(stdin)" : in->path;
-		if (r)
-			return tk__reader_open_src(r, &in->src, label, in->member, &in->opts);
-		if (!in->member) {
+		if (!r && !in->member) {
 			tk__src_close(&in->src);
 			return TK_OK;
 		}
 		/* a member is listed only when it is there: its reader finds it */
-		tk_reader *t = NULL;
-		int rc = tk__reader_open_src(&t, &in->src, label, in->member, &in->opts);
-		if (rc)
-			tk__err_msg(&in->err, rc, "%s", t ? tk_reader_error(t) : "out of memory");
-		tk_reader_free(t);
-		return rc;
+		return open_reader(in, r, &in->src, label, in->member);
 	}
 	const char *m;
 	int64_t size;
@@ -115,7 +124,7 @@ int tk_inputs_next(tk_inputs *in, tk_reader **r, const char **name)
 	tk__src s;
 	if (tk__src_init_member(&s, in->arc))
 		return tk__err_set(&in->err, TK_ERR_NOMEM, "out of memory");
-	return tk__reader_open_src(r, &s, in->name, NULL, &in->opts);
+	return open_reader(in, r, &s, in->name, NULL);
 }
 
 const char *tk_inputs_error(const tk_inputs *in)
