@@ -16,17 +16,10 @@ int tk__merge_note_coll(tk_merge *m, tk__input *in, const tk_event *ev)
 	    in->n_colls >= MAX_COLLS || !tk__coll_key(ev, key, sizeof key, &len))
 		return 0;
 	if (tk__grow(&in->colls, &in->colls_cap, in->n_colls + 1, sizeof *in->colls, 64))
-			return TK_ERR_NOMEM;
-	tk_sv k = tk__strtab_intern(&m->keys, key, len);
-	if (!k.ptr)
 		return TK_ERR_NOMEM;
-	/* the index of an interned string is stable: find it by its pointer's table slot */
-	uint32_t id = 0;
-	for (size_t i = m->keys.n; i-- > 0;)
-		if (m->keys.ents[i].ptr == k.ptr) {
-			id = (uint32_t)i;
-			break;
-		}
+	uint32_t id;
+	if (!tk__strtab_intern_id(&m->keys, key, len, &id).ptr)
+		return TK_ERR_NOMEM;
 	int64_t end = tk__sat_add(ev->ts, (ev->has & TK_HAS_DUR) ? ev->dur : 0);
 	in->colls[in->n_colls++] = (tk__coll){end, id};
 	return 0;
