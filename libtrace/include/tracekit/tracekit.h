@@ -201,9 +201,12 @@ TK_API int tk_inputs_open(tk_inputs **out, const char *path, const tk_reader_opt
  * NULL, a new reader in *r that the caller frees. A member's reader reads
  * until the next call of tk_inputs_next() moves the archive on (it then
  * fails); it may be freed before or after the tk_inputs. With r NULL the
- * member is only named and skipped (a listing). TK_EOF after the last, or
- * an error, with the archive, the member and the byte named in
- * tk_inputs_error(): each error is returned once, and the next call goes
+ * member is only named and skipped (a listing; a plain file is named
+ * without being read). TK_EOF after the last, or an error, with the
+ * archive, the member and the byte named in tk_inputs_error(). A trace that
+ * does not open is such an error: *r may then hold its reader, with the
+ * same message in tk_reader_error() and the warnings read so far, for the
+ * caller to free. Each error is returned once, and the next call goes
  * on with the member after it where the archive allows (a damaged header
  * that the format can step over), or returns TK_EOF where it cannot (a
  * cut or corrupt stream). */
