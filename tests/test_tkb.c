@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -754,6 +755,28 @@ static void test_threads(void **state)
 	unlink(path);
 }
 
+/* A file that cannot be made: the message says so, and why. */
+static void test_writer_open_fails(void **state)
+{
+	(void)state;
+	char path[600];
+	snprintf(path, sizeof path, "%s", tpath("nodir/x.tkb"));
+	const char *why[2] = {"No such file or directory", "Is a directory"};
+	for (int i = 0; i < 2; i++) {
+		if (i == 1) { /* the directory itself */
+			snprintf(path, sizeof path, "%s", tpath("adir"));
+			assert_int_equal(mkdir(path, 0700), 0);
+		}
+		tk_tkb_writer *w = NULL;
+		assert_int_equal(tk_tkb_writer_open(&w, path, NULL, NULL), TK_ERR_IO);
+		const char *msg = tk_tkb_writer_error(w);
+		if (!tu_contains(msg, path) || !tu_contains(msg, "cannot create") || !tu_contains(msg, why[i]))
+			fail_msg("message: %s", msg);
+		tk_tkb_writer_free(w);
+	}
+	rmdir(path);
+}
+
 static void test_buf_limits(void **state)
 {
 	(void)state;
@@ -1408,6 +1431,7 @@ int main(int argc, char **argv)
 		    cmocka_unit_test(test_lost_dictionary),     cmocka_unit_test(test_resync_garbage),
 		    cmocka_unit_test(test_writer_meta),         cmocka_unit_test(test_args_values), cmocka_unit_test(test_crafted_keys),
 		    cmocka_unit_test(test_threads),             cmocka_unit_test(test_buf_limits),
+		    cmocka_unit_test(test_writer_open_fails),
 		    cmocka_unit_test(test_threads_lockstep),
 		    cmocka_unit_test(test_threads_bad_inflate), cmocka_unit_test(test_long_keys),
 		    cmocka_unit_test(test_dictionary_gaps),      cmocka_unit_test(test_batch_cut),

@@ -130,8 +130,10 @@ static int put_out(tk_tkb_writer *w)
 	return e ? tk__err_set(&w->err, TK_ERR_IO, "%s: write failed: %s", w->name, strerror(e)) : 0;
 }
 
+/* fd < 0: the file could not be made (open_errno says why); the writer
+ * is still made, to hold that message. */
 static int wstart(tk_tkb_writer **out, int fd, int own, const char *name, const tk_tkb_header *h,
-                  const tk_tkb_opts *o)
+                  const tk_tkb_opts *o, int open_errno)
 {
 	tk_tkb_writer *w = calloc(1, sizeof *w);
 	*out = w;
@@ -146,6 +148,8 @@ static int wstart(tk_tkb_writer **out, int fd, int own, const char *name, const 
 	w->name = tk__strdup(name ? name : "(output)");
 	if (!w->name || tk__tkb_enc_init(&w->enc, o) || tk__tkb_enc_header(&w->enc, &w->out, h))
 		return tk__err_set(&w->err, TK_ERR_NOMEM, "out of memory");
+	if (fd < 0)
+		return tk__err_set(&w->err, TK_ERR_IO, "%s: cannot create: %s", w->name, strerror(open_errno));
 	return put_out(w);
 }
 
@@ -155,13 +159,7 @@ int tk_tkb_writer_open(tk_tkb_writer **out, const char *path, const tk_tkb_heade
 	if (!out || !path)
 		return TK_ERR_ARG;
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-	if (fd < 0) {
-		int rc = wstart(out, -1, 0, path, h, opts);
-		if (rc)
-			return rc;
-		return tk__err_set(&(*out)->err, TK_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-	}
-	return wstart(out, fd, 1, path, h, opts);
+	return wstart(out, fd, fd >= 0, path, h, opts, errno);
 }
 
 int tk_tkb_writer_open_fd(tk_tkb_writer **out, int fd, const char *name, const tk_tkb_header *h,
@@ -169,7 +167,7 @@ int tk_tkb_writer_open_fd(tk_tkb_writer **out, int fd, const char *name, const t
 {
 	if (!out || fd < 0)
 		return TK_ERR_ARG;
-	return wstart(out, fd, 0, name, h, opts);
+	return wstart(out, fd, 0, name, h, opts, 0);
 }
 
 int tk_tkb_writer_add_meta(tk_tkb_writer *w, tk_sv key, tk_sv json, int after_events)
