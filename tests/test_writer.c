@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -405,6 +406,98 @@ static void test_invalid_args_message(void **state)
 	tk_writer_free(w);
 }
 
+/* Calls a writer refuses without harm: each returns its error, and the
+ * output written before and after it is complete. */
+static void test_refusals_keep_writer(void **state)
+{
+	(void)state;
+	static const char *const names[] = {"keep.json", "keep.tkb", "keep.pftrace", "keep.sqlite"};
+	for (size_t f = 0; f < sizeof names / sizeof *names; f++) {
+		const char *path = tu_path(names[f]);
+		tk_writer *w = open_writer(path, NULL);
+		tk_event e = base_event('X');
+		e.has |= TK_HAS_TS | TK_HAS_DUR | TK_HAS_NAME;
+		e.dur = 5;
+		e.name = tu_sv("first");
+		e.pid = (tk_id){TK_ID_INT, 1, {NULL, 0}};
+		e.tid = (tk_id){TK_ID_INT, 1, {NULL, 0}};
+		write_ok(w, &e);
+		/* a budget where the format has none: refused, and asked for nothing */
+		int budget = f == 0 ? 0 : TK_ERR_UNSUPPORTED;
+		assert_int_equal(tk_writer_set_max_bytes(w, 1 << 20), budget);
+		if (budget && !tu_contains(tk_writer_error(w), "JSON output only"))
+			fail_msg("%s: message: %s", path, tk_writer_error(w));
+		assert_int_equal(tk_writer_set_max_bytes(w, 0), 0);
+		/* a second "traceEvents" would make a file no reader takes */
+		assert_int_equal(tk_writer_add_meta(w, tu_sv("traceEvents"), tu_sv("[]")), TK_ERR_ARG);
+		assert_true(tu_contains(tk_writer_error(w), "traceEvents"));
+		/* a name of length 3 without its text */
+		tk_event bad = e;
+		bad.name = (tk_sv){NULL, 3};
+		assert_int_equal(tk_writer_write(w, &bad), TK_ERR_ARG);
+		if (!tu_contains(tk_writer_error(w), path) || !tu_contains(tk_writer_error(w), "event 2"))
+			fail_msg("%s: message: %s", path, tk_writer_error(w));
+		bad = e;
+		bad.tid = (tk_id){TK_ID_STR, 0, {NULL, 1}};
+		const tk_event *group[2] = {&e, &bad};
+		assert_int_equal(tk_writer_write_group(w, group, 2), TK_ERR_ARG); /* all or none */
+		e.ts = 10;
+		e.name = tu_sv("second");
+		write_ok(w, &e);
+		assert_int_equal(tk_writer_close(w), 0);
+		/* after close: refused, and the file stays as closed */
+		assert_int_equal(tk_writer_write(w, &e), TK_ERR_ARG);
+		assert_true(tu_contains(tk_writer_error(w), "closed"));
+		assert_int_equal(tk_writer_add_meta(w, tu_sv("k"), tu_sv("1")), TK_ERR_ARG);
+		assert_int_equal(tk_writer_close(w), 0);
+		tk_writer_free(w);
+		if (f == 3) /* read by sqlite3 in tests/cli; no reader here */
+			continue;
+		tu_events back = read_back(path, NULL);
+		assert_int_equal(back.n, 2);
+		assert_true(tu_sv_is(back.ev[0]->name, "first"));
+		assert_true(tu_sv_is(back.ev[1]->name, "second"));
+		tu_events_free(&back);
+	}
+	/* an empty path is refused at once, by writers and other outputs */
+	tk_writer *w = NULL;
+	assert_int_equal(tk_writer_open_path(&w, "", NULL), TK_ERR_ARG);
+	assert_true(tu_contains(tk_writer_error(w), "empty"));
+	tk_writer_free(w);
+	tk_outfile *o = NULL;
+	assert_int_equal(tk_outfile_open(&o, ""), TK_ERR_ARG);
+	assert_true(tu_contains(tk_outfile_error(o), "empty"));
+	tk_outfile_free(o);
+	/* NULL events and readers: refused, never followed */
+	assert_int_equal(tk_event_equal(NULL, NULL), 1);
+	tk_event e = base_event('i');
+	assert_int_equal(tk_event_equal(&e, NULL), 0);
+	assert_int_equal(tk_event_equal(NULL, &e), 0);
+	tk_reader *r = NULL;
+	static const char text[] = "{\"traceEvents\":[{\"ph\":\"i\"}]}";
+	assert_int_equal(tk_reader_open_memory(&r, text, sizeof text - 1, "m", NULL), 0);
+	assert_int_equal(tk_reader_next(r, NULL), TK_ERR_ARG);
+	tk_reader_free(r);
+}
+
+/* .tkb output counts the strings of args whose invalid UTF-8 it replaced,
+ * as JSON output does. */
+static void test_tkb_repaired_count(void **state)
+{
+	(void)state;
+	const char *path = tu_path("repaired.tkb");
+	tk_writer *w = open_writer(path, NULL);
+	tk_event e = base_event('i');
+	e.args = tu_sv("{\"bad\":\"\xff\",\"good\":\"x\",\"also\":[\"\xc3\"]}");
+	write_ok(w, &e);
+	assert_int_equal(tk_writer_repaired_strings(w), 2);
+	close_ok(w);
+	tu_events back = read_back(path, NULL);
+	assert_int_equal(back.n, 1);
+	assert_true(tu_sv_is(back.ev[0]->args, "{\"bad\":\"" FFFD "\",\"good\":\"x\",\"also\":[\"" FFFD "\"]}"));
+	tu_events_free(&back);
+}
+
 /* The output appears under its name only when closed; nothing is left otherwise. */
 static void test_temporary_file(void **state)
 {
@@ -677,6 +770,8 @@ static void test_outfile(void **state)
 	assert_int_equal(access(path, F_OK), -1); /* not yet */
 	assert_int_equal(tu_count_prefix(dir, "table.txt.tmp-"), 1);
 	assert_int_equal(tk_outfile_close(o), 0);
+	assert_int_equal(tk_outfile_close(o), 0); /* twice is harmless */
+	assert_string_equal(tk_outfile_error(o), "");
 	tk_outfile_free(o);
 	size_t n;
 	char *t = tu_read_file(path, &n);
@@ -713,6 +808,43 @@ static void test_outfile(void **state)
 	assert_int_equal(tk_outfile_open(&o, path), TK_ERR_IO);
 	assert_true(tu_contains(tk_outfile_error(o), path));
 	tk_outfile_free(o);
+}
+
+/* "-": what the program printed to stdout before the table comes before it. */
+static void test_outfile_stdout_order(void **state)
+{
+	(void)state;
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	fflush(stdout);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(fds[1], 1);
+		close(fds[0]);
+		close(fds[1]);
+		printf("line1\n"); /* held in stdout's buffer: a pipe is not a terminal */
+		tk_outfile *o = NULL;
+		if (tk_outfile_open(&o, "-"))
+			_exit(2);
+		fputs("line2\n", tk_outfile_stream(o));
+		int rc = tk_outfile_close(o);
+		tk_outfile_free(o);
+		printf("line3\n");
+		fflush(stdout);
+		_exit(rc ? 3 : 0);
+	}
+	close(fds[1]);
+	char buf[64] = {0};
+	size_t n = 0;
+	ssize_t k;
+	while (n < sizeof buf - 1 && (k = read(fds[0], buf + n, sizeof buf - 1 - n)) > 0)
+		n += (size_t)k;
+	close(fds[0]);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_string_equal(buf, "line1\nline2\nline3\n");
 }
 
 static int is_gzip(const char *path)
@@ -904,11 +1036,14 @@ int main(void)
 		cmocka_unit_test(test_no_events),
 		cmocka_unit_test(test_invalid_caller_input),
 		cmocka_unit_test(test_invalid_args_message),
+		cmocka_unit_test(test_refusals_keep_writer),
+		cmocka_unit_test(test_tkb_repaired_count),
 		cmocka_unit_test(test_temporary_file),
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_sqlite_output),
 		cmocka_unit_test(test_spill_dir),
 		cmocka_unit_test(test_outfile),
+		cmocka_unit_test(test_outfile_stdout_order),
 		cmocka_unit_test(test_gzip_output),
 		cmocka_unit_test(test_write_to_fd),
 		cmocka_unit_test(test_round_trip_testdata),

@@ -72,6 +72,8 @@ int tk__id_eq(const tk_id *a, const tk_id *b)
 int tk_event_equal(const tk_event *a, const tk_event *b)
 {
 	unsigned mask = ~(unsigned)TK_HAS_VALID_JSON;
+	if (!a || !b)
+		return a == b;
 	if ((a->has & mask) != (b->has & mask))
 		return 0;
 	if ((a->has & TK_HAS_PH) && a->ph != b->ph)

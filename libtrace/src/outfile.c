@@ -25,6 +25,8 @@ int tk_outfile_open(tk_outfile **out, const char *path)
 		snprintf(o->err, sizeof o->err, "no output path");
 		return TK_ERR_ARG;
 	}
+	if (strcmp(path, "-") == 0) /* what the program printed before comes first */
+		fflush(stdout);
 	int rc = tk__sink_open_path(&o->sink, path, NULL, 0);
 	if (rc) {
 		snprintf(o->err, sizeof o->err, "%s", o->sink.err[0] ? o->sink.err : "out of memory");
@@ -47,10 +49,12 @@ FILE *tk_outfile_stream(tk_outfile *o)
 
 int tk_outfile_close(tk_outfile *o)
 {
-	if (!o || !o->f)
+	if (!o)
 		return TK_ERR_ARG;
-	if (o->closed)
+	if (o->closed) /* closing twice is harmless, as for a writer */
 		return 0;
+	if (!o->f)
+		return TK_ERR_ARG;
 	int bad = ferror(o->f);
 	int flushed = fflush(o->f) == 0;
 	int e = errno;
@@ -75,7 +79,7 @@ int tk_outfile_close(tk_outfile *o)
 
 const char *tk_outfile_error(const tk_outfile *o)
 {
-	return !o ? "no output file" : o->err[0] ? o->err : "no error";
+	return !o ? "no output file" : o->err;
 }
 
 void tk_outfile_free(tk_outfile *o)

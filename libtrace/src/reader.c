@@ -486,7 +486,7 @@ void tk__reader_blame_filter(tk_reader *r)
 
 int tk_reader_next(tk_reader *r, const tk_event **ev)
 {
-	if (!r)
+	if (!r || !ev)
 		return TK_ERR_ARG;
 	if (r->err.code)
 		return r->err.code;

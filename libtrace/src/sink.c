@@ -371,6 +371,10 @@ int tk__sink_open_path(tk__sink *s, const char *path, const tk__ofilter *f, int 
 		return tk__sink_open_fd(s, 1, "(stdout)", f, level);
 	memset(s, 0, sizeof *s);
 	s->fd = -1;
+	if (!*path) {
+		snprintf(s->err, sizeof s->err, "the output's path is empty");
+		return TK_ERR_ARG;
+	}
 	struct stat st;
 	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && !(stat(path, &st) == 0 && !S_ISREG(st.st_mode))) {
 		/* a symbolic link to a file stays one: the file is written (one to

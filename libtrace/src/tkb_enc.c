@@ -507,10 +507,12 @@ static int canon_parts(tk__tkb_enc *e, const tk_event *ev, tk_sv *args, tk_sv *e
 	if (ev->has & TK_HAS_VALID_JSON)
 		return 0;
 	e->cargs.len = e->cextra.len = 0;
-	if (args->ptr && tk__json_canon_text(&e->cargs, args->ptr, args->len, 0, NULL))
+	int ra = 0, rx = 0;
+	if (args->ptr && tk__json_canon_text(&e->cargs, args->ptr, args->len, 0, &ra))
 		return TK_ERR_ARG;
-	if (extra->ptr && extra->len && tk__json_canon_text(&e->cextra, extra->ptr, extra->len, 1, NULL))
+	if (extra->ptr && extra->len && tk__json_canon_text(&e->cextra, extra->ptr, extra->len, 1, &rx))
 		return TK_ERR_ARG;
+	e->repaired += (uint64_t)ra + (uint64_t)rx;
 	if (args->ptr)
 		*args = (tk_sv){e->cargs.p ? e->cargs.p : "", e->cargs.len};
 	if (extra->ptr && extra->len)

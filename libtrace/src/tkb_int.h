@@ -92,7 +92,8 @@ typedef struct tk__tkb_enc {
 	z_stream z;
 	size_t chunk_bytes;
 	uint64_t events;
-	const char *err; /* static text of the last failure */
+	uint64_t repaired; /* strings of args and extra whose invalid UTF-8 was replaced */
+	const char *err;   /* static text of the last failure */
 } tk__tkb_enc;
 
 int tk__tkb_enc_init(tk__tkb_enc *e, const tk_tkb_opts *o);

@@ -66,12 +66,24 @@ int tk__writer_flush(tk_writer *w)
 	return 0;
 }
 
+/* The output's name for messages. */
+static const char *out_name(const tk_writer *w)
+{
+	return w->sink.path ? w->sink.path : "output";
+}
+
 static int add_meta(tk_writer *w, tk_sv key, tk_sv json, int after)
 {
 	if (!w || !key.ptr || !json.ptr)
 		return TK_ERR_ARG;
 	if (w->err.code)
 		return w->err.code;
+	if (w->closed)
+		return tk__err_msg(&w->err, TK_ERR_ARG, "%s: the output is closed", out_name(w));
+	/* the events' own member: a second one would make the file unreadable */
+	if (key.len == 11 && memcmp(key.ptr, "traceEvents", 11) == 0)
+		return tk__err_msg(&w->err, TK_ERR_ARG, "%s: \"traceEvents\" is the events' member, not metadata",
+		                   out_name(w));
 	return w->fmt->wr->add_meta(w, key, json, after);
 }
 
@@ -90,9 +102,8 @@ int tk_writer_set_max_bytes(tk_writer *w, uint64_t max_bytes)
 	if (!w)
 		return TK_ERR_ARG;
 	if (max_bytes && (!w->fmt->wr->state_size || !w->fmt->wr->close_bytes))
-		return tk__err_set(&w->err, TK_ERR_UNSUPPORTED,
-		                       "a byte budget is supported for JSON output only, not %s",
-		                       w->fmt->name);
+		return tk__err_msg(&w->err, TK_ERR_UNSUPPORTED, "a byte budget is supported for JSON output only, not %s",
+		                   w->fmt->name);
 	w->max_bytes = max_bytes;
 	return 0;
 }
@@ -127,6 +138,24 @@ static int fits_after_sync(tk_writer *w, size_t *mark)
 	return fits(w);
 }
 
+/* 0 when a view's text is absent (ptr NULL) but has a length: an event
+ * no writer can take. */
+static int sv_ok(tk_sv v)
+{
+	return v.ptr || !v.len;
+}
+
+static int id_ok(const tk_id *id)
+{
+	return id->kind != TK_ID_STR || sv_ok(id->str);
+}
+
+static int event_ok(const tk_event *ev)
+{
+	return sv_ok(ev->name) && sv_ok(ev->cat) && sv_ok(ev->args) && sv_ok(ev->extra) && id_ok(&ev->pid) &&
+	       id_ok(&ev->tid) && id_ok(&ev->id);
+}
+
 /* Writes a group (of one event written ahead as text, with t); under a
  * budget a refused group is taken back whole. */
 static int write_n(tk_writer *w, const tk_event *const *evs, size_t n, const tk_sv *t, uint32_t t_repaired)
@@ -135,15 +164,20 @@ static int write_n(tk_writer *w, const tk_event *const *evs, size_t n, const tk_
 		return TK_ERR_ARG;
 	if (w->err.code)
 		return w->err.code;
+	if (w->closed)
+		return tk__err_msg(&w->err, TK_ERR_ARG, "%s: the output is closed", out_name(w));
 	int limited = w->max_bytes && w->events > 0;
 	unsigned char state[TK__WSTATE_MAX];
 	size_t mark = w->out.len;
 	uint64_t repaired = w->repaired;
+	for (size_t i = 0; i < n; i++)
+		if (!evs[i] || !event_ok(evs[i]))
+			return tk__err_msg(&w->err, TK_ERR_ARG,
+			                   "%s: event %llu: %s", out_name(w), (unsigned long long)(w->events + i + 1),
+			                   evs[i] ? "a string of length > 0 without its text (ptr NULL)" : "NULL");
 	if (limited)
 		memcpy(state, w->fs, w->fmt->wr->state_size);
 	for (size_t i = 0; i < n; i++) {
-		if (!evs[i])
-			return TK_ERR_ARG;
 		int rc = t ? w->fmt->wr->write_text(w, t->ptr, t->len, t_repaired) : w->fmt->wr->write(w, evs[i]);
 		if (rc)
 			return w->err.code ? w->err.code : tk__err_set(&w->err, rc, "out of memory");

@@ -1,4 +1,19 @@
 /* tracekit.h: public API of libtracekit (event model, readers, writers). */
+
+/* Conventions of every handle (tk_reader, tk_writer, tk_inputs, tk_outfile,
+ * and those of the other headers):
+ * - A function that makes a handle and fails may still set *out to one
+ *   whose *_error() says why: free it with its *_free(). Every *_free()
+ *   takes NULL.
+ * - One thread at a time uses a handle; separate handles may be used on
+ *   separate threads at once. The threads a handle starts are its own.
+ * - The text of *_error(), tk_reader_name() and the like lives until the
+ *   handle's next call or its free; "" when there is nothing to say.
+ * - The library never prints, never exits and never aborts. Writing to a
+ *   pipe whose reader has gone raises SIGPIPE, as write(2) does, which ends
+ *   the process unless the program ignores or handles it (then the write
+ *   fails with TK_ERR_IO, "Broken pipe"); the writers' own threads inherit
+ *   the signal mask of the thread that opened them. */
 #ifndef TRACEKIT_H
 #define TRACEKIT_H
 
@@ -34,9 +49,11 @@ enum {
 	TK_ERR_UNSUPPORTED = -7
 };
 
-/* A string view. `ptr` is always NUL-terminated; `len` excludes the NUL and may
- * be smaller than strlen() only when the string holds a NUL byte. ptr == NULL
- * means "absent". */
+/* A string view: len bytes at ptr; ptr == NULL means "absent" (and len is
+ * then 0). The strings of the events and metadata a reader hands out, and
+ * of tk_event_dup() copies, are also NUL-terminated, with len smaller than
+ * strlen() only when the string holds a NUL byte. Views into a JSON text
+ * (tk_json_obj_find(), tk_args_find()) are not terminated: read len bytes. */
 typedef struct tk_sv {
 	const char *ptr;
 	size_t len;
@@ -58,7 +75,8 @@ enum {
 	TK_HAS_CAT = 1u << 3,
 	TK_HAS_PH = 1u << 4,
 	/* set by tracekit readers: args and extra are known to be valid compact
-	 * JSON, so writers copy them without checking */
+	 * JSON, so writers copy them without checking. A caller that gives a
+	 * read event other args or extra clears it, so that they are checked. */
 	TK_HAS_VALID_JSON = 1u << 5
 };
 
@@ -97,14 +115,14 @@ typedef void (*tk_event_note_fn)(const void *ctx, const tk_event *ev, void *out)
 typedef struct tk_reader_opts {
 	int strict;               /* truncated input is an error, not a warning */
 	size_t max_value_bytes;   /* largest single event or metadata value; 0 = 256 MiB */
-	unsigned max_depth;       /* deepest nesting accepted (JSON, .pftrace annotations); 0 = 1000, at most 4096 */
+	unsigned max_depth;       /* deepest nesting accepted (JSON, .pftrace annotations); 0 = 1000; more than 4096 is 4096 */
 	/* Threads that parse the events of one JSON trace (plain or gzip):
 	 * 0 or 1 = the calling thread alone. With more, the decoded input is
 	 * cut into blocks of a few MiB at event boundaries, parsed on that many
 	 * threads of the reader's own and handed out in file order: the same
 	 * events, metadata, warnings and errors as with one (docs/threads.md).
 	 * Inputs of one window (1 MiB) and the lazy first pass of trace-split
-	 * are parsed by the caller alone. */
+	 * are parsed by the caller alone. More than 64 are taken as 64. */
 	unsigned threads;
 	/* JSON: events come without their args (args.ptr NULL): the objects
 	 * are skipped over, matched brackets and strings, not parsed, which
@@ -236,8 +254,8 @@ enum { TK_FORMAT_AUTO = 0, TK_FORMAT_JSON = 1, TK_FORMAT_TKB = 2, TK_FORMAT_PFTR
 
 typedef struct tk_writer_opts {
 	int format;     /* TK_FORMAT_*; AUTO picks from the path's name, else JSON */
-	int gzip;       /* -1 = from the name (".gz"), 0 = no, 1 = yes; for TKB: zlib chunks */
-	int gzip_level; /* 1..9, 0 = default (6) */
+	int gzip;       /* -1 = from the name (".gz"), 0 = no, else yes; for TKB: zlib chunks; SQLite: ignored */
+	int gzip_level; /* 1..9; 0 or any other value = the default (6) */
 	/* pftrace, sqlite: the writer puts the events in time order (tracks
 	 * need slices that nest), in this much memory, spilling sorted runs to
 	 * tmpdir beyond it; 0 = 256 MiB (sqlite: 64 MiB, half of it SQLite's
@@ -246,7 +264,7 @@ typedef struct tk_writer_opts {
 	/* gzip output: the threads that deflate its blocks of about 1 MiB;
 	 * pftrace: the threads that encode its chunks of packets at close (the
 	 * caller among them, at most 4). The same bytes with any count; 0 =
-	 * one per processor. At most 64. */
+	 * one per processor; more than 64 are taken as 64. */
 	unsigned threads;
 	/* pftrace, sqlite: the directory where sorted runs are spilled, and
 	 * (sqlite) SQLite's own temporary files, those of its index builds;
@@ -274,19 +292,32 @@ TK_API const char *tk_format_names(void);
  * ".json[.gz], .tkb, ...". A buffer of the calling thread's own. */
 TK_API const char *tk_format_suffixes(void);
 
-/* Write to `path` ("-" = standard output). A file is written under a
- * temporary name beside it and renamed on tk_writer_close(); a writer freed
- * without a successful close leaves nothing behind. From the first MiB on,
- * compression and write() run on threads of the writer's own (gzip:
- * opts->threads of them), in blocks of about 1 MiB, so they overlap with the
- * caller's work; an error there is returned by the next call. */
+/* Write to `path` ("-" = standard output; "" is TK_ERR_ARG). A file is
+ * written under a temporary name beside it and renamed on
+ * tk_writer_close(); a writer freed without a successful close leaves
+ * nothing behind. A file replaced keeps its permissions (not its owner or
+ * its other hard links); a symbolic link to a file stays a link, and the
+ * file it names is replaced; a link that leads nowhere is an error. From
+ * the first MiB on, compression and write() run on threads of the writer's
+ * own (gzip: opts->threads of them), in blocks of about 1 MiB, so they
+ * overlap with the caller's work; an error there is returned by the next
+ * call.
+ *
+ * An error is final: every later call returns it, and close publishes
+ * nothing. Invalid JSON in an event's args or extra, or a phase that is not
+ * printable ASCII, is such an error (the output would lose the event).
+ * Refused without harm, the writer going on as before: TK_ERR_LIMIT (a
+ * byte budget), TK_ERR_UNSUPPORTED from tk_writer_set_max_bytes(), and
+ * TK_ERR_ARG for an event with a string of length > 0 but no text,
+ * metadata named "traceEvents", or any call after a successful close. */
 TK_API int tk_writer_open_path(tk_writer **out, const char *path, const tk_writer_opts *opts);
 /* Write to an fd that the writer does not close; `name` for messages. */
 TK_API int tk_writer_open_fd(tk_writer **out, int fd, const char *name, const tk_writer_opts *opts);
 
 /* Add a top-level metadata member. Added before the first event it is
  * written before "traceEvents", afterwards it is written after the events
- * (the order of the input is kept). `json` must be one JSON value. */
+ * (the order of the input is kept). `json` must be one JSON value; the key
+ * may not be "traceEvents". */
 TK_API int tk_writer_add_meta(tk_writer *w, tk_sv key, tk_sv json);
 /* Add a top-level metadata member that is written after the events
  * whenever it is added (e.g. "traceName" in a Kineto file). */
@@ -300,7 +331,8 @@ TK_API int tk_writer_write_group(tk_writer *w, const tk_event *const *evs, size_
  * (tk_reader_opts.render_json) where there is one. The same output, byte
  * for byte, and the same errors as tk_writer_write. */
 TK_API int tk_writer_write_from(tk_writer *w, const tk_reader *r, const tk_event *ev);
-/* Byte budget for the finished output, measured as written (the compressed
+/* JSON output only (other formats: TK_ERR_UNSUPPORTED, and they go on
+ * without one). Byte budget for the finished output, measured as written (the compressed
  * size with gzip), closing bytes included. A write that could make the
  * finished output larger fails with TK_ERR_LIMIT, writes nothing and leaves
  * the writer usable (close it, or write something smaller). The first write
@@ -330,15 +362,18 @@ TK_API int tk_copy_meta(tk_writer *w, const tk_reader *r, size_t *copied);
 /* Other output files (tables, reports), written the way trace outputs are:
  * under an unpredictable temporary name beside the path, synced and renamed
  * into place by tk_outfile_close(), so that a reader never sees half a file
- * and a failure leaves the old one. "-" is standard output; a device or a
- * FIFO (/dev/null, a pipe) is written in place, never replaced. */
+ * and a failure leaves the old one. "-" is standard output (stdout is
+ * flushed first, so that what the program printed before comes first); a
+ * device or a FIFO (/dev/null, a pipe) is written in place, never
+ * replaced; a file replaced is treated as tk_writer_open_path() says. */
 typedef struct tk_outfile tk_outfile;
 /* 0, or an error with tk_outfile_error() set (*out may still need a free). */
 TK_API int tk_outfile_open(tk_outfile **out, const char *path);
 /* The stream to write to (the caller does not close it). */
 TK_API FILE *tk_outfile_stream(tk_outfile *o);
 /* Flush, sync and publish: 0, or TK_ERR_IO with the file named in
- * tk_outfile_error() (a full disk, a write error of the stream). */
+ * tk_outfile_error() (a full disk, a write error of the stream). A second
+ * close after a successful one returns 0. */
 TK_API int tk_outfile_close(tk_outfile *o);
 TK_API const char *tk_outfile_error(const tk_outfile *o);
 /* Frees; without a successful close, nothing is published. */
@@ -349,18 +384,23 @@ TK_API void tk_outfile_free(tk_outfile *o);
 /* A self-contained copy in one allocation; free with tk_event_free(). */
 TK_API tk_event *tk_event_dup(const tk_event *ev);
 TK_API void tk_event_free(tk_event *ev);
-/* 1 if both events hold the same fields, strings, args and extra members. */
+/* 1 if both events hold the same fields, strings, args and extra members
+ * (two NULLs are equal, NULL and an event are not). */
 TK_API int tk_event_equal(const tk_event *a, const tk_event *b);
 
 /* Find a top-level member of a compact JSON object (`args`): its value's
- * text in *val. Returns 0 if found, TK_EOF if absent, TK_ERR_FORMAT if
- * `obj` is not an object. */
+ * text in *val (not NUL-terminated). Returns 0 if found, TK_EOF if absent,
+ * TK_ERR_FORMAT if `obj` is not an object. The key is compared with the
+ * member's name as written: a name written with escapes ("\u0061") is found
+ * under that text. The getters below return the same codes, and
+ * TK_ERR_FORMAT when the value is not of their type. */
 TK_API int tk_json_obj_find(tk_sv obj, const char *key, tk_sv *val);
 TK_API int tk_args_find(const tk_event *ev, const char *key, tk_sv *val);
-/* Integer argument (JSON integer only). */
+/* Integer argument (a JSON integer that fits in int64_t). */
 TK_API int tk_args_get_int(const tk_event *ev, const char *key, int64_t *out);
-/* String argument, decoded into buf (NUL-terminated, truncated to cap). The
- * decoded length is stored in *len. */
+/* String argument, decoded into buf: NUL-terminated, cut to cap - 1 bytes
+ * (possibly inside a UTF-8 sequence) and still 0; *len is the whole
+ * decoded length, so *len >= cap means it was cut. */
 TK_API int tk_args_get_str(const tk_event *ev, const char *key, char *buf, size_t cap, size_t *len);
 
 /* Nested integer lists such as "Input Dims": [[8,1024],[],[1024,1024]].

@@ -1786,7 +1786,9 @@ static int tw_add_meta(tk_writer *w, tk_sv key, tk_sv json, int after)
 static int tw_write(tk_writer *w, const tk_event *ev)
 {
 	tk__tkb_enc *e = w->fs;
+	uint64_t repaired = e->repaired;
 	int rc = tk__tkb_enc_event(e, ev);
+	w->repaired += e->repaired - repaired;
 	if (!rc && tk__tkb_enc_chunk_full(e))
 		rc = tk__tkb_enc_flush(e, &w->out);
 	return rc ? tk__err_set(&w->err, rc, "%s", e->err ? e->err : "out of memory") : 0;
