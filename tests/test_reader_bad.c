@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "shape.h"
@@ -749,6 +751,73 @@ static int teardown(void **state)
 	return 0;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define TU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TU_ASAN 1
+#endif
+#endif
+
+/* Run out of memory at many places of a read: the reader says TK_ERR_NOMEM,
+ * never that the input is malformed or unreadable. Each read runs in a
+ * child with its address space capped a little above what it has. */
+static void test_out_of_memory_is_nomem(void **state)
+{
+	(void)state;
+#ifdef TU_ASAN
+	skip(); /* AddressSanitizer reserves more address space than any cap */
+#else
+	size_t cap = 60000 * 256, len = 0;
+	char *t = malloc(cap);
+	assert_non_null(t);
+	len += (size_t)snprintf(t, cap, "{\"traceEvents\":[");
+	for (int i = 0; i < 60000; i++) /* distinct strings: the reader's memory grows with them */
+		len += (size_t)snprintf(t + len, cap - len,
+		                        "%s{\"ph\":\"X\",\"name\":\"op %d %064d\",\"ts\":%d,\"dur\":1,\"pid\":1,"
+		                        "\"tid\":1,\"args\":{\"k %d\":\"v %d %064d\"}}",
+		                        i ? "," : "", i, i, i, i, i, i);
+	len += (size_t)snprintf(t + len, cap - len, "]}");
+	assert_true(len < cap);
+	int nomem = 0;
+	for (unsigned threads = 1; threads <= 4; threads += 3)
+		for (size_t mib = 1; mib <= 256; mib *= 2) {
+			fflush(NULL);
+			pid_t pid = fork();
+			assert_true(pid >= 0);
+			if (pid == 0) {
+				long pages = 0;
+				FILE *f = fopen("/proc/self/statm", "r");
+				if (!f || fscanf(f, "%ld", &pages) != 1)
+					_exit(3);
+				fclose(f);
+				rlim_t lim = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)mib << 20);
+				struct rlimit rl = {lim, lim};
+				if (setrlimit(RLIMIT_AS, &rl))
+					_exit(3);
+				tk_reader_opts o = {0};
+				o.threads = threads;
+				tk_reader *r = NULL;
+				int rc = tk_reader_open_memory(&r, t, len, "oom.json", &o);
+				const tk_event *ev;
+				while (!rc && (rc = tk_reader_next(r, &ev)) == TK_OK)
+					;
+				if (rc != TK_EOF && rc != TK_ERR_NOMEM)
+					fprintf(stderr, "%u threads, %zu MiB: rc %d: %s\n", threads, mib, rc,
+					        r ? tk_reader_error(r) : "");
+				_exit(rc == TK_EOF ? 0 : rc == TK_ERR_NOMEM ? 1 : 2);
+			}
+			int st;
+			assert_int_equal(waitpid(pid, &st, 0), pid);
+			if (!WIFEXITED(st) || WEXITSTATUS(st) > 1)
+				fail_msg("%u threads, %zu MiB more: status %d", threads, mib, st);
+			nomem += WEXITSTATUS(st) == 1;
+		}
+	assert_true(nomem > 0); /* the caps did bite somewhere */
+	free(t);
+#endif
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -768,6 +837,7 @@ int main(void)
 		cmocka_unit_test(test_value_limit),
 		cmocka_unit_test(test_value_limit_exact),
 		cmocka_unit_test(test_numbers_out_of_range),
+		cmocka_unit_test(test_out_of_memory_is_nomem),
 	};
 	return cmocka_run_group_tests_name("reader_bad", tests, NULL, teardown);
 }

@@ -62,9 +62,12 @@ tk_reader *tk__reader_worker(const tk_reader *main)
 /* The source failed: its message, named (another base's names itself: an archive, a member). */
 static int src_fail(tk_reader *r)
 {
+	/* the sources' messages carry no code: an allocation that failed is
+	 * theirs alone to say "out of memory" */
+	int code = strstr(r->src.err, "out of memory") ? TK_ERR_NOMEM : TK_ERR_IO;
 	if (r->src.err_named)
-		return tk__err_set(&r->err, TK_ERR_IO, "%s", r->src.err);
-	return tk__err_set(&r->err, TK_ERR_IO, "%s: %s", r->name, r->src.err);
+		return tk__err_set(&r->err, code, "%s", r->src.err);
+	return tk__err_set(&r->err, code, "%s: %s", r->name, r->src.err);
 }
 
 /* The format that bids highest on the first decoded bytes, opened. */

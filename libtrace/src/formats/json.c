@@ -593,6 +593,8 @@ static int report_bad(tk_reader *r)
 {
 	jstate *s = r->fs;
 	char found[32];
+	if (strcmp(s->je.msg, "out of memory") == 0) /* the input is not to blame */
+		return tk__reader_fail_at(r, TK_ERR_NOMEM, r->base + (uint64_t)(s->je.at - r->buf), "out of memory");
 	describe(s->je.at, r->buf + r->end, found, sizeof found);
 	int code = strstr(s->je.msg, "deeper") ? TK_ERR_LIMIT : TK_ERR_FORMAT;
 	return tk__reader_fail_at(r, code, r->base + (uint64_t)(s->je.at - r->buf), "%s, found %s",
