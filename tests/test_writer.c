@@ -438,6 +438,10 @@ static void test_refusals_keep_writer(void **state)
 		if (!tu_contains(tk_writer_error(w), path) || !tu_contains(tk_writer_error(w), "event 2"))
 			fail_msg("%s: message: %s", path, tk_writer_error(w));
 		bad = e;
+		bad.ph = '"'; /* a phase no JSON text can hold as one character */
+		assert_int_equal(tk_writer_write(w, &bad), TK_ERR_ARG);
+		assert_true(tu_contains(tk_writer_error(w), "phase"));
+		bad = e;
 		bad.tid = (tk_id){TK_ID_STR, 0, {NULL, 1}};
 		const tk_event *group[2] = {&e, &bad};
 		assert_int_equal(tk_writer_write_group(w, group, 2), TK_ERR_ARG); /* all or none */
@@ -477,6 +481,7 @@ static void test_refusals_keep_writer(void **state)
 	static const char text[] = "{\"traceEvents\":[{\"ph\":\"i\"}]}";
 	assert_int_equal(tk_reader_open_memory(&r, text, sizeof text - 1, "m", NULL), 0);
 	assert_int_equal(tk_reader_next(r, NULL), TK_ERR_ARG);
+	assert_int_equal(tk_copy_meta(NULL, r, NULL), TK_ERR_ARG);
 	tk_reader_free(r);
 }
 

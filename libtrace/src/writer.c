@@ -150,10 +150,19 @@ static int id_ok(const tk_id *id)
 	return id->kind != TK_ID_STR || sv_ok(id->str);
 }
 
-static int event_ok(const tk_event *ev)
+/* Why no writer can take ev, or NULL: checked before anything of a group
+ * is written, so that a refusal leaves the writer as it was. */
+static const char *event_bad(const tk_event *ev)
 {
-	return sv_ok(ev->name) && sv_ok(ev->cat) && sv_ok(ev->args) && sv_ok(ev->extra) && id_ok(&ev->pid) &&
-	       id_ok(&ev->tid) && id_ok(&ev->id);
+	if (!ev)
+		return "NULL";
+	if (!sv_ok(ev->name) || !sv_ok(ev->cat) || !sv_ok(ev->args) || !sv_ok(ev->extra) || !id_ok(&ev->pid) ||
+	    !id_ok(&ev->tid) || !id_ok(&ev->id))
+		return "a string of length > 0 without its text (ptr NULL)";
+	if ((ev->has & TK_HAS_PH) &&
+	    (ev->ph == '"' || ev->ph == '\\' || (unsigned char)ev->ph < 0x20 || (unsigned char)ev->ph >= 0x80))
+		return "its phase is not a printable ASCII character";
+	return NULL;
 }
 
 /* Writes a group (of one event written ahead as text, with t); under a
@@ -170,11 +179,12 @@ static int write_n(tk_writer *w, const tk_event *const *evs, size_t n, const tk_
 	unsigned char state[TK__WSTATE_MAX];
 	size_t mark = w->out.len;
 	uint64_t repaired = w->repaired;
-	for (size_t i = 0; i < n; i++)
-		if (!evs[i] || !event_ok(evs[i]))
-			return tk__err_msg(&w->err, TK_ERR_ARG,
-			                   "%s: event %llu: %s", out_name(w), (unsigned long long)(w->events + i + 1),
-			                   evs[i] ? "a string of length > 0 without its text (ptr NULL)" : "NULL");
+	for (size_t i = 0; i < n; i++) {
+		const char *why = event_bad(evs[i]);
+		if (why)
+			return tk__err_msg(&w->err, TK_ERR_ARG, "%s: event %llu: %s", out_name(w),
+			                   (unsigned long long)(w->events + i + 1), why);
+	}
 	if (limited)
 		memcpy(state, w->fs, w->fmt->wr->state_size);
 	for (size_t i = 0; i < n; i++) {
@@ -264,6 +274,8 @@ void tk_writer_free(tk_writer *w)
 
 int tk_copy_meta(tk_writer *w, const tk_reader *r, size_t *copied)
 {
+	if (!w || !r)
+		return TK_ERR_ARG;
 	size_t n = tk_reader_meta_count(r);
 	for (size_t i = copied ? *copied : 0; i < n; i++) {
 		tk_sv k, v;

@@ -80,7 +80,11 @@ TK_API int tk_merge_rank_of(const tk_id *pid, int64_t span, int64_t *rank);
 TK_API int tk_merge_rank_count(const tk_reader *r, size_t *n);
 
 /* Read one input ("-" = standard input) completely. rank < 0: from its
- * distributedInfo.rank, else its position among the inputs. */
+ * distributedInfo.rank, else its position among the inputs. An input that
+ * cannot be read is returned as an error, with its message in
+ * tk_merge_error(); the next inputs can still be added (and their errors
+ * learnt), but tk_merge_write() then writes nothing: a merge never leaves
+ * a rank out unasked (tk_merge_opts.ranks does that). */
 TK_API int tk_merge_add(tk_merge *m, const char *path, int64_t rank);
 /* The same for a reader the caller opened (a member of an archive, say):
  * it is read to its end and stays the caller's to free. The input is named

@@ -4,8 +4,8 @@
 
 #include <stdint.h>
 
-#include "tracekit.h"
-#include "steps.h"
+#include "tracekit/steps.h"
+#include "tracekit/tracekit.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -107,6 +107,8 @@ typedef struct tk_stats tk_stats;
 /* tk_stats_opts.memory_bytes when 0. */
 #define TK_STATS_MEMORY_DEFAULT ((size_t)128 << 20)
 
+/* 0, or TK_ERR_ARG (a window with a relative end, a tk_steps that is not
+ * finished) or TK_ERR_NOMEM, with *out NULL: there is no handle to ask. */
 TK_API int tk_stats_new(tk_stats **out, const tk_stats_opts *opts);
 /* Feed one event (borrowed; nothing is kept past the call). */
 TK_API int tk_stats_add(tk_stats *s, const tk_event *ev);

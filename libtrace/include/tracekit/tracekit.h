@@ -30,6 +30,8 @@ extern "C" {
 #define TK_VERSION_PATCH 0
 #define TK_VERSION_STRING "0.1.0"
 
+/* TK_STATIC_ONLY, defined before this header: the functions are declared
+ * without the shared library's visibility attribute. */
 #if defined(__GNUC__) && !defined(TK_STATIC_ONLY)
 #define TK_API __attribute__((visibility("default")))
 #else
@@ -96,7 +98,9 @@ typedef struct tk_event {
 	tk_id tid;
 	tk_id id; /* flow / async id */
 	/* The "args" object as compact, valid JSON text including its braces
-	 * (ptr NULL when the event has no args). */
+	 * (ptr NULL when the event has no args). Writers take the text of
+	 * another JSON value too and write it as given; a JSON reader then
+	 * keeps such an "args" among the extra members. */
 	tk_sv args;
 	/* Every other member of the event object, as compact JSON members
 	 * without the surrounding braces: "s":"g","bp":"e" (ptr NULL if none). */
@@ -304,12 +308,13 @@ TK_API const char *tk_format_suffixes(void);
  * call.
  *
  * An error is final: every later call returns it, and close publishes
- * nothing. Invalid JSON in an event's args or extra, or a phase that is not
- * printable ASCII, is such an error (the output would lose the event).
- * Refused without harm, the writer going on as before: TK_ERR_LIMIT (a
- * byte budget), TK_ERR_UNSUPPORTED from tk_writer_set_max_bytes(), and
- * TK_ERR_ARG for an event with a string of length > 0 but no text,
- * metadata named "traceEvents", or any call after a successful close. */
+ * nothing. Invalid JSON in an event's args or extra is such an error (the
+ * output would lose the event). Refused without harm, the writer going on
+ * as before: TK_ERR_LIMIT (a byte budget), TK_ERR_UNSUPPORTED from
+ * tk_writer_set_max_bytes(), and TK_ERR_ARG for an event with a string of
+ * length > 0 but no text or a phase that is not printable ASCII (a group
+ * is then refused whole), metadata named
+ * "traceEvents", or any call after a successful close. */
 TK_API int tk_writer_open_path(tk_writer **out, const char *path, const tk_writer_opts *opts);
 /* Write to an fd that the writer does not close; `name` for messages. */
 TK_API int tk_writer_open_fd(tk_writer **out, int fd, const char *name, const tk_writer_opts *opts);
