@@ -23,9 +23,18 @@ project(consumer C)
 find_package(tracekit REQUIRED)
 add_executable(consumer "$src/consumer.c")
 target_link_libraries(consumer tracekit::tracekit)
+add_executable(consumer_static "$src/consumer.c")
+target_link_libraries(consumer_static tracekit::tracekit_static)
 CM
+# the installed package names no library by a path of this machine's
+if grep -nE '[":;]/[^";]*\.(so|a)\b' "$libdir"/cmake/tracekit/tracekitTargets*.cmake; then
+	echo "FAIL: the installed CMake package names a library by its path"
+	exit 1
+fi
 cmake -S "$tmp/cm" -B "$tmp/cm/b" -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_BUILD_RPATH="$libdir" >/dev/null
 cmake --build "$tmp/cm/b" >/dev/null
-out=$("$tmp/cm/b/consumer" "$src/../../testdata/example_kineto.json")
-[ "$out" = "events=19 first=ProfilerStep#3" ] || { echo "FAIL: CMake build printed '$out'"; exit 1; }
+for exe in consumer consumer_static; do
+	out=$("$tmp/cm/b/$exe" "$src/../../testdata/example_kineto.json")
+	[ "$out" = "events=19 first=ProfilerStep#3" ] || { echo "FAIL: CMake build of $exe printed '$out'"; exit 1; }
+done
 echo "1 passed, 0 failed"
