@@ -437,10 +437,12 @@ static void test_refusals_keep_writer(void **state)
 		assert_int_equal(tk_writer_write(w, &bad), TK_ERR_ARG);
 		if (!tu_contains(tk_writer_error(w), path) || !tu_contains(tk_writer_error(w), "event 2"))
 			fail_msg("%s: message: %s", path, tk_writer_error(w));
-		bad = e;
-		bad.ph = '"'; /* a phase no JSON text can hold as one character */
-		assert_int_equal(tk_writer_write(w, &bad), TK_ERR_ARG);
-		assert_true(tu_contains(tk_writer_error(w), "phase"));
+		if (f == 0) { /* a phase JSON cannot hold as one character; the other formats keep it */
+			bad = e;
+			bad.ph = '"';
+			assert_int_equal(tk_writer_write(w, &bad), TK_ERR_ARG);
+			assert_true(tu_contains(tk_writer_error(w), "phase"));
+		}
 		bad = e;
 		bad.tid = (tk_id){TK_ID_STR, 0, {NULL, 1}};
 		const tk_event *group[2] = {&e, &bad};

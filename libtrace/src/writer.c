@@ -150,16 +150,18 @@ static int id_ok(const tk_id *id)
 	return id->kind != TK_ID_STR || sv_ok(id->str);
 }
 
-/* Why no writer can take ev, or NULL: checked before anything of a group
- * is written, so that a refusal leaves the writer as it was. */
-static const char *event_bad(const tk_event *ev)
+/* Why w cannot take ev, or NULL: checked before anything of a group is
+ * written, so that a refusal leaves the writer as it was. */
+static const char *event_bad(const tk_writer *w, const tk_event *ev)
 {
 	if (!ev)
 		return "NULL";
 	if (!sv_ok(ev->name) || !sv_ok(ev->cat) || !sv_ok(ev->args) || !sv_ok(ev->extra) || !id_ok(&ev->pid) ||
 	    !id_ok(&ev->tid) || !id_ok(&ev->id))
 		return "a string of length > 0 without its text (ptr NULL)";
-	if ((ev->has & TK_HAS_PH) &&
+	/* JSON holds a phase as one character, which its reader takes back
+	 * unescaped; the other formats keep any byte */
+	if ((ev->has & TK_HAS_PH) && w->fmt->id == TK_FORMAT_JSON &&
 	    (ev->ph == '"' || ev->ph == '\\' || (unsigned char)ev->ph < 0x20 || (unsigned char)ev->ph >= 0x80))
 		return "its phase is not a printable ASCII character";
 	return NULL;
@@ -180,7 +182,7 @@ static int write_n(tk_writer *w, const tk_event *const *evs, size_t n, const tk_
 	size_t mark = w->out.len;
 	uint64_t repaired = w->repaired;
 	for (size_t i = 0; i < n; i++) {
-		const char *why = event_bad(evs[i]);
+		const char *why = event_bad(w, evs[i]);
 		if (why)
 			return tk__err_msg(&w->err, TK_ERR_ARG, "%s: event %llu: %s", out_name(w),
 			                   (unsigned long long)(w->events + i + 1), why);

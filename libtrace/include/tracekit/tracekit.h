@@ -312,8 +312,8 @@ TK_API const char *tk_format_suffixes(void);
  * output would lose the event). Refused without harm, the writer going on
  * as before: TK_ERR_LIMIT (a byte budget), TK_ERR_UNSUPPORTED from
  * tk_writer_set_max_bytes(), and TK_ERR_ARG for an event with a string of
- * length > 0 but no text or a phase that is not printable ASCII (a group
- * is then refused whole), metadata named
+ * length > 0 but no text, or (JSON output) a phase that is not printable
+ * ASCII (a group is then refused whole), metadata named
  * "traceEvents", or any call after a successful close. */
 TK_API int tk_writer_open_path(tk_writer **out, const char *path, const tk_writer_opts *opts);
 /* Write to an fd that the writer does not close; `name` for messages. */
