@@ -12,8 +12,9 @@ pass PRAGMA integrity_check and hold, against plain.json:
   - depth and parent_id: a parent is on the slice's track, one level up,
     and holds the child whole; on tracks of X slices alone, exactly the
     innermost open slice that does;
-  - one flow row per "t" and "f" event; ac2g flows join a launch and the
-    kernel of the same correlation id;
+  - one flow row per "t" and "f" event and per "s" that no later "t" or
+    "f" of its key ends, holding the args of every flow event; ac2g flows
+    join a launch and the kernel of the same correlation id;
   - one counter row per series of every "C" event, one meta_event per "M",
     the top-level members in metadata;
   - every query in docs/sql.md runs, and those trace-stats also answers
@@ -167,9 +168,28 @@ def expected(events):
             slices[row(b, -1, args_of(b))] += 1
     counters = sum(len(e["args"]) for e in events
                    if e.get("ph") == "C" and isinstance(e.get("args"), dict))
-    flows = sum(1 for e in events if is_flow(e) and e["ph"] in ("t", "f"))
+    flows = flow_rows(events)
     metas = sum(1 for e in events if e.get("ph") == "M")
     return slices, counters, flows, metas
+
+
+def flow_rows(events):
+    """(rows, args): a row per "t" and "f", and per "s" that nothing of its
+    (cat, id) ended before the next "s" of it or the end; every flow
+    event's args on the rows."""
+    ordered = sorted((e for e in events if is_flow(e)),
+                     key=lambda e: (e.get("ts") is not None, ns(e.get("ts")) or 0))
+    rows, open_s = 0, {}
+    for e in ordered:
+        k = (e.get("cat"), json.dumps(e["id"]))
+        if e["ph"] == "s":
+            rows += 1 if open_s.get(k) else 0
+            open_s[k] = True
+        else:
+            open_s[k] = False
+            rows += 1
+    rows += sum(open_s.values())
+    return rows, sum(len(args_of(e)) for e in ordered)
 
 
 def row(e, dur, a):
@@ -231,8 +251,11 @@ def check_tree(r, db):
 
 
 def check_flows(r, db, events, want_flows):
+    want_rows, want_args = want_flows
     got = db.execute("SELECT count(*) FROM flow").fetchone()[0]
-    r.check(got == want_flows, "flow rows %d, want %d (t and f events)" % (got, want_flows))
+    r.check(got == want_rows, "flow rows %d, want %d (t and f events, s events nothing ended)" % (got, want_rows))
+    got = db.execute("SELECT count(*) FROM flow f JOIN args a ON a.arg_set_id = f.arg_set_id").fetchone()[0]
+    r.check(got == want_args, "args of flow rows %d, want %d (those of the flow events)" % (got, want_args))
     # an "f" joins the "s" of its key that came before it in time (an "f" before any "s" has no start)
     started, want = set(), 0
     for e in sorted((e for e in events if is_flow(e) and e.get("cat") == "ac2g" and e.get("ts") is not None),
@@ -405,7 +428,7 @@ def one_trace(args):
             except sqlite3.Error as e:
                 r.check(False, "docs/sql.md query %r fails: %s" % (title, e))
         r.lines.append("%s: %d slices (%d nested), %d args, %d flows" % (
-            name, sum(got.values()), nested, db.execute("SELECT count(*) FROM arg").fetchone()[0], flows))
+            name, sum(got.values()), nested, db.execute("SELECT count(*) FROM arg").fetchone()[0], flows[0]))
     finally:
         db.close()
     return r
@@ -543,6 +566,29 @@ def main(argv):
                     {"ph": "E", "pid": 1, "tid": 1, "ts": 13},
                     {"ph": "B", "name": "open", "pid": 1, "tid": 2, "ts": 14}]}, fh)
             jobs.append((one_trace, ("B/E slices", be, tmp, queries)))
+            # flows (their args in no testdata): args on each phase, an "s"
+            # nothing ends, an "s" given again before its end, a "t", an "f"
+            # with no "s", an "f" that binds to the thread's next slice
+            fl = os.path.join(tmp, "flows.json")
+            with open(fl, "w") as fh:
+                json.dump({"traceEvents": [
+                    {"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 20, "cat": "cpu_op"},
+                    {"ph": "s", "name": "orphan", "id": 1, "pid": 1, "tid": 1, "ts": 2, "cat": "c", "args": {"o": 1}},
+                    {"ph": "s", "name": "twice", "id": 2, "pid": 1, "tid": 1, "ts": 3, "cat": "c",
+                     "args": {"first": 1}},
+                    {"ph": "s", "name": "twice", "id": 2, "pid": 1, "tid": 1, "ts": 4, "cat": "c",
+                     "args": {"second": [1, 2]}},
+                    {"ph": "t", "name": "twice", "id": 2, "pid": 1, "tid": 1, "ts": 5, "cat": "c",
+                     "args": {"step": "x"}},
+                    {"ph": "f", "name": "twice", "id": 2, "pid": 1, "tid": 2, "ts": 30, "cat": "c",
+                     "args": {"end": {"k": True}}},
+                    {"ph": "X", "name": "b", "pid": 1, "tid": 2, "ts": 31, "dur": 5, "cat": "cpu_op"},
+                    {"ph": "f", "name": "nostart", "id": 3, "pid": 1, "tid": 1, "ts": 6, "cat": "c", "bp": "e",
+                     "args": {"ns": None}},
+                    {"ph": "s", "name": "ended", "id": "0x7", "pid": 1, "tid": 1, "ts": 7, "cat": "c"},
+                    {"ph": "f", "name": "ended", "id": "0x7", "pid": 1, "tid": 1, "ts": 8, "cat": "c", "bp": "e"}]},
+                    fh)
+            jobs.append((one_trace, ("flows", fl, tmp, queries)))
         else:
             with open(os.path.join(real, "index.tsv")) as f:
                 rows = [l.split("\t") for l in f.read().splitlines()[1:] if l.strip()]

@@ -30,7 +30,7 @@ static const char SCHEMA[] =
 	"CREATE TABLE arg(arg_set_id INTEGER, n INTEGER, key_id INTEGER, value,"
 	" PRIMARY KEY(arg_set_id, n)) WITHOUT ROWID;"
 	"CREATE TABLE flow(id INTEGER PRIMARY KEY, slice_out INTEGER, slice_in INTEGER, category TEXT,"
-	" name TEXT);"
+	" name TEXT, arg_set_id INTEGER);"
 	"CREATE TABLE counter(id INTEGER PRIMARY KEY, ts INTEGER, track_id INTEGER, value);"
 	"CREATE TABLE meta_event(id INTEGER PRIMARY KEY, ts INTEGER, pid, tid, name TEXT, arg_set_id INTEGER);"
 	"CREATE VIEW args AS SELECT a.arg_set_id AS arg_set_id, k.flat_key AS flat_key, k.key AS key,"
@@ -106,7 +106,7 @@ static const char *const QUERIES[Q_N] = {
 	"UPDATE slice SET dur = ?2, arg_set_id = ?3 WHERE id = ?1",
 	"INSERT INTO arg VALUES(?1, ?2, ?3, ?4)",
 	"INSERT INTO arg_key VALUES(?1, ?2, ?3, ?4)",
-	"INSERT INTO flow(slice_out, slice_in, category, name) VALUES(?1, ?2, ?3, ?4)",
+	"INSERT INTO flow(slice_out, slice_in, category, name, arg_set_id) VALUES(?1, ?2, ?3, ?4, ?5)",
 	"INSERT INTO counter(ts, track_id, value) VALUES(?1, ?2, ?3)",
 	"INSERT INTO meta_event(ts, pid, tid, name, arg_set_id) VALUES(?1, ?2, ?3, ?4, ?5)",
 };
@@ -126,9 +126,15 @@ typedef struct sthr { /* a thread; its track's id is its index + 1 */
 	size_t n_pend, pend_cap;
 } sthr;
 
+typedef struct aset {
+	int64_t id; /* 0 until the first argument */
+	int64_t n;
+} aset;
+
 typedef struct spend {
-	int64_t out; /* the slice the flow leaves, 0: none */
-	char *cn;    /* "cat\0name" */
+	int64_t out;      /* the slice the flow leaves, 0: none */
+	tk_sv cat, name;  /* interned in sw.flow_strs */
+	aset args;        /* of the event that began it and of the "f" */
 } spend;
 
 typedef struct sidx { /* map record: hash (the map's) -> index */
@@ -139,6 +145,11 @@ typedef struct sidx { /* map record: hash (the map's) -> index */
 typedef struct sflow { /* map record: a flow's key -> the slice it leaves (0: none) */
 	uint64_t h;
 	int64_t out;
+	/* an "s" that is in no row yet (no "t" or "f" has ended it): its
+	 * names and args, for the row that ends it or, at the end, its own */
+	int open;
+	tk_sv cat, name;
+	aset args;
 } sflow;
 
 typedef struct svfs svfs;
@@ -150,6 +161,7 @@ typedef struct sw {
 	tk_sorter *sorter;
 	tk__procs pt; /* processes and threads (sthr) */
 	tk__map ctr_map, flow_map;
+	tk__strtab flow_strs; /* flows' categories and names */
 	tk__strtab keys; /* "TYPE\x1fKEY" -> arg_key id - 1 */
 	int64_t next_track, next_slice, next_set;
 	tk__buf key, flat, val, scratch;
@@ -345,11 +357,6 @@ static int key_id(tk_writer *w, const char *type, int64_t *id)
 	sqlite3_bind_text(st, 4, type, -1, SQLITE_STATIC);
 	return step(w, st);
 }
-
-typedef struct aset {
-	int64_t id; /* 0 until the first argument */
-	int64_t n;
-} aset;
 
 /* One argument: s->key / s->flat name it; `v` is its JSON text (a scalar,
  * {} or []). */
@@ -592,21 +599,24 @@ static void pop_ended(sthr *t, int64_t ts)
 		t->n_open--;
 }
 
-static int flush_pending(tk_writer *w, sthr *t, int64_t in)
+static int flow_row(tk_writer *w, int64_t out, int64_t in, tk_sv cat, tk_sv name, int64_t set)
 {
 	sw *s = w->fs;
+	sqlite3_stmt *st = s->q[Q_FLOW];
+	bind_opt(st, 1, out);
+	bind_opt(st, 2, in);
+	bind_sv(st, 3, cat);
+	bind_sv(st, 4, name);
+	bind_opt(st, 5, set);
+	return step(w, st);
+}
+
+static int flush_pending(tk_writer *w, sthr *t, int64_t in)
+{
 	int rc = 0;
-	for (size_t i = 0; i < t->n_pend; i++) {
-		if (!rc) {
-			sqlite3_stmt *st = s->q[Q_FLOW];
-			bind_opt(st, 1, t->pend[i].out);
-			bind_opt(st, 2, in);
-			const char *cn = t->pend[i].cn;
-			sqlite3_bind_text(st, 3, cn, -1, SQLITE_STATIC);
-			sqlite3_bind_text(st, 4, cn + strlen(cn) + 1, -1, SQLITE_STATIC);
-			rc = step(w, st);
-		}
-		free(t->pend[i].cn);
+	for (size_t i = 0; i < t->n_pend && !rc; i++) {
+		const spend *p = &t->pend[i];
+		rc = flow_row(w, p->out, in, p->cat, p->name, p->args.id);
 	}
 	t->n_pend = 0;
 	return rc;
@@ -670,36 +680,49 @@ static int put_flow(tk_writer *w, sthr *t, const tk_event *ev)
 	sflow *f = tk__map_put(&s->flow_map, tk__flow_hash(ev), NULL, NULL, &added);
 	if (!f)
 		return nomem(w);
-	if (added)
+	if (added) {
 		f->out = 0;
-	if (ev->ph == 's') {
-		f->out = here;
-		return 0;
+		f->open = 0;
 	}
+	tk_sv cat = {NULL, 0}, name = {NULL, 0};
+	if ((ev->cat.ptr && !(cat = tk__strtab_intern(&s->flow_strs, ev->cat.ptr, ev->cat.len)).ptr) ||
+	    (ev->name.ptr && !(name = tk__strtab_intern(&s->flow_strs, ev->name.ptr, ev->name.len)).ptr))
+		return nomem(w);
+	int rc;
+	if (ev->ph == 's') {
+		/* an "s" of the same key before: nothing ended it, and it has its own row */
+		if (f->open && (rc = flow_row(w, f->out, 0, f->cat, f->name, f->args.id)))
+			return rc;
+		*f = (sflow){f->h, here, 1, cat, name, {0, 0}};
+		return put_args(w, &f->args, ev->args);
+	}
+	/* the row that this event ends: the args of the "s" that began it, and its own */
 	int64_t out = f->out;
+	aset a = f->open ? f->args : (aset){0, 0};
+	f->open = 0;
+	if ((rc = put_args(w, &a, ev->args)))
+		return rc;
 	if (ev->ph == 'f' && !has_bp_e(ev)) { /* binds to the thread's next slice */
 		if (TK__GROW(t->pend, t->pend_cap, t->n_pend + 1))
 			return nomem(w);
-		char *cn = malloc(ev->cat.len + ev->name.len + 2);
-		if (!cn)
-			return nomem(w);
-		if (ev->cat.len)
-			memcpy(cn, ev->cat.ptr, ev->cat.len);
-		cn[ev->cat.len] = 0;
-		if (ev->name.len)
-			memcpy(cn + ev->cat.len + 1, ev->name.ptr, ev->name.len);
-		cn[ev->cat.len + 1 + ev->name.len] = 0;
-		t->pend[t->n_pend++] = (spend){out, cn};
+		t->pend[t->n_pend++] = (spend){out, cat, name, a};
 		return 0;
 	}
-	sqlite3_stmt *st = s->q[Q_FLOW];
-	bind_opt(st, 1, out);
-	bind_opt(st, 2, here);
-	bind_sv(st, 3, ev->cat);
-	bind_sv(st, 4, ev->name);
 	if (ev->ph == 't')
 		f->out = here;
-	return step(w, st);
+	return flow_row(w, out, here, cat, name, a.id);
+}
+
+/* The "s" events that nothing ended: a row each, with no slice it enters. */
+static int open_flows(tk_writer *w)
+{
+	sw *s = w->fs;
+	size_t i = 0;
+	int rc = 0;
+	for (sflow *f; !rc && (f = tk__map_next(&s->flow_map, &i));)
+		if (f->open)
+			rc = flow_row(w, f->out, 0, f->cat, f->name, f->args.id);
+	return rc;
 }
 
 /* A counter track per (process, name, series). */
@@ -982,6 +1005,8 @@ static int sq_close(tk_writer *w)
 		if (t->n_pend)
 			rc = flush_pending(w, t, 0);
 	}
+	if (!rc)
+		rc = open_flows(w);
 	if (rc || (rc = put_tables(w)) || (rc = exec(w, INDEXES)) || (rc = exec(w, "COMMIT")))
 		return rc;
 	for (int i = 0; i < Q_N; i++) {
@@ -1010,12 +1035,11 @@ static void sq_free(tk_writer *w)
 	for (size_t i = 0; i < s->pt.n_thr; i++) {
 		sthr *t = tk__procs_thr_at(&s->pt, i);
 		free(t->open);
-		for (size_t k = 0; k < t->n_pend; k++)
-			free(t->pend[k].cn);
 		free(t->pend);
 	}
 	tk__procs_free(&s->pt);
 	tk__strtab_free(&s->keys);
+	tk__strtab_free(&s->flow_strs);
 	tk__buf_free(&s->key);
 	tk__buf_free(&s->flat);
 	tk__buf_free(&s->val);
