@@ -161,11 +161,15 @@ int cli_tkb_compress(const cli_tool *t, const char *out, tk_writer_opts *wo, int
 	return 0;
 }
 
-int cli_check_output(const cli_tool *t, const char *out, const tk_writer_opts *o)
+int cli_check_output(const cli_tool *t, const char *out, const tk_writer_opts *o, int quiet)
 {
 	tk_writer_opts named = {.format = TK_FORMAT_AUTO, .gzip = -1};
 	const char *base = strrchr(out, '/') ? strrchr(out, '/') + 1 : out;
 	struct stat st;
+	size_t n = strlen(base);
+	/* --to json asks for plain JSON: said when the name promises gzip */
+	if (o->format == TK_FORMAT_JSON && o->gzip == 0 && n > 3 && strcmp(base + n - 3, ".gz") == 0 && !quiet)
+		cli_warn(t->name, "-o %s: --to json writes plain JSON, not gzip (--to json.gz compresses)", out);
 	if (o->format != TK_FORMAT_AUTO || strcmp(out, "-") == 0)
 		return 0;
 	if (strchr(base, '.') && !tk_format_from_name(out, &named)) /* a suffix, not a format's name */

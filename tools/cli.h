@@ -49,7 +49,7 @@ long cli_parse_enum_list(const cli_tool *t, int id, const char *arg, const char 
  * format OUT's suffix names: '-' and an existing device or FIFO are JSON
  * as before; any other name without a suffix a format has is a usage error
  * naming OUT, the suffixes and --to (2). 0 when OUT is fine. */
-int cli_check_output(const cli_tool *t, const char *out, const tk_writer_opts *o);
+int cli_check_output(const cli_tool *t, const char *out, const tk_writer_opts *o, int quiet);
 /* Every tool's one check of what --window ARG kept of NAME (the output, or
  * an input): a warning when kept, the events in the window (metadata not
  * counted), is 0, saying how to count from the first event. */

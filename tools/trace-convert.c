@@ -198,7 +198,7 @@ out:
 static int resolve_format(convert_opts *o)
 {
 	tk_writer_opts named = {.format = TK_FORMAT_AUTO, .gzip = -1};
-	if (cli_check_output(&tool, o->out, &o->wopts) || cli_tkb_compress(&tool, o->out, &o->wopts, o->compress))
+	if (cli_check_output(&tool, o->out, &o->wopts, o->quiet) || cli_tkb_compress(&tool, o->out, &o->wopts, o->compress))
 		return 2;
 	/* JSON out (the default for a name of no format): the parse threads
 	 * write each event's text too */

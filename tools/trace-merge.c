@@ -445,7 +445,7 @@ static int parse_args(int argc, char **argv, merge_cli *o)
 		cli_usage_error(&tool, "missing -o OUT");
 		return 2;
 	}
-	if (!o->list && (cli_check_output(&tool, o->out, &o->mo.wopts) ||
+	if (!o->list && (cli_check_output(&tool, o->out, &o->mo.wopts, o->quiet) ||
 	                 cli_tkb_compress(&tool, o->out, &o->mo.wopts, o->compress)))
 		return 2;
 	o->mo.wopts.threads = o->mo.ropts.threads; /* gzip output deflated on as many */

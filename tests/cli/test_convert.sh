@@ -214,6 +214,9 @@ check "--to json.gz compresses whatever the name" is_gzip gz-by-option.json
 run kineto_small.json -o plain-by-option.json.gz --to json
 check "--to json writes plain JSON whatever the name" strict_json plain-by-option.json.gz
 check "--to json writes plain JSON" bash -c '! od -An -tx1 -N2 plain-by-option.json.gz | grep -q "1f 8b"'
+check "--to json under a .gz name says it writes plain JSON" has stderr "--to json writes plain JSON, not gzip"
+run kineto_small.json -o plain-by-option.json.gz --to json -q
+check "... and -q keeps that quiet" [ ! -s stderr ]
 for lvl in 1 9; do
 	run kineto_small.json -o lvl$lvl.json.gz --gzip-level $lvl
 	check "--gzip-level $lvl works" same_json kineto_small.json lvl$lvl.json.gz
