@@ -86,9 +86,16 @@ int tk__step_number(const tk_event *ev, int64_t *num)
 	return 1;
 }
 
-static int is_ac2g(const tk_event *ev)
+/* Kineto's flow from a launch to its GPU work: "ac2g", or, in the traces
+ * of 2021 and before, "async" named "launch". */
+static int is_launch_flow(const tk_event *ev)
 {
-	return (ev->has & TK_HAS_CAT) && ev->cat.len == 4 && memcmp(ev->cat.ptr, "ac2g", 4) == 0;
+	if (!(ev->has & TK_HAS_CAT))
+		return 0;
+	if (ev->cat.len == 4 && memcmp(ev->cat.ptr, "ac2g", 4) == 0)
+		return 1;
+	return ev->cat.len == 5 && memcmp(ev->cat.ptr, "async", 5) == 0 && (ev->has & TK_HAS_NAME) &&
+	       ev->name.len == 6 && memcmp(ev->name.ptr, "launch", 6) == 0;
 }
 
 int tk__steps_wants_args(const tk_event *ev)
@@ -109,7 +116,7 @@ static int kind_of(const tk_steps *s, const tk_event *ev, int cls, int64_t *corr
 	*group = 0;
 	if (s->span && ev->pid.kind == TK_ID_INT && ev->pid.num >= 0)
 		*group = (int32_t)(ev->pid.num / s->span);
-	if (ev->ph == 'f' && is_ac2g(ev) && ev->id.kind == TK_ID_INT) {
+	if (ev->ph == 'f' && is_launch_flow(ev) && ev->id.kind == TK_ID_INT) {
 		/* Kineto's flow from a launch to its kernel: its id is the
 		 * correlation id (with the rank in its high bits after trace-merge) */
 		*corr = s->span ? ev->id.num ^ ((int64_t)*group << TK__ID_SHIFT) : ev->id.num;

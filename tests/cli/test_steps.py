@@ -426,6 +426,11 @@ REAL = ["kineto-tbplugin-resnet50-2021-06/worker0.1623143089861.pt.trace.json.gz
         "param-dlrm-8rank/dlrm_kineto/worker1_step_12.1694128201556.pt.trace.json"]
 
 
+def launch_flow(e):
+    """Kineto's launch -> GPU work flow: ac2g, or async "launch" (2021 and before)."""
+    return e.get("cat") == "ac2g" or (e.get("cat") == "async" and e.get("name") == "launch")
+
+
 def corr_of(e):
     a = e.get("args")
     c = a.get("correlation") if isinstance(a, dict) else None
@@ -663,11 +668,11 @@ def real(tools, root, tmp):
                     apart += where[("launch", corr_of(e))] != i
         check("%s: --by-step: each of %d GPU ops in its launch's part" % (rel, total), apart == 0,
               "%d apart" % apart)
-        ends_in = collections.Counter((e["ph"], e["id"]) for e in evs if e.get("cat") == "ac2g" and e.get("ph") in "sf")
+        ends_in = collections.Counter((e["ph"], e["id"]) for e in evs if launch_flow(e) and e.get("ph") in "sf")
         kept_in = sum(min(ends_in[("s", i)], ends_in[("f", i)]) for (ph, i) in ends_in if ph == "s")
         ends_out = collections.Counter()
         for p in parts:
-            ends = collections.Counter((e["ph"], e["id"]) for e in p if e.get("cat") == "ac2g" and e.get("ph") in "sf")
+            ends = collections.Counter((e["ph"], e["id"]) for e in p if launch_flow(e) and e.get("ph") in "sf")
             ends_out.update(ends)
         kept_out = sum(min(ends_out[("s", i)], ends_out[("f", i)]) for (ph, i) in ends_out if ph == "s")
         check("%s: --by-step: all %d launch flows keep both ends" % (rel, kept_in), kept_out == kept_in,
