@@ -9,7 +9,7 @@
 
 enum { O_OUT = 'o', O_QUIET = 'q', O_LIMIT = 'n', O_FORMAT = 'f', O_TABLES = 't',
        O_SHAPES = 0x100, O_CAT, O_NAME, O_WINDOW, O_STEPS, O_BASE_STEPS, O_NEW_STEPS, O_PENDING,
-       O_STRICT, O_THREADS, O_MEMORY, O_TMPDIR };
+       O_STRICT, O_THREADS, O_MEMORY, O_TMPDIR, O_LIST };
 
 static const cli_opt opts[] = {
 	{O_TABLES, 't', "tables", "LIST", "ops,kernels,memcpy,api,steps (default: ops,kernels,memcpy,api,\n"
@@ -31,6 +31,7 @@ static const cli_opt opts[] = {
 	{O_OUT, 'o', "output", "FILE", "write the tables to FILE (default: standard output)"},
 	{O_THREADS, 0, "threads", "N", CLI_THREADS_HELP},
 	{O_STRICT, 0, "strict", NULL, "treat a truncated input as an error instead of a warning"},
+	{O_LIST, 0, "list", NULL, "list the traces the inputs stand for (archive members) and exit"},
 	{O_QUIET, 'q', "quiet", NULL, "no progress output and no warnings"},
 	{0, 0, NULL, NULL, NULL},
 };
@@ -64,7 +65,9 @@ typedef struct diff_opts {
 	int tables, tables_given;
 	long steps[2][2]; /* [side][A, B]; -1: all */
 	const char *window;
-	int quiet;
+	int quiet, list;
+	char **inputs; /* --list: every argument */
+	int n_inputs;
 	tk_reader_opts ropts; /* --threads */
 } diff_opts;
 
@@ -105,6 +108,7 @@ static int parse_one(diff_opts *o, int c, const char *arg)
 	case O_TMPDIR: return cli_parse_tmpdir(&tool, c, arg, &o->sopts.tmpdir);
 	case O_THREADS: return cli_parse_threads(&tool, arg, &o->ropts.threads);
 	case O_STRICT: o->ropts.strict = 1; return 0;
+	case O_LIST: o->list = 1; return 0;
 	default: return 2;
 	}
 }
@@ -122,6 +126,15 @@ static int parse_args(int argc, char **argv, diff_opts *o)
 	while ((c = cli_next(&tool, argc, argv, &arg, &ind)) != -1)
 		if ((c == -2 ? 2 : parse_one(o, c, arg)) != 0)
 			return 2;
+	if (o->list) { /* any number of inputs, named and not read */
+		if (argc == ind) {
+			cli_usage_error(&tool, "--list needs a trace or an archive");
+			return 2;
+		}
+		o->inputs = argv + ind;
+		o->n_inputs = argc - ind;
+		return 0;
+	}
 	if (argc - ind != 2) {
 		cli_usage_error(&tool, argc - ind < 2 ? "two traces to compare are needed: BASE NEW"
 		                                      : "two traces only: BASE NEW (%d given)", argc - ind);
@@ -224,6 +237,8 @@ int main(int argc, char **argv)
 	int rc = parse_args(argc, argv, &o);
 	if (rc)
 		return rc;
+	if (o.list)
+		return cli_list_traces(tool.name, o.inputs, (size_t)o.n_inputs);
 	side sd[2] = {{&o, 0, 0, NULL}, {&o, 1, 0, NULL}};
 	int status = 0;
 	cli_stats_notes(&o.ropts, &o.sopts);

@@ -241,6 +241,18 @@ for cmd in "trace-stats cut.json" "trace-diff cut.json $IN" "trace-report cut.js
 	check "${cmd%% *} --strict: the error says so" has stderr "input ends early"
 done
 check "trace-report --strict: a cut input writes no page" [ ! -e cut.html ]
+# --list in every tool that reads traces: the inputs named, nothing read
+for t in trace-convert trace-stats trace-diff trace-report trace-merge trace-split; do
+	case $t in
+	trace-convert | trace-split) set -- "$IN" ;; # one input
+	*) set -- "$IN" cut.json ;;
+	esac
+	run $t --list "$@"
+	check "$t --list: exit 0 (got $rc)" [ "$rc" = 0 ]
+	check "$t --list: the inputs, one per line" [ "$(cat stdout)" = "$(printf '%s\n' "$@")" ]
+done
+run trace-diff --list
+check "trace-diff --list without an input is a usage error (got $rc)" [ "$rc" = 2 ]
 run trace-stats "$TD/steps/launch.json" --steps 12
 check "trace-stats --steps with no such step fails (got $rc)" [ "$rc" = 1 ]
 check "trace-stats --steps with no such step says which steps there are" has stderr "no ProfilerStep#12..#12 events (its steps are #1 to #2)"
