@@ -464,7 +464,8 @@ int cli_out_in_place(const char *path)
 	return strcmp(path, "-") == 0 || (stat(path, &st) == 0 && !S_ISREG(st.st_mode));
 }
 
-static const char no_trace[] = "the archive holds no trace (no member named *.json, *.json.gz or *.tkb)";
+static const char no_trace[] =
+    "the archive holds no trace (no member named *.json, *.tkb or *.pftrace, plain or compressed)";
 
 size_t cli_each_trace(const char *tool, char *const *paths, size_t n, const tk_reader_opts *ro,
                       cli_trace_fn fn, void *ctx)

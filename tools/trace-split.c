@@ -71,13 +71,13 @@ static const cli_tool tool = {
 	"repeated in each. A slice belongs to the part where it starts (under --by-step and\n"
 	"--steps, GPU work to the part of the step that launched it) and is kept whole\n"
 	"unless --clip is given. A flow whose two ends fall in different parts is removed\n"
-	"from both and counted. Parts are named DIR/NAME.part-0000.json[.gz] (or .tkb);\n"
-	"DIR/NAME.index.json lists each part's time range, events and bytes. --max-size\n"
-	"combines with one of the other rules (JSON parts only: .tkb parts are cut by time or\n"
-	"steps). IN is read more than once (standard input cannot be split); an input not in\n"
-	"time order is ordered in bounded memory (--memory). IN may be a member of an\n"
-	"archive (ARCHIVE//MEMBER), or an archive holding one trace. A failed run leaves\n"
-	"no file.",
+	"from both and counted. Parts are named DIR/NAME.part-0000.json[.gz] (or, with\n"
+	"--to, .tkb, .pftrace[.gz] or .sqlite); DIR/NAME.index.json lists each part's time\n"
+	"range, events and bytes. --max-size combines with one of the other rules (JSON\n"
+	"parts only: the others are cut by time, count or steps). IN is read more than\n"
+	"once (standard input cannot be split); an input not in time order is ordered in\n"
+	"bounded memory (--memory). IN may be a member of an archive (ARCHIVE//MEMBER), or\n"
+	"an archive holding one trace. A failed run leaves no file.",
 	opts,
 	"DUR takes ns, us, ms, s or min (a plain number is microseconds); A and B in --window\n"
 	"are times on the trace clock, or count from the first event after a '+', and may be\n"

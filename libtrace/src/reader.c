@@ -140,7 +140,8 @@ static int open_member(tk_reader *r, const char *member)
 			                 r->name, member);
 		else
 			rc = tk__err_set(&r->err, TK_ERR_FORMAT,
-			                 "%s: the archive holds no trace (no member named *.json, *.json.gz or *.tkb)",
+			                 "%s: the archive holds no trace (no member named *.json, *.tkb or *.pftrace, "
+			                 "plain or compressed)",
 			                 r->name);
 		tk__arc_unref(a);
 		return rc;
