@@ -1,6 +1,7 @@
 /* test_writer.c: writer tests: events and metadata read back equal, escaping, temporary files, gzip, fds. */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,7 +369,7 @@ static void test_invalid_caller_input(void **state)
 			fail_msg("extra '%s': rc %d, want TK_ERR_ARG", bad_extra[i], rc);
 		tk_writer_free(w);
 	}
-	static const char bad_ph[] = {'"', '\\', '\n', 0, (char)0xC3};
+	static const char bad_ph[] = {'"', '\\', '\n', 0, (char)0xC3, 0x7f};
 	for (size_t i = 0; i < sizeof bad_ph; i++) {
 		tk_writer *w = open_writer(tu_path("bad.json"), NULL);
 		tk_event e = base_event(bad_ph[i]);
@@ -437,11 +438,16 @@ static void test_refusals_keep_writer(void **state)
 		assert_int_equal(tk_writer_write(w, &bad), TK_ERR_ARG);
 		if (!tu_contains(tk_writer_error(w), path) || !tu_contains(tk_writer_error(w), "event 2"))
 			fail_msg("%s: message: %s", path, tk_writer_error(w));
-		if (f == 0) { /* a phase JSON cannot hold as one character; the other formats keep it */
-			bad = e;
-			bad.ph = '"';
+		/* a phase JSON cannot hold as one character; the other formats keep it */
+		bad = e;
+		bad.ph = '\\';
+		bad.ts = 7;
+		bad.name = tu_sv("quote");
+		if (f == 0) {
 			assert_int_equal(tk_writer_write(w, &bad), TK_ERR_ARG);
 			assert_true(tu_contains(tk_writer_error(w), "phase"));
+		} else {
+			write_ok(w, &bad);
 		}
 		bad = e;
 		bad.tid = (tk_id){TK_ID_STR, 0, {NULL, 1}};
@@ -457,12 +463,31 @@ static void test_refusals_keep_writer(void **state)
 		assert_int_equal(tk_writer_add_meta(w, tu_sv("k"), tu_sv("1")), TK_ERR_ARG);
 		assert_int_equal(tk_writer_close(w), 0);
 		tk_writer_free(w);
-		if (f == 3) /* read by sqlite3 in tests/cli; no reader here */
+		if (f == 3) { /* no reader: the database, through SQLite */
+			sqlite3 *db = NULL;
+			sqlite3_stmt *st = NULL;
+			assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+			assert_int_equal(sqlite3_prepare_v2(db,
+			                                    "SELECT group_concat(s.name || ':' || ifnull(a.display_value, ''), ',')"
+			                                    " FROM (SELECT * FROM slice ORDER BY ts) s"
+			                                    " LEFT JOIN args a ON a.arg_set_id = s.arg_set_id",
+			                                    -1, &st, NULL),
+			                 SQLITE_OK);
+			assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+			/* the slices and the odd phase, as a JSON string's text */
+			assert_string_equal((const char *)sqlite3_column_text(st, 0), "first:,quote:\\,second:");
+			sqlite3_finalize(st);
+			sqlite3_close(db);
 			continue;
+		}
 		tu_events back = read_back(path, NULL);
-		assert_int_equal(back.n, 2);
+		assert_int_equal(back.n, f == 0 ? 2 : 3);
 		assert_true(tu_sv_is(back.ev[0]->name, "first"));
-		assert_true(tu_sv_is(back.ev[1]->name, "second"));
+		if (f) {
+			assert_true(tu_sv_is(back.ev[1]->name, "quote"));
+			assert_int_equal(back.ev[1]->ph, '\\');
+		}
+		assert_true(tu_sv_is(back.ev[f == 0 ? 1 : 2]->name, "second"));
 		tu_events_free(&back);
 	}
 	/* an empty path is refused at once, by writers and other outputs */

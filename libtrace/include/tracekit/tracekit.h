@@ -258,8 +258,8 @@ enum { TK_FORMAT_AUTO = 0, TK_FORMAT_JSON = 1, TK_FORMAT_TKB = 2, TK_FORMAT_PFTR
 
 typedef struct tk_writer_opts {
 	int format;     /* TK_FORMAT_*; AUTO picks from the path's name, else JSON */
-	int gzip;       /* -1 = from the name (".gz"), 0 = no, else yes; for TKB: zlib chunks; SQLite: ignored */
-	int gzip_level; /* 1..9; 0 or any other value = the default (6) */
+	int gzip;       /* < 0 = from the name (".gz"), 0 = no, else yes; for TKB: zlib chunks; SQLite: ignored */
+	int gzip_level; /* 1..9; 0 or any other value = the default (6; TKB's zlib chunks: 1) */
 	/* pftrace, sqlite: the writer puts the events in time order (tracks
 	 * need slices that nest), in this much memory, spilling sorted runs to
 	 * tmpdir beyond it; 0 = 256 MiB (sqlite: 64 MiB, half of it SQLite's

@@ -978,7 +978,7 @@ static int members(jm *m, tk__buf *o, const tk_event *ev)
 	if (ev->has & TK_HAS_PH) {
 		char ph[8] = {'"', 'p', 'h', '"', ':', '"', ev->ph, '"'};
 		if (ev->ph == '"' || ev->ph == '\\' || (unsigned char)ev->ph < 0x20 ||
-		    (unsigned char)ev->ph >= 0x80)
+		    (unsigned char)ev->ph >= 0x7f) /* what the reader takes back as a phase */
 			return m->w ? tk__err_set(&m->w->err, TK_ERR_ARG, "event phase must be a printable ASCII character")
 			            : TK_ERR_ARG;
 		rc = tk__buf_append(o, ph, 8) || tk__buf_putc(o, ',');

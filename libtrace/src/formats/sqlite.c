@@ -145,12 +145,17 @@ typedef struct sidx { /* map record: hash (the map's) -> index */
 typedef struct sflow { /* map record: a flow's key -> the slice it leaves (0: none) */
 	uint64_t h;
 	int64_t out;
-	/* an "s" that is in no row yet (no "t" or "f" has ended it): its
-	 * names and args, for the row that ends it or, at the end, its own */
-	int open;
+	uint32_t open; /* an "s" in no row yet: its index in sw.fopen + 1; 0 none */
+} sflow;
+
+/* An "s" that no "t" or "f" has ended yet: its names and args, for the row
+ * that ends it or, at the end, its own. Held only while open: a record
+ * goes back to the free list when the flow's row is written. */
+typedef struct sfopen {
 	tk_sv cat, name;
 	aset args;
-} sflow;
+	uint32_t next_free; /* index + 1 of the next free record, 0 none */
+} sfopen;
 
 typedef struct svfs svfs;
 
@@ -162,6 +167,9 @@ typedef struct sw {
 	tk__procs pt; /* processes and threads (sthr) */
 	tk__map ctr_map, flow_map;
 	tk__strtab flow_strs; /* flows' categories and names */
+	sfopen *fopen;
+	size_t n_fopen, fopen_cap;
+	uint32_t fopen_free; /* index + 1 of the first free record, 0 none */
 	tk__strtab keys; /* "TYPE\x1fKEY" -> arg_key id - 1 */
 	int64_t next_track, next_slice, next_set;
 	tk__buf key, flat, val, scratch;
@@ -690,16 +698,36 @@ static int put_flow(tk_writer *w, sthr *t, const tk_event *ev)
 		return nomem(w);
 	int rc;
 	if (ev->ph == 's') {
-		/* an "s" of the same key before: nothing ended it, and it has its own row */
-		if (f->open && (rc = flow_row(w, f->out, 0, f->cat, f->name, f->args.id)))
-			return rc;
-		*f = (sflow){f->h, here, 1, cat, name, {0, 0}};
-		return put_args(w, &f->args, ev->args);
+		if (f->open) { /* an "s" of the same key before: nothing ended it, and it has its own row */
+			sfopen *o = &s->fopen[f->open - 1];
+			if ((rc = flow_row(w, f->out, 0, o->cat, o->name, o->args.id)))
+				return rc;
+		} else {
+			uint32_t i;
+			if (s->fopen_free) {
+				i = s->fopen_free - 1;
+				s->fopen_free = s->fopen[i].next_free;
+			} else {
+				if (s->n_fopen >= UINT32_MAX - 1 || TK__GROW(s->fopen, s->fopen_cap, s->n_fopen + 1))
+					return nomem(w);
+				i = (uint32_t)s->n_fopen++;
+			}
+			f->open = i + 1;
+		}
+		f->out = here;
+		sfopen *o = &s->fopen[f->open - 1];
+		*o = (sfopen){cat, name, {0, 0}, 0};
+		return put_args(w, &o->args, ev->args);
 	}
 	/* the row that this event ends: the args of the "s" that began it, and its own */
 	int64_t out = f->out;
-	aset a = f->open ? f->args : (aset){0, 0};
-	f->open = 0;
+	aset a = {0, 0};
+	if (f->open) {
+		a = s->fopen[f->open - 1].args;
+		s->fopen[f->open - 1].next_free = s->fopen_free;
+		s->fopen_free = f->open;
+		f->open = 0;
+	}
 	if ((rc = put_args(w, &a, ev->args)))
 		return rc;
 	if (ev->ph == 'f' && !has_bp_e(ev)) { /* binds to the thread's next slice */
@@ -720,8 +748,10 @@ static int open_flows(tk_writer *w)
 	size_t i = 0;
 	int rc = 0;
 	for (sflow *f; !rc && (f = tk__map_next(&s->flow_map, &i));)
-		if (f->open)
-			rc = flow_row(w, f->out, 0, f->cat, f->name, f->args.id);
+		if (f->open) {
+			const sfopen *o = &s->fopen[f->open - 1];
+			rc = flow_row(w, f->out, 0, o->cat, o->name, o->args.id);
+		}
 	return rc;
 }
 
@@ -839,9 +869,13 @@ static int put_one(tk_writer *w, const tk_event *ev)
 	}
 	if ((rc = put_args(w, &a, ev->args)))
 		return rc;
-	if (ev->ph != 'X' && ev->ph != 'B' && ev->ph != 'i' && ev->ph != 'I') {
-		char ph[4] = {'"', ev->ph, '"', 0};
-		if ((rc = put_own(w, &a, "tk.ph", (tk_sv){ph, 3})))
+	if ((ev->has & TK_HAS_PH) && ev->ph != 'X' && ev->ph != 'B' && ev->ph != 'i' && ev->ph != 'I') {
+		tk__buf ph = {0}; /* a JSON string: '"', '\\' and controls escaped */
+		rc = tk__buf_putc(&ph, '"') || tk__json_escape(&ph, &ev->ph, 1) < 0 || tk__buf_putc(&ph, '"')
+		         ? nomem(w)
+		         : put_own(w, &a, "tk.ph", (tk_sv){ph.p, ph.len});
+		tk__buf_free(&ph);
+		if (rc)
 			return rc;
 	}
 	if (ev->id.kind != TK_ID_NONE && (rc = put_id_arg(w, &a, &ev->id)))
@@ -1040,6 +1074,7 @@ static void sq_free(tk_writer *w)
 	tk__procs_free(&s->pt);
 	tk__strtab_free(&s->keys);
 	tk__strtab_free(&s->flow_strs);
+	free(s->fopen);
 	tk__buf_free(&s->key);
 	tk__buf_free(&s->flat);
 	tk__buf_free(&s->val);
