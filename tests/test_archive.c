@@ -939,6 +939,8 @@ static void check_like_plain(const char *path, const member *ms, size_t n, const
 			fail_msg("%s: rc %d: %s", path, rc, tk_inputs_error(in));
 		if (rc != TK_OK)
 			assert_string_equal(tk_inputs_error(in), tk_reader_error(r));
+		else /* a member before that failed is not this one's error */
+			assert_string_equal(tk_inputs_error(in), "");
 		while (i < n && !ms[i].trace)
 			i++;
 		assert_true(i < n);
@@ -978,7 +980,7 @@ static void check_like_plain(const char *path, const member *ms, size_t n, const
 static void test_bad_members(void **state)
 {
 	(void)state;
-	member ms[7];
+	member ms[8];
 	size_t n, zn, tn;
 	char *a = gen_trace(6, 20, &n);
 	member_data(&ms[0], "good/a.json", 1, a, n);
@@ -988,18 +990,19 @@ static void test_bad_members(void **state)
 	char *t = gen_trace(8, 60, &tn);
 	member_data(&ms[3], "cut/rank2.json", 1, t, tn * 3 / 5); /* a trace cut off: a warning */
 	member_data(&ms[4], "notes.txt", 0, dupstr("{ not json"), 10);
+	member_data(&ms[5], "words.json", 1, dupstr("plain words"), 11); /* fails as it opens, a good one after */
 	char *b = gen_trace(7, 20, &n);
-	member_data(&ms[5], "good/b.json", 1, b, n);
-	member_data(&ms[6], "empty.json", 1, dupstr(""), 0);
+	member_data(&ms[6], "good/b.json", 1, b, n);
+	member_data(&ms[7], "empty.json", 1, dupstr(""), 0);
 	const char *fmts[] = {"tar", "tar.gz", "stored.zip", "deflated.zip", "7z", "newc.cpio"};
 	for (size_t f = 0; f < 6; f++) {
 		char arg[4096];
-		char *path = written(format_named(fmts[f]), ms, 7, "bad.%s", fmts[f]);
+		char *path = written(format_named(fmts[f]), ms, 8, "bad.%s", fmts[f]);
 		if (!path)
 			continue;
-		check_like_plain(path, ms, 7, NULL);
+		check_like_plain(path, ms, 8, NULL);
 		tk_reader_opts strict = {.strict = 1};
-		check_like_plain(path, ms, 7, &strict);
+		check_like_plain(path, ms, 8, &strict);
 		/* where the JSON goes wrong: line 3, at "dur" */
 		unsigned long line, col;
 		tu_linecol(bad_text, (size_t)(strstr(bad_text, "2 \"dur\"") + 2 - bad_text), &line, &col);
@@ -1013,7 +1016,7 @@ static void test_bad_members(void **state)
 		unlink(path);
 		free(path);
 	}
-	for (size_t i = 0; i < 7; i++)
+	for (size_t i = 0; i < 8; i++)
 		free(ms[i].data);
 }
 

@@ -89,6 +89,7 @@ int tk_inputs_next(tk_inputs *in, tk_reader **r, const char **name)
 		in->done = 1;
 		return in->err.code;
 	}
+	in->err.msg[0] = 0; /* the last member's error is not this one's */
 	if (!in->arc) { /* a trace file, or the member named */
 		in->done = 1;
 		if (set_name(in, in->member))

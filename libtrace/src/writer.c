@@ -78,6 +78,7 @@ static int add_meta(tk_writer *w, tk_sv key, tk_sv json, int after)
 		return TK_ERR_ARG;
 	if (w->err.code)
 		return w->err.code;
+	w->err.msg[0] = 0; /* a refusal before is not this call's */
 	if (w->closed)
 		return tk__err_msg(&w->err, TK_ERR_ARG, "%s: the output is closed", out_name(w));
 	/* the events' own member: a second one would make the file unreadable */
@@ -101,6 +102,8 @@ int tk_writer_set_max_bytes(tk_writer *w, uint64_t max_bytes)
 {
 	if (!w)
 		return TK_ERR_ARG;
+	if (!w->err.code)
+		w->err.msg[0] = 0;
 	if (max_bytes && (!w->fmt->wr->state_size || !w->fmt->wr->close_bytes))
 		return tk__err_msg(&w->err, TK_ERR_UNSUPPORTED, "a byte budget is supported for JSON output only, not %s",
 		                   w->fmt->name);
@@ -175,6 +178,7 @@ static int write_n(tk_writer *w, const tk_event *const *evs, size_t n, const tk_
 		return TK_ERR_ARG;
 	if (w->err.code)
 		return w->err.code;
+	w->err.msg[0] = 0; /* a refusal before is not this call's */
 	if (w->closed)
 		return tk__err_msg(&w->err, TK_ERR_ARG, "%s: the output is closed", out_name(w));
 	int limited = w->max_bytes && w->events > 0;
@@ -236,6 +240,7 @@ int tk_writer_close(tk_writer *w)
 		return TK_ERR_ARG;
 	if (w->err.code)
 		return w->err.code;
+	w->err.msg[0] = 0;
 	if (w->closed)
 		return 0;
 	int rc = w->fmt->wr->close(w);
