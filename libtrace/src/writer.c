@@ -164,8 +164,7 @@ static const char *event_bad(const tk_writer *w, const tk_event *ev)
 		return "a string of length > 0 without its text (ptr NULL)";
 	/* JSON holds a phase as one character, which its reader takes back
 	 * unescaped; the other formats keep any byte */
-	if ((ev->has & TK_HAS_PH) && w->fmt->id == TK_FORMAT_JSON &&
-	    (ev->ph == '"' || ev->ph == '\\' || (unsigned char)ev->ph < 0x20 || (unsigned char)ev->ph >= 0x7f))
+	if ((ev->has & TK_HAS_PH) && w->fmt->id == TK_FORMAT_JSON && !tk__json_ph_ok((unsigned char)ev->ph))
 		return "its phase is not a printable ASCII character";
 	return NULL;
 }

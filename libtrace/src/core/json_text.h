@@ -48,6 +48,13 @@ static inline const unsigned char *tk__scan_special(const unsigned char *p, cons
 }
 /* Skip JSON whitespace. */
 #define TK__IS_WS(c) ((c) == ' ' || (c) == '\n' || (c) == '\r' || (c) == '\t')
+/* A phase Chrome JSON holds as one character: printable ASCII that needs
+ * no escape. The JSON reader takes only these as "ph"; its writer writes
+ * only these. */
+static inline int tk__json_ph_ok(unsigned char c)
+{
+	return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+}
 static inline const unsigned char *tk__skip_ws(const unsigned char *p, const unsigned char *e)
 {
 	if (TK__LIKELY(p < e && *p > ' '))

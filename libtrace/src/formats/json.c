@@ -264,7 +264,7 @@ static int event_member(tk_reader *r, int code, const unsigned char *kp, size_t 
 			goto extra;
 		if (e - p < 3)
 			return TK__J_MORE;
-		if (p[2] != '"' || p[1] < 0x20 || p[1] >= 0x7f || p[1] == '"' || p[1] == '\\')
+		if (p[2] != '"' || !tk__json_ph_ok(p[1]))
 			goto extra;
 		ev->ph = (char)p[1];
 		ev->has |= TK_HAS_PH;
@@ -977,8 +977,7 @@ static int members(jm *m, tk__buf *o, const tk_event *ev)
 	int rc = 0;
 	if (ev->has & TK_HAS_PH) {
 		char ph[8] = {'"', 'p', 'h', '"', ':', '"', ev->ph, '"'};
-		if (ev->ph == '"' || ev->ph == '\\' || (unsigned char)ev->ph < 0x20 ||
-		    (unsigned char)ev->ph >= 0x7f) /* what the reader takes back as a phase */
+		if (!tk__json_ph_ok((unsigned char)ev->ph))
 			return m->w ? tk__err_set(&m->w->err, TK_ERR_ARG, "event phase must be a printable ASCII character")
 			            : TK_ERR_ARG;
 		rc = tk__buf_append(o, ph, 8) || tk__buf_putc(o, ',');
