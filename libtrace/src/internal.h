@@ -59,6 +59,7 @@ typedef struct tk__src {
 	int n;           /* stages in use, st[0] the base; 0 before init */
 	const char *cut; /* a filter whose stream stopped inside a unit: its name */
 	int err_named;   /* err names its input already (another base's failure) */
+	int err_nomem;   /* err is an allocation's failure, not the input's */
 	char err[TK__ERRLEN];
 	struct tk__ahead *ahead; /* the thread that decodes ahead (tk__src_read_ahead) */
 } tk__src;

@@ -558,6 +558,7 @@ long tk__par_read(tk_reader *r, unsigned char *dst, size_t cap)
 		if (P->nomem) {
 			pthread_mutex_unlock(&P->W.mu);
 			snprintf(r->src.err, sizeof r->src.err, "out of memory");
+			r->src.err_nomem = 1;
 			return TK_ERR_NOMEM;
 		}
 		/* the blocks before the feed are in the reader's window: room for the next */

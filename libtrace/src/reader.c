@@ -62,15 +62,7 @@ tk_reader *tk__reader_worker(const tk_reader *main)
 /* The source failed: its message, named (another base's names itself: an archive, a member). */
 static int src_fail(tk_reader *r)
 {
-	/* the sources' messages carry no code: an allocation that failed is
-	 * one that ends in "out of memory" (zlib's: "out of memory in zlib"),
-	 * after the input's name where the message names it */
-	static const char *const oom[] = {"out of memory", "out of memory in zlib"};
-	const char *e = r->src.err, *tail = e;
-	if (r->src.err_named && strstr(e, ": "))
-		for (const char *p = e; (p = strstr(p, ": ")) != NULL; p += 2)
-			tail = p + 2; /* after the last ": " */
-	int code = strcmp(tail, oom[0]) == 0 || strcmp(tail, oom[1]) == 0 ? TK_ERR_NOMEM : TK_ERR_IO;
+	int code = r->src.err_nomem ? TK_ERR_NOMEM : TK_ERR_IO;
 	if (r->src.err_named)
 		return tk__err_set(&r->err, code, "%s", r->src.err);
 	return tk__err_set(&r->err, code, "%s: %s", r->name, r->src.err);

@@ -341,6 +341,7 @@ static int peek(tk__src *s, size_t want, const unsigned char **p, size_t *n)
 	}
 	if (tk__grow(&st->ahead, &st->ahead_cap, want, 1, want)) {
 		snprintf(s->err, sizeof s->err, "out of memory");
+		s->err_nomem = 1;
 		return TK_ERR_NOMEM;
 	}
 	while (st->ahead_len < want) {

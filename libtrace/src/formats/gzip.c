@@ -92,6 +92,7 @@ static int gz_open(tk__src *s, int level)
 	if (!g || !(g->zin = malloc(TK__ZIN))) {
 		free(g);
 		snprintf(s->err, sizeof s->err, "out of memory");
+		s->err_nomem = 1;
 		return TK_ERR_NOMEM;
 	}
 #ifdef TK_HAVE_ISAL
@@ -101,6 +102,7 @@ static int gz_open(tk__src *s, int level)
 			free(g->zin);
 			free(g);
 			snprintf(s->err, sizeof s->err, "out of memory");
+			s->err_nomem = 1;
 			return TK_ERR_NOMEM;
 		}
 		isal_inflate_init(g->is);
@@ -238,6 +240,7 @@ static int inflate_step(tk__src *s, gz_in *g, unsigned char **next_out, uInt *av
 	}
 	if (rc == Z_MEM_ERROR) {
 		snprintf(s->err, sizeof s->err, "out of memory in zlib");
+		s->err_nomem = 1;
 		return STEP_FAIL;
 	}
 	return STEP_MORE;
