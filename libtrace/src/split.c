@@ -851,7 +851,7 @@ static int put_kv(tk__buf *b, const char *key, uint64_t v)
 
 static int put_jstr(tk__buf *b, const char *str)
 {
-	return tk__buf_putc(b, '"') || tk__json_escape(b, str, strlen(str)) < 0 || tk__buf_putc(b, '"');
+	return tk__json_put_str(b, str, strlen(str));
 }
 
 static const char *base_name(const char *p)

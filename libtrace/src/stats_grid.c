@@ -299,8 +299,7 @@ int tk__grid_set_num(tk__grid *g, size_t col, double v, int decimals)
 int tk__grid_footer_str(tk__grid *g, const char *key, const char *value)
 {
 	tk__buf q = {0};
-	int rc = tk__buf_putc(&q, '"') || tk__json_escape(&q, value, strlen(value)) < 0 || tk__buf_putc(&q, '"') ||
-	         tk__buf_putc(&q, 0)
+	int rc = tk__json_put_str(&q, value, strlen(value)) || tk__buf_putc(&q, 0)
 	             ? TK_ERR_NOMEM
 	             : tk__grid_footer(g, NULL, key, q.p);
 	tk__buf_free(&q);

@@ -898,6 +898,11 @@ int tk__json_escape(tk__buf *out, const char *s, size_t n)
 	return repaired;
 }
 
+int tk__json_put_str(tk__buf *out, const char *s, size_t n)
+{
+	return tk__buf_putc(out, '"') || tk__json_escape(out, s, n) < 0 || tk__buf_putc(out, '"') ? TK_ERR_NOMEM : 0;
+}
+
 int tk__json_is_canonical(const char *s, size_t n, int kind)
 {
 	/* canonicalize a padded copy and compare: canonical text maps to itself */

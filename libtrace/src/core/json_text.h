@@ -97,6 +97,8 @@ int tk__json_double(tk__buf *out, double d);
 /* Append s escaped as a JSON string body (no quotes); invalid UTF-8 is
  * replaced. Returns the number of repairs (0 or 1), <0 on ENOMEM. */
 int tk__json_escape(tk__buf *out, const char *s, size_t n);
+/* The same between quotes: a whole JSON string. 0 or TK_ERR_NOMEM. */
+int tk__json_put_str(tk__buf *out, const char *s, size_t n);
 /* 1 if s[0..n) is exactly the canonical compact JSON of its kind: 0 the
  * body of a string, 1 one value, 2 the members of an object. */
 int tk__json_is_canonical(const char *s, size_t n, int kind);

@@ -1304,7 +1304,7 @@ static int arg_id(tk__buf *b, const char *name, const tk_id *id)
 	if (id->kind == TK_ID_INT)
 		rc = id_text(&t, id);
 	else if (id->kind == TK_ID_STR)
-		rc = tk__buf_putc(&t, '"') || tk__json_escape(&t, id->str.ptr, id->str.len) < 0 || tk__buf_putc(&t, '"');
+		rc = tk__json_put_str(&t, id->str.ptr, id->str.len);
 	else
 		rc = tk__buf_puts(&t, "null");
 	if (!rc)
@@ -2106,8 +2106,7 @@ static int intern_text(tk_reader *r, const unsigned char *p, size_t n, tk_sv *ou
 		v = tk__strtab_intern_id(&r->strs, n ? (const char *)p : "", n, id ? id : &tmp);
 	} else {
 		tk__buf t = {0};
-		int rc = tk__buf_putc(&t, '"') || tk__json_escape(&t, (const char *)p, n) < 0 || tk__buf_putc(&t, '"') ||
-		         tk__js_str_buf((tk_sv){t.p, t.len}, &r->scratch);
+		int rc = tk__json_put_str(&t, (const char *)p, n) || tk__js_str_buf((tk_sv){t.p, t.len}, &r->scratch);
 		tk__buf_free(&t);
 		if (rc)
 			return TK_ERR_NOMEM;
@@ -2255,7 +2254,7 @@ static int put_json_str(tk__buf *o, const void *p, size_t n)
 		o->len += n + 2;
 		return 0;
 	}
-	return tk__buf_putc(o, '"') || tk__json_escape(o, p, n) < 0 || tk__buf_putc(o, '"') ? TK_ERR_NOMEM : 0;
+	return tk__json_put_str(o, p, n);
 }
 
 /* put_json_str of a string known to need no escaping where plain is 1. */

@@ -509,7 +509,7 @@ static int put_id_arg(tk_writer *w, aset *a, const tk_id *id)
 	if (id->kind == TK_ID_INT)
 		rc = tk__buf_i64(&b, id->num);
 	else if (id->kind == TK_ID_STR)
-		rc = tk__buf_putc(&b, '"') || tk__json_escape(&b, id->str.ptr, id->str.len) < 0 || tk__buf_putc(&b, '"');
+		rc = tk__json_put_str(&b, id->str.ptr, id->str.len);
 	if (!rc && b.len)
 		rc = put_own(w, a, "tk.id", (tk_sv){b.p, b.len});
 	else if (rc)
@@ -871,9 +871,7 @@ static int put_one(tk_writer *w, const tk_event *ev)
 		return rc;
 	if ((ev->has & TK_HAS_PH) && ev->ph != 'X' && ev->ph != 'B' && ev->ph != 'i' && ev->ph != 'I') {
 		tk__buf ph = {0}; /* a JSON string: '"', '\\' and controls escaped */
-		rc = tk__buf_putc(&ph, '"') || tk__json_escape(&ph, &ev->ph, 1) < 0 || tk__buf_putc(&ph, '"')
-		         ? nomem(w)
-		         : put_own(w, &a, "tk.ph", (tk_sv){ph.p, ph.len});
+		rc = tk__json_put_str(&ph, &ev->ph, 1) ? nomem(w) : put_own(w, &a, "tk.ph", (tk_sv){ph.p, ph.len});
 		tk__buf_free(&ph);
 		if (rc)
 			return rc;

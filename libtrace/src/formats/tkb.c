@@ -993,9 +993,7 @@ static int put_value(tdec *d, tk__buf *o, int type, int64_t *prev, const unsigne
 			return put_sv(o, v, 1);
 		/* not the body of a JSON string (a crafted file): escaped as raw text,
 		 * as keys are (7.5), so it stays one value and reads the same again */
-		return tk__buf_putc(o, '"') || tk__json_escape(o, v.ptr, v.len) < 0 || tk__buf_putc(o, '"')
-		           ? TK_ERR_NOMEM
-		           : 0;
+		return tk__json_put_str(o, v.ptr, v.len);
 	}
 	case TK__V_JSON:
 		return put_sv(o, str_ref(d, p, bad, miss, TK__OK_VALUE), 0);
